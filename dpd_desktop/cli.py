@@ -1,0 +1,268 @@
+"""Command line: ``dpd-desktop`` (the window) and its headless sub-commands on the same core.
+
+    dpd-desktop                         open the window
+    dpd-desktop demo                    the embedded demo: window when a display exists, else headless + plots
+    dpd-desktop train-pa --dataset PATH [options]
+    dpd-desktop train-dpd --dataset PATH --pa-run RUN [options]
+    dpd-desktop run-dpd --run RUN [--input FILE | --split test] --out FILE.{csv,h5,mat}
+    dpd-desktop runs                    list the runs of the workspace
+
+Exit status: 0 success, 1 run failed, 2 bad arguments or input, 3 cancelled (Ctrl+C).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from . import __version__
+
+
+def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
+    from .config import ExperimentConfig
+
+    d = ExperimentConfig()
+    p.add_argument("--dataset", required=True, help="split-CSV folder, single CSV, HDF5 file, or 'demo'")
+    if step == "dpd":
+        p.add_argument("--pa-run", required=True, help="PA run id (in the workspace) or PA run folder")
+    p.add_argument("--backbone", default=d.backbone, help="gru, dgru, lstm, tres_gru, rvtdcnn (default %(default)s)")
+    p.add_argument("--hidden-size", type=int, default=d.hidden_size if step == "pa" else 15,
+                   help="hidden size (default %(default)s)")
+    p.add_argument("--num-layers", type=int, default=d.num_layers)
+    p.add_argument("--epochs", type=int, default=d.epochs, help="default %(default)s")
+    p.add_argument("--batch-size", type=int, default=d.batch_size)
+    p.add_argument("--batch-size-eval", type=int, default=d.batch_size_eval)
+    p.add_argument("--lr", type=float, default=d.lr)
+    p.add_argument("--lr-end", type=float, default=d.lr_end)
+    p.add_argument("--decay-factor", type=float, default=d.decay_factor)
+    p.add_argument("--patience", type=int, default=d.patience)
+    p.add_argument("--weight-decay", type=float, default=d.weight_decay)
+    p.add_argument("--grad-clip", type=float, default=d.grad_clip)
+    p.add_argument("--frame-length", type=int, default=d.frame_length)
+    p.add_argument("--stride", type=int, default=d.stride)
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--loss", default=d.loss, choices=("l2", "l1"))
+    p.add_argument("--device", default=d.device, help="auto, cpu, cuda or cuda:N (default %(default)s)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: PyTorch's)")
+    p.add_argument("--max-train-samples", type=int, default=None, help="train on the first N samples only")
+    p.add_argument("--preview-every", type=int, default=None, help="live batch preview every N batches")
+    p.add_argument("--no-plots", action="store_true", help="do not write plots/*.png at the end")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dpd-desktop", description="Neural PA modeling and DPD for measured I/Q data.")
+    p.add_argument("--version", action="version", version=f"dpd-desktop {__version__}")
+    p.add_argument("--workspace", default=None, help="workspace folder (default: the platform's user data folder "
+                   "or $DPD_DESKTOP_WORKSPACE)")
+    sub = p.add_subparsers(dest="command")
+    g = sub.add_parser("gui", help="open the window (the default)")
+    g.add_argument("--dataset", default=None)
+    dm = sub.add_parser("demo", help="embedded demo: window with a display, else a headless run with plots")
+    dm.add_argument("--headless", action="store_true", help="force the headless demo")
+    dm.add_argument("--epochs", type=int, default=3)
+    dm.add_argument("--device", default="auto")
+    _add_training_options(sub.add_parser("train-pa", help="train a PA behavioral model headless"), "pa")
+    _add_training_options(sub.add_parser("train-dpd", help="train a DPD through a frozen PA headless"), "dpd")
+    r = sub.add_parser("run-dpd", help="write u = DPD(x) for a split or an input file")
+    r.add_argument("--run", required=True, help="DPD run id or run folder")
+    r.add_argument("--input", default=None, help="input file (CSV I,Q / HDF5 / .mat); default: --split of the "
+                   "run's dataset")
+    r.add_argument("--split", default="test", choices=("train", "val", "test"))
+    r.add_argument("--out", required=True, help="output file: .csv, .h5/.hdf5 or .mat")
+    r.add_argument("--device", default="cpu")
+    sub.add_parser("runs", help="list the runs of the workspace")
+    return p
+
+
+class ConsoleObserver:
+    """Prints a progress bar (stderr, at most ~10 updates/s) and a per-epoch metrics table (stdout)."""
+
+    COLS = (("EPOCH", "ep", "{:>3d}"), ("LR", "lr", "{:>8.1e}"), ("TRAIN_LOSS", "train loss", "{:>10.3e}"),
+            ("VAL_LOSS", "val loss", "{:>10.3e}"), ("VAL_NMSE", "val NMSE", "{:>9.3f}"),
+            ("VAL_ACLR_AVG", "val ACLR", "{:>9.3f}"), ("VAL_EVM", "val EVM", "{:>8.3f}"),
+            ("TEST_NMSE", "test NMSE", "{:>9.3f}"), ("EPOCH_SECONDS", "s", "{:>7.1f}"))
+
+    def __init__(self, quiet: bool = False):
+        self.quiet = quiet
+        self.header_done = False
+        self.tty = sys.stderr.isatty()
+        self.last_line = 0.0
+
+    def __call__(self, ev) -> None:
+        from .training import events as E
+
+        if isinstance(ev, E.RunStarted):
+            print(f"run {ev.run_id} → {ev.run_dir}")
+            print(f"device {ev.device} ({ev.device_name}) · CUDA graph: {ev.fast_path} · {ev.n_params} parameters · "
+                  f"{ev.n_train_frames} frames, {ev.batches_per_epoch} batches/epoch", flush=True)
+        elif isinstance(ev, E.BatchProgress) and not self.quiet:
+            frac = ev.batch / ev.batches
+            bar = "#" * int(30 * frac)
+            eta = f"{ev.eta_s:5.0f} s left" if ev.eta_s is not None else ""
+            text = f"epoch {ev.epoch + 1}/{ev.epochs} [{bar:<30}] {ev.batch}/{ev.batches} {eta}"
+            if self.tty:
+                sys.stderr.write("\r" + text)
+                sys.stderr.flush()
+            elif time.monotonic() - self.last_line > 10 or ev.batch == ev.batches:
+                self.last_line = time.monotonic()
+                print(text, file=sys.stderr, flush=True)
+        elif isinstance(ev, E.EpochEnded):
+            if self.tty and not self.quiet:
+                sys.stderr.write("\r" + " " * 80 + "\r")
+            if not self.header_done:
+                print(" ".join(f"{h:>{len(f.format(0) if 'd' in f else f.format(0.0))}}" for _, h, f in self.COLS)
+                      + "  sel")
+                self.header_done = True
+            cells = []
+            for key, _, fmt in self.COLS:
+                v = ev.row.get(key)
+                try:
+                    cells.append(fmt.format(v if key == "EPOCH" else float(v)))
+                except (TypeError, ValueError):
+                    cells.append(str(v))
+            print(" ".join(cells) + ("  ★" if ev.is_best else ""), flush=True)
+        elif isinstance(ev, E.RunFinished):
+            m = ev.test_metrics
+            print(f"selected epoch {ev.best_epoch}; test NMSE {m['NMSE']:.4f} dB, ACLR L/R/avg "
+                  f"{m['ACLR_L']:.4f}/{m['ACLR_R']:.4f}/{m['ACLR_AVG']:.4f} dBc, EVM {m['EVM']:.4f} dB "
+                  f"({ev.wall_s:.1f} s)")
+            if ev.extra.get("rms_out_diff_db") is not None:
+                d = ev.extra["rms_out_diff_db"]
+                print(f"cascade RMS output with vs without DPD: {d:+.3f} dB" +
+                      ("  WARNING: more than 0.5 dB — the DPD changes the gain" if ev.extra.get("power_warning")
+                       else ""))
+            print(f"artifacts: {ev.run_dir}", flush=True)
+        elif isinstance(ev, E.RunFailed):
+            print(f"error: {ev.message}", file=sys.stderr, flush=True)
+        elif isinstance(ev, E.RunCancelled):
+            print(f"cancelled after {ev.epochs_completed} epoch(s); run kept at {ev.run_dir}", file=sys.stderr)
+
+
+class PlotRecorder:
+    """Keeps the last plot data and the history rows so that the CLI can write plots/*.png at the end."""
+
+    def __init__(self):
+        self.rows, self.plots = [], None
+
+    def __call__(self, ev) -> None:
+        from .training import events as E
+
+        if isinstance(ev, E.EpochEnded):
+            self.rows.append(dict(ev.row))
+            self.plots = ev.plots or self.plots
+        elif isinstance(ev, E.RunFinished) and ev.plots is not None:
+            self.plots = ev.plots
+
+
+def write_plots(run_dir, rec: PlotRecorder) -> None:
+    """Render the default plots to ``run_dir/plots`` (offscreen Qt); a failure is reported, never fatal."""
+    try:
+        from .gui.export import write_run_plots
+
+        paths = write_run_plots(Path(run_dir), rec.rows, rec.plots)
+        print(f"plots: {len(paths)} PNG files in {Path(run_dir) / 'plots'}")
+    except Exception as exc:  # noqa: BLE001
+        print(f"warning: plots not written ({type(exc).__name__}: {exc})", file=sys.stderr)
+
+
+def _config_from_args(a, step: str):
+    from .config import ExperimentConfig
+
+    return ExperimentConfig(
+        step=step, dataset=a.dataset, backbone=a.backbone, hidden_size=a.hidden_size, num_layers=a.num_layers,
+        pa_run=getattr(a, "pa_run", None), epochs=a.epochs, batch_size=a.batch_size,
+        batch_size_eval=a.batch_size_eval, lr=a.lr, lr_end=a.lr_end, decay_factor=a.decay_factor,
+        patience=a.patience, weight_decay=a.weight_decay, grad_clip=a.grad_clip, frame_length=a.frame_length,
+        stride=a.stride, seed=a.seed, loss=a.loss, device=a.device, threads=a.threads,
+        max_train_samples=a.max_train_samples, preview_every=a.preview_every)
+
+
+def run_training(config, workspace, dataset=None, quiet=False, plots=True) -> int:
+    """Run one experiment headless with the console observer; returns the exit status."""
+    from .training.trainer import Trainer
+
+    rec = PlotRecorder()
+    trainer = Trainer(config, dataset=dataset, workspace=workspace, observers=[ConsoleObserver(quiet), rec])
+    prev = signal.getsignal(signal.SIGINT)
+
+    def on_sigint(signum, frame):  # first Ctrl+C: cooperative stop; second: default behavior
+        print("\nstopping after the current batch (Ctrl+C again to abort)…", file=sys.stderr)
+        trainer.request_cancel()
+        signal.signal(signal.SIGINT, prev)
+
+    try:
+        signal.signal(signal.SIGINT, on_sigint)
+    except ValueError:  # not the main thread
+        pass
+    try:
+        result = trainer.run()
+    finally:
+        try:
+            signal.signal(signal.SIGINT, prev)
+        except ValueError:
+            pass
+    if result.state == "succeeded" and plots:
+        write_plots(result.run_dir, rec)
+    return {"succeeded": 0, "failed": 1, "cancelled": 3}[result.state]
+
+
+def has_display() -> bool:
+    """True when a window can be shown (Windows/macOS, or X11/Wayland with a display variable)."""
+    if os.environ.get("QT_QPA_PLATFORM") == "offscreen":
+        return False
+    if sys.platform in ("win32", "darwin"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def main(argv=None) -> int:
+    """Entry point of ``dpd-desktop`` and ``python -m dpd_desktop``."""
+    args = build_parser().parse_args(argv)
+    from .runs.workspace import Workspace
+
+    ws = Workspace(args.workspace) if args.workspace else Workspace()
+    cmd = args.command or "gui"
+    if cmd == "gui":
+        from .gui.app import main as gui_main
+
+        return gui_main(dataset=getattr(args, "dataset", None), workspace=ws)
+    if cmd == "demo":
+        from .config import ExperimentConfig
+
+        cfg = ExperimentConfig(step="pa", dataset="demo", epochs=args.epochs, device=args.device, hidden_size=16,
+                               frame_length=100, stride=4)
+        if has_display() and not args.headless:
+            from .gui.app import main as gui_main
+
+            return gui_main(dataset="demo", workspace=ws, autostart_config=cfg)
+        print("no display: running the demo headless (plots are written to the run folder)")
+        return run_training(cfg, ws)
+    if cmd in ("train-pa", "train-dpd"):
+        from .config import ConfigError
+
+        cfg = _config_from_args(args, "pa" if cmd == "train-pa" else "dpd")
+        try:
+            cfg.validate()
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return run_training(cfg, ws, quiet=args.quiet, plots=not args.no_plots)
+    if cmd == "run-dpd":
+        from .runs.dpd_export import DpdExportError, run_dpd
+
+        try:
+            meta = run_dpd(ws, args.run, out=args.out, input_file=args.input, split=args.split, device=args.device)
+        except (DpdExportError, FileNotFoundError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(f"wrote {meta['samples']} samples of u = DPD(x) to {args.out} (+ {args.out}.meta.json)")
+        return 0
+    if cmd == "runs":
+        for r in ws.list_runs():
+            print(f"{r.run_id:48s} {r.step:4s} {r.backbone:9s} H={r.hidden_size!s:4s} {r.status}")
+        return 0
+    return 2

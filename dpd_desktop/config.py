@@ -1,0 +1,135 @@
+"""Experiment configuration: one validated, serializable object per run.
+
+The GUI form, the CLI flags and the saved ``config.json`` all round-trip through :class:`ExperimentConfig`.
+Defaults follow the OpenDPD 2.2.1 reference CLI (reference §4.10): AdamW lr 5e-3, weight decay 0.01,
+ReduceLROnPlateau on the validation selection metric (factor 0.5, patience 5, min lr 5e-5), gradient-norm clip
+200, MSE loss, batch 64, frame length 200, stride 1, seed 0.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+STEPS = ("pa", "dpd")
+DEVICES = ("auto", "cpu", "cuda")
+LOSSES = ("l2", "l1")
+
+
+class ConfigError(ValueError):
+    """A configuration field is invalid. ``field`` names it; the message says what was expected."""
+
+    def __init__(self, field_name: str, message: str):
+        super().__init__(f"{field_name}: {message}")
+        self.field = field_name
+
+
+@dataclass
+class ExperimentConfig:
+    """Everything that decides what a run computes.
+
+    Attributes (units in brackets):
+        step: ``"pa"`` (PA behavioral model, target = measured y) or ``"dpd"`` (DPD trained through a frozen PA,
+            target = g·x, reference §5.1).
+        dataset: dataset path (split-CSV folder, single CSV, HDF5) or ``"demo"`` for the embedded synthetic PA.
+        backbone, hidden_size, num_layers: the trained model (the DPD model when ``step == "dpd"``).
+        pa_run: for ``step == "dpd"``, the PA run id or run folder whose selected checkpoint is frozen.
+        epochs, batch_size, batch_size_eval [frames / segments], lr, lr_end, decay_factor, patience [epochs],
+        weight_decay, grad_clip (global L2 norm; 0 disables), frame_length, stride [samples], seed, loss.
+        device: ``auto`` (CUDA when available), ``cpu``, ``cuda`` or ``cuda:N``.
+        preview_every: ``None`` (plots once per epoch, no extra inference) or N (live batch preview every N batches).
+        threads: torch intra-op threads on CPU (``None`` keeps PyTorch's default).
+        max_train_samples: use only the first N training samples (``None`` = all); the DPD gain still comes from the
+            full training split (reference §1.4).
+    """
+
+    step: str = "pa"
+    dataset: str = "demo"
+    backbone: str = "gru"
+    hidden_size: int = 23
+    num_layers: int = 1
+    pa_run: str | None = None
+    epochs: int = 150
+    batch_size: int = 64
+    batch_size_eval: int = 64
+    lr: float = 5e-3
+    lr_end: float = 5e-5
+    decay_factor: float = 0.5
+    patience: int = 5
+    weight_decay: float = 0.01
+    grad_clip: float = 200.0
+    frame_length: int = 200
+    stride: int = 1
+    seed: int = 0
+    loss: str = "l2"
+    device: str = "auto"
+    preview_every: int | None = None
+    threads: int | None = None
+    max_train_samples: int | None = None
+    name: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def validate(self) -> "ExperimentConfig":
+        """Check every field; return self. Raises :class:`ConfigError` naming the first bad field."""
+        from .models import BACKBONES  # local: keeps config import light
+
+        if self.step not in STEPS:
+            raise ConfigError("step", f"expected one of {STEPS}, got {self.step!r}")
+        if str(self.backbone).lower() not in BACKBONES:
+            raise ConfigError("backbone", f"expected one of {tuple(BACKBONES)}, got {self.backbone!r}")
+        self.backbone = str(self.backbone).lower()
+        for name in ("hidden_size", "num_layers", "epochs", "batch_size", "batch_size_eval", "frame_length", "stride"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(name, f"expected a positive integer, got {v!r}")
+        if not isinstance(self.patience, int) or self.patience < 0:
+            raise ConfigError("patience", f"expected an integer >= 0, got {self.patience!r}")
+        for name in ("lr", "lr_end"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not v > 0:
+                raise ConfigError(name, f"expected a positive number, got {v!r}")
+        if self.lr_end > self.lr:
+            raise ConfigError("lr_end", f"must not exceed lr ({self.lr}), got {self.lr_end}")
+        if not 0 < self.decay_factor < 1:
+            raise ConfigError("decay_factor", f"expected 0 < factor < 1, got {self.decay_factor}")
+        if self.weight_decay < 0 or self.grad_clip < 0:
+            raise ConfigError("weight_decay" if self.weight_decay < 0 else "grad_clip", "must be >= 0")
+        if self.loss not in LOSSES:
+            raise ConfigError("loss", f"expected one of {LOSSES}, got {self.loss!r}")
+        dev = str(self.device)
+        if not (dev in DEVICES or dev.startswith("cuda:") and dev[5:].isdigit()):
+            raise ConfigError("device", f"expected auto, cpu, cuda or cuda:N, got {dev!r}")
+        if self.preview_every is not None and (not isinstance(self.preview_every, int) or self.preview_every < 1):
+            raise ConfigError("preview_every", f"expected a positive integer or none, got {self.preview_every!r}")
+        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
+            raise ConfigError("threads", f"expected a positive integer or none, got {self.threads!r}")
+        if self.max_train_samples is not None and self.max_train_samples < self.frame_length:
+            raise ConfigError("max_train_samples", f"must be at least frame_length ({self.frame_length})")
+        if self.step == "dpd" and not self.pa_run:
+            raise ConfigError("pa_run", "a DPD run needs the PA run (id or folder) whose model it trains through")
+        if not self.seed >= 0:
+            raise ConfigError("seed", "expected an integer >= 0")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serializable dict (all fields)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ExperimentConfig":
+        """Build from a dict (e.g. a saved ``config.json``'s ``experiment`` block); unknown keys → ConfigError."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ConfigError(unknown[0], f"unknown configuration field (known: {', '.join(sorted(names))})")
+        return cls(**data)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @property
+    def model_id(self) -> str:
+        """Reference-style model id without the parameter count, e.g. ``PA_S_0_M_GRU_H_23_F_200`` (reference §3.8)."""
+        role = "PA" if self.step == "pa" else "DPD"
+        return f"{role}_S_{self.seed}_M_{self.backbone.upper()}_H_{self.hidden_size}_F_{self.frame_length}"

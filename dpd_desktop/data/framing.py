@@ -1,0 +1,123 @@
+"""Framing of I/Q series into training frames and evaluation segments, and the batch loader.
+
+Training frames (reference §2.1): frame k covers samples [k·S, k·S + L) of the train split; the number of frames is
+floor((N − L)/S) + 1; no padding, no wrap. Evaluation segments (reference §2.2): consecutive non-overlapping
+segments of ``nperseg`` samples, the last one zero-padded at its end.
+
+The loader never materializes the overlapping frames (≈0.9 GB for DPA_160MHz at L = 200, S = 1): it keeps the raw
+(N, 2) series on the training device and gathers a whole batch with one advanced-indexing operation, in exactly the
+order, and with exactly the global-RNG use, of ``torch.utils.data.DataLoader(shuffle=True, num_workers=0)`` with
+its default ``RandomSampler`` — the short final batch included (verified by tests/unit/test_loader.py).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+DISABLE_BATCHED_LOADER = os.environ.get("DPD_DESKTOP_DISABLE_BATCHED_LOADER") == "1"
+
+
+def n_frames(n_samples: int, frame_length: int, stride: int) -> int:
+    """Number of training frames: floor((N − L)/S) + 1 (reference §2.1).
+
+    Raises:
+        ValueError: L ≤ 0, S ≤ 0, or N < L.
+    """
+    if frame_length <= 0 or stride <= 0:
+        raise ValueError(f"frame_length and stride must be positive (got {frame_length}, {stride})")
+    if n_samples < frame_length:
+        raise ValueError(
+            f"the training split has {n_samples} samples, fewer than one frame of {frame_length} samples")
+    return (n_samples - frame_length) // stride + 1
+
+
+def segment(series: np.ndarray, nperseg: int) -> np.ndarray:
+    """Cut an (N, 2) series into (ceil(N / nperseg), nperseg, 2) consecutive segments, zero-padding the tail.
+
+    Dtype is preserved. Reference §2.2 (val/test segmentation).
+    """
+    n = series.shape[0]
+    n_seg = -(-n // nperseg)
+    out = np.zeros((n_seg * nperseg,) + series.shape[1:], dtype=series.dtype)
+    out[:n] = series
+    return out.reshape((n_seg, nperseg) + series.shape[1:])
+
+
+def unsegment(segments: np.ndarray, n_valid: int) -> np.ndarray:
+    """Inverse of :func:`segment`: (S, nperseg, 2) → (n_valid, 2), dropping the zero padding."""
+    return segments.reshape((-1,) + segments.shape[2:])[:n_valid]
+
+
+def frames(series: np.ndarray, frame_length: int, stride: int) -> np.ndarray:
+    """Materialized (F, L, 2) frames as contiguous copies (for tests and the plain-loader fallback only)."""
+    f = n_frames(series.shape[0], frame_length, stride)
+    idx = np.arange(f)[:, None] * stride + np.arange(frame_length)[None, :]
+    return np.ascontiguousarray(series[idx])
+
+
+def draw_dataloader_iterator_seed():
+    """Consume the global torch RNG exactly as creating a ``DataLoader`` iterator does (one int64 base-seed draw)."""
+    import torch
+
+    return torch.empty((), dtype=torch.int64).random_()
+
+
+def epoch_permutation(n: int):
+    """Draw the epoch's frame order exactly like ``RandomSampler`` with no private generator (reference §4.2).
+
+    Consumes one int64 draw of the global torch generator, seeds a private CPU generator with it and returns
+    ``torch.randperm(n)`` (int64, CPU).
+    """
+    import torch
+
+    seed = int(torch.empty((), dtype=torch.int64).random_().item())
+    g = torch.Generator()
+    g.manual_seed(seed)
+    return torch.randperm(n, generator=g)
+
+
+@dataclass
+class FrameLoader:
+    """Shuffled batches of training frames gathered from the raw series.
+
+    Args:
+        x, y: (N, 2) float32 tensors (input and target series) already on the training device.
+        frame_length, stride: framing in samples.
+        batch_size: frames per batch; the final batch is short when frames % batch_size ≠ 0 (no drop_last).
+
+    Each call of :meth:`epoch` mirrors one epoch of ``DataLoader(TensorDataset(frames_x, frames_y), batch_size,
+    shuffle=True)``: the iterator's base-seed draw, then the sampler's seed draw and permutation. Batches are
+    (B, L, 2) float32 tensors on the series' device, gathered with one indexing operation each.
+    """
+
+    x: "object"
+    y: "object"
+    frame_length: int
+    stride: int
+    batch_size: int
+
+    def __post_init__(self):
+        import torch
+
+        self.n_frames = n_frames(int(self.x.shape[0]), self.frame_length, self.stride)
+        self.n_batches = -(-self.n_frames // self.batch_size)
+        self._offsets = torch.arange(self.frame_length, device=self.x.device)
+
+    def gather(self, frame_idx):
+        """(B,) int64 frame indices on the series' device → (x, y) batches of shape (B, L, 2)."""
+        win = frame_idx.unsqueeze(1) * self.stride + self._offsets
+        return self.x[win], self.y[win]
+
+    def epoch(self):
+        """Start an epoch: consume the RNG like a DataLoader iterator and return the (n_batches, ...) index plan.
+
+        Returns a list of (B,) int64 index tensors on the series' device (the last one possibly short).
+        """
+        draw_dataloader_iterator_seed()
+        perm = epoch_permutation(self.n_frames).to(self.x.device, non_blocking=True)
+        return list(perm.split(self.batch_size))
+
+    def __len__(self) -> int:
+        return self.n_batches

@@ -1,0 +1,807 @@
+"""Dataset readers and writers: split-CSV folders, single CSV files and HDF5 files.
+
+Entry point: :func:`load_dataset`. Formats (behavior per OpenDPD reference §1.1,
+``../shared/reference/opendpd-reference.md``; HDF5 layout in ``docs/hdf5-layout.md``):
+
+* **split CSV folder** — ``spec.json`` (optional) plus ``{train,val,test}_{input,output}.csv``, each with one
+  header line (e.g. ``I,Q``) and two numeric columns I, Q. Column names are not checked, only the order.
+* **single CSV** — one CSV with named columns ``I_in, Q_in, I_out, Q_out`` (any order, extra columns ignored),
+  cut contiguously in time order: ``n_train = floor(N·r_train)``, ``n_val = floor(N·r_val)``, test = the rest
+  (reference §1.1). Reached as a folder whose ``spec.json`` says ``"dataset_format": "single_csv"`` (file name from
+  ``csv_filename``, default ``data.csv``) or as a direct ``.csv`` path (``spec.json`` beside it used when present,
+  else defaults: ``nperseg`` 2560, no sample rate / bandwidth).
+* **HDF5** (``.h5``/``.hdf5``) — groups ``/train``, ``/val``, ``/test`` with datasets ``x`` and ``y``.
+
+Samples are used as stored, parsed as float64 and cast to float32, with no normalization (reference §1.4).
+The first line of every CSV is the header, whatever it contains (reference §1.1: read with a header row).
+CSV parsing uses numpy only (``np.loadtxt``'s C parser); on a parse failure the file is rescanned line by line to
+report the exact 1-based line number (header = line 1) and the offending text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import os
+import re
+import uuid
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from .errors import DatasetError
+from .spec import DatasetSpec, normalize_spec, read_spec_file
+
+__all__ = [
+    "Split",
+    "IQDataset",
+    "load_dataset",
+    "read_iq_csv",
+    "save_hdf5",
+    "save_split_csv",
+    "SPLIT_NAMES",
+    "SPLIT_CSV_FILES",
+    "SINGLE_CSV_COLUMNS",
+    "HDF5_SUFFIXES",
+    "HDF5_LAYOUT",
+]
+
+SPLIT_NAMES = ("train", "val", "test")
+#: The six files of a split-CSV folder, in (split, role) order.
+SPLIT_CSV_FILES = tuple(f"{s}_{r}.csv" for s in SPLIT_NAMES for r in ("input", "output"))
+#: Required columns of a single CSV (reference §1.1).
+SINGLE_CSV_COLUMNS = ("I_in", "Q_in", "I_out", "Q_out")
+HDF5_SUFFIXES = (".h5", ".hdf5")
+#: Value of the root attribute ``dpd_desktop_layout`` written by :func:`save_hdf5` (see docs/hdf5-layout.md).
+HDF5_LAYOUT = "iq-splits-v1"
+_H5_RESERVED_ATTRS = ("dpd_desktop_layout", "dpd_desktop_name")
+_SHOW = 80
+
+
+# =====================================================================================================================
+# Containers
+# =====================================================================================================================
+@dataclass(frozen=True)
+class Split:
+    """One split of a dataset: PA input ``x`` and sample-aligned PA output ``y``.
+
+    Attributes
+    ----------
+    x: np.ndarray, shape (N, 2), float32, C-contiguous — columns I, Q of the PA input x[n].
+    y: np.ndarray, shape (N, 2), float32, C-contiguous — columns I, Q of the measured PA output y[n].
+
+    Arrays given with another float dtype or layout are converted (copied) to C-contiguous float32. Treat them as
+    read-only: the dataset fingerprint assumes they do not change.
+
+    Raises
+    ------
+    DatasetError
+        shape not (N, 2), N < 1, or ``len(x) != len(y)``.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+
+    def __post_init__(self) -> None:
+        for name in ("x", "y"):
+            a = np.ascontiguousarray(getattr(self, name), dtype=np.float32)
+            if a.ndim != 2 or a.shape[1] != 2:
+                raise DatasetError(
+                    f"split array {name} has shape {a.shape}", field=name, expected="shape (N, 2) with columns I, Q"
+                )
+            object.__setattr__(self, name, a)
+        if len(self.x) != len(self.y):
+            raise DatasetError(
+                f"x has {len(self.x)} samples but y has {len(self.y)}", field="x/y", expected="equal lengths"
+            )
+        if len(self.x) < 1:
+            raise DatasetError("split is empty", field="x", expected="at least 1 sample")
+
+    def __len__(self) -> int:
+        return int(self.x.shape[0])
+
+    @property
+    def n(self) -> int:
+        """Number of samples N."""
+        return int(self.x.shape[0])
+
+    @property
+    def x_complex(self) -> np.ndarray:
+        """x as complex64, shape (N,): I + jQ (a copy)."""
+        return self.x.view(np.complex64)[:, 0].copy()
+
+    @property
+    def y_complex(self) -> np.ndarray:
+        """y as complex64, shape (N,): I + jQ (a copy)."""
+        return self.y.view(np.complex64)[:, 0].copy()
+
+
+@dataclass(frozen=True)
+class IQDataset:
+    """A loaded PA dataset: three contiguous splits plus the normalized spec.
+
+    Attributes
+    ----------
+    name: str — display name (folder name, file stem, or stored name for HDF5 written by :func:`save_hdf5`).
+    source: Path — what was loaded (folder or file), resolved.
+    spec: DatasetSpec — normalized description (sample rate in Hz, bandwidths in Hz, nperseg in samples).
+    train, val, test: Split — (N, 2) float32 arrays, in time order.
+    """
+
+    name: str
+    source: Path
+    spec: DatasetSpec
+    train: Split
+    val: Split
+    test: Split
+
+    @property
+    def splits(self) -> dict[str, Split]:
+        """``{"train": train, "val": val, "test": test}`` (insertion order = time order)."""
+        return {"train": self.train, "val": self.val, "test": self.test}
+
+    @property
+    def n_samples(self) -> dict[str, int]:
+        """Sample counts per split, e.g. ``{"train": 23040, "val": 7680, "test": 7680}``."""
+        return {k: len(v) for k, v in self.splits.items()}
+
+    @cached_property
+    def gain(self) -> float:
+        """Target gain g = max_t |y_train(t)| / max_t |x_train(t)| (OpenDPD reference §1.4).
+
+        A real positive scalar: ratio of the peak amplitudes of the *training* split. Magnitudes are computed in
+        float64 from the stored float32 I/Q samples, ``|z| = sqrt(I² + Q²)``. Used as the DPD target ``g·x``
+        (reference §2.3). ``nan`` if x_train is all zeros. DPA_200MHz: ≈ 2.52081; DPA_160MHz: ≈ 2.29554.
+        """
+        x = self.train.x.astype(np.float64)
+        y = self.train.y.astype(np.float64)
+        mx = float(np.sqrt(np.max(x[:, 0] ** 2 + x[:, 1] ** 2)))
+        my = float(np.sqrt(np.max(y[:, 0] ** 2 + y[:, 1] ** 2)))
+        return my / mx if mx > 0 else float("nan")
+
+    def fingerprint(self) -> str:
+        """SHA-256 hex digest identifying the data content.
+
+        Hashes, in order, for each split (train, val, test) and array (x, y): a short header with the name and
+        shape, then the little-endian float32 bytes; then ``spec.canonical_json()`` (which leaves out the storage
+        details ``dataset_format`` / ``csv_filename``). ``name`` and ``source`` are not hashed, so the same data
+        saved as split CSV (9 significant digits round-trip float32 exactly) or HDF5 keeps its fingerprint.
+        """
+        h = hashlib.sha256(b"dpd-desktop/iq-dataset/v1\n")
+        for sname, split in self.splits.items():
+            for aname in ("x", "y"):
+                a = np.ascontiguousarray(getattr(split, aname), dtype="<f4")
+                h.update(f"{sname}.{aname}:{a.shape[0]}x{a.shape[1]}\n".encode())
+                h.update(a.tobytes())
+        h.update(self.spec.canonical_json().encode("utf-8"))
+        return h.hexdigest()
+
+    def summary(self) -> dict[str, Any]:
+        """Short description for the GUI.
+
+        Keys: ``name``, ``source`` (str), ``format``, ``train``/``val``/``test`` (sample counts), ``fs_mhz``,
+        ``bw_main_mhz``, ``bw_sub_mhz`` (MHz, ``None`` when unknown), ``n_sub_ch``, ``nperseg`` (samples),
+        ``gain`` (see :attr:`gain`), ``metrics_available`` (bool: spectral metrics computable),
+        ``text`` (one-line human-readable summary).
+        """
+
+        def mhz(v: float | None) -> float | None:
+            return None if v is None else v / 1e6
+
+        s = self.spec
+        d: dict[str, Any] = {
+            "name": self.name,
+            "source": str(self.source),
+            "format": s.dataset_format,
+            **self.n_samples,
+            "fs_mhz": mhz(s.sample_rate_hz),
+            "bw_main_mhz": mhz(s.bw_main_hz),
+            "bw_sub_mhz": mhz(s.bw_sub_hz),
+            "n_sub_ch": s.n_sub_ch,
+            "nperseg": s.nperseg,
+            "gain": self.gain,
+            "metrics_available": s.has_metrics,
+        }
+        parts = [f"{d['train']:,} / {d['val']:,} / {d['test']:,} samples"]
+        parts.append(f"fs {d['fs_mhz']:g} MHz" if d["fs_mhz"] is not None else "fs unknown")
+        if d["bw_main_mhz"] is not None:
+            parts.append(f"BW {d['bw_main_mhz']:g} MHz")
+        if s.n_sub_ch is not None:
+            sub = f" × {d['bw_sub_mhz']:g} MHz" if d["bw_sub_mhz"] is not None else ""
+            parts.append(f"{s.n_sub_ch} carrier{'s' if s.n_sub_ch != 1 else ''}{sub}")
+        parts.append(f"nperseg {s.nperseg}")
+        parts.append(f"gain {self.gain:.4f}")
+        d["text"] = f"{self.name}: " + ", ".join(parts)
+        return d
+
+    def __repr__(self) -> str:  # arrays would make the default repr huge
+        n = self.n_samples
+        return (
+            f"IQDataset(name={self.name!r}, source={str(self.source)!r}, "
+            f"train={n['train']}, val={n['val']}, test={n['test']}, spec={self.spec!r})"
+        )
+
+
+# =====================================================================================================================
+# CSV parsing
+# =====================================================================================================================
+def _show(text: str) -> str:
+    text = text.rstrip("\r")
+    return repr(text if len(text) <= _SHOW else text[: _SHOW - 3] + "...")
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DatasetError(f"file not found: {path}", path=path, expected="an existing file") from None
+    except OSError as exc:
+        raise DatasetError(f"cannot read file ({exc.strerror or exc})", path=path, expected="a readable file") from exc
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise DatasetError(
+            f"not text: undecodable byte 0x{data[exc.start]:02x}", path=path, line=line, expected="UTF-8/ASCII CSV text"
+        ) from None
+
+
+def _body_lines(body: str, first_line: int) -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, text) of the non-blank lines of ``body``, whose first line is ``first_line``."""
+    for i, line in enumerate(body.split("\n")):
+        if line.strip():
+            yield first_line + i, line.rstrip("\r")
+
+
+def _cell(s: str) -> float:
+    """float() of one CSV cell, with the same acceptance as numpy's parser (no '_' digit separators)."""
+    t = s.strip()
+    if len(t) >= 2 and t[0] == '"' and t[-1] == '"':
+        t = t[1:-1].strip()
+    if not t or "_" in t:
+        raise ValueError(s)
+    return float(t)
+
+
+def _scan_for_error(
+    path: Path,
+    body: str,
+    first_line: int,
+    ncols: int,
+    colnames: list[str],
+    needed: list[int],
+) -> None:
+    """Find the first bad data line and raise a precise DatasetError; return if every line is fine."""
+    names = ",".join(colnames)
+    for lineno, line in _body_lines(body, first_line):
+        cells = line.split(",")
+        if len(cells) != ncols:
+            raise DatasetError(
+                f"expected {ncols} numeric columns ({names}) separated by ',', got {len(cells)} column(s): {_show(line)}",
+                path=path,
+                line=lineno,
+            )
+        for j in needed:
+            try:
+                _cell(cells[j])
+            except ValueError:
+                raise DatasetError(
+                    f"non-numeric value {cells[j].strip()!r} in column {j + 1} ({colnames[j]}) of {_show(line)}; "
+                    f"expected {ncols} numeric columns ({names})",
+                    path=path,
+                    line=lineno,
+                ) from None
+
+
+def _row_to_line(body: str, first_line: int, row: int) -> tuple[int, str]:
+    for k, (lineno, line) in enumerate(_body_lines(body, first_line)):
+        if k == row:
+            return lineno, line
+    return -1, ""  # pragma: no cover - rows always map to lines
+
+
+def _parse_csv(
+    path: Path,
+    *,
+    ncols: int | None,
+    default_names: tuple[str, ...] = ("I", "Q"),
+    columns: tuple[str, ...] | None = None,
+) -> np.ndarray:
+    """Parse a numeric CSV with one header line.
+
+    Either ``ncols`` (split CSV: exactly that many columns, header names not checked) or ``columns`` (single CSV:
+    pick these header names, in this order). Returns a float64 array (N, ncols or len(columns)).
+    """
+    text = _read_text(path)
+    if not text.strip():
+        raise DatasetError(
+            "empty file",
+            path=path,
+            expected=f"a header line (e.g. '{','.join(default_names)}') followed by at least one data row",
+        )
+    # header = first non-blank line (pandas skips leading blank lines)
+    lead = 0
+    pos = 0
+    while True:
+        nl = text.find("\n", pos)
+        line = text[pos:] if nl < 0 else text[pos:nl]
+        if line.strip() or nl < 0:
+            break
+        lead += 1
+        pos = nl + 1
+    header_line = lead + 1
+    header = line.rstrip("\r")
+    body = "" if nl < 0 else text[nl + 1 :]
+    first_line = header_line + 1
+    hdr = [h.strip().strip('"').strip() for h in header.split(",")]
+
+    if columns is not None:
+        idx: list[int] = []
+        for c in columns:
+            hits = [i for i, h in enumerate(hdr) if h == c] or [i for i, h in enumerate(hdr) if h.lower() == c.lower()]
+            if not hits:
+                hint = ""
+                if re.fullmatch(r"(train|val|test)_(input|output)\.csv", path.name):
+                    hint = " (this looks like one file of a split-CSV dataset: open its folder instead)"
+                raise DatasetError(
+                    f"missing column '{c}' in header {_show(header)}{hint}",
+                    path=path,
+                    line=header_line,
+                    field=c,
+                    expected="header columns " + ",".join(columns) + " (any order)",
+                )
+            if len(hits) > 1:
+                raise DatasetError(
+                    f"column '{c}' appears {len(hits)} times in header {_show(header)}",
+                    path=path,
+                    line=header_line,
+                    field=c,
+                    expected="each of " + ",".join(columns) + " exactly once",
+                )
+            idx.append(hits[0])
+        ncols_all = len(hdr)
+        colnames = hdr
+        needed = idx
+    else:
+        assert ncols is not None
+        if len(hdr) != ncols:
+            raise DatasetError(
+                f"header has {len(hdr)} column(s): {_show(header)}",
+                path=path,
+                line=header_line,
+                expected=f"{ncols} columns, e.g. '{','.join(default_names)}'",
+            )
+        ncols_all = ncols
+        colnames = list(default_names) if len(default_names) == ncols else hdr
+        needed = list(range(ncols))
+
+    if not body.strip():
+        raise DatasetError(
+            f"header only: no data rows after the header (line {header_line})",
+            path=path,
+            line=header_line,
+            expected=f"at least one data row of {ncols_all} numbers",
+        )
+
+    kw: dict[str, Any] = dict(delimiter=",", comments=None, quotechar='"', ndmin=2, dtype=np.float64)
+    if columns is not None:
+        kw["usecols"] = idx
+
+    def fast(b: str) -> np.ndarray:
+        return np.loadtxt(io.StringIO(b, newline=None), **kw)
+
+    try:
+        arr = fast(body)
+    except ValueError as exc:
+        # precise location first; a whitespace-only line is the one thing the scan tolerates and loadtxt does not
+        _scan_for_error(path, body, first_line, ncols_all, colnames, needed)
+        try:
+            arr = fast(re.sub(r"(?m)^[ \t\r]+$", "", body))
+        except ValueError:
+            raise DatasetError(
+                f"could not parse CSV data ({exc})", path=path, expected=f"{ncols_all} numeric columns per row"
+            ) from exc
+
+    n = arr.shape[0]
+    if arr.shape[1] != (len(needed)):
+        _scan_for_error(path, body, first_line, ncols_all, colnames, needed)
+        raise DatasetError(  # pragma: no cover - the scan finds it
+            f"got {arr.shape[1]} columns", path=path, expected=f"{ncols_all} numeric columns"
+        )
+    if columns is not None and body.count(",") != n * (ncols_all - 1):
+        # usecols makes loadtxt lenient about extra/missing trailing cells: enforce the header's column count
+        _scan_for_error(path, body, first_line, ncols_all, colnames, needed)
+
+    finite = np.isfinite(arr).all(axis=1)
+    if not finite.all():
+        row = int(np.argmin(finite))
+        lineno, line = _row_to_line(body, first_line, row)
+        col = int(np.argmin(np.isfinite(arr[row])))
+        name = colnames[needed[col]]
+        raise DatasetError(
+            f"non-finite value ({arr[row, col]}) in column {needed[col] + 1} ({name}) of {_show(line)}",
+            path=path,
+            line=lineno,
+            expected="finite numbers (no NaN/Inf)",
+        )
+    return arr
+
+
+def read_iq_csv(path: str | Path) -> np.ndarray:
+    """Read one split CSV file (header line + two numeric columns I, Q).
+
+    Returns
+    -------
+    np.ndarray, shape (N, 2), float32, C-contiguous (parsed as float64, then cast, as in reference §1.4).
+
+    Raises
+    ------
+    DatasetError
+        file missing/unreadable, empty, header only, header or a row not having 2 columns, non-numeric cell,
+        NaN/Inf — naming the file and the 1-based line (header = line 1) and quoting the offending text.
+    """
+    p = Path(path)
+    return np.ascontiguousarray(_parse_csv(p, ncols=2), dtype=np.float32)
+
+
+def _check_equal_length(a: np.ndarray, b: np.ndarray, pa: Path, pb: Path) -> None:
+    if len(a) != len(b):
+        raise DatasetError(
+            f"length mismatch: {pa.name} has {len(a)} data rows but {pb.name} has {len(b)}",
+            path=pb,
+            source=f"{pa.name} / {pb.name}",
+            expected="sample-aligned input/output files with equal row counts",
+        )
+
+
+def _load_split_folder(folder: Path, spec: DatasetSpec) -> dict[str, Split]:
+    missing = [f for f in SPLIT_CSV_FILES if not (folder / f).is_file()]
+    if missing:
+        hint = ""
+        if len(missing) == 6:
+            others = sorted(p.name for p in folder.iterdir() if p.suffix.lower() in (".csv", ".h5", ".hdf5"))
+            if others:
+                hint = (
+                    f" (found {', '.join(others[:4])}: for a single CSV set \"dataset_format\": \"single_csv\" in "
+                    "spec.json or open the file directly)"
+                )
+        raise DatasetError(
+            f"missing file{'s' if len(missing) > 1 else ''} {', '.join(missing)} in folder {folder}{hint}",
+            path=folder / missing[0],
+            source=", ".join(missing),
+            field=None,
+            expected="the six split files " + ", ".join(SPLIT_CSV_FILES),
+        )
+    out: dict[str, Split] = {}
+    for s in SPLIT_NAMES:
+        pi, po = folder / f"{s}_input.csv", folder / f"{s}_output.csv"
+        x = read_iq_csv(pi)
+        y = read_iq_csv(po)
+        _check_equal_length(x, y, pi, po)
+        out[s] = Split(x, y)
+    return out
+
+
+def _cut_single(arr: np.ndarray, spec: DatasetSpec, path: Path) -> dict[str, Split]:
+    """Contiguous floor-ratio cut of a single CSV (reference §1.1). ``arr`` columns: I_in, Q_in, I_out, Q_out."""
+    n = arr.shape[0]
+    r = spec.split_ratios
+    n_train = math.floor(n * r["train"])
+    n_val = math.floor(n * r["val"])
+    counts = {"train": n_train, "val": n_val, "test": n - n_train - n_val}
+    for s, c in counts.items():
+        if c < 1:
+            raise DatasetError(
+                f"split '{s}' would be empty: {n} data rows cut with ratios {r} give "
+                f"{counts['train']}/{counts['val']}/{counts['test']}",
+                path=path,
+                field="split_ratios",
+                expected="at least 1 row in every split (more rows or larger ratio)",
+            )
+    x = np.ascontiguousarray(arr[:, 0:2], dtype=np.float32)
+    y = np.ascontiguousarray(arr[:, 2:4], dtype=np.float32)
+    b = [0, n_train, n_train + n_val, n]
+    return {s: Split(x[b[i] : b[i + 1]], y[b[i] : b[i + 1]]) for i, s in enumerate(SPLIT_NAMES)}
+
+
+def _load_single_csv(path: Path, spec: DatasetSpec) -> dict[str, Split]:
+    if not path.is_file():
+        raise DatasetError(
+            f"missing file {path.name} in folder {path.parent}",
+            path=path,
+            field="csv_filename",
+            expected="the single CSV named by spec.json 'csv_filename' (default data.csv)",
+        )
+    arr = _parse_csv(path, ncols=None, default_names=SINGLE_CSV_COLUMNS, columns=SINGLE_CSV_COLUMNS)
+    return _cut_single(arr, spec, path)
+
+
+# =====================================================================================================================
+# HDF5
+# =====================================================================================================================
+def _import_h5py(path: Path):
+    try:
+        import h5py  # lazy: heavy import, only needed for HDF5
+    except ImportError as exc:  # pragma: no cover - h5py is a dependency
+        raise DatasetError("h5py is not installed", path=path, expected="the h5py package for .h5/.hdf5 files") from exc
+    return h5py
+
+
+def _attr_value(v: Any) -> Any:
+    """HDF5 attribute → plain Python value (numpy scalars/arrays → Python, bytes → str, JSON object/array strings
+    decoded)."""
+    if isinstance(v, bytes):
+        v = v.decode("utf-8", errors="replace")
+    if isinstance(v, np.ndarray):
+        v = v.tolist()
+        if isinstance(v, list):
+            v = [x.decode("utf-8", errors="replace") if isinstance(x, bytes) else x for x in v]
+    elif isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, str) and v[:1] in ("{", "["):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            pass
+    return v
+
+
+def _h5_to_iq(ds: Any, path: Path, where: str) -> np.ndarray:
+    dt = ds.dtype
+    shape = tuple(ds.shape)
+    expected = "complex64/complex128 of shape (N,) or float of shape (N, 2) with columns I, Q"
+    if dt.kind == "c" and len(shape) == 1:
+        z = ds[()]
+        a = np.empty((shape[0], 2), dtype=np.float32)
+        a[:, 0] = z.real
+        a[:, 1] = z.imag
+    elif dt.kind == "f" and len(shape) == 2 and shape[1] == 2:
+        a = np.ascontiguousarray(ds[()], dtype=np.float32)
+    else:
+        raise DatasetError(
+            f"dataset {where} has shape {shape} and dtype {dt}", path=path, field=where, expected=expected
+        )
+    if a.shape[0] < 1:
+        raise DatasetError(f"dataset {where} is empty", path=path, field=where, expected="at least 1 sample")
+    finite = np.isfinite(a).all(axis=1)
+    if not finite.all():
+        k = int(np.argmin(finite))
+        raise DatasetError(
+            f"non-finite value at sample index {k} ({a[k, 0]}, {a[k, 1]})",
+            path=path,
+            field=where,
+            expected="finite numbers (no NaN/Inf)",
+        )
+    return a
+
+
+def _load_hdf5(path: Path) -> tuple[str, DatasetSpec, dict[str, Split]]:
+    h5py = _import_h5py(path)
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise DatasetError(
+            f"cannot open as HDF5 ({exc})", path=path, expected="an HDF5 file (layout in docs/hdf5-layout.md)"
+        ) from exc
+    with f:
+        raw = {k: _attr_value(v) for k, v in f.attrs.items() if k not in _H5_RESERVED_ATTRS}
+        name = _attr_value(f.attrs.get("dpd_desktop_name", path.stem))
+        spec = normalize_spec(raw, source=f"{path.name} root attributes", path=path)
+        spec = replace(spec, dataset_format="hdf5", csv_filename=None)
+        splits: dict[str, Split] = {}
+        for s in SPLIT_NAMES:
+            g = f.get(s)
+            if not isinstance(g, h5py.Group):
+                raise DatasetError(
+                    f"missing group '/{s}'",
+                    path=path,
+                    field=f"/{s}",
+                    expected="groups /train, /val, /test each with datasets x and y (docs/hdf5-layout.md)",
+                )
+            arrs = []
+            for k in ("x", "y"):
+                ds = g.get(k)
+                if not isinstance(ds, h5py.Dataset):
+                    raise DatasetError(
+                        f"missing dataset '/{s}/{k}'",
+                        path=path,
+                        field=f"/{s}/{k}",
+                        expected=f"datasets /{s}/x (PA input) and /{s}/y (PA output)",
+                    )
+                arrs.append(_h5_to_iq(ds, path, f"/{s}/{k}"))
+            if len(arrs[0]) != len(arrs[1]):
+                raise DatasetError(
+                    f"length mismatch: /{s}/x has {len(arrs[0])} samples but /{s}/y has {len(arrs[1])}",
+                    path=path,
+                    field=f"/{s}",
+                    expected="equal lengths (sample-aligned input/output)",
+                )
+            splits[s] = Split(arrs[0], arrs[1])
+    return str(name), spec, splits
+
+
+def _spec_attrs(spec: DatasetSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in spec.to_dict(include_container=False).items():
+        if v is None:
+            continue
+        if isinstance(v, (dict, list, tuple)):
+            out[k] = json.dumps(v)
+        elif isinstance(v, (bool, int, float, str, np.generic)):
+            out[k] = v
+        else:
+            out[k] = json.dumps(v, default=str)
+    return out
+
+
+def _atomic_target(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+
+
+def save_hdf5(dataset: IQDataset, path: str | Path, *, complex_samples: bool = False, compression: str | None = None) -> Path:
+    """Write ``dataset`` as HDF5 in the layout of ``docs/hdf5-layout.md``; atomic (temp file, then ``os.replace``).
+
+    Parameters
+    ----------
+    dataset: the dataset to write.
+    path: target file (``.h5`` or ``.hdf5``); parent folders are created.
+    complex_samples: store ``x``/``y`` as complex64 1-D arrays (N,) instead of float32 (N, 2). Both are exact
+        round trips of the float32 samples.
+    compression: optional h5py filter name (e.g. ``"gzip"``) for the sample datasets.
+
+    Returns
+    -------
+    Path of the written file.
+
+    Raises
+    ------
+    DatasetError
+        unsupported suffix; OSError from the file system is re-raised as DatasetError naming the file.
+    """
+    p = Path(path)
+    if p.suffix.lower() not in HDF5_SUFFIXES:
+        raise DatasetError(
+            f"unsupported file extension '{p.suffix}' for HDF5 output", path=p, expected="'.h5' or '.hdf5'"
+        )
+    h5py = _import_h5py(p)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _atomic_target(p)
+    try:
+        with h5py.File(tmp, "w") as f:
+            f.attrs["dpd_desktop_layout"] = HDF5_LAYOUT
+            f.attrs["dpd_desktop_name"] = dataset.name
+            for k, v in _spec_attrs(dataset.spec).items():
+                f.attrs[k] = v
+            for s, split in dataset.splits.items():
+                g = f.create_group(s)
+                for k in ("x", "y"):
+                    a = getattr(split, k)
+                    if complex_samples:
+                        data = np.empty(a.shape[0], dtype=np.complex64)
+                        data.real = a[:, 0]
+                        data.imag = a[:, 1]
+                    else:
+                        data = np.ascontiguousarray(a, dtype=np.float32)
+                    g.create_dataset(k, data=data, compression=compression)
+        os.replace(tmp, p)
+    except OSError as exc:
+        raise DatasetError(f"cannot write HDF5 file ({exc})", path=p, expected="a writable location") from exc
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return p
+
+
+# =====================================================================================================================
+# Split-CSV writer
+# =====================================================================================================================
+def _write_atomic(path: Path, writer) -> None:
+    tmp = _atomic_target(path)
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            writer(fh)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def save_split_csv(dataset: IQDataset, folder: str | Path, *, precision: int = 9) -> Path:
+    """Write ``dataset`` as a split-CSV folder: ``spec.json`` + ``{train,val,test}_{input,output}.csv``.
+
+    Each CSV has the header ``I,Q`` and values formatted ``%.{precision}g`` (9 significant digits round-trip
+    float32 exactly). ``spec.json`` uses the preferred field names with ``"dataset_format": "split_csv"``.
+    Each file is written atomically (temp file, then ``os.replace``); the folder is created if needed.
+
+    Returns
+    -------
+    Path of the folder.
+    """
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    fmt = f"%.{int(precision)}g"
+    for s, split in dataset.splits.items():
+        for role, a in (("input", split.x), ("output", split.y)):
+            _write_atomic(
+                out / f"{s}_{role}.csv",
+                lambda fh, a=a: np.savetxt(fh, a, fmt=fmt, delimiter=",", header="I,Q", comments=""),
+            )
+    spec = replace(dataset.spec, dataset_format="split_csv", csv_filename=None)
+    text = json.dumps(spec.to_dict(), indent=4) + "\n"
+    _write_atomic(out / "spec.json", lambda fh: fh.write(text))
+    return out
+
+
+# =====================================================================================================================
+# Dispatch
+# =====================================================================================================================
+def load_dataset(path: str | Path) -> IQDataset:
+    """Load a PA dataset from a folder, a ``.csv`` file or an ``.h5``/``.hdf5`` file.
+
+    Dispatch (OpenDPD reference §1.1):
+
+    * folder (or its ``spec.json``): ``spec.json`` read if present (else defaults). ``dataset_format`` ``single_csv``
+      → the CSV named ``csv_filename`` (default ``data.csv``) cut by ``split_ratios``; otherwise the six split CSVs.
+    * ``.csv`` file: single CSV with columns ``I_in,Q_in,I_out,Q_out``; ``spec.json`` beside it is used if present
+      (its ``dataset_format``/``csv_filename`` are overridden), else defaults (``nperseg`` 2560, no fs/bandwidth).
+    * ``.h5``/``.hdf5``: groups ``/train``, ``/val``, ``/test`` with ``x``, ``y``; spec from root attributes.
+
+    Returns
+    -------
+    IQDataset with (N, 2) float32 C-contiguous arrays, no normalization applied (reference §1.4).
+
+    Raises
+    ------
+    DatasetError
+        path not found; unsupported extension; missing split file(s) (named); empty/header-only file; wrong column
+        count; non-numeric cell; NaN/Inf (with 1-based line); input/output length mismatch (both lengths); invalid
+        spec.json (JSON error line) or spec field; missing single-CSV column; empty split after the ratio cut;
+        HDF5 missing group/dataset, wrong shape/dtype.
+    """
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise DatasetError(
+            f"path not found: {p}",
+            path=p,
+            expected="an existing dataset folder, .csv file or .h5/.hdf5 file",
+        )
+    if p.is_file() and p.name == "spec.json":
+        p = p.parent
+    if p.is_dir():
+        spec_path = p / "spec.json"
+        spec = read_spec_file(spec_path) if spec_path.is_file() else DatasetSpec()
+        if spec.dataset_format == "single_csv":
+            splits = _load_single_csv(p / (spec.csv_filename or "data.csv"), spec)
+        elif spec.dataset_format == "hdf5":
+            raise DatasetError(
+                "dataset_format 'hdf5' is not supported for a folder",
+                path=spec_path,
+                field="dataset_format",
+                expected="'split_csv' or 'single_csv' in a folder; open an .h5/.hdf5 file directly",
+            )
+        else:
+            splits = _load_split_folder(p, spec)
+        name = p.resolve().name
+    else:
+        suffix = p.suffix.lower()
+        if suffix == ".csv":
+            beside = p.parent / "spec.json"
+            spec = read_spec_file(beside) if beside.is_file() else DatasetSpec()
+            spec = replace(spec, dataset_format="single_csv", csv_filename=p.name)
+            splits = _load_single_csv(p, spec)
+            name = p.stem
+        elif suffix in HDF5_SUFFIXES:
+            name, spec, splits = _load_hdf5(p)
+        else:
+            raise DatasetError(
+                f"unsupported file extension '{p.suffix or '(none)'}'",
+                path=p,
+                expected="a dataset folder (spec.json + split CSVs), a .csv file (columns I_in,Q_in,I_out,Q_out) "
+                "or an .h5/.hdf5 file",
+            )
+    return IQDataset(name=name, source=p.resolve(), spec=spec, **splits)

@@ -1,0 +1,448 @@
+"""Dataset description (``spec.json``) and its normalization.
+
+The fields and their meaning follow OpenDPD reference §1.2 (``../shared/reference/opendpd-reference.md``):
+
+============================  ====================  =========================================================
+DatasetSpec attribute         preferred JSON key    accepted spellings (first one is written back)
+============================  ====================  =========================================================
+``sample_rate_hz`` (Hz)       ``input_signal_fs``   ``input_signal_fs``, ``fs``, ``sample_rate``, ``sample_rate_hz``
+``bw_main_hz`` (Hz)           ``bw_main_ch``        ``bw_main_ch``, ``input_signal_bw``, ``bandwidth``
+``bw_sub_hz`` (Hz)            ``bw_sub_ch``         ``bw_sub_ch``, ``input_signal_sub_ch_bw``
+``n_sub_ch`` (carriers)       ``n_sub_ch``          ``n_sub_ch``, ``num_sub_ch``, ``n_carriers``
+``nperseg`` (samples)         ``nperseg``           ``nperseg`` (default 2560, reference §1.1 bare-CSV spec)
+``split_ratios``              ``split_ratios``      ``{"train": r, "val": r, "test": r}`` (default 0.6/0.2/0.2)
+``dataset_format``            ``dataset_format``    ``split_csv`` (default), ``single_csv``, ``hdf5``
+``csv_filename``              ``csv_filename``      file name of a single CSV (``None`` → ``data.csv``)
+============================  ====================  =========================================================
+
+Numbers may be JSON numbers or numeric strings (``"640e6"``; frequency fields also accept a unit suffix
+``Hz``/``kHz``/``MHz``/``GHz``, e.g. ``"640 MHz"``). Every other key is kept verbatim in ``DatasetSpec.extra``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import DatasetError
+
+__all__ = [
+    "DatasetSpec",
+    "normalize_spec",
+    "read_spec_file",
+    "DEFAULT_NPERSEG",
+    "DEFAULT_SPLIT_RATIOS",
+    "DATASET_FORMATS",
+    "FS_KEYS",
+    "BW_MAIN_KEYS",
+    "BW_SUB_KEYS",
+    "N_SUB_CH_KEYS",
+]
+
+#: Default Welch / val-test segment length in samples (OpenDPD reference §1.1, built-in spec of a bare CSV).
+DEFAULT_NPERSEG = 2560
+#: Default split ratios (OpenDPD reference §1.1).
+DEFAULT_SPLIT_RATIOS: dict[str, float] = {"train": 0.6, "val": 0.2, "test": 0.2}
+#: Accepted values of ``dataset_format``.
+DATASET_FORMATS = ("split_csv", "single_csv", "hdf5")
+
+FS_KEYS = ("input_signal_fs", "fs", "sample_rate", "sample_rate_hz")
+BW_MAIN_KEYS = ("bw_main_ch", "input_signal_bw", "bandwidth")
+BW_SUB_KEYS = ("bw_sub_ch", "input_signal_sub_ch_bw")
+N_SUB_CH_KEYS = ("n_sub_ch", "num_sub_ch", "n_carriers")
+_SPLITS = ("train", "val", "test")
+_RATIO_TOL = 1e-6
+
+_NUM_RE = re.compile(
+    r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(?:([kKmMgG]?)[hH][zZ])?\s*$"
+)
+_UNIT = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """Normalized dataset description (immutable).
+
+    Attributes
+    ----------
+    sample_rate_hz: float | None
+        Sample rate in Hz (``input_signal_fs``); ``None`` when unknown (spectral metrics then unavailable).
+    bw_main_hz: float | None
+        Total occupied bandwidth of the composite signal in Hz (``bw_main_ch``).
+    bw_sub_hz: float | None
+        Per-carrier bandwidth in Hz (``bw_sub_ch``); informative only (reference §1.2: not used by the metrics).
+    n_sub_ch: int | None
+        Number of carriers / sub-channels.
+    nperseg: int
+        Segment length in samples: val/test segment length, EVM FFT length, Welch segment (reference §1.2, §2.2).
+    split_ratios: dict[str, float]
+        ``{"train", "val", "test"}`` fractions summing to 1; used only to cut a single CSV (reference §1.1).
+    dataset_format: str
+        ``"split_csv"``, ``"single_csv"`` or ``"hdf5"``.
+    csv_filename: str | None
+        File name of the single CSV inside the folder (``None`` means ``data.csv``).
+    extra: dict
+        Every key not listed above, verbatim (``description``, ``modulation``, ``split_indices``, ...).
+    """
+
+    sample_rate_hz: float | None = None
+    bw_main_hz: float | None = None
+    bw_sub_hz: float | None = None
+    n_sub_ch: int | None = None
+    nperseg: int = DEFAULT_NPERSEG
+    split_ratios: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_SPLIT_RATIOS))
+    dataset_format: str = "split_csv"
+    csv_filename: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def has_metrics(self) -> bool:
+        """True when sample rate, main bandwidth, carrier count and nperseg are all known (spectral metrics work)."""
+        return not self.missing_metric_fields()
+
+    @property
+    def description(self) -> str | None:
+        """``extra["description"]`` when it is a string, else ``None``."""
+        d = self.extra.get("description")
+        return d if isinstance(d, str) else None
+
+    def missing_metric_fields(self) -> list[str]:
+        """Preferred names of the metric fields that are missing (subset of
+        ``input_signal_fs``, ``bw_main_ch``, ``n_sub_ch``, ``nperseg``)."""
+        missing = []
+        if self.sample_rate_hz is None:
+            missing.append("input_signal_fs")
+        if self.bw_main_hz is None:
+            missing.append("bw_main_ch")
+        if self.n_sub_ch is None:
+            missing.append("n_sub_ch")
+        if not isinstance(self.nperseg, int) or self.nperseg <= 0:
+            missing.append("nperseg")
+        return missing
+
+    def require_metrics(self, source: str = "spec.json") -> None:
+        """Check that the fields needed by EVM/ACLR (OpenDPD reference §6.2-6.3) are present.
+
+        Parameters
+        ----------
+        source: display name of where the spec came from (e.g. ``"spec.json"`` or ``"data.csv (no spec.json)"``).
+
+        Raises
+        ------
+        DatasetError
+            naming every missing field among sample rate (``input_signal_fs``, Hz), main bandwidth
+            (``bw_main_ch``, Hz), carrier count (``n_sub_ch``) and ``nperseg`` (samples).
+        """
+        missing = self.missing_metric_fields()
+        if not missing:
+            return
+        labels = {
+            "input_signal_fs": "sample rate 'input_signal_fs' (Hz; also fs/sample_rate/sample_rate_hz)",
+            "bw_main_ch": "main bandwidth 'bw_main_ch' (Hz; also input_signal_bw/bandwidth)",
+            "n_sub_ch": "carrier count 'n_sub_ch' (also num_sub_ch/n_carriers)",
+            "nperseg": "segment length 'nperseg' (samples)",
+        }
+        raise DatasetError(
+            "missing field(s) needed for spectral metrics (EVM, ACLR): " + ", ".join(labels[m] for m in missing),
+            field=", ".join(missing),
+            source=source,
+            expected="these fields in spec.json",
+        )
+
+    # ------------------------------------------------------------------ serialization
+    def to_dict(self, *, include_container: bool = True) -> dict[str, Any]:
+        """JSON-ready dict with the preferred spellings (``input_signal_fs``, ``bw_main_ch``, ...).
+
+        Fields that are ``None`` are omitted. ``extra`` keys are merged in (they never collide with the
+        normalized keys). With ``include_container=False`` the storage details ``dataset_format`` and
+        ``csv_filename`` are left out (used by :meth:`canonical_json`).
+        """
+        out: dict[str, Any] = {}
+        if include_container:
+            out["dataset_format"] = self.dataset_format
+            if self.csv_filename is not None:
+                out["csv_filename"] = self.csv_filename
+        out["split_ratios"] = {k: float(self.split_ratios[k]) for k in _SPLITS}
+        if self.sample_rate_hz is not None:
+            out["input_signal_fs"] = float(self.sample_rate_hz)
+        if self.bw_main_hz is not None:
+            out["bw_main_ch"] = float(self.bw_main_hz)
+        if self.bw_sub_hz is not None:
+            out["bw_sub_ch"] = float(self.bw_sub_hz)
+        if self.n_sub_ch is not None:
+            out["n_sub_ch"] = int(self.n_sub_ch)
+        out["nperseg"] = int(self.nperseg)
+        for k, v in self.extra.items():
+            out.setdefault(k, v)
+        return out
+
+    def canonical_json(self) -> str:
+        """Canonical JSON of the spec content (sorted keys, no whitespace, container fields excluded).
+
+        Used by ``IQDataset.fingerprint()``, so the same data stored as split CSV or HDF5 fingerprints equally.
+        """
+        return json.dumps(
+            self.to_dict(include_container=False), sort_keys=True, separators=(",", ":"), default=str,
+            allow_nan=True,
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+def _err(msg: str, *, key: str, source: str, path: Path | None, expected: str | None = None) -> DatasetError:
+    return DatasetError(msg, path=path, field=key, expected=expected, source=source)
+
+
+def _show(value: Any) -> str:
+    s = repr(value)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def _parse_float(value: Any, key: str, source: str, path: Path | None, *, hz: bool) -> float | None:
+    """Positive finite float from a number or a numeric string; ``None`` stays ``None``."""
+    if value is None:
+        return None
+    expected = "a positive number in Hz (e.g. 640e6 or \"640e6\" or \"640 MHz\")" if hz else "a positive number"
+    if isinstance(value, bool):
+        raise _err(f"expected {expected}, got {_show(value)}", key=key, source=source, path=path)
+    if isinstance(value, (int, float)):
+        v = float(value)
+    elif isinstance(value, str):
+        m = _NUM_RE.match(value)
+        if m is None or (not hz and "hz" in value.lower()):
+            raise _err(f"expected {expected}, got {_show(value)}", key=key, source=source, path=path)
+        v = float(m.group(1)) * _UNIT[(m.group(2) or "").lower()]
+    else:
+        try:  # numpy scalars (HDF5 attributes)
+            import numbers
+
+            if isinstance(value, numbers.Real):
+                v = float(value)
+            else:
+                raise TypeError
+        except TypeError:
+            raise _err(
+                f"expected {expected}, got {type(value).__name__} {_show(value)}", key=key, source=source, path=path
+            ) from None
+    if not math.isfinite(v) or v <= 0:
+        raise _err(f"expected {expected}, got {_show(value)}", key=key, source=source, path=path)
+    return v
+
+
+def _parse_int(value: Any, key: str, source: str, path: Path | None, what: str) -> int | None:
+    """Positive integer from an int, an integral float or a numeric string; ``None`` stays ``None``."""
+    if value is None:
+        return None
+    expected = f"a positive integer ({what})"
+    if isinstance(value, bool):
+        raise _err(f"expected {expected}, got {_show(value)}", key=key, source=source, path=path)
+    v: float
+    if isinstance(value, str):
+        m = _NUM_RE.match(value)
+        if m is None or m.group(2) is not None or "hz" in value.lower():
+            raise _err(f"expected {expected}, got {_show(value)}", key=key, source=source, path=path)
+        v = float(m.group(1))
+    else:
+        import numbers
+
+        if not isinstance(value, numbers.Real):
+            raise _err(
+                f"expected {expected}, got {type(value).__name__} {_show(value)}", key=key, source=source, path=path
+            )
+        v = float(value)
+    if not math.isfinite(v) or v != int(v) or v < 1:
+        raise _err(f"expected {expected}, got {_show(value)}", key=key, source=source, path=path)
+    return int(v)
+
+
+def _pick(raw: dict[str, Any], keys: tuple[str, ...], parse, source: str, path: Path | None):
+    """Parse every present alias of one field (they must agree); return the value or ``None``."""
+    found = [(k, parse(raw[k], k)) for k in keys if k in raw]
+    found_vals = [(k, v) for k, v in found if v is not None]
+    if len(found_vals) > 1:
+        k0, v0 = found_vals[0]
+        for k, v in found_vals[1:]:
+            if not math.isclose(float(v), float(v0), rel_tol=1e-9):
+                raise _err(
+                    f"conflicting values: '{k0}' = {v0!r} but '{k}' = {v!r}",
+                    key=k,
+                    source=source,
+                    path=path,
+                    expected="one value (or aliases that agree)",
+                )
+    value = found_vals[0][1] if found_vals else None
+    return value
+
+
+def _parse_ratios(value: Any, source: str, path: Path | None) -> dict[str, float]:
+    key = "split_ratios"
+    expected = 'an object {"train": r, "val": r, "test": r} with each r in [0, 1) and sum 1 (within 1e-6)'
+    if value is None:
+        return dict(DEFAULT_SPLIT_RATIOS)
+    if isinstance(value, (list, tuple)) and len(value) == 3:
+        value = dict(zip(_SPLITS, value))
+    if not isinstance(value, dict):
+        raise _err(f"expected {expected}, got {_show(value)}", key=key, source=source, path=path)
+    keys = set(value)
+    if keys != set(_SPLITS):
+        missing = [k for k in _SPLITS if k not in keys]
+        unknown = sorted(str(k) for k in keys - set(_SPLITS))
+        parts = []
+        if missing:
+            parts.append("missing " + ", ".join(repr(k) for k in missing))
+        if unknown:
+            parts.append("unknown " + ", ".join(repr(k) for k in unknown))
+        raise _err("; ".join(parts) + f"; expected {expected}", key=key, source=source, path=path)
+    out: dict[str, float] = {}
+    for k in _SPLITS:
+        v = value[k]
+        sub = f"{key}.{k}"
+        if isinstance(v, bool):
+            raise _err(f"expected a number in [0, 1), got {_show(v)}", key=sub, source=source, path=path)
+        if isinstance(v, str):
+            m = _NUM_RE.match(v)
+            if m is None or m.group(2) is not None:
+                raise _err(f"expected a number in [0, 1), got {_show(v)}", key=sub, source=source, path=path)
+            f = float(m.group(1))
+        else:
+            import numbers
+
+            if not isinstance(v, numbers.Real):
+                raise _err(f"expected a number in [0, 1), got {_show(v)}", key=sub, source=source, path=path)
+            f = float(v)
+        if not math.isfinite(f) or f < 0 or f >= 1:
+            raise _err(f"expected a number in [0, 1), got {_show(v)}", key=sub, source=source, path=path)
+        out[k] = f
+    total = sum(out.values())
+    if abs(total - 1.0) > _RATIO_TOL:
+        raise _err(
+            f"ratios sum to {total:.6g} (train {out['train']:g} + val {out['val']:g} + test {out['test']:g})",
+            key=key,
+            source=source,
+            path=path,
+            expected="they sum to 1 (within 1e-6)",
+        )
+    return out
+
+
+def normalize_spec(raw: dict[str, Any] | None, source: str = "spec.json", path: str | Path | None = None) -> DatasetSpec:
+    """Normalize a raw spec mapping (parsed ``spec.json`` or HDF5 root attributes) into a :class:`DatasetSpec`.
+
+    Accepts the spellings found in the wild (see the module docstring; OpenDPD reference §1.2 and
+    ``../shared/datasets/README.md``); values may be numbers or numeric strings such as ``"640e6"``.
+    Aliases of one field may appear together only if they agree.
+
+    Parameters
+    ----------
+    raw: the mapping (``None`` → all defaults).
+    source: display name used in error messages (e.g. ``"spec.json"``).
+    path: file the mapping came from (stored on the error).
+
+    Returns
+    -------
+    DatasetSpec with unknown keys kept verbatim in ``extra``.
+
+    Raises
+    ------
+    DatasetError
+        naming ``source`` and the field, with what was expected: wrong type, non-numeric string, non-positive or
+        non-finite value, non-integer count, unknown ``dataset_format``, ratios not in [0, 1) or not summing to 1
+        (within 1e-6), conflicting aliases.
+    """
+    p = Path(path) if path is not None else None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise DatasetError(
+            f"expected a JSON object {{...}} at the top level, got {type(raw).__name__}", path=p, source=source
+        )
+    raw = {str(k): v for k, v in raw.items()}
+
+    def pf(hz: bool):
+        return lambda v, k: _parse_float(v, k, source, p, hz=hz)
+
+    fs = _pick(raw, FS_KEYS, pf(True), source, p)
+    bw_main = _pick(raw, BW_MAIN_KEYS, pf(True), source, p)
+    bw_sub = _pick(raw, BW_SUB_KEYS, pf(True), source, p)
+    n_sub = _pick(raw, N_SUB_CH_KEYS, lambda v, k: _parse_int(v, k, source, p, "number of carriers"), source, p)
+    nperseg = _parse_int(raw.get("nperseg"), "nperseg", source, p, "segment length in samples")
+    if nperseg is None:
+        nperseg = DEFAULT_NPERSEG
+    ratios = _parse_ratios(raw.get("split_ratios"), source, p)
+
+    fmt = raw.get("dataset_format")
+    if fmt is None:
+        fmt = "split_csv"
+    if not isinstance(fmt, str) or fmt.strip().lower().replace("-", "_") not in DATASET_FORMATS:
+        raise _err(
+            f"unknown dataset_format {_show(fmt)}",
+            key="dataset_format",
+            source=source,
+            path=p,
+            expected="one of " + ", ".join(DATASET_FORMATS),
+        )
+    fmt = fmt.strip().lower().replace("-", "_")
+
+    csv_name = raw.get("csv_filename")
+    if csv_name is not None and (not isinstance(csv_name, str) or not csv_name.strip()):
+        raise _err(
+            f"expected a non-empty file name string, got {_show(csv_name)}", key="csv_filename", source=source, path=p
+        )
+    if isinstance(csv_name, str):
+        csv_name = csv_name.strip()
+
+    known = set(FS_KEYS + BW_MAIN_KEYS + BW_SUB_KEYS + N_SUB_CH_KEYS) | {
+        "nperseg",
+        "split_ratios",
+        "dataset_format",
+        "csv_filename",
+    }
+    extra = {k: v for k, v in raw.items() if k not in known}
+    return DatasetSpec(
+        sample_rate_hz=fs,
+        bw_main_hz=bw_main,
+        bw_sub_hz=bw_sub,
+        n_sub_ch=n_sub,
+        nperseg=nperseg,
+        split_ratios=ratios,
+        dataset_format=fmt,
+        csv_filename=csv_name,
+        extra=extra,
+    )
+
+
+def read_spec_file(path: str | Path) -> DatasetSpec:
+    """Read and normalize a ``spec.json`` file.
+
+    Raises
+    ------
+    DatasetError
+        file unreadable or not UTF-8; invalid JSON (message gives the JSON error's line and column); top level not an
+        object; any field error of :func:`normalize_spec`.
+    """
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise DatasetError(f"cannot read file ({exc.strerror or exc})", path=p, expected="a readable JSON file") from exc
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise DatasetError(
+            f"not UTF-8 text (byte 0x{data[exc.start]:02x})", path=p, line=line, expected="UTF-8 encoded JSON"
+        ) from exc
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(
+            f"column {exc.colno}: invalid JSON ({exc.msg})",
+            path=p,
+            line=exc.lineno,
+            expected='a JSON object such as {"input_signal_fs": 640e6, "nperseg": 16384}',
+        ) from exc
+    return normalize_spec(raw, source=p.name, path=p)

@@ -1,0 +1,94 @@
+"""Application entry point: ``main()`` creates the QApplication (high-DPI, platform palette, pyqtgraph background
+following it, antialiasing) and the main window, then runs the event loop."""
+from __future__ import annotations
+
+import os
+import sys
+
+from PySide6.QtCore import QCoreApplication, Qt, QTimer
+from PySide6.QtGui import QGuiApplication, QIcon
+from PySide6.QtWidgets import QApplication
+
+APP_NAME = "DPD Desktop"
+ORG_NAME = "dpd-desktop"
+
+
+def _no_display() -> bool:
+    return sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def ensure_app(argv: list[str] | None = None, headless: bool | None = None) -> QApplication:
+    """Return the running QApplication or create one (offscreen when there is no display or ``headless``)."""
+    app = QApplication.instance()
+    if app is not None:
+        if not isinstance(app, QApplication):
+            raise RuntimeError("a QCoreApplication without widgets is running; plots need a QApplication")
+        return app
+    if headless or (headless is None and _no_display()):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    QGuiApplication.setHighDpiScaleFactorRoundingPolicy(Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
+    QCoreApplication.setOrganizationName(ORG_NAME)
+    QCoreApplication.setApplicationName(APP_NAME)
+    app = QApplication(list(argv) if argv is not None else sys.argv[:1])
+    app.setApplicationDisplayName(APP_NAME)
+    app.setDesktopFileName("dpd-desktop")
+    icon = _icon_path()
+    if icon:
+        app.setWindowIcon(QIcon(icon))
+    from .theme import configure_pyqtgraph
+
+    configure_pyqtgraph()
+    return app
+
+
+def _icon_path() -> str | None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    for cand in (os.path.join(here, "..", "resources", "icon.png"),
+                 os.path.join(here, "..", "..", "resources", "icon.png")):
+        if os.path.exists(cand):
+            return os.path.normpath(cand)
+    return None
+
+
+def main(argv: list[str] | None = None, dataset=None, autostart_config=None) -> int:
+    """Open the main window and run the event loop; returns the exit code.
+
+    Args:
+        argv: arguments for QApplication (Qt options such as ``-platform``); default ``sys.argv[:1]``.
+        dataset: an ``IQDataset`` to show, or a path / ``"demo"`` to load in the background.
+        autostart_config: an ``ExperimentConfig`` to start as soon as the window is up (its dataset is loaded
+            first when ``dataset`` is not given).
+    """
+    app = ensure_app(argv)
+    from .main_window import MainWindow
+
+    win = MainWindow()
+    if autostart_config is not None:
+        win.set_form_from_config(autostart_config)
+    if dataset is not None:
+        if isinstance(dataset, (str, os.PathLike)):
+            if str(dataset) == "demo":
+                win.load_demo()
+            else:
+                win.open_dataset(dataset)
+        else:
+            win.set_dataset(dataset)
+        if autostart_config is not None:
+            import dataclasses
+
+            ref = "demo" if str(dataset) == "demo" else (
+                str(dataset) if isinstance(dataset, (str, os.PathLike)) else win._dataset_ref)
+            autostart_config = dataclasses.replace(autostart_config, dataset=ref)
+    win.show()
+    if autostart_config is not None:
+        def _go():
+            if win._loader is not None:  # a dataset is still loading: start when it lands
+                win._pending_start = autostart_config
+            else:
+                win.start_run(autostart_config)
+        QTimer.singleShot(0, _go)
+    return int(app.exec())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main(sys.argv))

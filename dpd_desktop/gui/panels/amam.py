@@ -1,0 +1,29 @@
+"""AM/AM: output magnitude vs input magnitude, decimated points per signal."""
+from __future__ import annotations
+
+from .base import CurveSet, PlotPanel, ordered
+
+
+class AMAMPanel(PlotPanel):
+    """|out| vs |x| scatter (measured y, predicted ŷ, ...), same samples for every signal."""
+
+    title = "AM/AM"
+    file_stem = "amam"
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.plot = self._add_plot(0, 0, self.title, left="|out| [lin., data units]", bottom="|x| [lin., data units]")
+        self.legend = self._add_legend(self.plot, offset=(8, 8))
+        self.points = CurveSet(self.plot, "scatter", self.legend, symbol_size=3)
+
+    def update_from(self, plots, label: str = "") -> None:
+        names = ordered(plots.amam.keys(), plots.target_name, plots.pred_name)
+        self.points.set({n: (plots.amam_in, plots.amam[n]) for n in names})
+        self.set_source_label(label)
+
+    def clear_data(self) -> None:
+        self.points.clear()
+        self.set_source_label("")
+
+    def point_count(self) -> int:
+        return self.points.point_count()

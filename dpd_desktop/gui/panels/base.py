@@ -1,0 +1,222 @@
+"""Common machinery of the plot panels: one GraphicsLayoutWidget per panel, curves created once and updated with
+``setData``, PNG export through pyqtgraph's ImageExporter (atomic write)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import numpy as np
+import pyqtgraph as pg
+from pyqtgraph.exporters import ImageExporter
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QColor
+
+from .. import theme
+
+LINE_OPTS = dict(clipToView=True, autoDownsample=True, downsampleMethod="peak", connect="finite")
+
+
+def as_f64(a) -> np.ndarray:
+    """A 1-D float array from anything array-like (None → empty)."""
+    if a is None:
+        return np.empty(0)
+    return np.asarray(a, dtype=np.float64).reshape(-1)
+
+
+class CurveSet:
+    """Named plot items on one PlotItem, created on first use and then only updated.
+
+    ``kind`` is ``"line"`` (PlotDataItem with clip-to-view and peak downsampling) or ``"scatter"`` (points, no
+    downsampling since x is not monotonic). Items whose name is absent from an update are hidden, not deleted.
+    """
+
+    def __init__(self, plot: pg.PlotItem, kind: str = "line", legend: pg.LegendItem | None = None,
+                 symbol_size: float = 3.0, style=None):
+        self.plot = plot
+        self.kind = kind
+        self.legend = legend
+        self.symbol_size = symbol_size
+        self.style = style
+        self.items: dict[str, pg.PlotDataItem] = {}
+
+    def _item(self, name: str) -> pg.PlotDataItem:
+        item = self.items.get(name)
+        if item is None:
+            idx = len(self.items)
+            if self.kind == "scatter":
+                item = pg.PlotDataItem(pen=None, symbol="o", symbolSize=self.symbol_size, symbolPen=None,
+                                       symbolBrush=theme.brush_for(name, idx), name=name)
+            else:
+                pen = theme.pen_for(name, idx)
+                if self.style is not None:
+                    pen.setStyle(self.style)
+                item = pg.PlotDataItem(pen=pen, name=name, **LINE_OPTS)
+            # The error is drawn below the signals, the model above the measurement.
+            role = theme.signal_role(name)
+            item.setZValue({"error": -1, "x": 0, "y": 1, "u": 2, "yhat": 3}.get(role, 0))
+            self.plot.addItem(item)
+            if self.legend is not None:
+                self.legend.addItem(item, name)
+            self.items[name] = item
+        return item
+
+    def set(self, data: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        """Update every named series; hide those not given."""
+        for name, (x, y) in data.items():
+            item = self._item(name)
+            item.setData(as_f64(x), as_f64(y))
+            item.setVisible(True)
+        for name, item in self.items.items():
+            if name not in data:
+                item.setVisible(False)
+
+    def clear(self) -> None:
+        for item in self.items.values():
+            item.setData([], [])
+
+    def point_count(self) -> int:
+        """Total number of points currently held by visible items."""
+        n = 0
+        for item in self.items.values():
+            if item.isVisible():
+                x, _ = item.getData()
+                n += 0 if x is None else len(x)
+        return n
+
+
+class PlotPanel(pg.GraphicsLayoutWidget):
+    """Base class of the plot panels.
+
+    Subclasses build their PlotItems in ``__init__`` and implement :meth:`update_from` (PlotData) and/or
+    :meth:`append_row` (one history row). ``title`` is shown above the plot and used for export; ``file_stem`` names
+    the exported PNG (``plots/<file_stem>.png``).
+    """
+
+    title = "Plot"
+    file_stem = "plot"
+    #: Emitted when the user clicks into the panel (the main window tracks the "current" plot for Ctrl+E).
+    activated = Signal(object)
+
+    def __init__(self, parent=None):
+        super().__init__(parent=parent)
+        self.setMinimumSize(260, 200)
+        self.ci.setContentsMargins(4, 4, 8, 4)
+        self._plots: list[pg.PlotItem] = []
+        self._texts: list[pg.TextItem] = []
+
+    # -- building helpers ------------------------------------------------------------------------------------------
+    def _add_plot(self, row: int = 0, col: int = 0, title: str | None = None, left: str = "", bottom: str = "",
+                  left_units: str | None = None, bottom_units: str | None = None) -> pg.PlotItem:
+        plot = self.addPlot(row=row, col=col)
+        if title:
+            plot.setTitle(title, size="10pt")
+        plot.setLabel("left", left, units=left_units)
+        plot.setLabel("bottom", bottom, units=bottom_units)
+        for ax in ("left", "bottom"):
+            plot.getAxis(ax).enableAutoSIPrefix(False)
+        plot.showGrid(x=True, y=True, alpha=0.25)
+        plot.setMenuEnabled(True)
+        self._plots.append(plot)
+        return plot
+
+    def _add_legend(self, plot: pg.PlotItem, offset=(-8, 8)) -> pg.LegendItem:
+        bg, fg = theme.palette_colors()
+        legend = plot.addLegend(offset=offset, labelTextSize="8pt", verSpacing=-6)
+        c = QColor(bg)
+        c.setAlpha(190)
+        legend.setBrush(pg.mkBrush(c))
+        legend.setLabelTextColor(fg)
+        return legend
+
+    def _add_corner_text(self, plot: pg.PlotItem, anchor=(0, 0)) -> pg.TextItem:
+        """A text read-out pinned to the top-left corner of the plot's view (pixel coordinates)."""
+        _, fg = theme.palette_colors()
+        text = pg.TextItem("", color=fg, anchor=anchor)
+        text.setParentItem(plot.vb)
+        text.setPos(6, 4)
+        text.setZValue(50)
+        self._texts.append(text)
+        return text
+
+    # -- data -----------------------------------------------------------------------------------------------------
+    def update_from(self, plots, label: str = "") -> None:  # pragma: no cover - overridden
+        """Show one :class:`~dpd_desktop.training.events.PlotData`."""
+
+    def append_row(self, row: Mapping) -> None:  # pragma: no cover - overridden where it applies
+        """Append one history row (learning curves only)."""
+
+    def clear_data(self) -> None:  # pragma: no cover - overridden
+        """Forget all data (a new run starts)."""
+
+    def point_count(self) -> int:  # pragma: no cover - overridden
+        """Number of points held (for tests and "is there anything to export")."""
+        return 0
+
+    def has_data(self) -> bool:
+        return self.point_count() > 0
+
+    def set_source_label(self, label: str) -> None:
+        """Show where the data came from (e.g. "validation · epoch 3") in the first plot's title."""
+        if self._plots:
+            t = self.title + (f"  —  {label}" if label else "")
+            self._plots[0].setTitle(t, size="10pt")
+
+    # -- theme & export -------------------------------------------------------------------------------------------
+    def apply_palette(self) -> None:
+        """Re-read the application palette (light/dark switch) for background, axes and texts."""
+        bg, fg = theme.palette_colors()
+        self.setBackground(bg)
+        pen = pg.mkPen(fg)
+        for plot in self._plots:
+            for name in ("left", "bottom", "right", "top"):
+                ax = plot.getAxis(name)
+                ax.setPen(pen)
+                ax.setTextPen(pen)
+            plot.titleLabel.setAttr("color", fg)
+            plot.titleLabel.setText(plot.titleLabel.text)
+            if plot.legend is not None:
+                c = QColor(bg)
+                c.setAlpha(190)
+                plot.legend.setBrush(pg.mkBrush(c))
+                plot.legend.setLabelTextColor(fg)
+        for t in self._texts:
+            t.setColor(fg)
+
+    def render_image(self, width: int | None = None):
+        """Render the panel's scene to a QImage (ImageExporter)."""
+        exporter = ImageExporter(self.scene())
+        if width:
+            exporter.parameters()["width"] = int(width)
+        return exporter.export(toBytes=True)
+
+    def export_png(self, path: str | os.PathLike, width: int | None = None) -> Path:
+        """Write the panel as PNG atomically (temporary file in the same folder, then ``os.replace``)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        image = self.render_image(width)
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp")
+        try:
+            if not image.save(str(tmp), "PNG"):
+                raise OSError(f"could not write {tmp}")
+            os.replace(tmp, path)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+        return path
+
+    def mousePressEvent(self, ev):  # noqa: N802 (Qt name)
+        self.activated.emit(self)
+        super().mousePressEvent(ev)
+
+
+def iq_magnitude(iq) -> np.ndarray:
+    a = np.asarray(iq, dtype=np.float64)
+    return np.hypot(a[..., 0], a[..., 1]) if a.ndim == 2 else np.abs(a)
+
+
+def ordered(names: Iterable[str], target: str, pred: str) -> list[str]:
+    """Order signal names so that the reference comes first and the prediction second."""
+    names = list(names)
+    first = [n for n in (target, pred) if n in names]
+    return first + [n for n in names if n not in first]

@@ -1,0 +1,132 @@
+"""Learning curves: train/val loss (log y) above, val NMSE [dB] and val ACLR [dBc] below, best epoch marked."""
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+
+from .. import history, theme
+from .base import PlotPanel
+
+
+class GrowingBuffer:
+    """A float buffer that doubles its capacity when full (amortized O(1) appends, no per-epoch reallocation)."""
+
+    def __init__(self, capacity: int = 64):
+        self._data = np.full(capacity, np.nan)
+        self._n = 0
+
+    def append(self, v: float) -> None:
+        if self._n == len(self._data):
+            grown = np.full(2 * len(self._data), np.nan)
+            grown[: self._n] = self._data
+            self._data = grown
+        self._data[self._n] = v
+        self._n += 1
+
+    def clear(self) -> None:
+        self._n = 0
+
+    @property
+    def view(self) -> np.ndarray:
+        return self._data[: self._n]
+
+    def __len__(self) -> int:
+        return self._n
+
+
+class LearningPanel(PlotPanel):
+    """Learning curves, one point per epoch (:meth:`append_row`); x axis linked between the two plots."""
+
+    title = "Learning curves"
+    file_stem = "learning_curves"
+    SERIES = (
+        ("train_loss", "train loss", "loss"),
+        ("val_loss", "val loss", "loss"),
+        ("val_nmse", "val NMSE", "metric"),
+        ("val_aclr_avg", "val ACLR avg", "metric"),
+    )
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.loss_plot = self._add_plot(0, 0, self.title, left="loss (MSE)", bottom="")
+        self.loss_plot.setLogMode(x=False, y=True)
+        self.metric_plot = self._add_plot(1, 0, None, left="NMSE [dB] · ACLR [dBc]", bottom="epoch")
+        self.metric_plot.setXLink(self.loss_plot)
+        self.loss_plot.getAxis("bottom").setStyle(showValues=True)
+        for p in (self.loss_plot, self.metric_plot):
+            p.getAxis("left").setWidth(62)
+        self._legend_loss = self._add_legend(self.loss_plot)
+        self._legend_metric = self._add_legend(self.metric_plot)
+        self._epochs = GrowingBuffer()
+        self._buffers = {key: GrowingBuffer() for key, _, _ in self.SERIES}
+        self._curves: dict[str, pg.PlotDataItem] = {}
+        for key, label, where in self.SERIES:
+            color = theme.SERIES_COLORS.get("val_aclr" if key == "val_aclr_avg" else key)
+            plot = self.loss_plot if where == "loss" else self.metric_plot
+            pen = pg.mkPen(color, width=2)
+            item = pg.PlotDataItem(pen=pen, symbol="o", symbolSize=5, symbolBrush=color, symbolPen=None,
+                                   name=label, connect="finite")
+            plot.addItem(item)
+            (self._legend_loss if where == "loss" else self._legend_metric).addItem(item, label)
+            self._curves[key] = item
+        best_pen = pg.mkPen(theme.SERIES_COLORS["best"], width=1.5, style=Qt.PenStyle.DashLine)
+        self._best_lines = [pg.InfiniteLine(angle=90, movable=False, pen=best_pen) for _ in range(2)]
+        for line, plot in zip(self._best_lines, (self.loss_plot, self.metric_plot)):
+            line.setVisible(False)
+            plot.addItem(line, ignoreBounds=True)
+        self._best_epoch: float | None = None
+
+    def append_row(self, row: Mapping, is_best: bool = False) -> None:
+        """Append one epoch (a history row). ``is_best`` moves the ★ line to this epoch."""
+        ep = history.value(row, "epoch")
+        if math.isnan(ep):
+            ep = float(len(self._epochs))
+        self._epochs.append(ep)
+        for key, _, _ in self.SERIES:
+            v = history.value(row, key)
+            if key in ("train_loss", "val_loss") and not v > 0:
+                v = math.nan  # log axis
+            self._buffers[key].append(v)
+        if is_best:
+            self.set_best_epoch(ep)
+        self._redraw()
+
+    def set_best_epoch(self, epoch: float | None) -> None:
+        """Mark the selected epoch with a dashed vertical line on both plots."""
+        self._best_epoch = epoch
+        for line in self._best_lines:
+            if epoch is None:
+                line.setVisible(False)
+            else:
+                line.setValue(epoch)
+                line.setVisible(True)
+
+    def _redraw(self) -> None:
+        x = self._epochs.view
+        for key, item in self._curves.items():
+            y = self._buffers[key].view
+            if np.all(np.isnan(y)):
+                item.setData([], [])
+            else:
+                item.setData(x, y)
+
+    def update_from(self, plots, label: str = "") -> None:
+        """Learning curves come from rows, not PlotData; nothing to do."""
+
+    def clear_data(self) -> None:
+        self._epochs.clear()
+        for b in self._buffers.values():
+            b.clear()
+        self.set_best_epoch(None)
+        self._redraw()
+
+    def point_count(self) -> int:
+        return sum(len(item.getData()[0] if item.getData()[0] is not None else []) for item in self._curves.values())
+
+    @property
+    def n_epochs(self) -> int:
+        return len(self._epochs)

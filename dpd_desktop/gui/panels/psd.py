@@ -1,0 +1,76 @@
+"""Power spectral density: measured vs predicted vs error, main and adjacent channels shaded, ACLR L/R read-out."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+
+from .. import theme
+from .base import CurveSet, PlotPanel, ordered
+
+
+class PSDPanel(PlotPanel):
+    """PSD in dB (rel. 1/Hz, Welch density) vs frequency [MHz]."""
+
+    title = "PSD"
+    file_stem = "psd"
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.plot = self._add_plot(0, 0, self.title, left="PSD [dB/Hz rel.]", bottom="frequency [MHz]")
+        self.plot.getAxis("left").setWidth(56)
+        self.legend = self._add_legend(self.plot)
+        self.curves = CurveSet(self.plot, "line", self.legend)
+        self.regions: dict[str, pg.LinearRegionItem] = {}
+        for band in ("adj_left", "main", "adj_right"):
+            region = pg.LinearRegionItem(values=(0, 1), movable=False, brush=pg.mkBrush(*theme.BAND_BRUSHES[band]),
+                                         pen=pg.mkPen(None))
+            region.setZValue(-10)
+            region.setVisible(False)
+            for line in region.lines:
+                line.setPen(pg.mkPen(None))
+            self.plot.addItem(region, ignoreBounds=True)
+            self.regions[band] = region
+        self.readout = self._add_corner_text(self.plot)
+        self._aclr_text = ""
+
+    def update_from(self, plots, label: str = "") -> None:
+        f = np.asarray(plots.psd_freq_mhz, dtype=np.float64)
+        names = ordered(plots.psd.keys(), plots.target_name, plots.pred_name)
+        self.curves.set({n: (f, plots.psd[n]) for n in names})
+        for band, region in self.regions.items():
+            lohi = (plots.bands_mhz or {}).get(band)
+            if lohi is None or not all(np.isfinite(lohi)):
+                region.setVisible(False)
+            else:
+                region.setRegion((float(lohi[0]), float(lohi[1])))
+                region.setVisible(True)
+        self._aclr_text = self._format_aclr(plots)
+        self.readout.setText(self._aclr_text)
+        self.set_source_label(label)
+
+    @staticmethod
+    def _format_aclr(plots) -> str:
+        lines = []
+        for name in ordered((plots.aclr or {}).keys(), plots.target_name, plots.pred_name):
+            left, right = plots.aclr[name]
+            if not (math.isfinite(left) or math.isfinite(right)):
+                continue
+            lines.append(f"ACLR {name}: L {left:.1f} / R {right:.1f} dBc")
+        return "\n".join(lines)
+
+    @property
+    def aclr_text(self) -> str:
+        return self._aclr_text
+
+    def clear_data(self) -> None:
+        self.curves.clear()
+        for r in self.regions.values():
+            r.setVisible(False)
+        self.readout.setText("")
+        self._aclr_text = ""
+        self.set_source_label("")
+
+    def point_count(self) -> int:
+        return self.curves.point_count()

@@ -1,0 +1,40 @@
+"""Time domain: I (top) and Q (bottom) of a window, measured y vs predicted ŷ; x axes linked, zoomable."""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import CurveSet, PlotPanel, ordered
+
+
+class TimeDomainPanel(PlotPanel):
+    """In-phase and quadrature components of a short window of every signal in ``PlotData.time``."""
+
+    title = "Time domain I/Q"
+    file_stem = "time_domain"
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.i_plot = self._add_plot(0, 0, self.title, left="I [data units]", bottom="")
+        self.q_plot = self._add_plot(1, 0, None, left="Q [data units]", bottom="sample index n")
+        self.q_plot.setXLink(self.i_plot)
+        for p in (self.i_plot, self.q_plot):
+            p.getAxis("left").setWidth(56)
+        self.legend = self._add_legend(self.i_plot)
+        self.i_curves = CurveSet(self.i_plot, "line", self.legend)
+        self.q_curves = CurveSet(self.q_plot, "line")
+
+    def update_from(self, plots, label: str = "") -> None:
+        n = np.asarray(plots.time_idx, dtype=np.float64)
+        names = ordered(plots.time.keys(), plots.target_name, plots.pred_name)
+        iq = {name: np.asarray(plots.time[name], dtype=np.float64).reshape(-1, 2) for name in names}
+        self.i_curves.set({name: (n, v[:, 0]) for name, v in iq.items()})
+        self.q_curves.set({name: (n, v[:, 1]) for name, v in iq.items()})
+        self.set_source_label(label)
+
+    def clear_data(self) -> None:
+        self.i_curves.clear()
+        self.q_curves.clear()
+        self.set_source_label("")
+
+    def point_count(self) -> int:
+        return self.i_curves.point_count() + self.q_curves.point_count()

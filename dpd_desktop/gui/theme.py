@@ -1,0 +1,99 @@
+"""Colors, pens and pyqtgraph settings shared by every panel.
+
+One color per *signal* across all panels (measured y, predicted ŷ, input x, DPD output u, error), so that an engineer
+who learned "orange is the model" in the PSD finds the model in orange in AM/AM, AM/PM and the time domain too.
+The plot background follows the application palette (light or dark).
+"""
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
+
+#: Signal role → color (Tableau-like hues that read on light and dark backgrounds).
+SIGNAL_COLORS: dict[str, str] = {
+    "y": "#1f77b4",  # measured PA output y
+    "yhat": "#ff7f0e",  # model prediction ŷ
+    "x": "#8c8c8c",  # PA input x (or the DPD target g·x)
+    "u": "#2ca02c",  # DPD output u
+    "error": "#d62728",  # prediction error
+}
+#: Learning-curve series → color.
+SERIES_COLORS: dict[str, str] = {
+    "train_loss": "#9467bd",
+    "val_loss": "#ff7f0e",
+    "val_nmse": "#1f77b4",
+    "val_aclr": "#2ca02c",
+    "val_evm": "#8c564b",
+    "best": "#e6b800",
+}
+_FALLBACK = ["#17becf", "#e377c2", "#bcbd22", "#8c564b", "#7f7f7f"]
+
+#: Shading of the channels in the PSD panel (RGBA).
+BAND_BRUSHES = {"main": (31, 119, 180, 28), "adj_left": (214, 39, 40, 22), "adj_right": (214, 39, 40, 22)}
+
+
+def signal_role(name: str) -> str | None:
+    """Map a signal name used in :class:`PlotData` mappings (e.g. ``"measured y"``, ``"predicted ŷ"``) to a role."""
+    n = name.strip().lower()
+    words = n.replace("(", " ").replace(")", " ").split()
+    if "error" in n or n.startswith("err") or "e = " in n:
+        return "error"
+    if "ŷ" in n or "pred" in n or "model" in n or "pa(u)" in n:
+        return "yhat"
+    if "dpd" in n or (words and words[-1] == "u"):
+        return "u"
+    if "measured" in n or (words and words[-1] == "y") or n == "y" or n == "output":
+        return "y"
+    if "input" in n or "target" in n or "g·x" in n or (words and words[-1] == "x"):
+        return "x"
+    return None
+
+
+def color_for(name: str, index: int = 0) -> str:
+    """Color for a signal name; unknown names get a stable fallback from ``index``."""
+    role = signal_role(name)
+    if role is not None:
+        return SIGNAL_COLORS[role]
+    return _FALLBACK[index % len(_FALLBACK)]
+
+
+def pen_for(name: str, index: int = 0, width: float = 1.5) -> "pg.QtGui.QPen":
+    """A cosmetic pen in the signal's color; the error is drawn thinner and a bit transparent."""
+    c = QColor(color_for(name, index))
+    if signal_role(name) == "error":
+        c.setAlpha(200)
+        width = max(1.0, width - 0.5)
+    return pg.mkPen(c, width=width)
+
+
+def brush_for(name: str, index: int = 0, alpha: int = 110) -> "pg.QtGui.QBrush":
+    """A translucent brush for scatter points of a signal."""
+    c = QColor(color_for(name, index))
+    c.setAlpha(alpha)
+    return pg.mkBrush(c)
+
+
+def palette_colors() -> tuple[QColor, QColor]:
+    """(background, foreground) for plots, taken from the application palette (Base / Text)."""
+    app = QGuiApplication.instance()
+    if app is None:
+        return QColor("white"), QColor("black")
+    pal = QGuiApplication.palette()
+    return pal.color(QPalette.ColorRole.Base), pal.color(QPalette.ColorRole.Text)
+
+
+def is_dark() -> bool:
+    """True when the application palette is dark."""
+    bg, _ = palette_colors()
+    return bg.lightness() < 128
+
+
+def configure_pyqtgraph(background: QColor | str | None = None, foreground: QColor | str | None = None) -> None:
+    """Global pyqtgraph options: antialiasing, background/foreground following the palette unless given."""
+    bg, fg = palette_colors()
+    pg.setConfigOptions(
+        antialias=True,
+        background=background if background is not None else bg,
+        foreground=foreground if foreground is not None else fg,
+        imageAxisOrder="row-major",
+    )

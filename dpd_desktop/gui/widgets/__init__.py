@@ -1,0 +1,7 @@
+"""Small widgets of the main window (form, banner, dataset summary, epoch table)."""
+from .banner import OutcomeBanner
+from .config_form import ConfigForm, LearningRateSpinBox
+from .dataset_summary import DatasetSummary
+from .epoch_table import EpochTable
+
+__all__ = ["OutcomeBanner", "ConfigForm", "LearningRateSpinBox", "DatasetSummary", "EpochTable"]

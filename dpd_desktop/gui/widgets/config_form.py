@@ -1,0 +1,242 @@
+"""The Model and Training forms; they build an :class:`~dpd_desktop.config.ExperimentConfig` and show a
+:class:`~dpd_desktop.config.ConfigError` in plain words next to the field it names."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QValidator
+from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QLabel, QSpinBox, QVBoxLayout,
+                               QWidget)
+
+from ...config import ConfigError, ExperimentConfig
+
+#: The five families offered in the form (value, label, tooltip) — labels from the model registry when present.
+BACKBONES: tuple[tuple[str, str, str], ...] = (
+    ("gru", "GRU", "Gated recurrent unit"),
+    ("dgru", "DGRU", "GRU on amplitude/phase features (reference 'dgru')"),
+    ("lstm", "LSTM", "Long short-term memory"),
+    ("tres_gru", "TRes-GRU", "GRU with temporal residual"),
+    ("rvtdcnn", "RVTDCNN", "Real-valued time-delay CNN"),
+)
+DEVICES = (("auto", "auto (CUDA when available)"), ("cpu", "cpu"), ("cuda", "cuda"))
+
+FIELD_LABELS = {
+    "backbone": "Backbone", "hidden_size": "Hidden size", "num_layers": "Layers", "epochs": "Epochs",
+    "batch_size": "Batch size", "lr": "Learning rate", "lr_end": "Final learning rate",
+    "frame_length": "Frame length", "stride": "Stride", "seed": "Seed", "device": "Device",
+    "preview_every": "Preview every N batches", "pa_run": "PA run", "step": "Step", "dataset": "Dataset",
+    "max_train_samples": "Max training samples", "batch_size_eval": "Eval batch size",
+}
+
+
+def _registry_labels() -> dict[str, tuple[str, str]]:
+    try:
+        from ...models import REGISTRY  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - the core may not be importable yet; static labels suffice
+        return {}
+    out = {}
+    for name, fam in REGISTRY.items():
+        out[str(name)] = (str(getattr(fam, "label", name)), str(getattr(fam, "description", "")))
+    return out
+
+
+class LearningRateSpinBox(QDoubleSpinBox):
+    """A spin box for learning rates: shows ``5e-03`` style values, steps ×2 / ÷2, accepts scientific input."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setDecimals(12)
+        self.setRange(1e-9, 10.0)
+        self.setValue(5e-3)
+        self.setKeyboardTracking(False)
+
+    def textFromValue(self, value: float) -> str:  # noqa: N802 (Qt name)
+        return f"{value:.6g}"
+
+    def valueFromText(self, text: str) -> float:  # noqa: N802
+        try:
+            return float(text.strip())
+        except ValueError:
+            return self.value()
+
+    def validate(self, text: str, pos: int):
+        t = text.strip()
+        try:
+            v = float(t)
+        except ValueError:
+            ok = all(c in "0123456789.eE+-" for c in t)
+            return (QValidator.State.Intermediate if ok else QValidator.State.Invalid), text, pos
+        state = QValidator.State.Acceptable if self.minimum() <= v <= self.maximum() else QValidator.State.Intermediate
+        return state, text, pos
+
+    def stepBy(self, steps: int) -> None:  # noqa: N802
+        self.setValue(self.value() * (2.0 ** steps))
+
+
+def _spin(lo: int, hi: int, tip: str = "", suffix: str = "") -> QSpinBox:
+    s = QSpinBox()
+    s.setRange(lo, hi)
+    s.setGroupSeparatorShown(True)
+    if suffix:
+        s.setSuffix(suffix)
+    if tip:
+        s.setToolTip(tip)
+    return s
+
+
+class ConfigForm(QWidget):
+    """Model form (backbone, hidden size, layers) and Training form (epochs, batch, lr, frame, stride, seed, device,
+    preview period). Fields not on the form (``lr_end``, ``patience``, ...) are kept from the last config set."""
+
+    changed = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._base = ExperimentConfig()
+        labels = _registry_labels()
+
+        self.model_box = QGroupBox("Model")
+        mf = QFormLayout(self.model_box)
+        self.backbone = QComboBox()
+        for value, label, tip in BACKBONES:
+            label, desc = labels.get(value, (label, tip))
+            self.backbone.addItem(label, value)
+            self.backbone.setItemData(self.backbone.count() - 1, desc or tip, Qt.ItemDataRole.ToolTipRole)
+        self.hidden_size = _spin(1, 4096, "Hidden units per layer")
+        self.num_layers = _spin(1, 16, "Number of recurrent layers")
+        mf.addRow("Backbone", self.backbone)
+        mf.addRow("Hidden size", self.hidden_size)
+        mf.addRow("Layers", self.num_layers)
+
+        self.training_box = QGroupBox("Training")
+        tf = QFormLayout(self.training_box)
+        self.epochs = _spin(1, 1_000_000, "Number of passes over the training frames")
+        self.batch_size = _spin(1, 1_000_000, "Frames per training batch", " frames")
+        self.lr = LearningRateSpinBox()
+        self.lr.setToolTip("Initial AdamW learning rate (halved on plateau down to the final LR)")
+        self.frame_length = _spin(1, 1_000_000, "Samples per training frame", " samples")
+        self.stride = _spin(1, 1_000_000, "Step between frame starts", " samples")
+        self.seed = _spin(0, 2**31 - 1, "Random seed (model init, batch order)")
+        self.device = QComboBox()
+        for value, label in DEVICES:
+            self.device.addItem(label, value)
+        self.preview_every = _spin(1, 1_000_000, "With Live batch preview on: plots refresh every N batches",
+                                   " batches")
+        self.preview_every.setValue(200)
+        tf.addRow("Epochs", self.epochs)
+        tf.addRow("Batch size", self.batch_size)
+        tf.addRow("Learning rate", self.lr)
+        tf.addRow("Frame length", self.frame_length)
+        tf.addRow("Stride", self.stride)
+        tf.addRow("Seed", self.seed)
+        tf.addRow("Device", self.device)
+        tf.addRow("Preview every", self.preview_every)
+
+        self.error_label = QLabel()
+        self.error_label.setWordWrap(True)
+        self.error_label.setStyleSheet("color: #c62828;")
+        self.error_label.setVisible(False)
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.model_box)
+        lay.addWidget(self.training_box)
+        lay.addWidget(self.error_label)
+
+        self._fields = {
+            "backbone": self.backbone, "hidden_size": self.hidden_size, "num_layers": self.num_layers,
+            "epochs": self.epochs, "batch_size": self.batch_size, "lr": self.lr, "frame_length": self.frame_length,
+            "stride": self.stride, "seed": self.seed, "device": self.device, "preview_every": self.preview_every,
+        }
+        for w in self._fields.values():
+            sig = getattr(w, "currentIndexChanged", None) or w.valueChanged
+            sig.connect(self._on_changed)
+        self.set_config(self._base)
+
+    # -- config round trip ----------------------------------------------------------------------------------------
+    def set_config(self, cfg: ExperimentConfig) -> None:
+        """Fill the form from ``cfg`` (and remember it for the fields the form does not show)."""
+        self._base = dataclasses.replace(cfg, extra=dict(cfg.extra))
+        i = self.backbone.findData(str(cfg.backbone).lower())
+        if i < 0:
+            self.backbone.addItem(str(cfg.backbone), str(cfg.backbone))
+            i = self.backbone.count() - 1
+        self.backbone.setCurrentIndex(i)
+        for name in ("hidden_size", "num_layers", "epochs", "batch_size", "frame_length", "stride", "seed"):
+            w = self._fields[name]
+            v = int(getattr(cfg, name))
+            if v > w.maximum():
+                w.setMaximum(v)
+            w.setValue(v)
+        self.lr.setValue(float(cfg.lr))
+        d = self.device.findData(str(cfg.device))
+        if d < 0:
+            self.device.addItem(str(cfg.device), str(cfg.device))
+            d = self.device.count() - 1
+        self.device.setCurrentIndex(d)
+        if cfg.preview_every:
+            self.preview_every.setValue(int(cfg.preview_every))
+        self.clear_error()
+
+    def config(self, **overrides) -> ExperimentConfig:
+        """An ExperimentConfig from the form (not yet validated); ``overrides`` set fields the form does not own."""
+        values = dict(
+            backbone=self.backbone.currentData(),
+            hidden_size=self.hidden_size.value(),
+            num_layers=self.num_layers.value(),
+            epochs=self.epochs.value(),
+            batch_size=self.batch_size.value(),
+            lr=float(self.lr.value()),
+            frame_length=self.frame_length.value(),
+            stride=self.stride.value(),
+            seed=self.seed.value(),
+            device=self.device.currentData(),
+        )
+        values.update(overrides)
+        return dataclasses.replace(self._base, extra=dict(self._base.extra), **values)
+
+    @property
+    def preview_period(self) -> int:
+        return int(self.preview_every.value())
+
+    # -- errors & state -------------------------------------------------------------------------------------------
+    def show_error(self, err: ConfigError | Exception) -> str:
+        """Show a configuration error in plain words next to the form; highlight the field. Returns the text."""
+        field = getattr(err, "field", None)
+        label = FIELD_LABELS.get(field, field.replace("_", " ").capitalize() if field else "Setting")
+        msg = str(err)
+        if field and msg.startswith(f"{field}: "):
+            msg = msg[len(field) + 2:]
+        text = f"{label}: {msg}"
+        self.error_label.setText(text)
+        self.error_label.setVisible(True)
+        for name, w in self._fields.items():
+            w.setStyleSheet("border: 1px solid #c62828;" if name == field else "")
+        return text
+
+    def clear_error(self) -> None:
+        self.error_label.setVisible(False)
+        for w in self._fields.values():
+            w.setStyleSheet("")
+
+    def set_read_only(self, read_only: bool) -> None:
+        """Lock the form while a run is going (values stay readable)."""
+        self.model_box.setEnabled(not read_only)
+        self.training_box.setEnabled(not read_only)
+
+    def set_preview_enabled(self, on: bool) -> None:
+        self.preview_every.setEnabled(on)
+
+    def _on_changed(self, *_):
+        self.clear_error()
+        self.changed.emit()
+
+
+def finite_or_none(v) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None

@@ -1,0 +1,189 @@
+"""Background work for the GUI: the training run in a QThread, dataset loading in the thread pool.
+
+The trainer calls its observers on the training thread; :class:`TrainingWorker` turns each event into a Qt signal
+(queued to the GUI thread, which never trains). Progress is throttled (latest value wins, at most ~10 per second,
+the last batch of an epoch always passes); epoch rows, outcomes and previews are forwarded as they come.
+"""
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from typing import Any, Callable
+
+from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThread, QThreadPool, Signal, Slot
+
+from ..training.events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunFailed, RunFinished,
+                               RunStarted)
+
+TrainerFactory = Callable[..., Any]
+
+
+def default_trainer_factory(config, dataset=None, workspace=None, observers=()):
+    """Build the real :class:`dpd_desktop.training.trainer.Trainer` (imported lazily: torch is heavy)."""
+    from ..training.trainer import Trainer
+
+    return Trainer(config, dataset=dataset, workspace=workspace, observers=list(observers))
+
+
+class TrainingWorker(QObject):
+    """Runs ``Trainer.run()`` on its own QThread and forwards the trainer's events as signals.
+
+    Every signal carries the event dataclass (``Signal(object)``). ``done`` is emitted last, whatever the outcome.
+    Use :meth:`start` to launch, :meth:`request_cancel` to stop cooperatively (thread-safe) and :meth:`wait` for a
+    bounded join.
+    """
+
+    started = Signal(object)  # RunStarted
+    batchProgress = Signal(object)  # BatchProgress (throttled)
+    epochEnded = Signal(object)  # EpochEnded
+    previewReady = Signal(object)  # PreviewReady
+    finished = Signal(object)  # RunFinished
+    failed = Signal(object)  # RunFailed
+    cancelled = Signal(object)  # RunCancelled
+    done = Signal()
+
+    PROGRESS_MIN_INTERVAL_S = 0.1
+
+    def __init__(self, config, dataset=None, workspace=None, trainer_factory: TrainerFactory | None = None,
+                 parent: QObject | None = None):
+        super().__init__(parent)
+        self.config = config
+        self.dataset = dataset
+        self.workspace = workspace
+        self._factory = trainer_factory or default_trainer_factory
+        self._lock = threading.Lock()
+        self._trainer = None
+        self._cancel = False
+        self._last_progress_t = 0.0
+        self._outcome_emitted = False
+        self.result = None
+        self.thread: QThread | None = None
+
+    # -- control (GUI thread) -------------------------------------------------------------------------------------
+    def start(self) -> QThread:
+        """Move to a new QThread and start the run there. Returns the thread."""
+        thread = QThread()
+        thread.setObjectName("dpd-training")
+        self.thread = thread
+        self.moveToThread(thread)
+        thread.started.connect(self.run)
+        self.done.connect(thread.quit)
+        thread.start()
+        return thread
+
+    def request_cancel(self) -> None:
+        """Ask the trainer to stop at the next batch boundary (safe from any thread)."""
+        with self._lock:
+            self._cancel = True
+            trainer = self._trainer
+        if trainer is not None:
+            trainer.request_cancel()
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self._cancel
+
+    def set_preview_every(self, n: int | None) -> None:
+        """Forward a live change of the preview period if the trainer supports it (``set_preview_every``)."""
+        with self._lock:
+            trainer = self._trainer
+        setter = getattr(trainer, "set_preview_every", None)
+        if callable(setter):
+            setter(n)
+
+    def is_running(self) -> bool:
+        return self.thread is not None and self.thread.isRunning()
+
+    def wait(self, timeout_ms: int) -> bool:
+        """Join the thread for at most ``timeout_ms``; True when it has ended."""
+        if self.thread is None:
+            return True
+        return self.thread.wait(int(timeout_ms))
+
+    # -- the run (worker thread) ----------------------------------------------------------------------------------
+    @Slot()
+    def run(self) -> None:
+        try:
+            trainer = self._factory(self.config, dataset=self.dataset, workspace=self.workspace,
+                                    observers=[self._observe])
+            with self._lock:
+                self._trainer = trainer
+                cancel = self._cancel
+            if cancel:
+                trainer.request_cancel()
+            self.result = trainer.run()
+        except Exception as exc:  # the trainer reports its own failures; this catches construction errors
+            if not self._outcome_emitted:
+                self._outcome_emitted = True
+                self.failed.emit(RunFailed(run_id=None, run_dir=None,
+                                           message=f"The run could not start: {exc}",
+                                           detail=traceback.format_exc()))
+        finally:
+            with self._lock:
+                self._trainer = None
+            app = QCoreApplication.instance()
+            if app is not None:  # hand the object back to the GUI thread so it can be deleted there
+                self.moveToThread(app.thread())
+            self.done.emit()
+
+    def _observe(self, event) -> None:
+        """The trainer's observer: runs on the training thread, only emits signals."""
+        if isinstance(event, BatchProgress):
+            now = time.monotonic()
+            if event.batch >= event.batches or now - self._last_progress_t >= self.PROGRESS_MIN_INTERVAL_S:
+                self._last_progress_t = now
+                self.batchProgress.emit(event)
+        elif isinstance(event, EpochEnded):
+            self.epochEnded.emit(event)
+        elif isinstance(event, PreviewReady):
+            self.previewReady.emit(event)
+        elif isinstance(event, RunStarted):
+            self.started.emit(event)
+        elif isinstance(event, RunFinished):
+            self._outcome_emitted = True
+            self.finished.emit(event)
+        elif isinstance(event, RunFailed):
+            self._outcome_emitted = True
+            self.failed.emit(event)
+        elif isinstance(event, RunCancelled):
+            self._outcome_emitted = True
+            self.cancelled.emit(event)
+
+
+class _LoaderSignals(QObject):
+    loaded = Signal(object, str)  # dataset, reference ("demo" or the path)
+    failed = Signal(object, str)  # exception, traceback text
+
+
+class DatasetLoader(QRunnable):
+    """Loads a dataset (``load_dataset(path)``) or the demo (``make_demo_dataset()``) in the global thread pool.
+
+    Connect to ``loader.signals.loaded(dataset, ref)`` / ``loader.signals.failed(exc, traceback)`` before
+    :meth:`submit`.
+    """
+
+    def __init__(self, source: str, demo_kwargs: dict | None = None):
+        super().__init__()
+        self.source = source
+        self.demo_kwargs = dict(demo_kwargs or {})
+        self.signals = _LoaderSignals()
+        self.setAutoDelete(False)
+
+    def run(self) -> None:
+        try:
+            if self.source == "demo":
+                from ..data import make_demo_dataset
+
+                ds = make_demo_dataset(**self.demo_kwargs)
+            else:
+                from ..data import load_dataset
+
+                ds = load_dataset(self.source)
+        except Exception as exc:  # noqa: BLE001 - reported to the user in plain words
+            self.signals.failed.emit(exc, traceback.format_exc())
+            return
+        self.signals.loaded.emit(ds, self.source)
+
+    def submit(self, pool: QThreadPool | None = None) -> None:
+        (pool or QThreadPool.globalInstance()).start(self)

@@ -1,0 +1,44 @@
+"""DPD → PA cascade for direct-learning DPD training through a frozen PA surrogate (reference §5.1)."""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from .base import CoreModel
+
+__all__ = ["Cascade"]
+
+
+class Cascade(nn.Module):
+    """``y_hat = pa(dpd(x))`` (§5.1 step 3).
+
+    Submodules, registered in this order: ``dpd`` then ``pa`` (so ``parameters()`` yields DPD parameters first and
+    state_dict keys are ``dpd.backbone.…`` then ``pa.backbone.…``).
+
+    * :meth:`freeze_pa` sets ``requires_grad = False`` on every PA parameter (§5.1 step 4). The PA is *not* put in eval
+      mode separately: it follows the cascade's ``train()`` / ``eval()`` like any submodule (harmless, none of the
+      backbones has dropout or batch-norm). Gradients still flow *through* the PA to the DPD (§5.1 step 5).
+    * :meth:`trainable_parameters` lists the parameters with ``requires_grad`` in registration order (after
+      ``freeze_pa()``: the DPD parameters) — pass them to the optimizer.
+
+    forward(x ``(B, T, 2)`` float32) → ``(B, T, 2)`` float32.
+    """
+
+    def __init__(self, dpd: CoreModel, pa: CoreModel) -> None:
+        super().__init__()
+        self.dpd = dpd
+        self.pa = pa
+
+    def freeze_pa(self) -> "Cascade":
+        """Set ``requires_grad = False`` on all PA parameters (in place); returns ``self``."""
+        for p in self.pa.parameters():
+            p.requires_grad_(False)
+        return self
+
+    def trainable_parameters(self) -> list[nn.Parameter]:
+        """Parameters with ``requires_grad`` set, in registration order (DPD first, then any unfrozen PA ones)."""
+        return [p for p in self.parameters() if p.requires_grad]
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x ``(B, T, 2)`` → ``pa(dpd(x))`` ``(B, T, 2)``."""
+        return self.pa(self.dpd(x))

@@ -1,0 +1,129 @@
+"""Model family registry and the ``build_model`` factory (reference §3, §3.7, §3.8)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from torch import Tensor, nn
+
+from . import dgru, gru, lstm, rvtdcnn, tres_gru
+from .base import CoreModel
+
+__all__ = ["BACKBONES", "REGISTRY", "ModelFamily", "build_model"]
+
+
+@dataclass(frozen=True)
+class ModelFamily:
+    """Static description of one model family.
+
+    Attributes:
+        name: registry key / ``backbone`` argument of :func:`build_model` (lower case).
+        label: display name (``"TRes-GRU"``, ...).
+        default_hidden: Studio registry default hidden size for both roles (§3.7).
+        n_features: features per time step seen by the network (§2.4).
+        features: feature names in order (§2.4).
+        has_layers: whether ``num_layers`` is meaningful (False for RVTDCNN, §3.6).
+        lookahead: human-readable look-ahead / causality note.
+        description: one-line description.
+        feature_fn: ``(B, T, 2) -> (B, T, n_features)`` feature extraction function of the family.
+        backbone_cls: backbone class, constructed as ``backbone_cls(hidden_size, num_layers)``.
+        formula: ``(hidden_size, num_layers) -> int`` parameter count (§3.2–§3.6); use :meth:`param_count`.
+    """
+
+    name: str
+    label: str
+    default_hidden: int
+    n_features: int
+    features: tuple[str, ...]
+    has_layers: bool
+    lookahead: str
+    description: str
+    feature_fn: Callable[[Tensor], Tensor] = field(repr=False, compare=False)
+    backbone_cls: type[nn.Module] = field(repr=False, compare=False)
+    formula: Callable[[int, int], int] = field(repr=False, compare=False)
+
+    def param_count(self, hidden_size: int, num_layers: int = 1) -> int:
+        """Closed-form parameter count for this family (RVTDCNN ignores ``num_layers``)."""
+        return int(self.formula(int(hidden_size), int(num_layers) if self.has_layers else 1))
+
+
+_CAUSAL = "none (causal recurrence)"
+
+REGISTRY: dict[str, ModelFamily] = {
+    f.name: f
+    for f in (
+        ModelFamily(
+            name="gru", label="GRU", default_hidden=23, n_features=gru.N_FEATURES, features=("I", "Q"),
+            has_layers=True, lookahead=_CAUSAL,
+            description="nn.GRU(2, H) + linear head H→2 (§3.2)",
+            feature_fn=gru.features, backbone_cls=gru.GRUBackbone,
+            formula=lambda h, n: 3 * h * h + 14 * h + 2 + (n - 1) * (6 * h * h + 6 * h),
+        ),
+        ModelFamily(
+            name="dgru", label="DGRU", default_hidden=23, n_features=dgru.N_FEATURES,
+            features=("I", "Q", "|x|", "|x|^3", "sin(phi)", "cos(phi)"),
+            has_layers=True, lookahead=_CAUSAL,
+            description="polar-feature GRU(6, H) → ReLU(H→H) → [a; features] → 2, feature skip (§3.4)",
+            feature_fn=dgru.features, backbone_cls=dgru.DGRUBackbone,
+            formula=lambda h, n: 4 * h * h + 27 * h + 14 + (n - 1) * (6 * h * h + 6 * h),
+        ),
+        ModelFamily(
+            name="lstm", label="LSTM", default_hidden=23, n_features=lstm.N_FEATURES, features=("I", "Q"),
+            has_layers=True, lookahead=_CAUSAL,
+            description="nn.LSTM(2, H) + linear head H→2 (§3.3)",
+            feature_fn=lstm.features, backbone_cls=lstm.LSTMBackbone,
+            formula=lambda h, n: 4 * h * h + 18 * h + 2 + (n - 1) * (8 * h * h + 8 * h),
+        ),
+        ModelFamily(
+            name="tres_gru", label="TRes-GRU", default_hidden=27, n_features=tres_gru.N_FEATURES,
+            features=("I", "Q", "|x|", "|x|^3", "I(t+1)", "Q(t+1)"),
+            has_layers=True,
+            lookahead="17 samples: 16 (dilated TCN conv) + 1 (next-sample features, circular within the frame)",
+            description="bias-free GRU(6, H) + linear H→2, plus dilated-conv TCN residual with Hardswish (§3.5)",
+            feature_fn=tres_gru.features, backbone_cls=tres_gru.TResGRUBackbone,
+            formula=lambda h, n: 3 * h * h + 20 * h + 24 + (n - 1) * (6 * h * h),
+        ),
+        ModelFamily(
+            name="rvtdcnn", label="RVTDCNN", default_hidden=23, n_features=rvtdcnn.N_FEATURES,
+            features=("I", "Q", "|x|", "|x|^2", "|x|^3"),
+            has_layers=False,
+            lookahead="not characterised (4-sample memory; circular pre-pad makes the first 3 outputs of a frame "
+                      "depend on its last 3 samples)",
+            description="real-valued time-delay CNN: 4×5 windows → Conv2d 1→3 → 36 → H → 2 (§3.6)",
+            feature_fn=rvtdcnn.features, backbone_cls=rvtdcnn.RVTDCNNBackbone,
+            formula=lambda h, n: 39 * h + 32,
+        ),
+    )
+}
+
+#: Backbone names accepted by :func:`build_model`.
+BACKBONES: tuple[str, ...] = tuple(REGISTRY)
+
+
+def build_model(backbone: str, hidden_size: int, num_layers: int = 1) -> CoreModel:
+    """Construct and initialize one model exactly as the reference does (§3.1–§3.6).
+
+    Args:
+        backbone: one of :data:`BACKBONES` (case-insensitive, surrounding whitespace ignored).
+        hidden_size: H ≥ 1.
+        num_layers: recurrent layers ≥ 1 (ignored by RVTDCNN but still validated).
+    Returns:
+        A :class:`CoreModel` (float32, CPU, train mode). Maps ``(B, T, 2)`` float32 → ``(B, T, 2)``.
+    Raises:
+        ValueError: unknown backbone (the message lists the choices), hidden_size < 1 or num_layers < 1.
+
+    RNG: consumes the global torch generator as the reference does — PyTorch default inits at construction in the
+    backbone's module registration order, then the backbone's custom ``reset_parameters()`` if it has one (§3.1).
+    Seed with ``torch.manual_seed`` beforehand for reproducible weights.
+    """
+    key = str(backbone).strip().lower()
+    if key not in REGISTRY:
+        raise ValueError(f"unknown backbone {backbone!r}; choose one of: {', '.join(BACKBONES)}")
+    if isinstance(hidden_size, bool) or int(hidden_size) != hidden_size or hidden_size < 1:
+        raise ValueError(f"hidden_size must be an integer >= 1, got {hidden_size!r}")
+    if isinstance(num_layers, bool) or int(num_layers) != num_layers or num_layers < 1:
+        raise ValueError(f"num_layers must be an integer >= 1, got {num_layers!r}")
+    family = REGISTRY[key]
+    module = family.backbone_cls(int(hidden_size), int(num_layers))
+    return CoreModel(module, key, int(hidden_size), int(num_layers))

@@ -1,0 +1,88 @@
+"""RVTDCNN family: real-valued time-delay CNN, IEEE 9352501 (reference §2.4, §3.6, quirk §9.6).
+
+Per step t: a 4 × 5 window of features of samples t−3 … t → 1-channel image → ``Conv2d(1, 3, 3×3, padding (1, 0))``
+→ tanh → 3 × 4 × 3 = 36 → ``Linear(36, H)`` → tanh → ``Linear(H, 2)``. No recurrence; ``num_layers`` and ``h0`` are
+ignored; PyTorch default initialization only (no ``reset_parameters``).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from .base import safe_amplitude
+
+__all__ = ["RVTDCNNBackbone", "features", "windows"]
+
+N_FEATURES = 5
+WINDOW = 4  # hard-wired in the reference (--window_size is not passed, §3.6)
+CONV_CHANNELS = 3
+CONV_OUT = CONV_CHANNELS * WINDOW * (N_FEATURES - 2)  # 3 × 4 × 3 = 36
+
+
+def features(x: Tensor) -> Tensor:
+    """RVTDCNN per-step features (§2.4): ``[I, Q, |x|, |x|², |x|³]``.
+
+    Args:
+        x: ``(B, T, 2)`` float32 I/Q.
+    Returns:
+        ``(B, T, 5)`` float32. ``|x|² = |x| ** 2`` and ``|x|³ = |x| ** 3`` of ``|x| = sqrt(I² + Q²)`` (exact reference
+        expressions not verified bitwise; NaN-free gradient at 0, see ``safe_amplitude``).
+    """
+    i = x[..., 0]
+    q = x[..., 1]
+    amp = safe_amplitude(i, q)
+    return torch.stack([i, q, amp, amp**2, amp**3], dim=-1)
+
+
+def windows(f: Tensor, window: int = WINDOW) -> Tensor:
+    """Per-step memory windows with circular pre-padding (§3.6).
+
+    Args:
+        f: ``(B, T, F)`` features.
+        window: window length (4 in the reference).
+    Raises:
+        ValueError: if T < window − 1 (the wrap would need more samples than the frame has).
+    Returns:
+        ``(B, T, window, F)``; ``out[b, t, k] = f[b, (t − (window−1) + k) mod T]`` — row 0 is the oldest sample
+        t−3, row 3 is t.
+
+    The frame is extended at its start with its own last ``window − 1`` samples (circular wrap, not zeros), so the
+    first 3 outputs of every frame depend on its last 3 samples — kept for comparability with the reference,
+    §9.6/§9.7. Implemented with ``Tensor.unfold`` on the time axis (an implementation choice; the values are exact
+    copies, so any gather order gives the same window contents).
+    """
+    if f.shape[1] < window - 1:
+        raise ValueError(f"RVTDCNN needs at least {window - 1} time steps per frame, got {f.shape[1]}")
+    padded = torch.cat([f[:, f.shape[1] - (window - 1):], f], dim=1)  # (B, T + w − 1, F)
+    return padded.unfold(1, window, 1).transpose(-1, -2)  # (B, T, F, w) → (B, T, w, F)
+
+
+class RVTDCNNBackbone(nn.Module):
+    """RVTDCNN backbone (§3.6).
+
+    Submodules, in registration (= default-init RNG) order — data-flow order, our choice, **not verified bitwise
+    against the reference**: ``conv`` = ``nn.Conv2d(1, 3, 3, stride 1, padding (1, 0), bias)``, ``fc_hid`` =
+    ``nn.Linear(36, H)``, ``fc_out`` = ``nn.Linear(H, 2)``. The 36 conv outputs are flattened channel-major
+    (``(3, 4, 3)`` → 36, ``torch.flatten``). No custom initializer (§3.6): PyTorch defaults only.
+
+    Parameters: 39H + 32 (H = 23 → 929), independent of ``num_layers``.
+
+    forward(x ``(B, T, 2)`` float32, h0 ignored) → ``(B, T, 2)``.
+    """
+
+    def __init__(self, hidden_size: int, num_layers: int = 1, output_size: int = 2) -> None:
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers  # ignored (§3.6)
+        self.conv = nn.Conv2d(1, CONV_CHANNELS, kernel_size=3, stride=1, padding=(1, 0), bias=True)
+        self.fc_hid = nn.Linear(CONV_OUT, hidden_size, bias=True)
+        self.fc_out = nn.Linear(hidden_size, output_size, bias=True)
+
+    def forward(self, x: Tensor, h0: Tensor | None = None) -> Tensor:
+        """x ``(B, T, 2)`` (h0 ignored) → ``(B, T, 2)``."""
+        b, t, _ = x.shape
+        w = windows(features(x))  # (B, T, 4, 5)
+        c = torch.tanh(self.conv(w.reshape(b * t, 1, WINDOW, N_FEATURES)))  # (B*T, 3, 4, 3)
+        h = torch.tanh(self.fc_hid(torch.flatten(c, 1)))  # (B*T, H)
+        return self.fc_out(h).reshape(b, t, -1)

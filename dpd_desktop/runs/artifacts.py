@@ -1,0 +1,167 @@
+"""Atomic artifact writes and safe checkpoints.
+
+Every file of a run is written to a temporary file in the same folder, flushed, fsynced and moved into place with
+``os.replace``, so a crash or a closed window never leaves a half-written artifact: readers see the old file or the
+new one. Checkpoints hold tensors and plain metadata only and load with ``torch.load(..., weights_only=True)``.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (temp file + fsync + os.replace). Returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """UTF-8 text version of :func:`atomic_write_bytes`."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _json_default(obj: Any):
+    try:
+        import numpy as np
+
+        if isinstance(obj, np.generic):
+            return obj.item()
+        if isinstance(obj, np.ndarray):
+            return obj.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
+
+
+def _clean_nan(obj: Any):
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _clean_nan(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean_nan(v) for v in obj]
+    return obj
+
+
+def atomic_write_json(path: str | Path, obj: Any) -> Path:
+    """Write ``obj`` as indented JSON (NaN/Inf become null, NumPy scalars become numbers), atomically."""
+    obj = json.loads(json.dumps(obj, default=_json_default))
+    return atomic_write_text(path, json.dumps(_clean_nan(obj), indent=2, sort_keys=False) + "\n")
+
+
+def format_value(v: Any, precision: int = 8) -> str:
+    """History-CSV text of one value, like the reference logger (reference §4.8).
+
+    Python floats (and NumPy float64) are written with ``precision`` decimals; NumPy float32 scalars keep their
+    default text form; everything else is ``str``.
+    """
+    import numpy as np
+
+    if isinstance(v, np.float32):
+        return str(v)
+    if isinstance(v, (float, np.floating)):
+        return f"{float(v):.{precision}f}"
+    return str(v)
+
+
+def write_history_csv(path: str | Path, rows: Iterable[Mapping[str, Any]], precision: int = 8) -> Path:
+    """Rewrite the whole history CSV atomically: header from the first row's keys, one line per epoch."""
+    rows = list(rows)
+    buf = io.StringIO()
+    if rows:
+        w = csv.writer(buf, lineterminator="\n")
+        cols = list(rows[0].keys())
+        w.writerow(cols)
+        for r in rows:
+            w.writerow([format_value(r.get(c, ""), precision) for c in cols])
+    return atomic_write_text(path, buf.getvalue())
+
+
+def read_history_csv(path: str | Path) -> list[dict[str, str]]:
+    """Read a history CSV back as a list of {column: text} dicts."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def save_checkpoint(path: str | Path, state_dict: Mapping[str, Any], meta: Mapping[str, Any]) -> Path:
+    """Save ``{"state_dict": tensors, "meta": plain metadata}`` atomically (torch.save to a temp file + os.replace).
+
+    ``meta`` must contain only str/int/float/bool/None and lists/dicts of them, so the file loads with
+    ``weights_only=True``.
+    """
+    import torch
+
+    buf = io.BytesIO()
+    torch.save({"state_dict": {k: v.detach().cpu() for k, v in state_dict.items()}, "meta": dict(meta)}, buf)
+    return atomic_write_bytes(path, buf.getvalue())
+
+
+def save_training_state(path: str | Path, payload: Mapping[str, Any]) -> Path:
+    """Save a resumable training state (model + optimizer + scheduler state dicts, epoch) atomically."""
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(dict(payload), buf)
+    return atomic_write_bytes(path, buf.getvalue())
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file is missing, unreadable or of the wrong architecture; the message names file and field."""
+
+
+def load_checkpoint(path: str | Path) -> tuple[dict, dict]:
+    """Load a checkpoint written by :func:`save_checkpoint` (``weights_only=True``). Returns (state_dict, meta).
+
+    A plain reference-style ``state_dict`` file (OpenDPD ``save/...pt``) is accepted too, with empty meta.
+
+    Raises:
+        CheckpointError: missing file or not a checkpoint.
+    """
+    import torch
+
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: checkpoint file not found")
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - report any unpickling failure in plain words
+        raise CheckpointError(f"{path}: not a readable checkpoint ({type(exc).__name__}: {exc})") from exc
+    if isinstance(obj, dict) and "state_dict" in obj:
+        return dict(obj["state_dict"]), dict(obj.get("meta", {}))
+    if isinstance(obj, dict) and all(hasattr(v, "shape") for v in obj.values()):
+        return dict(obj), {}
+    raise CheckpointError(f"{path}: field 'state_dict' missing; not a DPD Desktop or OpenDPD checkpoint")
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

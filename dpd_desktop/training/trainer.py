@@ -1,0 +1,779 @@
+"""The trainer: epochs, validation, test, checkpoint selection, artifacts, events.
+
+Behavioral spec: OpenDPD 2.2.1 reference §2 (framing), §4 (training loop), §5 (DPD through a frozen PA) and §6
+(metrics). With the same seed, settings and library versions, a PA run reproduces the reference's selected
+checkpoint and history metrics; the global torch RNG is consumed exactly as the reference consumes it (model
+construction first, then per epoch: train-iterator base seed, sampler seed, val-iterator base seed, test-iterator
+base seed — reference §4.1–§4.2).
+
+Differences from the reference, all deliberate:
+- After training the selected checkpoint is reloaded and evaluated once more on the test split (the reference CLI
+  only reports the selected epoch's row; Studio does the same re-evaluation, reference §4.11).
+- A ``last.pt`` training state is written every epoch for resuming; a ``results.h5`` holds the selected checkpoint's
+  predictions, metrics and spectra.
+- Cancellation is checked between batches (the reference checks at epoch end only, §9.18).
+"""
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+import os
+import platform
+import random
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from ..config import ConfigError, ExperimentConfig
+from ..runs import artifacts
+from ..runs.workspace import Workspace
+from .events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunFailed, RunFinished, RunStarted)
+
+log = logging.getLogger("dpd_desktop.trainer")
+
+PROGRESS_INTERVAL_S = 0.1
+HISTORY_METRICS = ("NMSE", "EVM", "ACLR_L", "ACLR_R", "ACLR_AVG")
+
+
+class Cancelled(Exception):
+    """Raised inside the trainer when a cancel was requested; turned into a RunCancelled event."""
+
+
+class TrainingError(RuntimeError):
+    """A run cannot start or continue; the message names the file, field or setting in plain words."""
+
+
+@dataclass
+class RunResult:
+    """Outcome of :meth:`Trainer.run`: ``state`` is "succeeded", "failed" or "cancelled"."""
+
+    state: str
+    run_id: str | None = None
+    run_dir: Path | None = None
+    best_epoch: int | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+    val_metrics: dict[str, float] = field(default_factory=dict)
+    test_metrics: dict[str, float] = field(default_factory=dict)
+    message: str = ""
+    wall_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def resolve_device(requested: str):
+    """"auto" → first CUDA device when available, else CPU; "cuda"/"cuda:N" must exist (never a silent fallback).
+
+    Raises:
+        TrainingError: CUDA requested but unavailable, or the index is out of range.
+    """
+    import torch
+
+    if requested == "auto":
+        return torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    if requested == "cpu":
+        return torch.device("cpu")
+    if requested.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise TrainingError("device: CUDA was requested but no CUDA GPU is available (choose cpu or auto)")
+        dev = torch.device(requested if ":" in requested else "cuda:0")
+        if dev.index >= torch.cuda.device_count():
+            raise TrainingError(f"device: {requested} does not exist ({torch.cuda.device_count()} CUDA device(s))")
+        return dev
+    raise TrainingError(f"device: unknown device {requested!r}")
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python ``random``, NumPy and torch (CPU and every CUDA device) like the reference (§4.1 step 1)."""
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+class Trainer:
+    """Train one PA model or one DPD through a frozen PA, and write the run to the workspace.
+
+    Args:
+        config: the experiment (validated here).
+        dataset: an already loaded :class:`~dpd_desktop.data.IQDataset`; when None it is loaded from
+            ``config.dataset`` ("demo" → the embedded synthetic dataset).
+        workspace: where the run folder is created (default: the platform workspace).
+        observers: callables receiving every event, on the training thread.
+
+    ``run()`` never raises for run-level failures: it emits :class:`RunFailed` and returns a failed
+    :class:`RunResult`. ``request_cancel()`` is thread-safe; the flag is checked between batches.
+    """
+
+    def __init__(self, config: ExperimentConfig, dataset=None, workspace: Workspace | None = None,
+                 observers: Iterable[Callable] = ()):
+        self.config = config
+        self.dataset = dataset
+        self.workspace = workspace or Workspace()
+        self.observers = list(observers)
+        self._cancel = threading.Event()
+        self.run_id: str | None = None
+        self.run_dir: Path | None = None
+        self.history: list[dict[str, Any]] = []
+        self._log_fh = None
+
+    # ------------------------------------------------------------------ public API
+    def request_cancel(self) -> None:
+        """Ask the run to stop at the next batch boundary (thread-safe)."""
+        self._cancel.set()
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self._cancel.is_set()
+
+    def run(self) -> RunResult:
+        """Run the whole experiment (blocking). Returns the outcome; see the class docstring."""
+        t0 = time.perf_counter()
+        self.best_epoch = None
+        try:
+            self._setup()
+            self._emit(RunStarted(
+                run_id=self.run_id, run_dir=str(self.run_dir), step=self.config.step,
+                config=self.config.to_dict(), device=str(self.device), device_name=self.device_name,
+                fast_path=self.fast_path_status, batched_loader=self.loader_status, n_params=self.n_params,
+                n_train_frames=self.loader.n_frames, batches_per_epoch=self.loader.n_batches,
+                epochs=self.config.epochs, dataset_summary=self._dataset_summary()))
+            self._log(f"training: {self.loader.n_frames} frames, {self.loader.n_batches} batches/epoch, "
+                      f"device {self.device} ({self.device_name}), CUDA graph: {self.fast_path_status}")
+            self._epoch_loop(t0)
+            result = self._finish(t0)
+            return result
+        except Cancelled:
+            return self._on_cancel(t0)
+        except Exception as exc:  # noqa: BLE001 - a run failure must be reported, not crash the app
+            return self._on_failure(exc, t0)
+        finally:
+            self._teardown()
+
+    # ------------------------------------------------------------------ setup
+    def _setup(self) -> None:
+        import torch
+
+        cfg = self.config.validate()
+        self.device = resolve_device(cfg.device)
+        self.device_name = (torch.cuda.get_device_name(self.device) if self.device.type == "cuda"
+                            else platform.processor() or "CPU")
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        if self.dataset is None:
+            self.dataset = load_dataset_for(cfg.dataset)
+        ds = self.dataset
+        ds.spec.require_metrics(str(ds.source))
+
+        label = f"{cfg.step}-{cfg.backbone}{cfg.hidden_size}"
+        self.run_id, self.run_dir = self.workspace.new_run_dir(label)
+        self._log_fh = open(self.run_dir / "log.txt", "a", encoding="utf-8")
+        self._write_status("running")
+        self._log(f"run {self.run_id}: {cfg.step.upper()} {cfg.backbone} H={cfg.hidden_size} on {ds.name}")
+
+        # Reference §4.1: seed, then soft reproducibility (cuDNN benchmark on, deterministic algorithms off).
+        seed_everything(cfg.seed)
+        torch.backends.cudnn.benchmark = True
+        torch.use_deterministic_algorithms(False)
+
+        # --- data (reference §1.4, §2): no normalization; DPD target g·x computed in float64, then float32.
+        self.gain = float(ds.gain)
+        tr, va, te = ds.train, ds.val, ds.test
+        if cfg.step == "dpd":
+            targets = {s: _scaled_target(split, self.gain) for s, split in (("train", tr), ("val", va), ("test", te))}
+        else:
+            targets = {"train": tr.y, "val": va.y, "test": te.y}
+        x_train, y_train = tr.x, targets["train"]
+        if cfg.max_train_samples:
+            x_train, y_train = x_train[:cfg.max_train_samples], y_train[:cfg.max_train_samples]
+        if x_train.shape[0] < cfg.frame_length:
+            raise ConfigError("frame_length", f"{cfg.frame_length} is longer than the training split "
+                              f"({x_train.shape[0]} samples of {ds.source})")
+        from ..data.framing import DISABLE_BATCHED_LOADER, FrameLoader, segment
+
+        dev = self.device
+        self.loader = FrameLoader(torch.from_numpy(np.ascontiguousarray(x_train)).to(dev),
+                                  torch.from_numpy(np.ascontiguousarray(y_train)).to(dev),
+                                  cfg.frame_length, cfg.stride, cfg.batch_size)
+        self.loader_status = "gather on device" + (" (DPD_DESKTOP_DISABLE_BATCHED_LOADER ignored: the gather "
+                                                   "is exact)" if DISABLE_BATCHED_LOADER else "")
+        nps = ds.spec.nperseg
+        self.eval_sets = {}
+        for name, split in (("val", va), ("test", te)):
+            xs = segment(split.x, nps)
+            ts = segment(targets[name], nps)
+            self.eval_sets[name] = {
+                "x": torch.from_numpy(xs).to(dev), "t": torch.from_numpy(ts).to(dev),
+                "x_np": split.x, "t_np": targets[name], "t_seg": ts, "x_seg": xs, "n": split.x.shape[0]}
+
+        # --- model(s) (reference §4.1 step 5: construction consumes the seeded RNG; PA first for DPD)
+        from ..models import Cascade, build_model, count_parameters
+
+        if cfg.step == "pa":
+            self.net = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers)
+            self.model = self.net
+            self.pa_info = None
+        else:
+            pa, self.pa_info = load_pa_for_dpd(self.workspace, cfg.pa_run)
+            dpd = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers)
+            self.net = Cascade(dpd, pa)
+            self.net.freeze_pa()
+            self.model = dpd
+        self.net.to(dev)
+        self.n_params = count_parameters(self.net)  # reference N_PARAM: whole cascade for DPD (§4.8 quirk kept)
+        self.n_params_model = count_parameters(self.model)
+        self.trainable = [p for p in self.net.parameters() if p.requires_grad]
+        if not self.trainable:
+            raise TrainingError("the model has no trainable parameters")
+        self.criterion = torch.nn.MSELoss() if cfg.loss == "l2" else torch.nn.L1Loss()
+        self.optimizer = torch.optim.AdamW(self.trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+            self.optimizer, mode="min", factor=cfg.decay_factor, patience=cfg.patience, threshold=1e-4,
+            threshold_mode="rel", cooldown=0, min_lr=cfg.lr_end, eps=1e-8)
+        self.selection_metric = "VAL_NMSE" if cfg.step == "pa" else "VAL_ACLR_AVG"
+
+        from .fast_path import make_fast_step
+
+        self.fast_step, self.fast_path_status = make_fast_step(
+            self.net, self.criterion, self.optimizer, self.trainable, cfg.grad_clip, self.device,
+            batch_shape=(cfg.batch_size, cfg.frame_length, 2), loader=self.loader)
+        if self.fast_path_status != "on":
+            self._log(f"CUDA graph: {self.fast_path_status}")
+
+        # DPD baselines (PA without DPD) are computed once: the PA is frozen (§5.3).
+        self.baselines = {}
+        if cfg.step == "dpd":
+            for name in ("val", "test"):
+                self.baselines[name] = self._forward_segments(self.net.pa, self.eval_sets[name]["x"])
+        self.target_aclr = {name: _aclr_pair(es["t_seg"], ds.spec) for name, es in self.eval_sets.items()}
+
+        self._write_config()
+        self._preview = None
+        if cfg.preview_every:
+            from .preview import BatchPreview
+
+            self._preview = BatchPreview(self.net, self.eval_sets["val"], self.device)
+
+    def _dataset_summary(self) -> dict[str, Any]:
+        ds = self.dataset
+        try:
+            return dict(ds.summary())
+        except Exception:  # noqa: BLE001 - summary is cosmetic
+            return {"name": ds.name}
+
+    def _write_config(self) -> None:
+        import torch
+
+        cfg = self.config
+        ds = self.dataset
+        doc = {
+            "format": "dpd-desktop-run-1",
+            "run_id": self.run_id,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "experiment": cfg.to_dict(),
+            "dataset": {"name": ds.name, "source": str(ds.source), "fingerprint": ds.fingerprint(),
+                        "spec": _spec_dict(ds.spec),
+                        "samples": {"train": int(ds.train.x.shape[0]), "val": int(ds.val.x.shape[0]),
+                                    "test": int(ds.test.x.shape[0])}},
+            "gain": {"value": self.gain, "rule": "max|y_train| / max|x_train| (reference §1.4)"},
+            "model": {"backbone": cfg.backbone, "hidden_size": cfg.hidden_size, "num_layers": cfg.num_layers,
+                      "n_params": self.n_params_model, "n_params_total": self.n_params,
+                      "model_id": f"{cfg.model_id}_P_{self.n_params_model}"},
+            "pa": self.pa_info,
+            "selection_metric": self.selection_metric,
+            "device": {"device": str(self.device), "name": self.device_name,
+                       "fast_path": self.fast_path_status, "batched_loader": self.loader_status},
+            "versions": _versions(),
+            "training": {"n_frames": self.loader.n_frames, "batches_per_epoch": self.loader.n_batches,
+                         "torch_threads": torch.get_num_threads()},
+        }
+        artifacts.atomic_write_json(self.run_dir / "config.json", doc)
+
+    # ------------------------------------------------------------------ epoch loop
+    def _epoch_loop(self, t0: float) -> None:
+        cfg = self.config
+        start = time.time()
+        self.best_value = None
+        for epoch in range(cfg.epochs):
+            te = time.perf_counter()
+            lr = self.optimizer.param_groups[0]["lr"]
+            train_loss = self._train_epoch(epoch)
+            val = self._evaluate("val")
+            test = self._evaluate("test")
+            row = {"EPOCH": epoch, "N_EPOCH": cfg.epochs, "TIME:": (time.time() - start) / 60.0, "LR": lr,
+                   "BATCH_SIZE": cfg.batch_size, "N_PARAM": self.n_params, "FRAME_LENGTH": cfg.frame_length,
+                   "BACKBONE": cfg.backbone, "HIDDEN_SIZE": cfg.hidden_size, "TRAIN_LOSS": train_loss,
+                   "VAL_LOSS": val["loss"]}
+            row.update({f"VAL_{k}": val["metrics"][k] for k in HISTORY_METRICS})
+            row["TEST_LOSS"] = test["loss"]
+            row.update({f"TEST_{k}": test["metrics"][k] for k in HISTORY_METRICS})
+            self.history.append(row)
+            artifacts.write_history_csv(self.run_dir / "history.csv", self.history)
+
+            # Reference §4.8: epoch 0 always saves; later epochs only when strictly lower; NaN never wins.
+            value = row[self.selection_metric]
+            is_best = epoch == 0 or (self.best_value is not None and value < self.best_value)
+            if is_best:
+                self.best_value, self.best_epoch = value, epoch
+                self._save_best(epoch, row)
+            self._save_last(epoch)
+            seconds = time.perf_counter() - te
+            row_out = dict(row, EPOCH_SECONDS=seconds)
+            self._log(_format_row(row))
+            plots = self._plots("validation", val)
+            self._write_status("running", epochs_completed=epoch + 1)
+            self._emit(EpochEnded(epoch=epoch, epochs=cfg.epochs, row=row_out, is_best=is_best,
+                                  best_epoch=self.best_epoch, best_value=float(self.best_value),
+                                  selection_metric=self.selection_metric, epoch_seconds=seconds, plots=plots))
+            # Reference §4.4/§4.7: scheduler stepped after logging/checkpointing, on the validation metric.
+            self.scheduler.step(value)
+            if self._cancel.is_set():
+                raise Cancelled()
+
+    def _train_epoch(self, epoch: int) -> float:
+        import torch
+
+        cfg = self.config
+        net, opt, crit, clip = self.net, self.optimizer, self.criterion, cfg.grad_clip
+        trainable = self.trainable
+        fast = self.fast_step
+        net.train()
+        plan = self.loader.epoch()
+        n_batches = len(plan)
+        losses = []
+        t_start = time.perf_counter()
+        t_last = t_start
+        cancel = self._cancel
+        full = cfg.batch_size
+        preview_every = cfg.preview_every
+        for b, idx in enumerate(plan):
+            if cancel.is_set():
+                raise Cancelled()
+            loss = None
+            if fast is not None and idx.shape[0] == full:
+                loss = fast(idx)
+            if loss is None:
+                xb, yb = self.loader.gather(idx)
+                # Reference §4.6/§7.1: grads set to None on the plain path, zeroed in place when a graph exists.
+                opt.zero_grad(set_to_none=fast is None)
+                out = net(xb)
+                loss = crit(out, yb)
+                loss.backward()
+                if clip != 0:
+                    torch.nn.utils.clip_grad_norm_(trainable, clip)
+            opt.step()
+            losses.append(loss.detach())
+            now = time.perf_counter()
+            if now - t_last >= PROGRESS_INTERVAL_S or b == n_batches - 1:
+                t_last = now
+                done = b + 1
+                el = now - t_start
+                self._emit(BatchProgress(epoch=epoch, epochs=cfg.epochs, batch=done, batches=n_batches,
+                                         elapsed_s=el, eta_s=el / done * (n_batches - done)))
+            if preview_every and self._preview is not None and (b + 1) % preview_every == 0:
+                self._emit_preview(epoch, b + 1, n_batches)
+        # Reference §4.5: float32 batch losses, one host copy per epoch, float64 NumPy mean.
+        return float(np.mean(torch.stack(losses).cpu().tolist())) if losses else float("nan")
+
+    def _forward_segments(self, module, x_seg):
+        """Run ``module`` in eval mode under inference mode on (S, N, 2) segments in eval batches; returns numpy."""
+        import torch
+
+        was_training = module.training
+        module.eval()
+        bs = self.config.batch_size_eval
+        with torch.inference_mode():
+            out = torch.cat([module(x_seg[i:i + bs]) for i in range(0, x_seg.shape[0], bs)], dim=0)
+        module.train(was_training)
+        return out.cpu().numpy()
+
+    def _evaluate(self, name: str, draw_rng: bool = True) -> dict[str, Any]:
+        """Evaluate on the val or test segments (reference §4.7, net_eval): loss + metrics, predictions kept."""
+        import torch
+
+        from ..data.framing import draw_dataloader_iterator_seed
+        from ..metrics import compute_metrics
+
+        if draw_rng:
+            draw_dataloader_iterator_seed()  # the reference creates a DataLoader iterator here (§4.2)
+        es = self.eval_sets[name]
+        net = self.net
+        net.eval()
+        bs = self.config.batch_size_eval
+        preds, losses, dpd_out = [], [], []
+        hook = None
+        if self.config.step == "dpd":
+            hook = net.dpd.register_forward_hook(lambda m, i, o: dpd_out.append(o))
+        try:
+            with torch.inference_mode():
+                for i in range(0, es["x"].shape[0], bs):
+                    out = net(es["x"][i:i + bs])
+                    losses.append(self.criterion(out, es["t"][i:i + bs]))
+                    preds.append(out)
+        finally:
+            if hook is not None:
+                hook.remove()
+        pred = torch.cat(preds, dim=0).cpu().numpy()
+        loss = float(np.mean(torch.stack(losses).cpu().tolist()))
+        metrics = compute_metrics(pred, es["t_seg"], self.dataset.spec)
+        res = {"loss": loss, "metrics": metrics, "pred": pred}
+        if dpd_out:
+            res["u"] = torch.cat(dpd_out, dim=0).cpu().numpy()
+        return res
+
+    def _plots(self, source: str, ev: dict[str, Any], split: str = "val"):
+        from ..data.framing import unsegment
+        from .plotdata import build_plot_data
+
+        try:
+            es = self.eval_sets[split]
+            n = es["n"]
+            pred = unsegment(ev["pred"], n)
+            aclr = {}
+            m = ev["metrics"]
+            if self.config.step == "pa":
+                tname, pname = "measured y", "predicted ŷ"
+                signals = {tname: es["t_np"], pname: pred}
+            else:
+                tname, pname = "target g·x", "PA(DPD(x))"
+                signals = {tname: es["t_np"], pname: pred,
+                           "PA(x) no DPD": unsegment(self.baselines[split], n)}
+                if "u" in ev:
+                    signals["DPD output u"] = unsegment(ev["u"], n)
+                aclr["PA(x) no DPD"] = _aclr_pair(self.baselines[split], self.dataset.spec)
+            aclr[pname] = (m["ACLR_L"], m["ACLR_R"])
+            aclr[tname] = self.target_aclr[split]
+            return build_plot_data(source, es["x_np"], signals, self.dataset.spec, target_name=tname,
+                                   pred_name=pname, aclr=aclr, error_of=(pname, tname))
+        except Exception as exc:  # noqa: BLE001 - plots must never break training
+            self._log(f"plot data skipped: {type(exc).__name__}: {exc}")
+            return None
+
+    def _emit_preview(self, epoch: int, batch: int, n_batches: int) -> None:
+        try:
+            pred = self._preview.run(self.net)
+            from ..metrics import nmse_db
+
+            es = self.eval_sets["val"]
+            n = min(es["n"], pred.shape[1])
+            ev = {"pred": pred, "metrics": {"ACLR_L": float("nan"), "ACLR_R": float("nan")}}
+            t_seg0 = es["t_seg"][:1]
+            nmse = float(nmse_db(pred, t_seg0))
+            x0 = es["x_seg"][0][:n]
+            sig = {("measured y" if self.config.step == "pa" else "target g·x"): t_seg0[0][:n],
+                   ("predicted ŷ" if self.config.step == "pa" else "PA(DPD(x))"): pred[0][:n]}
+            from .plotdata import build_plot_data
+
+            names = list(sig)
+            plots = build_plot_data("preview", x0, sig, self.dataset.spec, target_name=names[0],
+                                    pred_name=names[1], error_of=(names[1], names[0]))
+            self._emit(PreviewReady(epoch=epoch, batch=batch, batches=n_batches, plots=plots,
+                                    metrics={"NMSE": nmse}))
+            del ev
+        except Exception as exc:  # noqa: BLE001
+            self._log(f"preview disabled: {type(exc).__name__}: {exc}")
+            self._preview = None
+
+    # ------------------------------------------------------------------ checkpoints
+    def _ckpt_meta(self, epoch: int, row: dict[str, Any]) -> dict[str, Any]:
+        cfg = self.config
+        return {"format": "dpd-desktop-checkpoint-1", "role": cfg.step, "backbone": cfg.backbone,
+                "hidden_size": cfg.hidden_size, "num_layers": cfg.num_layers, "epoch": epoch,
+                "selection_metric": self.selection_metric, "value": float(row[self.selection_metric]),
+                "run_id": self.run_id, "n_params": self.n_params_model,
+                "dataset_fingerprint": self.dataset.fingerprint(), "gain": self.gain}
+
+    def _save_best(self, epoch: int, row: dict[str, Any]) -> None:
+        artifacts.save_checkpoint(self.run_dir / "best.pt", self.model.state_dict(), self._ckpt_meta(epoch, row))
+        artifacts.write_history_csv(self.run_dir / "best.csv", [row])
+
+    def _save_last(self, epoch: int) -> None:
+        artifacts.save_training_state(self.run_dir / "last.pt", {
+            "epoch": epoch, "model": {k: v.detach().cpu() for k, v in self.model.state_dict().items()},
+            "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+            "meta": self._ckpt_meta(epoch, self.history[-1])})
+
+    # ------------------------------------------------------------------ end of run
+    def _finish(self, t0: float) -> RunResult:
+        state, meta = artifacts.load_checkpoint(self.run_dir / "best.pt")
+        self.model.load_state_dict(state)
+        val = self._evaluate("val", draw_rng=False)
+        test = self._evaluate("test", draw_rng=False)
+        extra: dict[str, Any] = {}
+        if self.config.step == "dpd":
+            extra.update(self._output_power_report(test))
+        self._write_results(val, test, extra)
+        plots = self._plots("test", test, split="test")
+        wall = time.perf_counter() - t0
+        self._write_status("succeeded", best_epoch=self.best_epoch, best_value=_f(self.best_value),
+                           test_metrics=_fmap(test["metrics"]), val_metrics=_fmap(val["metrics"]),
+                           wall_s=wall, **extra)
+        self._log(f"finished in {wall:.1f} s; selected epoch {self.best_epoch}; test " +
+                  ", ".join(f"{k} {float(v):.4f}" for k, v in test["metrics"].items()))
+        res = RunResult("succeeded", self.run_id, self.run_dir, self.best_epoch, self.history,
+                        _fmap(val["metrics"]), _fmap(test["metrics"]), wall_s=wall, extra=extra)
+        self._emit(RunFinished(run_id=self.run_id, run_dir=str(self.run_dir), best_epoch=self.best_epoch,
+                               val_metrics=res.val_metrics, test_metrics=res.test_metrics, wall_s=wall,
+                               plots=plots, extra=extra))
+        return res
+
+    def _output_power_report(self, test: dict[str, Any]) -> dict[str, Any]:
+        """RMS output of the cascade with and without DPD on the test split, in dB (issue: a DPD must not
+        "linearize" by changing the gain). Warns above 0.5 dB."""
+        from ..data.framing import unsegment
+
+        n = self.eval_sets["test"]["n"]
+        with_dpd = unsegment(test["pred"], n).astype(np.float64)
+        without = unsegment(self.baselines["test"], n).astype(np.float64)
+        rms = lambda a: math.sqrt(float(np.mean(a[:, 0] ** 2 + a[:, 1] ** 2)))  # noqa: E731
+        r1, r0 = rms(with_dpd), rms(without)
+        diff = 20 * math.log10(r1 / r0) if r0 > 0 and r1 > 0 else float("nan")
+        out = {"rms_out_with_dpd": r1, "rms_out_without_dpd": r0, "rms_out_diff_db": diff,
+               "power_warning": bool(not abs(diff) <= 0.5)}
+        if out["power_warning"]:
+            self._log(f"WARNING: cascade RMS output with DPD differs from without DPD by {diff:+.2f} dB "
+                      f"(> 0.5 dB): the DPD changes the gain")
+        return out
+
+    def _write_results(self, val: dict[str, Any], test: dict[str, Any], extra: dict[str, Any]) -> None:
+        import h5py
+
+        from ..data.framing import unsegment
+
+        path = self.run_dir / "results.h5"
+        tmp = path.with_name(".results.h5.tmp")
+        spec = self.dataset.spec
+        with h5py.File(tmp, "w") as f:
+            f.attrs["run_id"] = self.run_id
+            f.attrs["config_json"] = json.dumps(self.config.to_dict())
+            f.attrs["selected_epoch"] = int(self.best_epoch)
+            f.attrs["selection_metric"] = self.selection_metric
+            f.attrs["gain"] = self.gain
+            for k, v in _spec_dict(spec).items():
+                if v is not None and not isinstance(v, dict):
+                    f.attrs[f"spec_{k}"] = v
+            for k, v in extra.items():
+                f.attrs[k] = v
+            for name, ev in (("val", val), ("test", test)):
+                g = f.create_group(name)
+                es = self.eval_sets[name]
+                n = es["n"]
+                g.create_dataset("x", data=es["x_np"])
+                g.create_dataset("target", data=es["t_np"])
+                g.create_dataset("prediction", data=unsegment(ev["pred"], n))
+                if "u" in ev:
+                    g.create_dataset("dpd_output", data=unsegment(ev["u"], n))
+                g.attrs["loss"] = ev["loss"]
+                for k, v in ev["metrics"].items():
+                    g.attrs[k] = float(v)
+                from .plotdata import psd_db
+
+                fz, p = psd_db(_c(unsegment(ev["pred"], n)), spec.sample_rate_hz, spec.nperseg)
+                g.create_dataset("psd_freq_hz", data=fz)
+                g.create_dataset("psd_prediction_db", data=p)
+        os.replace(tmp, path)
+
+    def _on_cancel(self, t0: float) -> RunResult:
+        done = len(self.history)
+        self._log(f"cancelled after {done} completed epoch(s)")
+        self._write_status("cancelled", epochs_completed=done, best_epoch=self.best_epoch)
+        self._emit(RunCancelled(run_id=self.run_id, run_dir=str(self.run_dir), epochs_completed=done,
+                                best_epoch=self.best_epoch))
+        return RunResult("cancelled", self.run_id, self.run_dir, self.best_epoch, self.history,
+                         wall_s=time.perf_counter() - t0, message="cancelled")
+
+    def _on_failure(self, exc: BaseException, t0: float) -> RunResult:
+        msg = describe_error(exc)
+        detail = traceback.format_exc()
+        if self.run_dir is not None:
+            self._log(f"FAILED: {msg}\n{detail}")
+            try:
+                self._write_status("failed", message=msg, epochs_completed=len(self.history),
+                                   best_epoch=self.best_epoch)
+            except OSError:
+                pass
+        self._emit(RunFailed(run_id=self.run_id, run_dir=str(self.run_dir) if self.run_dir else None,
+                             message=msg, detail=detail))
+        return RunResult("failed", self.run_id, self.run_dir, self.best_epoch, self.history, message=msg,
+                         wall_s=time.perf_counter() - t0)
+
+    def _teardown(self) -> None:
+        if self._log_fh is not None:
+            try:
+                self._log_fh.close()
+            finally:
+                self._log_fh = None
+
+    # ------------------------------------------------------------------ helpers
+    def _emit(self, event) -> None:
+        for obs in self.observers:
+            try:
+                obs(event)
+            except Exception:  # noqa: BLE001 - an observer must not kill the run
+                log.exception("observer failed on %s", type(event).__name__)
+
+    def _log(self, text: str) -> None:
+        log.info(text)
+        if self._log_fh is not None:
+            self._log_fh.write(time.strftime("%H:%M:%S ") + text + "\n")
+            self._log_fh.flush()
+
+    def _write_status(self, state: str, **kw) -> None:
+        if self.run_dir is None:
+            return
+        doc = {"state": state, "run_id": self.run_id, "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+               "step": self.config.step, "selection_metric": getattr(self, "selection_metric", None)}
+        doc.update(kw)
+        artifacts.atomic_write_json(self.run_dir / "status.json", doc)
+
+
+# ---------------------------------------------------------------------- module helpers
+def load_dataset_for(spec: str):
+    """``"demo"`` → the embedded synthetic dataset; anything else → :func:`dpd_desktop.data.load_dataset`."""
+    from ..data import load_dataset, make_demo_dataset
+
+    if spec == "demo":
+        return make_demo_dataset()
+    return load_dataset(spec)
+
+
+def load_pa_for_dpd(workspace: Workspace, pa_run: str):
+    """Build the frozen PA of a DPD run from a PA run of the workspace.
+
+    Builds the PA model first (consuming the seeded RNG like the reference, §5.1 step 1), then loads the PA run's
+    selected checkpoint. Returns ``(pa_model, info)`` where info records the PA run id, checkpoint path and sha256
+    and the architecture.
+
+    Raises:
+        TrainingError: the PA run, its ``config.json`` or ``best.pt`` is missing, it is not a PA run, or the
+            checkpoint's architecture (field names and tensor shapes) differs from the one recorded.
+    """
+    from ..models import build_model
+
+    try:
+        run_dir = workspace.resolve(pa_run)
+    except FileNotFoundError as exc:
+        raise TrainingError(f"pa_run: {exc}") from exc
+    cfg_path = run_dir / "config.json"
+    try:
+        cfg = json.loads(cfg_path.read_text())
+        exp = cfg["experiment"]
+        arch = {k: exp[k] for k in ("backbone", "hidden_size", "num_layers")}
+    except (OSError, ValueError, KeyError) as exc:
+        raise TrainingError(f"{cfg_path}: cannot read the PA run's configuration ({exc})") from exc
+    if exp.get("step") != "pa":
+        raise TrainingError(f"{cfg_path}: field 'experiment.step' is {exp.get('step')!r}; a DPD needs a PA run")
+    ckpt = run_dir / "best.pt"
+    pa = build_model(arch["backbone"], arch["hidden_size"], arch["num_layers"])
+    try:
+        state, meta = artifacts.load_checkpoint(ckpt)
+    except artifacts.CheckpointError as exc:
+        raise TrainingError(str(exc)) from exc
+    for k in ("backbone", "hidden_size", "num_layers"):
+        if k in meta and meta[k] != arch[k]:
+            raise TrainingError(f"{ckpt}: field '{k}' is {meta[k]!r} but the PA run's config.json records "
+                                f"{arch[k]!r}")
+    own = pa.state_dict()
+    if set(own) != set(state):
+        missing = sorted(set(own) - set(state)) or sorted(set(state) - set(own))
+        raise TrainingError(f"{ckpt}: field '{missing[0]}' does not match the recorded architecture "
+                            f"{arch['backbone']} H={arch['hidden_size']}")
+    for k, v in own.items():
+        if tuple(v.shape) != tuple(state[k].shape):
+            raise TrainingError(f"{ckpt}: field '{k}' has shape {tuple(state[k].shape)}, expected {tuple(v.shape)} "
+                                f"for {arch['backbone']} H={arch['hidden_size']}")
+    pa.load_state_dict(state)
+    info = {"run_id": run_dir.name, "run_dir": str(run_dir), "checkpoint": str(ckpt),
+            "sha256": artifacts.file_sha256(ckpt), **arch, "selected_epoch": meta.get("epoch")}
+    return pa, info
+
+
+def describe_error(exc: BaseException) -> str:
+    """Plain-words message for a run failure (out-of-memory gets advice)."""
+    text = str(exc) or type(exc).__name__
+    low = text.lower()
+    if "out of memory" in low:
+        return ("the GPU ran out of memory: reduce the batch size, the frame length or the hidden size, or train "
+                f"on the CPU ({text.splitlines()[0]})")
+    if isinstance(exc, (ConfigError, TrainingError)):
+        return text
+    if exc.__class__.__name__ in ("DatasetError", "CheckpointError"):
+        return text
+    return f"{type(exc).__name__}: {text}"
+
+
+def _scaled_target(split, gain: float) -> np.ndarray:
+    """g·x in float64 from the float64 samples when the reader kept them, then cast to float32 (reference §2.3)."""
+    x64 = getattr(split, "x64", None)
+    if x64 is None:
+        x64 = split.x.astype(np.float64)
+    return np.ascontiguousarray((gain * x64).astype(np.float32))
+
+
+def _aclr_pair(seg: np.ndarray, spec) -> tuple[float, float]:
+    from ..metrics import aclr_db
+
+    left, right, _ = aclr_db(seg, spec.sample_rate_hz, spec.bw_main_hz, spec.n_sub_ch)
+    return float(left), float(right)
+
+
+def _c(a: np.ndarray) -> np.ndarray:
+    return a[:, 0].astype(np.float64) + 1j * a[:, 1].astype(np.float64)
+
+
+def _f(v) -> float | None:
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _fmap(m: dict[str, Any]) -> dict[str, float]:
+    return {k: float(v) for k, v in m.items()}
+
+
+def _spec_dict(spec) -> dict[str, Any]:
+    import dataclasses
+
+    try:
+        return dataclasses.asdict(spec)
+    except TypeError:
+        return dict(vars(spec))
+
+
+def _versions() -> dict[str, str]:
+    import sys
+
+    import torch
+
+    from .. import __version__
+
+    out = {"dpd_desktop": __version__, "python": sys.version.split()[0], "torch": torch.__version__,
+           "numpy": np.__version__}
+    try:
+        import scipy
+
+        out["scipy"] = scipy.__version__
+    except ImportError:  # pragma: no cover
+        pass
+    if torch.cuda.is_available():
+        out["cuda"] = str(torch.version.cuda)
+        out["cudnn"] = str(torch.backends.cudnn.version())
+    return out
+
+
+def _format_row(row: dict[str, Any]) -> str:
+    def g(k):
+        v = row.get(k)
+        return f"{float(v):.4f}" if v is not None else "-"
+
+    return (f"epoch {row['EPOCH']}: lr {row['LR']:.2e} train {row['TRAIN_LOSS']:.3e} val {row['VAL_LOSS']:.3e} "
+            f"val NMSE {g('VAL_NMSE')} dB, ACLR {g('VAL_ACLR_AVG')} dBc, EVM {g('VAL_EVM')} dB; "
+            f"test NMSE {g('TEST_NMSE')} dB")
