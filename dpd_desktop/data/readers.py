@@ -66,7 +66,7 @@ _SHOW = 80
 # =====================================================================================================================
 # Containers
 # =====================================================================================================================
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Split:
     """One split of a dataset: PA input ``x`` and sample-aligned PA output ``y``.
 
@@ -76,7 +76,8 @@ class Split:
     y: np.ndarray, shape (N, 2), float32, C-contiguous — columns I, Q of the measured PA output y[n].
 
     Arrays given with another float dtype or layout are converted (copied) to C-contiguous float32. Treat them as
-    read-only: the dataset fingerprint assumes they do not change.
+    read-only: the dataset fingerprint assumes they do not change. Equality is identity (compare
+    ``IQDataset.fingerprint()`` for content equality).
 
     Raises
     ------
@@ -86,6 +87,11 @@ class Split:
 
     x: np.ndarray
     y: np.ndarray
+    #: The float64 values as parsed from text (CSV), when the reader had them; None otherwise. The reference keeps
+    #: float64 until its dataset casts to float32, so the DPD target g·x and the gain g are computed from these
+    #: (reference §1.4, §2.3) to reproduce its float32 targets bit for bit.
+    x64: np.ndarray | None = field(default=None, repr=False)
+    y64: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("x", "y"):
@@ -121,7 +127,7 @@ class Split:
         return self.y.view(np.complex64)[:, 0].copy()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class IQDataset:
     """A loaded PA dataset: three contiguous splits plus the normalized spec.
 
@@ -155,11 +161,13 @@ class IQDataset:
         """Target gain g = max_t |y_train(t)| / max_t |x_train(t)| (OpenDPD reference §1.4).
 
         A real positive scalar: ratio of the peak amplitudes of the *training* split. Magnitudes are computed in
-        float64 from the stored float32 I/Q samples, ``|z| = sqrt(I² + Q²)``. Used as the DPD target ``g·x``
-        (reference §2.3). ``nan`` if x_train is all zeros. DPA_200MHz: ≈ 2.52081; DPA_160MHz: ≈ 2.29554.
+        float64 from the values as parsed (``Split.x64``/``y64``, like the reference's float64 arrays) or, when the
+        reader had none, from the stored float32 I/Q samples; ``|z| = sqrt(I² + Q²)``. Used as the DPD target
+        ``g·x`` (reference §2.3). ``nan`` if x_train is all zeros. DPA_200MHz: ≈ 2.52081; DPA_160MHz: ≈ 2.29554.
         """
-        x = self.train.x.astype(np.float64)
-        y = self.train.y.astype(np.float64)
+        tr = self.train
+        x = tr.x64 if tr.x64 is not None else tr.x.astype(np.float64)
+        y = tr.y64 if tr.y64 is not None else tr.y.astype(np.float64)
         mx = float(np.sqrt(np.max(x[:, 0] ** 2 + x[:, 1] ** 2)))
         my = float(np.sqrt(np.max(y[:, 0] ** 2 + y[:, 1] ** 2)))
         return my / mx if mx > 0 else float("nan")
@@ -382,7 +390,7 @@ def _parse_csv(
 
     if not body.strip():
         raise DatasetError(
-            f"header only: no data rows after the header (line {header_line})",
+            "header only, no data rows",
             path=path,
             line=header_line,
             expected=f"at least one data row of {ncols_all} numbers",
@@ -480,10 +488,10 @@ def _load_split_folder(folder: Path, spec: DatasetSpec) -> dict[str, Split]:
     out: dict[str, Split] = {}
     for s in SPLIT_NAMES:
         pi, po = folder / f"{s}_input.csv", folder / f"{s}_output.csv"
-        x = read_iq_csv(pi)
-        y = read_iq_csv(po)
+        x = _parse_csv(pi, ncols=2)
+        y = _parse_csv(po, ncols=2)
         _check_equal_length(x, y, pi, po)
-        out[s] = Split(x, y)
+        out[s] = Split(x, y, x64=_f64(x), y64=_f64(y))
     return out
 
 
@@ -503,10 +511,16 @@ def _cut_single(arr: np.ndarray, spec: DatasetSpec, path: Path) -> dict[str, Spl
                 field="split_ratios",
                 expected="at least 1 row in every split (more rows or larger ratio)",
             )
-    x = np.ascontiguousarray(arr[:, 0:2], dtype=np.float32)
-    y = np.ascontiguousarray(arr[:, 2:4], dtype=np.float32)
+    x = np.ascontiguousarray(arr[:, 0:2], dtype=np.float64)
+    y = np.ascontiguousarray(arr[:, 2:4], dtype=np.float64)
     b = [0, n_train, n_train + n_val, n]
-    return {s: Split(x[b[i] : b[i + 1]], y[b[i] : b[i + 1]]) for i, s in enumerate(SPLIT_NAMES)}
+    return {s: Split(x[b[i] : b[i + 1]], y[b[i] : b[i + 1]], x64=_f64(x[b[i] : b[i + 1]]),
+                     y64=_f64(y[b[i] : b[i + 1]])) for i, s in enumerate(SPLIT_NAMES)}
+
+
+def _f64(a: np.ndarray) -> np.ndarray | None:
+    """C-contiguous float64 copy of parsed text values (kept beside the float32 samples), or None."""
+    return np.ascontiguousarray(a, dtype=np.float64) if a.dtype == np.float64 else None
 
 
 def _load_single_csv(path: Path, spec: DatasetSpec) -> dict[str, Split]:

@@ -440,7 +440,7 @@ def read_spec_file(path: str | Path) -> DatasetSpec:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(
-            f"column {exc.colno}: invalid JSON ({exc.msg})",
+            f"invalid JSON at column {exc.colno} ({exc.msg})",
             path=p,
             line=exc.lineno,
             expected='a JSON object such as {"input_signal_fs": 640e6, "nperseg": 16384}',

@@ -11,7 +11,7 @@ import time
 import traceback
 from typing import Any, Callable
 
-from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThread, QThreadPool, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, Qt, QRunnable, QThread, QThreadPool, Signal, Slot
 
 from ..training.events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunFailed, RunFinished,
                                RunStarted)
@@ -68,7 +68,8 @@ class TrainingWorker(QObject):
         self.thread = thread
         self.moveToThread(thread)
         thread.started.connect(self.run)
-        self.done.connect(thread.quit)
+        # quit() is thread-safe: call it directly from the worker thread, before any queued GUI slot waits on it.
+        self.done.connect(thread.quit, Qt.ConnectionType.DirectConnection)
         thread.start()
         return thread
 

@@ -34,6 +34,10 @@ class GRUBackbone(nn.Module):
     rnn.bias_hh_l0 (3H), fc_out.weight (2×H), fc_out.bias (2)``; extra layers add ``rnn.*_l1``, … before ``fc_out``.
     Parameters: 3H² + 14H + 2 for 1 layer, + (6H² + 6H) per extra layer.
 
+    Verified bitwise against OpenDPD 2.2.1 (CPU, float32; tests/unit/test_models_vs_reference.py): state_dict keys,
+    key order and values after the same ``torch.manual_seed``, the RNG state afterwards, the forward output and the
+    input/parameter gradients.
+
     forward(x ``(B, T, 2)`` float32, h0 ``(L, B, H)``) → ``(B, T, 2)``.
     """
 

@@ -23,6 +23,10 @@ class LSTMBackbone(nn.Module):
     rnn.weight_hh_l0 (4H×H), rnn.bias_ih_l0, rnn.bias_hh_l0 (4H), fc_out.weight (2×H), fc_out.bias (2)``.
     Parameters: 4H² + 18H + 2 for 1 layer, + (8H² + 8H) per extra layer.
 
+    Verified bitwise against OpenDPD 2.2.1 (CPU, float32; tests/unit/test_models_vs_reference.py): state_dict keys,
+    key order and values after the same ``torch.manual_seed``, the RNG state afterwards, the forward output and the
+    input/parameter gradients.
+
     forward(x ``(B, T, 2)`` float32, h0 ``(L, B, H)``) → ``(B, T, 2)``; ``(h0, h0)`` is passed as ``(h0, c0)`` (§2.5).
     """
 

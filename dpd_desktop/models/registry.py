@@ -115,7 +115,9 @@ def build_model(backbone: str, hidden_size: int, num_layers: int = 1) -> CoreMod
 
     RNG: consumes the global torch generator as the reference does — PyTorch default inits at construction in the
     backbone's module registration order, then the backbone's custom ``reset_parameters()`` if it has one (§3.1).
-    Seed with ``torch.manual_seed`` beforehand for reproducible weights.
+    Seed with ``torch.manual_seed`` beforehand for reproducible weights. For every family the resulting state_dict
+    (keys, key order, values) and the RNG state afterwards are bitwise equal to the reference's after the same seed
+    (tests/unit/test_models_vs_reference.py, run when the reference sources are present).
     """
     key = str(backbone).strip().lower()
     if key not in REGISTRY:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .base import safe_amplitude
+from .base import safe_sqrt
 
 __all__ = ["RVTDCNNBackbone", "features", "windows"]
 
@@ -26,13 +26,19 @@ def features(x: Tensor) -> Tensor:
     Args:
         x: ``(B, T, 2)`` float32 I/Q.
     Returns:
-        ``(B, T, 5)`` float32. ``|x|² = |x| ** 2`` and ``|x|³ = |x| ** 3`` of ``|x| = sqrt(I² + Q²)`` (exact reference
-        expressions not verified bitwise; NaN-free gradient at 0, see ``safe_amplitude``).
+        ``(B, T, 5)`` float32.
+
+    Arithmetic as in the reference (verified bitwise against OpenDPD 2.2.1, tests/unit/test_models_vs_reference.py):
+    ``|x|² = I² + Q²`` is the sum of squares itself (``pow(I, 2) + pow(Q, 2)``), *not* ``sqrt(·)²`` — the two differ
+    in the last bit for many inputs; ``|x| = sqrt(|x|²)`` (NaN-free gradient at 0, see ``safe_sqrt``) and
+    ``|x|³ = pow(|x|, 3)``.
     """
     i = x[..., 0]
     q = x[..., 1]
-    amp = safe_amplitude(i, q)
-    return torch.stack([i, q, amp, amp**2, amp**3], dim=-1)
+    amp2 = i**2 + q**2
+    amp = safe_sqrt(amp2)
+    amp3 = amp**3
+    return torch.stack([i, q, amp, amp2, amp3], dim=-1)
 
 
 def windows(f: Tensor, window: int = WINDOW) -> Tensor:
@@ -49,22 +55,28 @@ def windows(f: Tensor, window: int = WINDOW) -> Tensor:
 
     The frame is extended at its start with its own last ``window − 1`` samples (circular wrap, not zeros), so the
     first 3 outputs of every frame depend on its last 3 samples — kept for comparability with the reference,
-    §9.6/§9.7. Implemented with ``Tensor.unfold`` on the time axis (an implementation choice; the values are exact
-    copies, so any gather order gives the same window contents).
+    §9.6/§9.7. Built as concatenation [last w−1 samples ; frame] → ``Tensor.unfold`` on the time axis → swap the last
+    two axes; the backward of ``unfold`` then sums the overlapping-window gradients in the reference's order.
     """
     if f.shape[1] < window - 1:
         raise ValueError(f"RVTDCNN needs at least {window - 1} time steps per frame, got {f.shape[1]}")
     padded = torch.cat([f[:, f.shape[1] - (window - 1):], f], dim=1)  # (B, T + w − 1, F)
-    return padded.unfold(1, window, 1).transpose(-1, -2)  # (B, T, F, w) → (B, T, w, F)
+    return padded.unfold(1, window, 1).transpose(2, 3)  # (B, T, F, w) → (B, T, w, F)
 
 
 class RVTDCNNBackbone(nn.Module):
     """RVTDCNN backbone (§3.6).
 
-    Submodules, in registration (= default-init RNG) order — data-flow order, our choice, **not verified bitwise
-    against the reference**: ``conv`` = ``nn.Conv2d(1, 3, 3, stride 1, padding (1, 0), bias)``, ``fc_hid`` =
-    ``nn.Linear(36, H)``, ``fc_out`` = ``nn.Linear(H, 2)``. The 36 conv outputs are flattened channel-major
-    (``(3, 4, 3)`` → 36, ``torch.flatten``). No custom initializer (§3.6): PyTorch defaults only.
+    Submodules, in registration (= default-init RNG = state_dict key) order, as in the reference: ``Conv2d`` =
+    ``nn.Conv2d(1, 3, 3, stride 1, padding (1, 0), bias)`` (attribute name spelled as in the reference checkpoints:
+    keys ``Conv2d.weight``, ``Conv2d.bias``), ``fc_hid`` = ``nn.Linear(36, H)``, ``fc_out`` = ``nn.Linear(H, 2)``.
+    The 36 conv outputs are flattened channel-major (``(3, 4, 3)`` → 36). No custom initializer (§3.6): PyTorch
+    defaults only.
+
+    Verified bitwise against OpenDPD 2.2.1 (CPU, float32; tests/unit/test_models_vs_reference.py): state_dict keys,
+    key order and values after the same ``torch.manual_seed``, the RNG state afterwards, the forward output and the
+    input/parameter gradients (for inputs without exactly-zero samples; at a zero sample our |x| gradient is 0, not
+    NaN).
 
     Parameters: 39H + 32 (H = 23 → 929), independent of ``num_layers``.
 
@@ -75,7 +87,7 @@ class RVTDCNNBackbone(nn.Module):
         super().__init__()
         self.hidden_size = hidden_size
         self.num_layers = num_layers  # ignored (§3.6)
-        self.conv = nn.Conv2d(1, CONV_CHANNELS, kernel_size=3, stride=1, padding=(1, 0), bias=True)
+        self.Conv2d = nn.Conv2d(1, CONV_CHANNELS, kernel_size=3, stride=1, padding=(1, 0), bias=True)  # noqa: N815
         self.fc_hid = nn.Linear(CONV_OUT, hidden_size, bias=True)
         self.fc_out = nn.Linear(hidden_size, output_size, bias=True)
 
@@ -83,6 +95,6 @@ class RVTDCNNBackbone(nn.Module):
         """x ``(B, T, 2)`` (h0 ignored) → ``(B, T, 2)``."""
         b, t, _ = x.shape
         w = windows(features(x))  # (B, T, 4, 5)
-        c = torch.tanh(self.conv(w.reshape(b * t, 1, WINDOW, N_FEATURES)))  # (B*T, 3, 4, 3)
-        h = torch.tanh(self.fc_hid(torch.flatten(c, 1)))  # (B*T, H)
+        c = torch.tanh(self.Conv2d(w.reshape(b * t, 1, WINDOW, N_FEATURES)))  # (B*T, 3, 4, 3)
+        h = torch.tanh(self.fc_hid(c.reshape(b * t, CONV_OUT)))  # (B*T, H)
         return self.fc_out(h).reshape(b, t, -1)

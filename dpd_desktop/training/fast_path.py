@@ -170,13 +170,15 @@ class CudaGraphStep:
             return self.static_loss.detach().clone()
 
 
-def make_fast_step(net, criterion, optimizer, trainable, clip, device, *, batch_shape, loader):
+def make_fast_step(net, criterion, optimizer, trainable, clip, device, *, batch_shape, loader, enabled=True):
     """Build the fast step for a run, or explain why there is none.
 
     Returns ``(step, status)``: ``step`` is a :class:`CudaGraphStep` (capture happens at the first full batch)
     or None; ``status`` is "on" or "off: <reason>".
     """
     reason = eligibility(net, criterion, optimizer, trainable, device)
+    if reason is None and not enabled:
+        reason = 'disabled for this run'
     if reason is not None:
         return None, f"off: {reason}"
     return CudaGraphStep(net, criterion, trainable, clip, device, loader, batch_shape[0]), "on"

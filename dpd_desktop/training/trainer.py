@@ -39,6 +39,7 @@ from .events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunF
 log = logging.getLogger("dpd_desktop.trainer")
 
 PROGRESS_INTERVAL_S = 0.1
+TIMING_FILE = os.environ.get("DPD_DESKTOP_TIMING")  # benchmarks: wall-clock marks appended as JSON lines
 HISTORY_METRICS = ("NMSE", "EVM", "ACLR_L", "ACLR_R", "ACLR_AVG")
 
 
@@ -106,14 +107,16 @@ class Trainer:
             ``config.dataset`` ("demo" → the embedded synthetic dataset).
         workspace: where the run folder is created (default: the platform workspace).
         observers: callables receiving every event, on the training thread.
+        fast_path: False forces eager training on CUDA (for equivalence tests and diagnosis).
 
     ``run()`` never raises for run-level failures: it emits :class:`RunFailed` and returns a failed
     :class:`RunResult`. ``request_cancel()`` is thread-safe; the flag is checked between batches.
     """
 
     def __init__(self, config: ExperimentConfig, dataset=None, workspace: Workspace | None = None,
-                 observers: Iterable[Callable] = ()):
+                 observers: Iterable[Callable] = (), fast_path: bool = True):
         self.config = config
+        self.use_fast_path = fast_path
         self.dataset = dataset
         self.workspace = workspace or Workspace()
         self.observers = list(observers)
@@ -132,9 +135,15 @@ class Trainer:
     def cancel_requested(self) -> bool:
         return self._cancel.is_set()
 
+    def _mark(self, name: str, **kw) -> None:
+        if TIMING_FILE:
+            with open(TIMING_FILE, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"mark": name, "t": time.time(), **kw}) + "\n")
+
     def run(self) -> RunResult:
         """Run the whole experiment (blocking). Returns the outcome; see the class docstring."""
         t0 = time.perf_counter()
+        self._mark("run_start")
         self.best_epoch = None
         try:
             self._setup()
@@ -242,7 +251,7 @@ class Trainer:
 
         self.fast_step, self.fast_path_status = make_fast_step(
             self.net, self.criterion, self.optimizer, self.trainable, cfg.grad_clip, self.device,
-            batch_shape=(cfg.batch_size, cfg.frame_length, 2), loader=self.loader)
+            batch_shape=(cfg.batch_size, cfg.frame_length, 2), loader=self.loader, enabled=self.use_fast_path)
         if self.fast_path_status != "on":
             self._log(f"CUDA graph: {self.fast_path_status}")
 
@@ -328,6 +337,7 @@ class Trainer:
             self._log(_format_row(row))
             plots = self._plots("validation", val)
             self._write_status("running", epochs_completed=epoch + 1)
+            self._mark("epoch_end", epoch=epoch)
             self._emit(EpochEnded(epoch=epoch, epochs=cfg.epochs, row=row_out, is_best=is_best,
                                   best_epoch=self.best_epoch, best_value=float(self.best_value),
                                   selection_metric=self.selection_metric, epoch_seconds=seconds, plots=plots))
@@ -355,6 +365,8 @@ class Trainer:
         for b, idx in enumerate(plan):
             if cancel.is_set():
                 raise Cancelled()
+            if b == 0 and TIMING_FILE:
+                self._mark("first_batch", epoch=epoch)
             loss = None
             if fast is not None and idx.shape[0] == full:
                 loss = fast(idx)
@@ -379,7 +391,9 @@ class Trainer:
             if preview_every and self._preview is not None and (b + 1) % preview_every == 0:
                 self._emit_preview(epoch, b + 1, n_batches)
         # Reference §4.5: float32 batch losses, one host copy per epoch, float64 NumPy mean.
-        return float(np.mean(torch.stack(losses).cpu().tolist())) if losses else float("nan")
+        mean = float(np.mean(torch.stack(losses).cpu().tolist())) if losses else float("nan")
+        self._mark("train_end", epoch=epoch)
+        return mean
 
     def _forward_segments(self, module, x_seg):
         """Run ``module`` in eval mode under inference mode on (S, N, 2) segments in eval batches; returns numpy."""
@@ -511,6 +525,7 @@ class Trainer:
         self._write_results(val, test, extra)
         plots = self._plots("test", test, split="test")
         wall = time.perf_counter() - t0
+        self._mark("run_end")
         self._write_status("succeeded", best_epoch=self.best_epoch, best_value=_f(self.best_value),
                            test_metrics=_fmap(test["metrics"]), val_metrics=_fmap(val["metrics"]),
                            wall_s=wall, **extra)

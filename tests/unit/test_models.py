@@ -133,6 +133,27 @@ def test_gru_state_dict_keys():
     assert keys2[8:] == ["backbone.fc_out.weight", "backbone.fc_out.bias"]
 
 
+def test_other_family_state_dict_keys():
+    """Key names and order as in the reference checkpoints (§3.4–§3.6; bitwise check in test_models_vs_reference.py)."""
+    rnn = [f"backbone.rnn.{k}_l{i}" for i in (0, 1) for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+    assert list(build_model("dgru", 23, 2).state_dict()) == rnn + [
+        "backbone.fc_out.weight", "backbone.fc_out.bias", "backbone.fc_hid.weight", "backbone.fc_hid.bias",
+    ]
+    assert list(build_model("lstm", 23, 2).state_dict()) == rnn + ["backbone.fc_out.weight", "backbone.fc_out.bias"]
+    rnn_nobias = [f"backbone.rnn.{k}_l{i}" for i in (0, 1) for k in ("weight_ih", "weight_hh")]
+    assert list(build_model("tres_gru", 23, 2).state_dict()) == rnn_nobias + [
+        "backbone.fc_out.weight", "backbone.tcn.0.weight", "backbone.tcn.2.weight",
+    ]
+    sd = build_model("tres_gru", 23).state_dict()
+    assert sd["backbone.tcn.0.weight"].shape == (3, 2, 3) and sd["backbone.tcn.2.weight"].shape == (2, 3, 1)
+    sd = build_model("rvtdcnn", 23).state_dict()
+    assert list(sd) == [
+        "backbone.Conv2d.weight", "backbone.Conv2d.bias", "backbone.fc_hid.weight", "backbone.fc_hid.bias",
+        "backbone.fc_out.weight", "backbone.fc_out.bias",
+    ]
+    assert sd["backbone.Conv2d.weight"].shape == (3, 1, 3, 3) and sd["backbone.fc_hid.weight"].shape == (23, 36)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Forward shapes
 # ---------------------------------------------------------------------------------------------------------------------
@@ -215,6 +236,18 @@ def test_rvtdcnn_features_and_windows_hand():
     for t in range(n):
         expected = [rows[(t - 3 + k) % n] for k in range(4)]  # circular pre-pad with the last 3 samples (§3.6)
         _close(w[:, t], expected)
+
+
+def test_rvtdcnn_power_feature_is_sum_of_squares():
+    """|x|² is I² + Q² itself, not sqrt(I² + Q²)² (they differ in the last bit for many inputs; §3.6)."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 200, 2)
+    i, q = x[..., 0], x[..., 1]
+    f = rvtdcnn_mod.features(x)
+    assert torch.equal(f[..., 3], i**2 + q**2)
+    assert torch.equal(f[..., 2], torch.sqrt(i**2 + q**2))
+    assert torch.equal(f[..., 4], torch.sqrt(i**2 + q**2) ** 3)
+    assert not torch.equal(f[..., 3], torch.sqrt(i**2 + q**2) ** 2)  # the rejected alternative really differs
 
 
 def test_rvtdcnn_output_depends_on_window_only():
@@ -389,7 +422,7 @@ def test_rvtdcnn_default_init_rng_order():
     fc_out = nn.Linear(8, 2)
     torch.manual_seed(4)
     b = build_model("rvtdcnn", 8).backbone
-    assert torch.equal(b.conv.weight, conv.weight) and torch.equal(b.conv.bias, conv.bias)
+    assert torch.equal(b.Conv2d.weight, conv.weight) and torch.equal(b.Conv2d.bias, conv.bias)
     assert torch.equal(b.fc_hid.weight, fc_hid.weight) and torch.equal(b.fc_out.weight, fc_out.weight)
 
 
@@ -398,9 +431,13 @@ def test_rvtdcnn_default_init_rng_order():
 # ---------------------------------------------------------------------------------------------------------------------
 
 def _dgru_unguarded(x: torch.Tensor) -> torch.Tensor:
+    """Plain §2.4 formula in the reference's evaluation order (|x|³, then cos φ, then sin φ; §3.4)."""
     i, q = x[..., 0], x[..., 1]
     a = torch.sqrt(i**2 + q**2)
-    return torch.stack([i, q, a, a**3, q / a, i / a], dim=-1)
+    a3 = a**3
+    cos_phi = i / a
+    sin_phi = q / a
+    return torch.stack([i, q, a, a3, sin_phi, cos_phi], dim=-1)
 
 
 def test_dgru_zero_tail_is_finite():

@@ -63,17 +63,13 @@ def _set_line(path: Path, lineno: int, text: str) -> None:
     path.write_text("\n".join(lines))
 
 
-def _write_single(path: Path, n: int, columns=("I_in", "Q_in", "I_out", "Q_out")) -> np.ndarray:
-    """Single CSV whose cell values encode (row, column) so the cut can be checked exactly."""
-    data = {c: [] for c in columns}
+def _write_single(path: Path, n: int, columns=("I_in", "Q_in", "I_out", "Q_out")) -> None:
+    """Single CSV whose cell values encode the row index, so the cut can be checked exactly."""
     rows = []
     for r in range(n):
         vals = {"I_in": r + 0.125, "Q_in": -r - 0.25, "I_out": 2 * r + 0.5, "Q_out": -2 * r - 0.75, "extra": 9.0}
-        rows.append(",".join(f"{vals[c]:g}" for c in columns))
-        for c in columns:
-            data[c].append(vals[c])
+        rows.append(",".join(repr(vals[c]) for c in columns))
     path.write_text(",".join(columns) + "\n" + "\n".join(rows) + "\n")
-    return np.arange(n)
 
 
 def _h5_write(path: Path, splits: dict, attrs: dict | None = None) -> None:
@@ -474,7 +470,7 @@ def _case_single_missing_file(t):
 def _case_single_split_empty(t):
     p = t / "tiny.csv"
     p.write_text("I_in,Q_in,I_out,Q_out\n1,2,3,4\n1,2,3,4\n")
-    return p, ["tiny.csv", "split 'train' would be empty", "expected at least 1 row in every split"]
+    return p, ["tiny.csv", "split 'val' would be empty", "give 1/0/1", "expected at least 1 row in every split"]
 
 
 def _case_h5_missing_val_y(t):
@@ -604,3 +600,14 @@ def test_iqdataset_summary_and_fingerprint_sensitivity():
     s = ds.summary()
     assert s["train"] == 2048 and s["fs_mhz"] == 640 and s["bw_main_mhz"] == 160 and s["n_sub_ch"] == 4
     assert s["metrics_available"] is True and "Demo PA (synthetic)" in s["text"]
+
+
+def test_import_is_light():
+    """h5py (and Qt) are not imported by ``import dpd_desktop.data`` (lazy heavy imports, docs/CONTRACTS.md)."""
+    import subprocess
+    import sys
+
+    code = "import sys, dpd_desktop.data; print(sorted(m for m in ('h5py', 'PySide6', 'torch') if m in sys.modules))"
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,314 @@
+"""GPU benchmark: ours (CUDA graph), ours (eager) and the reference OpenDPD 2.2.1, in one run, same machine.
+
+Workloads (issue 4): PA GRU-23 for 4 epochs, and DPD GRU-23 through the frozen GRU-23 PA for 4 epochs, on
+DPA_160MHz (batch 64, frame 200, stride 1, seed 0, AdamW, default schedule; 4,605 batches per epoch).
+Each run is a separate process. Printed per run: whole-process wall time, process start → first training batch,
+steady-state epoch interval (median of the intervals between epoch ends after the first), peak host memory
+(ru_maxrss of the child), the selected checkpoint's metrics and the ratios; plus the floor: the captured step's
+kernels alone (graph replays, timed with CUDA events) × 4,605. Also checks, for each workload, that our selected
+checkpoint and our history metrics are bitwise equal to the reference's.
+
+    python3 benchmarks/bench_gpu.py --ref .ref --dataset .ref/datasets/DPA_160MHz --out benchmarks/results/x.md
+    python3 benchmarks/bench_gpu.py --families ...    # every family as PA, ours vs reference (issue 3)
+
+Needs the reference prepared with ../shared/bench/prepare-reference.sh (folder .ref, git-ignored).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+METRIC_COLS = ["TRAIN_LOSS", "VAL_LOSS", "VAL_NMSE", "VAL_EVM", "VAL_ACLR_L", "VAL_ACLR_R", "VAL_ACLR_AVG",
+               "TEST_LOSS", "TEST_NMSE", "TEST_EVM", "TEST_ACLR_L", "TEST_ACLR_R", "TEST_ACLR_AVG", "LR"]
+
+
+def run_child(cmd, env, cwd=None, log_path=None):
+    """Run a child process; return (wall seconds, peak RSS in MiB, exit code, t_start)."""
+    t0 = time.time()
+    with open(log_path or os.devnull, "w") as log:
+        p = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
+        _, status, ru = os.wait4(p.pid, 0)
+    wall = time.time() - t0
+    return wall, ru.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status), t0
+
+
+def timing_summary(path, t0):
+    marks = [json.loads(line) for line in open(path)] if os.path.exists(path) else []
+    first = next((m["t"] for m in marks if m["mark"] == "first_batch"), None)
+    ends = [m["t"] for m in marks if m["mark"] == "epoch_end"]
+    train_starts = [m["t"] for m in marks if m["mark"] == "first_batch"]
+    train_ends = [m["t"] for m in marks if m["mark"] == "train_end"]
+    intervals = [b - a for a, b in zip(ends, ends[1:])]
+    train_times = [e - s for s, e in zip(train_starts, train_ends)]
+    return {"first_batch_s": (first - t0) if first else None,
+            "epoch_interval_s": statistics.median(intervals) if intervals else None,
+            "train_loop_s": statistics.median(train_times[1:] or train_times) if train_times else None,
+            "eval_etc_s": statistics.median([s2 - e for e, s2 in zip(train_ends, train_starts[1:])])
+            if len(train_starts) > 1 else None}
+
+
+def ours(step, dataset, work, *, fast, extra=(), pa_run=None, epochs=4, backbone="gru", hidden=23):
+    work = Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    timing = work / f"timing-{step}-{'fast' if fast else 'eager'}-{backbone}.jsonl"
+    if timing.exists():
+        timing.unlink()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), DPD_DESKTOP_TIMING=str(timing), PYTHONUNBUFFERED="1")
+    if not fast:
+        env["DPD_DESKTOP_DISABLE_CUDA_GRAPH"] = "1"
+    cmd = [sys.executable, "-m", "dpd_desktop", "--workspace", str(work / "ws"), f"train-{step}",
+           "--dataset", str(dataset), "--backbone", backbone, "--hidden-size", str(hidden), "--epochs", str(epochs),
+           "--device", "cuda", "--no-plots", "--quiet", *extra]
+    if pa_run:
+        cmd += ["--pa-run", pa_run]
+    log = work / f"ours-{step}-{'fast' if fast else 'eager'}-{backbone}.log"
+    wall, rss, rc, t0 = run_child(cmd, env, log_path=log)
+    runs = sorted((work / "ws" / "runs").glob(f"*-{step}-{backbone}{hidden}*"), key=os.path.getmtime)
+    run_dir = runs[-1] if runs else None
+    out = {"who": f"ours {'CUDA graph' if fast else 'eager'}", "wall_s": wall, "rss_mib": rss, "rc": rc,
+           "run_dir": str(run_dir), **timing_summary(timing, t0)}
+    if rc != 0:
+        out["log_tail"] = open(log).read()[-3000:]
+    if run_dir:
+        out["history"] = list(csv.DictReader(open(run_dir / "history.csv")))
+        st = json.loads((run_dir / "status.json").read_text())
+        out["status"] = st
+        cfg = json.loads((run_dir / "config.json").read_text())
+        out["fast_path"] = cfg["device"]["fast_path"]
+    return out
+
+
+def reference(step, ref, work, extra=(), epochs=4):
+    work = Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, EPOCHS=str(epochs))
+    cmd = ["bash", str(Path(ref) / "run-reference.sh"), step, str(work), *extra]
+    log = Path(str(work) + f"-ref-{step}.log")
+    wall, rss, rc, t0 = run_child(cmd, env, log_path=log)
+    hist = sorted(glob.glob(str(work / "log" / "**" / "history" / "*.csv"), recursive=True), key=os.path.getmtime)
+    if step == "dpd":
+        hist = [h for h in hist if "train_dpd" in h]
+    else:
+        hist = [h for h in hist if "train_pa" in h]
+    out = {"who": "reference 2.2.1", "wall_s": wall, "rss_mib": rss, "rc": rc, "first_batch_s": None,
+           "epoch_interval_s": None}
+    if rc != 0:
+        out["log_tail"] = open(log).read()[-3000:]
+    if hist:
+        out["history"] = list(csv.DictReader(open(hist[-1])))
+        ck = sorted(glob.glob(str(work / "save" / "**" / ("train_dpd" if step == "dpd" else "train_pa") / "**" / "*.pt"),
+                              recursive=True), key=os.path.getmtime)
+        out["checkpoint"] = ck[-1] if ck else None
+    return out
+
+
+def compare(ours_r, ref_r, step):
+    """Bitwise checks: history metric columns textually equal; selected checkpoint tensors torch.equal."""
+    import torch
+
+    res = {}
+    ho, hr = ours_r.get("history"), ref_r.get("history")
+    if ho and hr:
+        diffs = []
+        for a, b in zip(ho, hr):
+            for c in METRIC_COLS:
+                if a.get(c) != b.get(c):
+                    try:
+                        diffs.append((a["EPOCH"], c, a.get(c), b.get(c), abs(float(a[c]) - float(b[c]))))
+                    except (TypeError, ValueError):
+                        diffs.append((a["EPOCH"], c, a.get(c), b.get(c), None))
+        res["history_equal"] = not diffs and len(ho) == len(hr)
+        res["history_diffs"] = diffs[:12]
+        res["max_abs_db_diff"] = max((d[4] for d in diffs if d[4] is not None and "LOSS" not in d[1]
+                                      and d[1] != "LR"), default=0.0)
+    if ours_r.get("run_dir") and ref_r.get("checkpoint"):
+        ob = torch.load(Path(ours_r["run_dir"]) / "best.pt", map_location="cpu", weights_only=True)["state_dict"]
+        rb = torch.load(ref_r["checkpoint"], map_location="cpu", weights_only=True)
+        res["checkpoint_equal"] = list(ob) == list(rb) and all(torch.equal(ob[k], rb[k]) for k in rb)
+    sel_metric = "VAL_NMSE" if step == "pa" else "VAL_ACLR_AVG"
+    for who, r in (("ours", ours_r), ("ref", ref_r)):
+        h = r.get("history") or []
+        best = None
+        for row in h:  # reference selection rule: epoch 0, then strictly lower
+            v = float(row[sel_metric])
+            if best is None or v < best[0]:
+                best = (v, row)
+        res[f"{who}_selected"] = best[1] if best else None
+    return res
+
+
+def floor_time(dataset, step, pa_state=None, n=2000):
+    """Time of the captured step's kernels alone (CUDA-graph replays) × 4,605 batches."""
+    import torch
+
+    sys.path.insert(0, str(ROOT))
+    from dpd_desktop.data import load_dataset
+    from dpd_desktop.data.framing import FrameLoader
+    from dpd_desktop.models import Cascade, build_model
+    from dpd_desktop.training.fast_path import CudaGraphStep
+
+    ds = load_dataset(dataset)
+    dev = torch.device("cuda:0")
+    torch.backends.cudnn.benchmark = True
+    x = torch.from_numpy(ds.train.x).to(dev)
+    y = torch.from_numpy(ds.train.y if step == "pa" else (ds.gain * ds.train.x)).to(dev)
+    loader = FrameLoader(x, y, 200, 1, 64)
+    torch.manual_seed(0)
+    if step == "pa":
+        net = build_model("gru", 23)
+    else:
+        pa = build_model("gru", 23)
+        net = Cascade(build_model("gru", 23), pa).freeze_pa()
+    net.to(dev).train()
+    trainable = [p for p in net.parameters() if p.requires_grad]
+    crit = torch.nn.MSELoss()
+    stepper = CudaGraphStep(net, crit, trainable, 200.0, dev, loader, 64)
+    idx = loader.epoch()[0]
+    stepper(idx)
+    g = stepper.graph
+    for _ in range(50):
+        g.replay()
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(n):
+        g.replay()
+    b.record()
+    torch.cuda.synchronize()
+    per = a.elapsed_time(b) / 1000.0 / n
+    # the same with the eager AdamW step after each replay, as the trainer runs it
+    opt = torch.optim.AdamW(trainable, lr=5e-3, weight_decay=0.01)
+    for _ in range(20):
+        g.replay()
+        opt.step()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(n):
+        g.replay()
+        opt.step()
+    torch.cuda.synchronize()
+    per_opt = (time.perf_counter() - t) / n
+    return {"step_us": per * 1e6, "floor_s": per * 4605, "step_opt_us": per_opt * 1e6,
+            "floor_with_opt_s": per_opt * 4605}
+
+
+def fmt(v, f="{:.2f}"):
+    return "—" if v is None else f.format(v)
+
+
+def table_rows(name, rows, ref_wall, floor):
+    lines = []
+    for r in rows:
+        sel = r.get("selected") or {}
+        ratio = ref_wall / r["wall_s"] if r["wall_s"] and ref_wall else None
+        fl = (r["epoch_interval_s"] / floor) if r.get("epoch_interval_s") and floor else None
+        lines.append(f"| {name} | {r['who']} | {fmt(r['wall_s'])} | {fmt(r.get('first_batch_s'))} | "
+                     f"{fmt(r.get('epoch_interval_s'), '{:.3f}')} | {fmt(r.get('train_loop_s'), '{:.3f}')} | "
+                     f"{fmt(fl, '{:.3f}')} | {fmt(r['rss_mib'], '{:.0f}')} | {sel.get('EPOCH', '—')} | "
+                     f"{sel.get('VAL_NMSE', '—')} | {sel.get('TEST_NMSE', '—')} | {sel.get('TEST_EVM', '—')} | "
+                     f"{sel.get('TEST_ACLR_AVG', '—')} | {fmt(ratio)}× |")
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ref", default=".ref")
+    ap.add_argument("--dataset", default=".ref/datasets/DPA_160MHz")
+    ap.add_argument("--work", default="/tmp/dpdbench")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--epochs", type=int, default=4)
+    ap.add_argument("--families", action="store_true", help="every family as PA, ours vs reference (metrics only)")
+    ap.add_argument("--skip-eager", action="store_true")
+    a = ap.parse_args()
+    work = Path(a.work)
+    lines = [f"# GPU benchmark ({time.strftime('%Y-%m-%d %H:%M')})", "",
+             f"command: `python3 benchmarks/bench_gpu.py {' '.join(sys.argv[1:])}`", ""]
+    import torch
+
+    lines.append(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
+                 f"cuDNN {torch.backends.cudnn.version()}, python {sys.version.split()[0]}")
+    lines.append("")
+    if a.families:
+        lines += ["| family (PA, H=23) | ours wall s | ref wall s | history bitwise | checkpoint bitwise | "
+                  "max |Δ| dB | ours sel. epoch | ours test NMSE | ref test NMSE |", "|---|---|---|---|---|---|---|---|---|"]
+        for bb in ["gru", "lstm", "dgru", "tres_gru", "rvtdcnn"]:
+            o = ours("pa", a.dataset, work / f"fam-{bb}", fast=True, backbone=bb, epochs=a.epochs)
+            r = reference("pa", a.ref, work / f"fam-{bb}-ref", extra=["--PA_backbone", bb], epochs=a.epochs)
+            c = compare(o, r, "pa")
+            so, sr = c.get("ours_selected") or {}, c.get("ref_selected") or {}
+            lines.append(f"| {bb} | {fmt(o['wall_s'])} | {fmt(r['wall_s'])} | {c.get('history_equal')} | "
+                         f"{c.get('checkpoint_equal')} | {fmt(c.get('max_abs_db_diff'), '{:.2e}')} | {so.get('EPOCH')} | "
+                         f"{so.get('TEST_NMSE')} | {sr.get('TEST_NMSE')} |")
+            for who, rr in (("ours", o), ("ref", r)):
+                if rr.get("rc"):
+                    lines.append(f"\n{who} {bb} failed:\n```\n{rr.get('log_tail', '')}\n```\n")
+            if c.get("history_diffs"):
+                lines.append(f"\n{bb} first differences: {c['history_diffs'][:4]}\n")
+            print("\n".join(lines[-1:]), flush=True)
+    else:
+        lines += ["| workload | who | whole process s | to first batch s | epoch interval s | train loop s | "
+                  "interval / floor | peak host MiB | sel. epoch | val NMSE | test NMSE | test EVM | test ACLR avg | "
+                  "ref wall / wall |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        floors = {}
+        checks = []
+        pa_run = None
+        for step in ("pa", "dpd"):
+            ref_r = reference(step, a.ref, work / "refwork", epochs=a.epochs)
+            rows = []
+            if step == "pa":
+                fast = ours("pa", a.dataset, work / "fast", fast=True, epochs=a.epochs)
+                pa_run = fast.get("run_dir")
+            else:
+                fast = ours("dpd", a.dataset, work / "fast", fast=True, pa_run=pa_run, epochs=a.epochs)
+            rows.append(fast)
+            if not a.skip_eager:
+                eager = ours(step, a.dataset, work / "eager", fast=False, epochs=a.epochs,
+                             pa_run=pa_run if step == "dpd" else None)
+                rows.append(eager)
+            rows.append(ref_r)
+            c = compare(fast, ref_r, step)
+            fast["selected"], ref_r["selected"] = c.get("ours_selected"), c.get("ref_selected")
+            if not a.skip_eager:
+                rows[1]["selected"] = compare(rows[1], ref_r, step).get("ours_selected")
+            floors[step] = floor_time(a.dataset, step)
+            lines += table_rows(step.upper() + " GRU-23", rows, ref_r["wall_s"], floors[step]["floor_s"])
+            checks.append(f"- {step.upper()}: ours (CUDA graph) vs reference — history metrics bitwise equal: "
+                          f"{c.get('history_equal')}; selected checkpoint bitwise equal: {c.get('checkpoint_equal')}; "
+                          f"max |Δ| of dB metrics {fmt(c.get('max_abs_db_diff'), '{:.2e}')}")
+            if not a.skip_eager:
+                ce = compare(rows[0], rows[1], step)
+                checks.append(f"- {step.upper()}: ours CUDA graph vs ours eager — history bitwise equal: "
+                              f"{ce.get('history_equal')}")
+            if c.get("history_diffs"):
+                checks.append(f"  first differences: {c['history_diffs'][:4]}")
+            for r in rows:
+                if r.get("rc"):
+                    checks.append(f"\n{r['who']} {step} failed (exit {r['rc']}):\n```\n{r.get('log_tail', '')}\n```")
+                if r.get("fast_path"):
+                    checks.append(f"  {r['who']} {step}: CUDA graph {r['fast_path']}")
+            print("\n".join(lines[-len(rows):]), flush=True)
+        lines.append("")
+        for step, f in floors.items():
+            lines.append(f"- floor {step.upper()}: captured step {f['step_us']:.1f} µs × 4,605 = {f['floor_s']:.3f} s "
+                         f"(with the eager AdamW step after each replay: {f['step_opt_us']:.1f} µs → "
+                         f"{f['floor_with_opt_s']:.3f} s)")
+        lines += [""] + checks
+    text = "\n".join(lines) + "\n"
+    print(text)
+    for dest in filter(None, [a.out, os.path.join(os.environ["OUT"], Path(a.out or "bench.md").name)
+                              if os.environ.get("OUT") else None]):
+        Path(dest).parent.mkdir(parents=True, exist_ok=True)
+        Path(dest).write_text(text)
+
+
+if __name__ == "__main__":
+    main()
