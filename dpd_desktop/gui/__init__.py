@@ -5,14 +5,18 @@ Entry points: :func:`dpd_desktop.gui.app.main` (the window), :func:`dpd_desktop.
 """
 from __future__ import annotations
 
+from ._pyside_compat import guard_none_refcount
+
+guard_none_refcount()  # PySide6 6.12.0 + Python 3.11: see _pyside_compat
+
 __all__ = ["main", "write_run_plots"]
 
 
-def main(argv=None, dataset=None, autostart_config=None) -> int:
+def main(argv=None, dataset=None, autostart_config=None, workspace=None) -> int:
     """See :func:`dpd_desktop.gui.app.main`."""
     from .app import main as _main
 
-    return _main(argv, dataset=dataset, autostart_config=autostart_config)
+    return _main(argv, dataset=dataset, autostart_config=autostart_config, workspace=workspace)
 
 
 def write_run_plots(run_dir, history_rows, plots):

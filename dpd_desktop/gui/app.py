@@ -50,7 +50,7 @@ def _icon_path() -> str | None:
     return None
 
 
-def main(argv: list[str] | None = None, dataset=None, autostart_config=None) -> int:
+def main(argv: list[str] | None = None, dataset=None, autostart_config=None, workspace=None) -> int:
     """Open the main window and run the event loop; returns the exit code.
 
     Args:
@@ -58,11 +58,12 @@ def main(argv: list[str] | None = None, dataset=None, autostart_config=None) -> 
         dataset: an ``IQDataset`` to show, or a path / ``"demo"`` to load in the background.
         autostart_config: an ``ExperimentConfig`` to start as soon as the window is up (its dataset is loaded
             first when ``dataset`` is not given).
+        workspace: the run workspace (default: ``Workspace()`` under the platform's user data folder).
     """
     app = ensure_app(argv)
     from .main_window import MainWindow
 
-    win = MainWindow()
+    win = MainWindow(workspace=workspace)
     if autostart_config is not None:
         win.set_form_from_config(autostart_config)
     if dataset is not None:

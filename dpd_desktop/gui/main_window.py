@@ -22,7 +22,8 @@ from ..config import ConfigError, ExperimentConfig
 from . import history, theme
 from .panels import AMAMPanel, AMPMPanel, LearningPanel, PSDPanel, TimeDomainPanel
 from .panels.base import PlotPanel
-from .widgets import ConfigForm, DatasetSummary, EpochTable, OutcomeBanner
+from .panels.base import ordered
+from .widgets import ConfigForm, DatasetSummary, EpochTable, OutcomeBanner, SignalLegend
 from .widgets.banner import warning_color
 from .widgets.config_form import BACKBONES
 from .worker import DatasetLoader, TrainingWorker
@@ -184,6 +185,7 @@ class MainWindow(QMainWindow):
         self.pa_run_combo.setMinimumContentsLength(18)
         self.pa_run_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.pa_run_combo.setToolTip("The PA run whose selected checkpoint the DPD trains through")
+        self.pa_run_combo.setPlaceholderText("PA run (for the DPD step)")
         sl.addWidget(self.step_pa)
         sl.addWidget(self.step_dpd)
         sl.addWidget(self.pa_run_combo)
@@ -234,27 +236,32 @@ class MainWindow(QMainWindow):
         left.setWidgetResizable(True)
         left.setWidget(left_inner)
         left.setFrameShape(QScrollArea.Shape.NoFrame)
-        left.setMinimumWidth(250)
+        left.setMinimumWidth(left_inner.minimumSizeHint().width() + left.verticalScrollBar().sizeHint().width() + 4)
         left.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.left_panel = left
 
         # -- plots grid
+        # Signal colors are the same in every panel: one shared legend instead of one per plot.
         self.learning_panel = LearningPanel()
-        self.psd_panel = PSDPanel()
-        self.amam_panel = AMAMPanel()
-        self.ampm_panel = AMPMPanel()
-        self.time_panel = TimeDomainPanel()
+        self.psd_panel = PSDPanel(show_legend=False)
+        self.amam_panel = AMAMPanel(show_legend=False)
+        self.ampm_panel = AMPMPanel(show_legend=False)
+        self.time_panel = TimeDomainPanel(show_legend=False)
+        self.signal_legend = SignalLegend()
         self.panels: list[PlotPanel] = [self.learning_panel, self.psd_panel, self.amam_panel, self.ampm_panel,
                                         self.time_panel]
         grid_w = QWidget()
         grid = QGridLayout(grid_w)
         grid.setContentsMargins(0, 0, 0, 0)
         grid.setSpacing(4)
-        grid.addWidget(self.learning_panel, 0, 0, 2, 1)
-        grid.addWidget(self.psd_panel, 0, 1)
-        grid.addWidget(self.amam_panel, 0, 2)
-        grid.addWidget(self.time_panel, 1, 1)
-        grid.addWidget(self.ampm_panel, 1, 2)
+        grid.addWidget(self.learning_panel, 0, 0, 3, 1)
+        grid.addWidget(self.signal_legend, 0, 1, 1, 2)
+        grid.addWidget(self.psd_panel, 1, 1)
+        grid.addWidget(self.amam_panel, 1, 2)
+        grid.addWidget(self.time_panel, 2, 1)
+        grid.addWidget(self.ampm_panel, 2, 2)
+        grid.setRowStretch(1, 1)
+        grid.setRowStretch(2, 1)
         for c, s in enumerate((4, 4, 3)):
             grid.setColumnStretch(c, s)
         for p in self.panels:
@@ -286,7 +293,7 @@ class MainWindow(QMainWindow):
         right.addWidget(bottom)
         right.setStretchFactor(0, 5)
         right.setStretchFactor(1, 1)
-        right.setSizes([700, 200])
+        right.setSizes([760, 170])
         right.setChildrenCollapsible(False)
         self.right_splitter = right
 
@@ -295,7 +302,7 @@ class MainWindow(QMainWindow):
         split.addWidget(right)
         split.setStretchFactor(0, 0)
         split.setStretchFactor(1, 1)
-        split.setSizes([290, 1300])
+        split.setSizes([max(left.minimumWidth(), 300), 1300])
         split.setChildrenCollapsible(False)
         self.main_splitter = split
         outer.addWidget(split, 1)
@@ -414,6 +421,9 @@ class MainWindow(QMainWindow):
                 runs = list(self.workspace.list_runs(step="pa"))
             except Exception as exc:  # noqa: BLE001
                 self.statusBar().showMessage(f"Could not list PA runs: {exc}", 8000)
+        # Usable: finished runs, and stopped ones that kept a best checkpoint.
+        runs = [r for r in runs if getattr(r, "status", "succeeded") in ("succeeded", "finished") or
+                (getattr(r, "status", "") == "cancelled" and getattr(r, "best_epoch", None) is not None)]
         for rec in runs:
             best = getattr(rec, "best_epoch", None)
             label = f"{rec.run_id} · {str(rec.backbone).upper()}-{rec.hidden_size}"
@@ -426,9 +436,8 @@ class MainWindow(QMainWindow):
                                           Qt.ItemDataRole.ToolTipRole)
         if not runs:
             self.pa_run_combo.addItem("(no PA run yet — train a PA first)", None)
-        i = self.pa_run_combo.findData(current)
-        if i >= 0:
-            self.pa_run_combo.setCurrentIndex(i)
+        i = self.pa_run_combo.findData(current) if current is not None else -1
+        self.pa_run_combo.setCurrentIndex(i if i >= 0 else 0)
 
     def _on_preview_toggled(self, on: bool) -> None:
         self.preview_warning.setVisible(on)
@@ -466,7 +475,7 @@ class MainWindow(QMainWindow):
         self._dataset = dataset
         if ref is None:
             src = getattr(dataset, "source", None)
-            ref = "demo" if src in (None, "", "demo") or str(src) == "demo" else str(src)
+            ref = "demo" if src in (None, "") or str(src) == "demo" or str(src).startswith("<") else str(src)
         self._dataset_ref = ref
         self.dataset_box.set_dataset(dataset)
         self._update_title()
@@ -588,12 +597,14 @@ class MainWindow(QMainWindow):
     def _on_run_started(self, ev) -> None:
         self._run_info.update(run_id=ev.run_id, run_dir=ev.run_dir, n_params=ev.n_params)
         self._epochs_total = ev.epochs
-        dev = ev.device + (f" {ev.device_name}" if ev.device_name and ev.device_name != ev.device else "")
+        name = str(ev.device_name or "")
+        dev = str(ev.device) + (f" · {name}" if name and name.lower() != str(ev.device).lower() else "")
         self.device_label.setText(dev)
         self.device_label.setToolTip(f"batched loader: {ev.batched_loader}")
         fp = str(ev.fast_path)
-        self.fastpath_label.setText(self._elide(f"CUDA graph: {fp}", 60))
-        self.fastpath_label.setToolTip(f"CUDA graph: {fp}")
+        shown = "off — " + fp[4:].strip() if fp.startswith("off:") else fp
+        self.fastpath_label.setText(self._elide(f"CUDA graph: {shown}", 70))
+        self.fastpath_label.setToolTip(f"CUDA graph fast path: {fp}")
         self.run_folder_label.setText(f"run {ev.run_dir}")
         self.run_folder_label.setToolTip(str(ev.run_dir))
         if ev.dataset_summary and self._dataset is None:
@@ -620,9 +631,11 @@ class MainWindow(QMainWindow):
             return
         frac = (ev.epoch + ev.batch / max(ev.batches, 1)) / max(ev.epochs, 1)
         self.progress_bar.setValue(int(1000 * min(max(frac, 0.0), 1.0)))
-        left = ev.eta_s
-        if left is None and self._sec_per_epoch:
-            left = (ev.epochs - ev.epoch - ev.batch / max(ev.batches, 1)) * self._sec_per_epoch
+        # eta_s is the rest of this epoch's training; later epochs at the measured (or estimated) pace.
+        spe = self._sec_per_epoch or (ev.elapsed_s / max(ev.batch, 1) * ev.batches if ev.elapsed_s else None)
+        this_epoch = ev.eta_s if ev.eta_s is not None else (
+            spe * (1 - ev.batch / max(ev.batches, 1)) if spe else None)
+        left = None if this_epoch is None or spe is None else this_epoch + (ev.epochs - ev.epoch - 1) * spe
         parts = [f"Epoch {ev.epoch + 1}/{ev.epochs}", f"batch {ev.batch:,}/{ev.batches:,}"]
         if self._sec_per_epoch:
             parts.append(f"{self._sec_per_epoch:.1f} s/epoch")
@@ -686,6 +699,7 @@ class MainWindow(QMainWindow):
     def show_plots(self, plots, label: str = "") -> None:
         """Draw one PlotData in every data panel (GUI thread; arrays are small)."""
         self._last_plots = plots
+        self.signal_legend.set_signals(ordered(plots.psd.keys(), plots.target_name, plots.pred_name))
         for p in (self.psd_panel, self.amam_panel, self.ampm_panel, self.time_panel):
             try:
                 p.update_from(plots, label)

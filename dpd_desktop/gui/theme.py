@@ -32,9 +32,22 @@ _FALLBACK = ["#17becf", "#e377c2", "#bcbd22", "#8c564b", "#7f7f7f"]
 BAND_BRUSHES = {"main": (31, 119, 180, 28), "adj_left": (214, 39, 40, 22), "adj_right": (214, 39, 40, 22)}
 
 
+#: Names the trainer uses (PA step and DPD step) → role.
+KNOWN_SIGNALS = {
+    "measured y": "y", "predicted ŷ": "yhat", "input x": "x", "error": "error",
+    "target g·x": "x", "pa(dpd(x))": "yhat", "pa(x) no dpd": "y", "dpd output u": "u",
+}
+
+
 def signal_role(name: str) -> str | None:
-    """Map a signal name used in :class:`PlotData` mappings (e.g. ``"measured y"``, ``"predicted ŷ"``) to a role."""
+    """Map a signal name used in :class:`PlotData` mappings (e.g. ``"measured y"``, ``"predicted ŷ"``) to a role:
+    ``y`` (measured / PA output), ``yhat`` (model output), ``x`` (input or the DPD target g·x), ``u`` (DPD output),
+    ``error``; None when unknown."""
     n = name.strip().lower()
+    if n in KNOWN_SIGNALS:
+        return KNOWN_SIGNALS[n]
+    if "pa(dpd" in n:
+        return "yhat"
     words = n.replace("(", " ").replace(")", " ").split()
     if "error" in n or n.startswith("err") or "e = " in n:
         return "error"

@@ -127,7 +127,7 @@ def test_psd_panel_bands_and_aclr_readout(qtbot):
     p.update_from(make_plotdata())
     assert all(r.isVisible() for r in p.regions.values())
     assert p.regions["main"].getRegion() == (-80.0, 80.0)
-    assert "ACLR measured y: L -45.2 / R -44.7 dBc" in p.aclr_text
+    assert p.aclr_text.startswith("ACLR [dBc]") and "measured y: L -45.2 / R -44.7" in p.aclr_text
 
 
 def test_signal_colors_consistent_across_panels(qtbot):

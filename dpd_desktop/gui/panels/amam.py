@@ -10,11 +10,11 @@ class AMAMPanel(PlotPanel):
     title = "AM/AM"
     file_stem = "amam"
 
-    def __init__(self, parent=None):
-        super().__init__(parent)
+    def __init__(self, parent=None, show_legend: bool = True):
+        super().__init__(parent, show_legend)
         self.plot = self._add_plot(0, 0, self.title, left="|out| [lin., data units]", bottom="|x| [lin., data units]")
         self.legend = self._add_legend(self.plot, offset=(8, 8))
-        self.points = CurveSet(self.plot, "scatter", self.legend, symbol_size=3)
+        self.points = CurveSet(self.plot, "scatter", symbol_size=3)
 
     def update_from(self, plots, label: str = "") -> None:
         names = ordered(plots.amam.keys(), plots.target_name, plots.pred_name)

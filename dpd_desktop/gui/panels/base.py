@@ -31,40 +31,36 @@ class CurveSet:
     downsampling since x is not monotonic). Items whose name is absent from an update are hidden, not deleted.
     """
 
-    def __init__(self, plot: pg.PlotItem, kind: str = "line", legend: pg.LegendItem | None = None,
-                 symbol_size: float = 3.0, style=None):
+    def __init__(self, plot: pg.PlotItem, kind: str = "line", symbol_size: float = 3.0,
+                 ignore_bounds: Iterable[str] = ()):
         self.plot = plot
         self.kind = kind
-        self.legend = legend
         self.symbol_size = symbol_size
-        self.style = style
+        self.ignore_bounds = {r for r in ignore_bounds}
         self.items: dict[str, pg.PlotDataItem] = {}
 
-    def _item(self, name: str) -> pg.PlotDataItem:
+    def _item(self, name: str, width: float = 1.5) -> pg.PlotDataItem:
         item = self.items.get(name)
         if item is None:
             idx = len(self.items)
+            role = theme.signal_role(name)
             if self.kind == "scatter":
                 item = pg.PlotDataItem(pen=None, symbol="o", symbolSize=self.symbol_size, symbolPen=None,
                                        symbolBrush=theme.brush_for(name, idx), name=name)
             else:
-                pen = theme.pen_for(name, idx)
-                if self.style is not None:
-                    pen.setStyle(self.style)
-                item = pg.PlotDataItem(pen=pen, name=name, **LINE_OPTS)
+                item = pg.PlotDataItem(pen=theme.pen_for(name, idx, width), name=name, **LINE_OPTS)
             # The error is drawn below the signals, the model above the measurement.
-            role = theme.signal_role(name)
             item.setZValue({"error": -1, "x": 0, "y": 1, "u": 2, "yhat": 3}.get(role, 0))
-            self.plot.addItem(item)
-            if self.legend is not None:
-                self.legend.addItem(item, name)
+            # Named items join the plot's legend (if it has one) automatically.
+            self.plot.addItem(item, ignoreBounds=role in self.ignore_bounds)
             self.items[name] = item
         return item
 
-    def set(self, data: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:
-        """Update every named series; hide those not given."""
+    def set(self, data: Mapping[str, tuple[np.ndarray, np.ndarray]],
+            widths: Mapping[str, float] | None = None) -> None:
+        """Update every named series (``widths``: pen width for series created now); hide those not given."""
         for name, (x, y) in data.items():
-            item = self._item(name)
+            item = self._item(name, (widths or {}).get(name, 1.5))
             item.setData(as_f64(x), as_f64(y))
             item.setVisible(True)
         for name, item in self.items.items():
@@ -98,8 +94,9 @@ class PlotPanel(pg.GraphicsLayoutWidget):
     #: Emitted when the user clicks into the panel (the main window tracks the "current" plot for Ctrl+E).
     activated = Signal(object)
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, show_legend: bool = True):
         super().__init__(parent=parent)
+        self.show_legend = show_legend
         self.setMinimumSize(260, 200)
         self.ci.setContentsMargins(4, 4, 8, 4)
         self._plots: list[pg.PlotItem] = []
@@ -107,8 +104,8 @@ class PlotPanel(pg.GraphicsLayoutWidget):
 
     # -- building helpers ------------------------------------------------------------------------------------------
     def _add_plot(self, row: int = 0, col: int = 0, title: str | None = None, left: str = "", bottom: str = "",
-                  left_units: str | None = None, bottom_units: str | None = None) -> pg.PlotItem:
-        plot = self.addPlot(row=row, col=col)
+                  left_units: str | None = None, bottom_units: str | None = None, axisItems=None) -> pg.PlotItem:
+        plot = self.addPlot(row=row, col=col, axisItems=axisItems)
         if title:
             plot.setTitle(title, size="10pt")
         plot.setLabel("left", left, units=left_units)
@@ -120,9 +117,12 @@ class PlotPanel(pg.GraphicsLayoutWidget):
         self._plots.append(plot)
         return plot
 
-    def _add_legend(self, plot: pg.PlotItem, offset=(-8, 8)) -> pg.LegendItem:
+    def _add_legend(self, plot: pg.PlotItem, offset=(-8, 8), columns: int = 1, force: bool = False):
+        """A compact legend (only when the panel shows legends, or ``force``); None otherwise."""
+        if not (self.show_legend or force):
+            return None
         bg, fg = theme.palette_colors()
-        legend = plot.addLegend(offset=offset, labelTextSize="8pt", verSpacing=-6)
+        legend = plot.addLegend(offset=offset, labelTextSize="8pt", verSpacing=-8, colCount=columns)
         c = QColor(bg)
         c.setAlpha(190)
         legend.setBrush(pg.mkBrush(c))
@@ -208,6 +208,40 @@ class PlotPanel(pg.GraphicsLayoutWidget):
     def mousePressEvent(self, ev):  # noqa: N802 (Qt name)
         self.activated.emit(self)
         super().mousePressEvent(ev)
+
+
+class LogAxis(pg.AxisItem):
+    """Log-scale axis that labels only 1, 2 and 5 × 10^k (pyqtgraph labels every minor tick)."""
+
+    def logTickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph name)
+        out = []
+        for v in values:
+            val = 10.0 ** float(v)
+            exp = int(np.floor(np.log10(val) + 1e-9))
+            mant = round(val / 10.0**exp, 3)
+            if mant not in (1.0, 2.0, 5.0):
+                out.append("")
+            elif -4 <= exp <= 3:
+                out.append(f"{val:g}")
+            else:
+                out.append(f"{mant:g}e{exp}")
+        return out
+
+
+class IntegerAxis(pg.AxisItem):
+    """Axis with integer ticks only (epochs)."""
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802
+        levels = super().tickValues(minVal, maxVal, size)
+        out = []
+        for spacing, values in levels:
+            if spacing < 1:
+                continue
+            out.append((spacing, [v for v in values if abs(v - round(v)) < 1e-9]))
+        if not out:
+            lo, hi = int(np.ceil(minVal)), int(np.floor(maxVal))
+            out = [(1.0, [float(v) for v in range(lo, hi + 1)])]
+        return out
 
 
 def iq_magnitude(iq) -> np.ndarray:

@@ -9,7 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from .. import history, theme
-from .base import PlotPanel
+from .base import IntegerAxis, LogAxis, PlotPanel
 
 
 class GrowingBuffer:
@@ -50,17 +50,20 @@ class LearningPanel(PlotPanel):
         ("val_aclr_avg", "val ACLR avg", "metric"),
     )
 
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.loss_plot = self._add_plot(0, 0, self.title, left="loss (MSE)", bottom="")
+    def __init__(self, parent=None, show_legend: bool = True):
+        super().__init__(parent, show_legend)
+        self.loss_plot = self._add_plot(0, 0, self.title, left="loss [MSE, data units²]", bottom="",
+                                        axisItems={"left": LogAxis("left"), "bottom": IntegerAxis("bottom")})
         self.loss_plot.setLogMode(x=False, y=True)
-        self.metric_plot = self._add_plot(1, 0, None, left="NMSE [dB] · ACLR [dBc]", bottom="epoch")
+        self.metric_plot = self._add_plot(1, 0, None, left="NMSE [dB] · ACLR [dBc]", bottom="epoch",
+                                          axisItems={"bottom": IntegerAxis("bottom")})
         self.metric_plot.setXLink(self.loss_plot)
         self.loss_plot.getAxis("bottom").setStyle(showValues=True)
         for p in (self.loss_plot, self.metric_plot):
             p.getAxis("left").setWidth(62)
-        self._legend_loss = self._add_legend(self.loss_plot)
-        self._legend_metric = self._add_legend(self.metric_plot)
+        # Losses and metrics are not signals: these legends show in the window too.
+        self._add_legend(self.loss_plot, force=True)
+        self._add_legend(self.metric_plot, force=True)
         self._epochs = GrowingBuffer()
         self._buffers = {key: GrowingBuffer() for key, _, _ in self.SERIES}
         self._curves: dict[str, pg.PlotDataItem] = {}
@@ -70,8 +73,7 @@ class LearningPanel(PlotPanel):
             pen = pg.mkPen(color, width=2)
             item = pg.PlotDataItem(pen=pen, symbol="o", symbolSize=5, symbolBrush=color, symbolPen=None,
                                    name=label, connect="finite")
-            plot.addItem(item)
-            (self._legend_loss if where == "loss" else self._legend_metric).addItem(item, label)
+            plot.addItem(item)  # named: joins the legend
             self._curves[key] = item
         best_pen = pg.mkPen(theme.SERIES_COLORS["best"], width=1.5, style=Qt.PenStyle.DashLine)
         self._best_lines = [pg.InfiniteLine(angle=90, movable=False, pen=best_pen) for _ in range(2)]

@@ -16,12 +16,13 @@ class PSDPanel(PlotPanel):
     title = "PSD"
     file_stem = "psd"
 
-    def __init__(self, parent=None):
-        super().__init__(parent)
+    def __init__(self, parent=None, show_legend: bool = True):
+        super().__init__(parent, show_legend)
         self.plot = self._add_plot(0, 0, self.title, left="PSD [dB/Hz rel.]", bottom="frequency [MHz]")
         self.plot.getAxis("left").setWidth(56)
-        self.legend = self._add_legend(self.plot)
-        self.curves = CurveSet(self.plot, "line", self.legend)
+        self.legend = self._add_legend(self.plot, columns=2)
+        # The input's noise floor can sit 100 dB below the output's: keep it out of the auto range.
+        self.curves = CurveSet(self.plot, "line", ignore_bounds=("x",))
         self.regions: dict[str, pg.LinearRegionItem] = {}
         for band in ("adj_left", "main", "adj_right"):
             region = pg.LinearRegionItem(values=(0, 1), movable=False, brush=pg.mkBrush(*theme.BAND_BRUSHES[band]),
@@ -32,7 +33,8 @@ class PSDPanel(PlotPanel):
                 line.setPen(pg.mkPen(None))
             self.plot.addItem(region, ignoreBounds=True)
             self.regions[band] = region
-        self.readout = self._add_corner_text(self.plot)
+        self.nextRow()
+        self.readout = self.addLabel("", row=1, col=0, size="9pt", justify="left")
         self._aclr_text = ""
 
     def update_from(self, plots, label: str = "") -> None:
@@ -47,7 +49,7 @@ class PSDPanel(PlotPanel):
                 region.setRegion((float(lohi[0]), float(lohi[1])))
                 region.setVisible(True)
         self._aclr_text = self._format_aclr(plots)
-        self.readout.setText(self._aclr_text)
+        self.readout.setText(self._aclr_text or " ")
         self.set_source_label(label)
 
     @staticmethod
@@ -57,8 +59,8 @@ class PSDPanel(PlotPanel):
             left, right = plots.aclr[name]
             if not (math.isfinite(left) or math.isfinite(right)):
                 continue
-            lines.append(f"ACLR {name}: L {left:.1f} / R {right:.1f} dBc")
-        return "\n".join(lines)
+            lines.append(f"{name}: L {left:.1f} / R {right:.1f}")
+        return ("ACLR [dBc]  " + "  ·  ".join(lines)) if lines else ""
 
     @property
     def aclr_text(self) -> str:
@@ -68,7 +70,7 @@ class PSDPanel(PlotPanel):
         self.curves.clear()
         for r in self.regions.values():
             r.setVisible(False)
-        self.readout.setText("")
+        self.readout.setText(" ")
         self._aclr_text = ""
         self.set_source_label("")
 

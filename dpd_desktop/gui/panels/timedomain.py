@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import theme
 from .base import CurveSet, PlotPanel, ordered
 
 
@@ -12,23 +13,27 @@ class TimeDomainPanel(PlotPanel):
     title = "Time domain I/Q"
     file_stem = "time_domain"
 
-    def __init__(self, parent=None):
-        super().__init__(parent)
+    def __init__(self, parent=None, show_legend: bool = True):
+        super().__init__(parent, show_legend)
         self.i_plot = self._add_plot(0, 0, self.title, left="I [data units]", bottom="")
         self.q_plot = self._add_plot(1, 0, None, left="Q [data units]", bottom="sample index n")
         self.q_plot.setXLink(self.i_plot)
         for p in (self.i_plot, self.q_plot):
             p.getAxis("left").setWidth(56)
-        self.legend = self._add_legend(self.i_plot)
-        self.i_curves = CurveSet(self.i_plot, "line", self.legend)
+        self.legend = self._add_legend(self.i_plot, columns=2)
+        self.i_curves = CurveSet(self.i_plot, "line")
         self.q_curves = CurveSet(self.q_plot, "line")
 
     def update_from(self, plots, label: str = "") -> None:
         n = np.asarray(plots.time_idx, dtype=np.float64)
-        names = ordered(plots.time.keys(), plots.target_name, plots.pred_name)
+        # The input x (another scale: the PA gain) would flatten the comparison; it is in the PSD panel.
+        names = [n for n in ordered(plots.time.keys(), plots.target_name, plots.pred_name)
+                 if theme.signal_role(n) != "x" or n in (plots.target_name, plots.pred_name)]
         iq = {name: np.asarray(plots.time[name], dtype=np.float64).reshape(-1, 2) for name in names}
-        self.i_curves.set({name: (n, v[:, 0]) for name, v in iq.items()})
-        self.q_curves.set({name: (n, v[:, 1]) for name, v in iq.items()})
+        # The reference is drawn wider so that it stays visible under a model that fits it well.
+        widths = {plots.target_name: 3.0}
+        self.i_curves.set({name: (n, v[:, 0]) for name, v in iq.items()}, widths)
+        self.q_curves.set({name: (n, v[:, 1]) for name, v in iq.items()}, widths)
         self.set_source_label(label)
 
     def clear_data(self) -> None:

@@ -3,5 +3,6 @@ from .banner import OutcomeBanner
 from .config_form import ConfigForm, LearningRateSpinBox
 from .dataset_summary import DatasetSummary
 from .epoch_table import EpochTable
+from .signal_legend import SignalLegend
 
-__all__ = ["OutcomeBanner", "ConfigForm", "LearningRateSpinBox", "DatasetSummary", "EpochTable"]
+__all__ = ["OutcomeBanner", "ConfigForm", "LearningRateSpinBox", "DatasetSummary", "EpochTable", "SignalLegend"]

@@ -21,7 +21,22 @@ def _mhz(hz) -> str:
 
 
 def describe(dataset) -> dict[str, str]:
-    """Display strings for an IQDataset (reads fields directly; falls back to ``summary()``)."""
+    """Display strings for an IQDataset: from ``summary()`` when it has one, else from its fields."""
+    summ = None
+    if hasattr(dataset, "summary"):
+        try:
+            summ = dataset.summary()
+        except Exception:  # noqa: BLE001 - cosmetic
+            summ = None
+    if isinstance(summ, Mapping) and summ:
+        out = describe_fields(dataset)
+        out.update(describe_summary(summ))
+        return out
+    return describe_fields(dataset)
+
+
+def describe_fields(dataset) -> dict[str, str]:
+    """Display strings read from an IQDataset's ``name``, ``source``, ``spec`` and splits."""
     spec = getattr(dataset, "spec", None)
     out: dict[str, str] = {"name": str(getattr(dataset, "name", "") or "dataset")}
     src = getattr(dataset, "source", None)
@@ -41,15 +56,8 @@ def describe(dataset) -> dict[str, str]:
     for split in ("train", "val", "test"):
         s = getattr(dataset, split, None)
         x = getattr(s, "x", None)
-        counts.append(f"{len(x):,}" if x is not None else "?")
-    out["samples"] = " / ".join(counts)
-    if all(c == "?" for c in counts) and hasattr(dataset, "summary"):
-        try:
-            summ = dataset.summary()
-        except Exception:  # noqa: BLE001
-            summ = None
-        if isinstance(summ, Mapping):
-            out.update(describe_summary(summ))
+        counts.append(f"{split} {len(x):,}" if x is not None else f"{split} ?")
+    out["samples"] = " · ".join(counts)
     return out
 
 
@@ -57,27 +65,38 @@ def describe_summary(summ: Mapping[str, Any]) -> dict[str, str]:
     """Display strings from a summary mapping (e.g. ``RunStarted.dataset_summary``), best effort."""
     low = {str(k).lower(): v for k, v in summ.items()}
     out: dict[str, str] = {}
-    if "name" in low:
+    if low.get("name"):
         out["name"] = str(low["name"])
-    for key in ("sample_rate_hz", "fs", "fs_hz"):
-        if key in low:
-            out["fs"] = _mhz(low[key])
-            break
-    for key in ("bw_main_hz", "bandwidth_hz", "bw_main"):
-        if key in low:
-            out["bandwidth"] = _mhz(low[key])
-            break
-    counts = [low.get(f"n_{s}", low.get(f"{s}_samples")) for s in ("train", "val", "test")]
-    if all(c is not None for c in counts):
-        out["samples"] = " / ".join(f"{int(c):,}" for c in counts)
+    if low.get("source"):
+        out["source"] = str(low["source"])
+    if "fs_mhz" in low:
+        out["fs"] = _mhz(_scaled(low["fs_mhz"], 1e6))
+    if "bw_main_mhz" in low:
+        out["bandwidth"] = _mhz(_scaled(low["bw_main_mhz"], 1e6))
+    n_sub, bw_sub = low.get("n_sub_ch"), _num(low.get("bw_sub_mhz"))
+    if n_sub:
+        out["carriers"] = f"{int(n_sub)} × {bw_sub:g} MHz" if bw_sub else str(int(n_sub))
+    elif "n_sub_ch" in low:
+        out["carriers"] = "—"
+    counts = [low.get(s, low.get(f"n_{s}")) for s in ("train", "val", "test")]
+    if all(_num(c) is not None for c in counts):
+        out["samples"] = " · ".join(f"{s} {int(c):,}" for s, c in zip(("train", "val", "test"), counts))
+    if low.get("metrics_available") is False:
+        out["note"] = ("No sample rate / bandwidth in the spec: ACLR and EVM cannot be computed "
+                       "(add input_signal_fs, bw_main_ch, n_sub_ch to spec.json).")
     return out
+
+
+def _scaled(v, factor: float):
+    f = _num(v)
+    return None if f is None else f * factor
 
 
 class DatasetSummary(QGroupBox):
     """Shows what the loaded dataset is (or how to get one)."""
 
     ROWS = (("name", "Name"), ("fs", "Sample rate"), ("bandwidth", "Bandwidth"), ("carriers", "Carriers"),
-            ("samples", "Samples (train / val / test)"))
+            ("samples", "Samples"))
 
     def __init__(self, parent=None):
         super().__init__("Dataset", parent)
@@ -100,6 +119,11 @@ class DatasetSummary(QGroupBox):
         self.source.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         form.addRow(self.source)
         self.source.setVisible(False)
+        self.note = QLabel()
+        self.note.setWordWrap(True)
+        self.note.setStyleSheet("color: #b26a00;")
+        form.addRow(self.note)
+        self.note.setVisible(False)
 
     def set_dataset(self, dataset) -> None:
         self.set_fields(describe(dataset))
@@ -112,7 +136,9 @@ class DatasetSummary(QGroupBox):
         src = fields.get("source", "")
         self.source.setText(src)
         self.source.setToolTip(src)
-        self.source.setVisible(bool(src) and src != "demo")
+        self.source.setVisible(bool(src) and src != "demo" and not src.startswith("<"))
+        self.note.setText(fields.get("note", ""))
+        self.note.setVisible(bool(fields.get("note")))
 
     def set_loading(self, what: str) -> None:
         self.hint.setText(f"Loading {what}…")
