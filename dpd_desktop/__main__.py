@@ -1,7 +1,5 @@
 """``python -m dpd_desktop`` → the command line (window by default)."""
-import sys
-
-from .cli import main
+from .cli import run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

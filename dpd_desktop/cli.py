@@ -266,3 +266,20 @@ def main(argv=None) -> int:
             print(f"{r.run_id:48s} {r.step:4s} {r.backbone:9s} H={r.hidden_size!s:4s} {r.status}")
         return 0
     return 2
+
+
+HEADLESS_COMMANDS = {"train-pa", "train-dpd", "run-dpd", "demo"}
+
+
+def run() -> None:
+    """Process entry point (console script and ``python -m``): :func:`main`, then exit.
+
+    After a headless command every artifact is written and closed, so the interpreter's teardown (module garbage
+    collection, CUDA context destruction), which only delays the exit, is skipped with ``os._exit``.
+    """
+    rc = main()
+    if HEADLESS_COMMANDS & set(sys.argv[1:]):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc or 0)
+    sys.exit(rc)

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QAction, QActionGroup, QKeySequence
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QApplication, QButtonGroup, QCheckBox, QComboBox, QFileDialog, QGridLayout,
                                QHBoxLayout, QLabel, QMainWindow, QMessageBox, QProgressBar, QRadioButton,
-                               QScrollArea, QSizePolicy, QSplitter, QStyle, QToolBar, QVBoxLayout, QWidget)
+                               QMenu, QScrollArea, QSizePolicy, QSplitter, QStyle, QToolBar, QToolButton, QVBoxLayout,
+                               QWidget)
 
 from ..config import ConfigError, ExperimentConfig
 from . import history, theme
@@ -29,7 +30,8 @@ from .widgets.config_form import BACKBONES
 from .worker import DatasetLoader, TrainingWorker
 
 PREVIEW_WARNING = "⚠ Batch preview runs extra inference and slows training"
-DATASET_FILTER = "I/Q datasets (*.csv *.h5 *.hdf5);;CSV (*.csv);;HDF5 (*.h5 *.hdf5);;All files (*)"
+DATASET_FILTER = ("I/Q datasets (*.csv *.h5 *.hdf5 spec.json);;CSV (*.csv);;HDF5 (*.h5 *.hdf5);;"
+                  "Dataset folder's spec.json (spec.json);;All files (*)")
 CLOSE_WAIT_MS = 5000
 
 # Workers whose thread outlived the bounded wait on close: kept referenced so Python does not destroy a running
@@ -122,6 +124,7 @@ class MainWindow(QMainWindow):
         self._progress_timer.timeout.connect(self._flush_progress)
 
         self.form.changed.connect(self._update_title)
+        self.setAcceptDrops(True)
         self._restore_geometry()
         self._apply_state()
         self._update_title()
@@ -131,9 +134,9 @@ class MainWindow(QMainWindow):
         st = self.style()
         self.act_open = QAction(st.standardIcon(QStyle.StandardPixmap.SP_DialogOpenButton), "Open dataset…", self)
         self.act_open.setShortcut(QKeySequence.StandardKey.Open)
-        self.act_open.setToolTip("Open a dataset folder (split CSV + spec.json) or a .csv / .h5 / .hdf5 file "
-                                 "(Ctrl+O)")
-        self.act_open.triggered.connect(self._on_open_triggered)
+        self.act_open.setToolTip("Open a .csv / .h5 / .hdf5 dataset file, or a folder's spec.json (Ctrl+O); "
+                                 "the arrow opens a folder. You can also drop a file or folder on the window.")
+        self.act_open.triggered.connect(lambda: self._on_open_triggered(folder=False))
         self.act_open_folder = QAction("Open dataset folder…", self)
         self.act_open_folder.triggered.connect(lambda: self._on_open_triggered(folder=True))
         self.act_demo = QAction(st.standardIcon(QStyle.StandardPixmap.SP_ComputerIcon), "Demo data", self)
@@ -166,6 +169,14 @@ class MainWindow(QMainWindow):
         self.addToolBar(tb)
         self.toolbar = tb
         tb.addAction(self.act_open)
+        # The button opens a file; its arrow offers a folder (split-CSV datasets are folders).
+        open_button = tb.widgetForAction(self.act_open)
+        if isinstance(open_button, QToolButton):
+            menu = QMenu(open_button)
+            menu.addAction("Open dataset file (.csv, .h5, .hdf5)…", lambda: self._on_open_triggered(folder=False))
+            menu.addAction(self.act_open_folder)
+            open_button.setMenu(menu)
+            open_button.setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
         tb.addAction(self.act_demo)
         tb.addSeparator()
 
@@ -182,7 +193,7 @@ class MainWindow(QMainWindow):
         self.step_group.addButton(self.step_dpd)
         self.step_pa.setChecked(True)
         self.pa_run_combo = QComboBox()
-        self.pa_run_combo.setMinimumContentsLength(18)
+        self.pa_run_combo.setMinimumContentsLength(26)
         self.pa_run_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.pa_run_combo.setToolTip("The PA run whose selected checkpoint the DPD trains through")
         self.pa_run_combo.setPlaceholderText("PA run (for the DPD step)")
@@ -293,7 +304,7 @@ class MainWindow(QMainWindow):
         right.addWidget(bottom)
         right.setStretchFactor(0, 5)
         right.setStretchFactor(1, 1)
-        right.setSizes([760, 170])
+        right.setSizes([800, 150])
         right.setChildrenCollapsible(False)
         self.right_splitter = right
 
@@ -309,19 +320,24 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
 
     def _build_statusbar(self) -> None:
+        """Permanent read-outs (device, fast path, run folder, best metric); transient messages on the left."""
         sb = self.statusBar()
         self.device_label = QLabel("device: —")
         self.fastpath_label = QLabel("CUDA graph: —")
         self.run_folder_label = QLabel("")
         self.run_folder_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.run_folder_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.best_label = QLabel("")
-        for w in (self.device_label, self.fastpath_label):
-            sb.addWidget(w)
-        sb.addWidget(self.run_folder_label, 1)
-        sb.addPermanentWidget(self.best_label)
+        for w in (self.device_label, self.fastpath_label, self.run_folder_label, self.best_label):
+            w.setContentsMargins(6, 0, 6, 0)
+            sb.addPermanentWidget(w)
         if self.workspace is not None:
-            self.run_folder_label.setText(f"workspace {getattr(self.workspace, 'root', '')}")
+            root = str(getattr(self.workspace, "root", ""))
+            self.run_folder_label.setText(self._elide_left(f"workspace {root}", 70))
+            self.run_folder_label.setToolTip(root)
+
+    @staticmethod
+    def _elide_left(text: str, n: int) -> str:
+        return text if len(text) <= n else "…" + text[-(n - 1):]
 
     def _build_menus(self) -> None:
         mb = self.menuBar()
@@ -605,7 +621,7 @@ class MainWindow(QMainWindow):
         shown = "off — " + fp[4:].strip() if fp.startswith("off:") else fp
         self.fastpath_label.setText(self._elide(f"CUDA graph: {shown}", 70))
         self.fastpath_label.setToolTip(f"CUDA graph fast path: {fp}")
-        self.run_folder_label.setText(f"run {ev.run_dir}")
+        self.run_folder_label.setText(self._elide_left(f"run {ev.run_dir}", 70))
         self.run_folder_label.setToolTip(str(ev.run_dir))
         if ev.dataset_summary and self._dataset is None:
             from .widgets.dataset_summary import describe_summary
@@ -809,6 +825,19 @@ class MainWindow(QMainWindow):
         return out
 
     # ================================================================================================ window
+    def dragEnterEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
+        if len(urls) == 1 and urls[0].isLocalFile() and not self.is_running and self._loader is None:
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:  # noqa: N802
+        """Drop a dataset folder or file on the window to load it."""
+        path = event.mimeData().urls()[0].toLocalFile()
+        if os.path.basename(path) == "spec.json":
+            path = os.path.dirname(path)
+        self.open_dataset(path)
+        event.acceptProposedAction()
+
     def _restore_geometry(self) -> None:
         geo = self._settings.value("window/geometry", QByteArray(), type=QByteArray)
         if geo is not None and not geo.isEmpty():

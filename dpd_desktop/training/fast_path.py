@@ -131,7 +131,9 @@ class CudaGraphStep:
             cur.wait_stream(side)
             torch.cuda.synchronize(self.device)
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
+            # Capture on the warm-up stream: the AccumulateGrad nodes made during warm-up then match the capture
+            # stream (no stream-mismatch synchronization inside the graph).
+            with torch.cuda.graph(graph, stream=side):
                 self.static_loss = self._body()
             torch.cuda.synchronize(self.device)
         self.graph = graph

@@ -125,6 +125,10 @@ class Trainer:
         self.run_dir: Path | None = None
         self.history: list[dict[str, Any]] = []
         self._log_fh = None
+        self._pool = None
+        self._pending = None
+        self._shadow = None
+        self._eval_stream = None
 
     # ------------------------------------------------------------------ public API
     def request_cancel(self) -> None:
@@ -175,8 +179,10 @@ class Trainer:
                             else platform.processor() or "CPU")
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
+        self._mark("setup_start")
         if self.dataset is None:
             self.dataset = load_dataset_for(cfg.dataset)
+        self._mark("data_loaded")
         ds = self.dataset
         ds.spec.require_metrics(str(ds.source))
 
@@ -189,6 +195,7 @@ class Trainer:
         # Reference §4.1: seed, then soft reproducibility (cuDNN benchmark on, deterministic algorithms off).
         seed_everything(cfg.seed)
         torch.backends.cudnn.benchmark = True
+        torch.backends.cudnn.deterministic = False
         torch.use_deterministic_algorithms(False)
 
         # --- data (reference §1.4, §2): no normalization; DPD target g·x computed in float64, then float32.
@@ -221,6 +228,7 @@ class Trainer:
                 "x": torch.from_numpy(xs).to(dev), "t": torch.from_numpy(ts).to(dev),
                 "x_np": split.x, "t_np": targets[name], "t_seg": ts, "x_seg": xs, "n": split.x.shape[0]}
 
+        self._mark("tensors_on_device")
         # --- model(s) (reference §4.1 step 5: construction consumes the seeded RNG; PA first for DPD)
         from ..models import Cascade, build_model, count_parameters
 
@@ -235,16 +243,27 @@ class Trainer:
             self.net.freeze_pa()
             self.model = dpd
         self.net.to(dev)
+        self._mark("model_built")
+        self.cudnn_note = None
+        if dev.type == "cuda" and any(isinstance(m, (torch.nn.Conv1d, torch.nn.Conv2d)) for m in self.net.modules()):
+            # cuDNN's benchmarked convolution algorithms include non-deterministic ones (atomic adds in the
+            # weight gradient), which make two runs - eager or graph - differ in the last bits. Convolutional
+            # families therefore use cuDNN's deterministic algorithms on CUDA (recorded in config.json).
+            torch.backends.cudnn.benchmark = False
+            torch.backends.cudnn.deterministic = True
+            self.cudnn_note = "deterministic cuDNN convolutions (the reference lets cuDNN benchmark them)"
         self.n_params = count_parameters(self.net)  # reference N_PARAM: whole cascade for DPD (§4.8 quirk kept)
         self.n_params_model = count_parameters(self.model)
         self.trainable = [p for p in self.net.parameters() if p.requires_grad]
         if not self.trainable:
             raise TrainingError("the model has no trainable parameters")
         self.criterion = torch.nn.MSELoss() if cfg.loss == "l2" else torch.nn.L1Loss()
-        self.optimizer = torch.optim.AdamW(self.trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
-        self.scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
-            self.optimizer, mode="min", factor=cfg.decay_factor, patience=cfg.patience, threshold=1e-4,
-            threshold_mode="rel", cooldown=0, min_lr=cfg.lr_end, eps=1e-8)
+        from .optim import make_adamw, make_plateau
+
+        # torch.optim.AdamW / ReduceLROnPlateau arithmetic, without importing torch._dynamo (see optim.py)
+        self.optimizer = make_adamw(self.trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.scheduler = make_plateau(self.optimizer, factor=cfg.decay_factor, patience=cfg.patience,
+                                      min_lr=cfg.lr_end)
         self.selection_metric = "VAL_NMSE" if cfg.step == "pa" else "VAL_ACLR_AVG"
 
         from .fast_path import make_fast_step
@@ -255,19 +274,31 @@ class Trainer:
         if self.fast_path_status != "on":
             self._log(f"CUDA graph: {self.fast_path_status}")
 
-        # DPD baselines (PA without DPD) are computed once: the PA is frozen (§5.3).
-        self.baselines = {}
-        if cfg.step == "dpd":
-            for name in ("val", "test"):
-                self.baselines[name] = self._forward_segments(self.net.pa, self.eval_sets[name]["x"])
-        self.target_aclr = {name: _aclr_pair(es["t_seg"], ds.spec) for name, es in self.eval_sets.items()}
+        # DPD baselines (PA without DPD) and the targets' ACLR are computed once, on first use (off the
+        # start-up path): the PA is frozen (§5.3) and the targets never change.
+        self._baselines: dict[str, np.ndarray] = {}
+        self._target_aclr: dict[str, tuple[float, float]] = {}
 
+        self._mark("before_config")
+        self.fingerprint = ds.fingerprint()
         self._write_config()
+        self._mark("setup_done")
         self._preview = None
         if cfg.preview_every:
             from .preview import BatchPreview
 
             self._preview = BatchPreview(self.net, self.eval_sets["val"], self.device)
+
+    def _baseline(self, split: str) -> np.ndarray:
+        """PA(x) without DPD on the (S, N, 2) segments of ``split`` (computed once; the PA is frozen)."""
+        if split not in self._baselines:
+            self._baselines[split] = self._forward_segments(self.net.pa, self.eval_sets[split]["x"])
+        return self._baselines[split]
+
+    def _target_aclr_pair(self, split: str) -> tuple[float, float]:
+        if split not in self._target_aclr:
+            self._target_aclr[split] = _aclr_pair(self.eval_sets[split]["t_seg"], self.dataset.spec)
+        return self._target_aclr[split]
 
     def _dataset_summary(self) -> dict[str, Any]:
         ds = self.dataset
@@ -286,7 +317,7 @@ class Trainer:
             "run_id": self.run_id,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "experiment": cfg.to_dict(),
-            "dataset": {"name": ds.name, "source": str(ds.source), "fingerprint": ds.fingerprint(),
+            "dataset": {"name": ds.name, "source": str(ds.source), "fingerprint": self.fingerprint,
                         "spec": _spec_dict(ds.spec),
                         "samples": {"train": int(ds.train.x.shape[0]), "val": int(ds.val.x.shape[0]),
                                     "test": int(ds.test.x.shape[0])}},
@@ -297,7 +328,10 @@ class Trainer:
             "pa": self.pa_info,
             "selection_metric": self.selection_metric,
             "device": {"device": str(self.device), "name": self.device_name,
-                       "fast_path": self.fast_path_status, "batched_loader": self.loader_status},
+                       "fast_path": self.fast_path_status, "batched_loader": self.loader_status,
+                       "cudnn": {"benchmark": bool(torch.backends.cudnn.benchmark),
+                                 "deterministic": bool(torch.backends.cudnn.deterministic),
+                                 "note": self.cudnn_note}},
             "versions": _versions(),
             "training": {"n_frames": self.loader.n_frames, "batches_per_epoch": self.loader.n_batches,
                          "torch_threads": torch.get_num_threads()},
@@ -306,45 +340,117 @@ class Trainer:
 
     # ------------------------------------------------------------------ epoch loop
     def _epoch_loop(self, t0: float) -> None:
+        """Train all epochs. On CUDA, an epoch's evaluation and bookkeeping overlap the next epoch's training
+        whenever the learning rate provably cannot change at that boundary (see :func:`lr_may_change`): the
+        weights and optimizer state are snapshotted on the training stream (device copies, microseconds) and a
+        worker thread evaluates the snapshot on its own CUDA stream, writes the history row and checkpoints, builds
+        the plot data, emits :class:`EpochEnded` and steps the scheduler. The numbers are the same as evaluating
+        inline: the same kernels run on the same weights; the global RNG draws stay on this thread, in the
+        reference's order (train iterator, sampler, val iterator, test iterator)."""
+        from ..data.framing import draw_dataloader_iterator_seed
+
         cfg = self.config
-        start = time.time()
+        self._start_time = time.time()
         self.best_value = None
+        overlap = self.device.type == "cuda"
         for epoch in range(cfg.epochs):
             te = time.perf_counter()
             lr = self.optimizer.param_groups[0]["lr"]
             train_loss = self._train_epoch(epoch)
-            val = self._evaluate("val")
-            test = self._evaluate("test")
-            row = {"EPOCH": epoch, "N_EPOCH": cfg.epochs, "TIME:": (time.time() - start) / 60.0, "LR": lr,
-                   "BATCH_SIZE": cfg.batch_size, "N_PARAM": self.n_params, "FRAME_LENGTH": cfg.frame_length,
-                   "BACKBONE": cfg.backbone, "HIDDEN_SIZE": cfg.hidden_size, "TRAIN_LOSS": train_loss,
-                   "VAL_LOSS": val["loss"]}
-            row.update({f"VAL_{k}": val["metrics"][k] for k in HISTORY_METRICS})
-            row["TEST_LOSS"] = test["loss"]
-            row.update({f"TEST_{k}": test["metrics"][k] for k in HISTORY_METRICS})
-            self.history.append(row)
-            artifacts.write_history_csv(self.run_dir / "history.csv", self.history)
-
-            # Reference §4.8: epoch 0 always saves; later epochs only when strictly lower; NaN never wins.
-            value = row[self.selection_metric]
-            is_best = epoch == 0 or (self.best_value is not None and value < self.best_value)
-            if is_best:
-                self.best_value, self.best_epoch = value, epoch
-                self._save_best(epoch, row)
-            self._save_last(epoch)
-            seconds = time.perf_counter() - te
-            row_out = dict(row, EPOCH_SECONDS=seconds)
-            self._log(_format_row(row))
-            plots = self._plots("validation", val)
-            self._write_status("running", epochs_completed=epoch + 1)
-            self._mark("epoch_end", epoch=epoch)
-            self._emit(EpochEnded(epoch=epoch, epochs=cfg.epochs, row=row_out, is_best=is_best,
-                                  best_epoch=self.best_epoch, best_value=float(self.best_value),
-                                  selection_metric=self.selection_metric, epoch_seconds=seconds, plots=plots))
-            # Reference §4.4/§4.7: scheduler stepped after logging/checkpointing, on the validation metric.
-            self.scheduler.step(value)
+            self._drain()  # the previous epoch's end is done: scheduler state is current
+            draw_dataloader_iterator_seed()  # val iterator (reference §4.2)
+            draw_dataloader_iterator_seed()  # test iterator
+            last = epoch == cfg.epochs - 1
+            if overlap and not last and not lr_may_change(self.scheduler):
+                snap = self._snapshot()
+                self._pending = self._executor().submit(self._epoch_end, epoch, lr, train_loss, te, snap)
+            else:
+                self._epoch_end(epoch, lr, train_loss, te, None)
             if self._cancel.is_set():
+                self._drain()
                 raise Cancelled()
+        self._drain()
+
+    def _executor(self):
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpd-epoch-end")
+        return self._pool
+
+    def _drain(self) -> None:
+        """Wait for the pending epoch end (re-raising its error, if any)."""
+        fut, self._pending = self._pending, None
+        if fut is not None:
+            fut.result()
+
+    def _snapshot(self) -> dict[str, Any]:
+        """Copy weights and optimizer state on the training stream; returns what the epoch-end worker needs."""
+        import torch
+
+        if self._shadow is None:
+            self._shadow = copy.deepcopy(self.net)
+            for p in self._shadow.parameters():
+                p.requires_grad_(False)
+            for m in self._shadow.modules():
+                if isinstance(m, torch.nn.RNNBase):
+                    m.flatten_parameters()
+            self._eval_stream = torch.cuda.Stream(self.device)
+        with torch.no_grad():
+            for ps, pl in zip(self._shadow.parameters(), self.net.parameters()):
+                ps.copy_(pl)
+            opt_state = {k: (v.clone() if torch.is_tensor(v) else v) for k, v in _opt_state_tensors(self.optimizer)}
+        ready = torch.cuda.Event()
+        ready.record()
+        return {"net": self._shadow, "event": ready, "opt_state": opt_state,
+                "opt_groups": copy.deepcopy(self.optimizer.state_dict()["param_groups"])}
+
+    def _epoch_end(self, epoch: int, lr: float, train_loss: float, te: float, snap: dict[str, Any] | None) -> None:
+        """Evaluate, log, select, checkpoint, emit and step the scheduler for one epoch (reference §4.7)."""
+        import contextlib
+
+        import torch
+
+        cfg = self.config
+        if snap is not None:
+            net = snap["net"]
+            stream = self._eval_stream
+            stream.wait_event(snap["event"])
+            ctx = torch.cuda.stream(stream)
+        else:
+            net, ctx = self.net, contextlib.nullcontext()
+        with ctx:
+            val = self._evaluate("val", net)
+            test = self._evaluate("test", net)
+        row = {"EPOCH": epoch, "N_EPOCH": cfg.epochs, "TIME:": (time.time() - self._start_time) / 60.0, "LR": lr,
+               "BATCH_SIZE": cfg.batch_size, "N_PARAM": self.n_params, "FRAME_LENGTH": cfg.frame_length,
+               "BACKBONE": cfg.backbone, "HIDDEN_SIZE": cfg.hidden_size, "TRAIN_LOSS": train_loss,
+               "VAL_LOSS": val["loss"]}
+        row.update({f"VAL_{k}": val["metrics"][k] for k in HISTORY_METRICS})
+        row["TEST_LOSS"] = test["loss"]
+        row.update({f"TEST_{k}": test["metrics"][k] for k in HISTORY_METRICS})
+        self.history.append(row)
+        artifacts.write_history_csv(self.run_dir / "history.csv", self.history)
+
+        # Reference §4.8: epoch 0 always saves; later epochs only when strictly lower; NaN never wins.
+        value = row[self.selection_metric]
+        is_best = epoch == 0 or (self.best_value is not None and value < self.best_value)
+        model_state = _model_of(net, cfg.step).state_dict()
+        if is_best:
+            self.best_value, self.best_epoch = value, epoch
+            self._save_best(epoch, row, model_state)
+        self._save_last(epoch, model_state, snap)
+        seconds = time.perf_counter() - te
+        row_out = dict(row, EPOCH_SECONDS=seconds)
+        self._log(_format_row(row))
+        plots = self._plots("validation", val)
+        self._write_status("running", epochs_completed=epoch + 1)
+        self._mark("epoch_end", epoch=epoch)
+        self._emit(EpochEnded(epoch=epoch, epochs=cfg.epochs, row=row_out, is_best=is_best,
+                              best_epoch=self.best_epoch, best_value=float(self.best_value),
+                              selection_metric=self.selection_metric, epoch_seconds=seconds, plots=plots))
+        # Reference §4.4/§4.7: scheduler stepped after logging/checkpointing, on the validation metric.
+        self.scheduler.step(value)
 
     def _train_epoch(self, epoch: int) -> float:
         import torch
@@ -365,8 +471,10 @@ class Trainer:
         for b, idx in enumerate(plan):
             if cancel.is_set():
                 raise Cancelled()
-            if b == 0 and TIMING_FILE:
+            if b == 0:
                 self._mark("first_batch", epoch=epoch)
+                if epoch == 0:
+                    _warm_imports_in_background()
             loss = None
             if fast is not None and idx.shape[0] == full:
                 loss = fast(idx)
@@ -407,17 +515,15 @@ class Trainer:
         module.train(was_training)
         return out.cpu().numpy()
 
-    def _evaluate(self, name: str, draw_rng: bool = True) -> dict[str, Any]:
-        """Evaluate on the val or test segments (reference §4.7, net_eval): loss + metrics, predictions kept."""
+    def _evaluate(self, name: str, net=None) -> dict[str, Any]:
+        """Evaluate ``net`` (default: the live network) on the val or test segments (reference §4.7, net_eval):
+        loss + metrics, predictions kept. Draws no random numbers (the caller draws the iterator seeds)."""
         import torch
 
-        from ..data.framing import draw_dataloader_iterator_seed
         from ..metrics import compute_metrics
 
-        if draw_rng:
-            draw_dataloader_iterator_seed()  # the reference creates a DataLoader iterator here (§4.2)
         es = self.eval_sets[name]
-        net = self.net
+        net = self.net if net is None else net
         net.eval()
         bs = self.config.batch_size_eval
         preds, losses, dpd_out = [], [], []
@@ -457,12 +563,12 @@ class Trainer:
             else:
                 tname, pname = "target g·x", "PA(DPD(x))"
                 signals = {tname: es["t_np"], pname: pred,
-                           "PA(x) no DPD": unsegment(self.baselines[split], n)}
+                           "PA(x) no DPD": unsegment(self._baseline(split), n)}
                 if "u" in ev:
                     signals["DPD output u"] = unsegment(ev["u"], n)
-                aclr["PA(x) no DPD"] = _aclr_pair(self.baselines[split], self.dataset.spec)
+                aclr["PA(x) no DPD"] = _aclr_pair(self._baseline(split), self.dataset.spec)
             aclr[pname] = (m["ACLR_L"], m["ACLR_R"])
-            aclr[tname] = self.target_aclr[split]
+            aclr[tname] = self._target_aclr_pair(split)
             return build_plot_data(source, es["x_np"], signals, self.dataset.spec, target_name=tname,
                                    pred_name=pname, aclr=aclr, error_of=(pname, tname))
         except Exception as exc:  # noqa: BLE001 - plots must never break training
@@ -501,28 +607,41 @@ class Trainer:
                 "hidden_size": cfg.hidden_size, "num_layers": cfg.num_layers, "epoch": epoch,
                 "selection_metric": self.selection_metric, "value": float(row[self.selection_metric]),
                 "run_id": self.run_id, "n_params": self.n_params_model,
-                "dataset_fingerprint": self.dataset.fingerprint(), "gain": self.gain}
+                "dataset_fingerprint": self.fingerprint, "gain": self.gain}
 
-    def _save_best(self, epoch: int, row: dict[str, Any]) -> None:
-        artifacts.save_checkpoint(self.run_dir / "best.pt", self.model.state_dict(), self._ckpt_meta(epoch, row))
+    def _save_best(self, epoch: int, row: dict[str, Any], model_state) -> None:
+        artifacts.save_checkpoint(self.run_dir / "best.pt", model_state, self._ckpt_meta(epoch, row))
         artifacts.write_history_csv(self.run_dir / "best.csv", [row])
 
-    def _save_last(self, epoch: int) -> None:
+    def _save_last(self, epoch: int, model_state, snap: dict[str, Any] | None) -> None:
+        """Resumable state: model, optimizer (from the snapshot when the epoch end runs in the worker) and
+        scheduler state as of this epoch's end (before its scheduler step)."""
+        if snap is None:
+            opt = self.optimizer.state_dict()
+        else:
+            ids = {id(p): i for i, p in enumerate(self.trainable)}
+            state: dict[int, dict[str, Any]] = {}
+            for (pid, key), v in snap["opt_state"].items():
+                state.setdefault(ids[pid], {})[key] = v.detach().cpu() if hasattr(v, "detach") else v
+            opt = {"state": state, "param_groups": snap["opt_groups"]}
         artifacts.save_training_state(self.run_dir / "last.pt", {
-            "epoch": epoch, "model": {k: v.detach().cpu() for k, v in self.model.state_dict().items()},
-            "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+            "epoch": epoch, "model": {k: v.detach().cpu() for k, v in model_state.items()},
+            "optimizer": opt, "scheduler": self.scheduler.state_dict(),
             "meta": self._ckpt_meta(epoch, self.history[-1])})
 
     # ------------------------------------------------------------------ end of run
     def _finish(self, t0: float) -> RunResult:
+        self._mark("train_done")
         state, meta = artifacts.load_checkpoint(self.run_dir / "best.pt")
         self.model.load_state_dict(state)
-        val = self._evaluate("val", draw_rng=False)
-        test = self._evaluate("test", draw_rng=False)
+        val = self._evaluate("val")
+        test = self._evaluate("test")
+        self._mark("final_eval_done")
         extra: dict[str, Any] = {}
         if self.config.step == "dpd":
             extra.update(self._output_power_report(test))
         self._write_results(val, test, extra)
+        self._mark("results_written")
         plots = self._plots("test", test, split="test")
         wall = time.perf_counter() - t0
         self._mark("run_end")
@@ -545,7 +664,7 @@ class Trainer:
 
         n = self.eval_sets["test"]["n"]
         with_dpd = unsegment(test["pred"], n).astype(np.float64)
-        without = unsegment(self.baselines["test"], n).astype(np.float64)
+        without = unsegment(self._baseline("test"), n).astype(np.float64)
         rms = lambda a: math.sqrt(float(np.mean(a[:, 0] ** 2 + a[:, 1] ** 2)))  # noqa: E731
         r1, r0 = rms(with_dpd), rms(without)
         diff = 20 * math.log10(r1 / r0) if r0 > 0 and r1 > 0 else float("nan")
@@ -595,6 +714,10 @@ class Trainer:
         os.replace(tmp, path)
 
     def _on_cancel(self, t0: float) -> RunResult:
+        try:
+            self._drain()
+        except Exception as exc:  # noqa: BLE001
+            self._log(f"epoch end failed during cancel: {exc}")
         done = len(self.history)
         self._log(f"cancelled after {done} completed epoch(s)")
         self._write_status("cancelled", epochs_completed=done, best_epoch=self.best_epoch)
@@ -606,6 +729,10 @@ class Trainer:
     def _on_failure(self, exc: BaseException, t0: float) -> RunResult:
         msg = describe_error(exc)
         detail = traceback.format_exc()
+        try:
+            self._drain()
+        except Exception:  # noqa: BLE001 - the first error is the one reported
+            pass
         if self.run_dir is not None:
             self._log(f"FAILED: {msg}\n{detail}")
             try:
@@ -619,6 +746,9 @@ class Trainer:
                          wall_s=time.perf_counter() - t0)
 
     def _teardown(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         if self._log_fh is not None:
             try:
                 self._log_fh.close()
@@ -707,6 +837,48 @@ def load_pa_for_dpd(workspace: Workspace, pa_run: str):
     info = {"run_id": run_dir.name, "run_dir": str(run_dir), "checkpoint": str(ckpt),
             "sha256": artifacts.file_sha256(ckpt), **arch, "selected_epoch": meta.get("epoch")}
     return pa, info
+
+
+def _warm_imports_in_background() -> None:
+    """Import what the first epoch end and the end of the run need (scipy.signal, h5py) on a daemon thread
+    while the GPU trains, so that neither the first evaluation nor the results file waits for an import."""
+
+    def work():
+        for name in ("scipy.signal", "scipy.fft", "h5py"):
+            try:
+                __import__(name)
+            except ImportError:
+                pass
+
+    threading.Thread(target=work, name="dpd-warm-imports", daemon=True).start()
+
+
+def lr_may_change(sched) -> bool:
+    """Whether the next ``ReduceLROnPlateau.step`` could lower any learning rate, whatever the metric.
+
+    It cannot while in cooldown, while one more bad epoch would not exceed the patience, or when every LR is
+    already within ``eps`` of its minimum (PyTorch's ReduceLROnPlateau rules).
+    """
+    if getattr(sched, "cooldown_counter", 0) > 0:
+        return False
+    if sched.num_bad_epochs + 1 <= sched.patience:
+        return False
+    for group, min_lr in zip(sched.optimizer.param_groups, sched.min_lrs):
+        old = float(group["lr"])
+        if old - max(old * sched.factor, min_lr) > sched.eps:
+            return True
+    return False
+
+
+def _model_of(net, step: str):
+    return net if step == "pa" else net.dpd
+
+
+def _opt_state_tensors(optimizer):
+    """(param id, key) → value pairs of the optimizer state (for a device-side snapshot)."""
+    for p, st in optimizer.state.items():
+        for k, v in st.items():
+            yield (id(p), k), v
 
 
 def describe_error(exc: BaseException) -> str:

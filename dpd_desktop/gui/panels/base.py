@@ -98,7 +98,7 @@ class PlotPanel(pg.GraphicsLayoutWidget):
         super().__init__(parent=parent)
         self.show_legend = show_legend
         self.setMinimumSize(260, 200)
-        self.ci.setContentsMargins(4, 4, 8, 4)
+        self.ci.setContentsMargins(4, 4, 18, 4)
         self._plots: list[pg.PlotItem] = []
         self._texts: list[pg.TextItem] = []
 
@@ -122,7 +122,7 @@ class PlotPanel(pg.GraphicsLayoutWidget):
         if not (self.show_legend or force):
             return None
         bg, fg = theme.palette_colors()
-        legend = plot.addLegend(offset=offset, labelTextSize="8pt", verSpacing=-8, colCount=columns)
+        legend = plot.addLegend(offset=offset, labelTextSize="9pt", verSpacing=-8, colCount=columns)
         c = QColor(bg)
         c.setAlpha(190)
         legend.setBrush(pg.mkBrush(c))
@@ -180,8 +180,14 @@ class PlotPanel(pg.GraphicsLayoutWidget):
                 c.setAlpha(190)
                 plot.legend.setBrush(pg.mkBrush(c))
                 plot.legend.setLabelTextColor(fg)
+                for _, label in plot.legend.items:  # pyqtgraph stores the color but does not re-render
+                    label.setText(label.text)
         for t in self._texts:
             t.setColor(fg)
+        for item in self.ci.items:  # LabelItems of the layout (e.g. the PSD's ACLR read-out)
+            if isinstance(item, pg.LabelItem) and item not in [p.titleLabel for p in self._plots]:
+                item.setAttr("color", fg)
+                item.setText(item.text)
 
     def render_image(self, width: int | None = None):
         """Render the panel's scene to a QImage (ImageExporter)."""
@@ -214,12 +220,19 @@ class LogAxis(pg.AxisItem):
     """Log-scale axis that labels only 1, 2 and 5 × 10^k (pyqtgraph labels every minor tick)."""
 
     def logTickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph name)
+        out = self._labels(values, only_125=True)
+        if sum(1 for t in out if t) < 2:  # less than a decade in view: label every tick
+            out = self._labels(values, only_125=False)
+        return out
+
+    @staticmethod
+    def _labels(values, only_125: bool) -> list[str]:
         out = []
         for v in values:
             val = 10.0 ** float(v)
             exp = int(np.floor(np.log10(val) + 1e-9))
             mant = round(val / 10.0**exp, 3)
-            if mant not in (1.0, 2.0, 5.0):
+            if only_125 and mant not in (1.0, 2.0, 5.0):
                 out.append("")
             elif -4 <= exp <= 3:
                 out.append(f"{val:g}")

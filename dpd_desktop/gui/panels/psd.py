@@ -60,7 +60,10 @@ class PSDPanel(PlotPanel):
             if not (math.isfinite(left) or math.isfinite(right)):
                 continue
             lines.append(f"{name}: L {left:.1f} / R {right:.1f}")
-        return ("ACLR [dBc]  " + "  ·  ".join(lines)) if lines else ""
+        if not lines:
+            return ""
+        rows = ["  ·  ".join(lines[i:i + 2]) for i in range(0, len(lines), 2)]
+        return "ACLR [dBc]  " + "<br>".join(rows)
 
     @property
     def aclr_text(self) -> str:
