@@ -196,7 +196,8 @@ class Trainer:
         seed_everything(cfg.seed)
         torch.backends.cudnn.benchmark = True
         torch.backends.cudnn.deterministic = False
-        torch.use_deterministic_algorithms(False)
+        if torch.are_deterministic_algorithms_enabled():  # calling it at all imports torch._inductor/_dynamo
+            torch.use_deterministic_algorithms(False)
 
         # --- data (reference §1.4, §2): no normalization; DPD target g·x computed in float64, then float32.
         self.gain = float(ds.gain)
@@ -289,10 +290,15 @@ class Trainer:
 
             self._preview = BatchPreview(self.net, self.eval_sets["val"], self.device)
 
-    def _baseline(self, split: str) -> np.ndarray:
-        """PA(x) without DPD on the (S, N, 2) segments of ``split`` (computed once; the PA is frozen)."""
+    def _baseline(self, split: str, net=None) -> np.ndarray:
+        """PA(x) without DPD on the (S, N, 2) segments of ``split`` (computed once; the PA is frozen).
+
+        ``net`` is the cascade to take the PA from: the epoch-end worker passes its snapshot, never the live
+        network, whose train/eval mode must not change while the next epoch trains.
+        """
         if split not in self._baselines:
-            self._baselines[split] = self._forward_segments(self.net.pa, self.eval_sets[split]["x"])
+            pa = (net if net is not None else self.net).pa
+            self._baselines[split] = self._forward_segments(pa, self.eval_sets[split]["x"])
         return self._baselines[split]
 
     def _target_aclr_pair(self, split: str) -> tuple[float, float]:
@@ -443,7 +449,7 @@ class Trainer:
         seconds = time.perf_counter() - te
         row_out = dict(row, EPOCH_SECONDS=seconds)
         self._log(_format_row(row))
-        plots = self._plots("validation", val)
+        plots = self._plots("validation", val, net=net)
         self._write_status("running", epochs_completed=epoch + 1)
         self._mark("epoch_end", epoch=epoch)
         self._emit(EpochEnded(epoch=epoch, epochs=cfg.epochs, row=row_out, is_best=is_best,
@@ -547,7 +553,7 @@ class Trainer:
             res["u"] = torch.cat(dpd_out, dim=0).cpu().numpy()
         return res
 
-    def _plots(self, source: str, ev: dict[str, Any], split: str = "val"):
+    def _plots(self, source: str, ev: dict[str, Any], split: str = "val", net=None):
         from ..data.framing import unsegment
         from .plotdata import build_plot_data
 
@@ -563,10 +569,10 @@ class Trainer:
             else:
                 tname, pname = "target g·x", "PA(DPD(x))"
                 signals = {tname: es["t_np"], pname: pred,
-                           "PA(x) no DPD": unsegment(self._baseline(split), n)}
+                           "PA(x) no DPD": unsegment(self._baseline(split, net), n)}
                 if "u" in ev:
                     signals["DPD output u"] = unsegment(ev["u"], n)
-                aclr["PA(x) no DPD"] = _aclr_pair(self._baseline(split), self.dataset.spec)
+                aclr["PA(x) no DPD"] = _aclr_pair(self._baseline(split, net), self.dataset.spec)
             aclr[pname] = (m["ACLR_L"], m["ACLR_R"])
             aclr[tname] = self._target_aclr_pair(split)
             return build_plot_data(source, es["x_np"], signals, self.dataset.spec, target_name=tname,
