@@ -7,12 +7,14 @@ most ten times a second.
 from __future__ import annotations
 
 import enum
+import json
 import math
 import os
+import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QTimer, Signal, Slot
+from PySide6.QtCore import QByteArray, QEvent, QObject, QRunnable, QSettings, Qt, QThreadPool, QTimer, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QApplication, QButtonGroup, QCheckBox, QComboBox, QFileDialog, QGridLayout,
                                QHBoxLayout, QLabel, QMainWindow, QMessageBox, QProgressBar, QRadioButton,
@@ -33,6 +35,9 @@ PREVIEW_WARNING = "⚠ Batch preview runs extra inference and slows training"
 DATASET_FILTER = ("I/Q datasets (*.csv *.h5 *.hdf5 spec.json);;CSV (*.csv);;HDF5 (*.h5 *.hdf5);;"
                   "Dataset folder's spec.json (spec.json);;All files (*)")
 CLOSE_WAIT_MS = 5000
+#: Output formats of "Run DPD…" (filter → extension added when the name has none).
+DPD_OUTPUT_FILTERS = {"CSV: I,Q,I_dpd,Q_dpd (*.csv)": ".csv", "HDF5: datasets x, u (*.h5 *.hdf5)": ".h5",
+                      "MATLAB: x, u (*.mat)": ".mat"}
 
 # Workers whose thread outlived the bounded wait on close: kept referenced so Python does not destroy a running
 # QThread (which would abort the process); they end at the trainer's next batch boundary.
@@ -71,6 +76,65 @@ def _default_workspace():
         return None
 
 
+class _DpdExportSignals(QObject):
+    done = Signal(object)  # the metadata dict of run_dpd
+    failed = Signal(object, str)  # exception, traceback text
+
+
+class DpdExportJob(QRunnable):
+    """Runs :func:`dpd_desktop.runs.dpd_export.run_dpd` in the thread pool (never on the GUI thread).
+
+    ``dataset`` (the window's loaded dataset) is passed on only when it is the run's dataset (same fingerprint);
+    otherwise run_dpd reloads the dataset recorded in the run's config.json. The DPD runs on the run's own device
+    type when it is available (so that u is bit for bit the scored one), else on the CPU.
+    """
+
+    def __init__(self, workspace, run_dir: str, out: str, split: str = "test", dataset=None):
+        super().__init__()
+        self.workspace = workspace
+        self.run_dir = str(run_dir)
+        self.out = str(out)
+        self.split = split
+        self.dataset = dataset
+        self.signals = _DpdExportSignals()
+        self.setAutoDelete(False)
+
+    def _recorded(self) -> dict:
+        try:
+            return json.loads((Path(self.run_dir) / "config.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _device(self, cfg: dict) -> str:
+        dev = str((cfg.get("device") or {}).get("device", "cpu"))
+        if dev.startswith("cuda"):
+            try:
+                import torch
+
+                if torch.cuda.is_available():
+                    return "cuda"
+            except ImportError:  # pragma: no cover
+                pass
+        return "cpu"
+
+    def run(self) -> None:
+        try:
+            from ..runs.dpd_export import run_dpd
+
+            cfg = self._recorded()
+            ds = self.dataset
+            want = (cfg.get("dataset") or {}).get("fingerprint")
+            if ds is not None and not (want and callable(getattr(ds, "fingerprint", None))
+                                       and ds.fingerprint() == want):
+                ds = None
+            meta = run_dpd(self.workspace, self.run_dir, out=self.out, split=self.split,
+                           device=self._device(cfg), dataset=ds)
+        except Exception as exc:  # noqa: BLE001 - shown to the user in plain words
+            self.signals.failed.emit(exc, traceback.format_exc())
+            return
+        self.signals.done.emit(meta)
+
+
 class MainWindow(QMainWindow):
     """DPD Desktop's main window.
 
@@ -85,6 +149,7 @@ class MainWindow(QMainWindow):
     datasetLoaded = Signal(object)
     datasetFailed = Signal(str)
     runEnded = Signal(str)  # final state value: finished / failed / cancelled
+    dpdExportEnded = Signal(str)  # "succeeded" / "failed" (Run DPD…)
 
     def __init__(self, workspace: Any = None, trainer_factory: Callable | None = None,
                  settings: QSettings | None = None, demo_kwargs: dict | None = None, parent=None):
@@ -109,6 +174,7 @@ class MainWindow(QMainWindow):
         self._sec_per_epoch: float | None = None
         self._current_lr: float | None = None
         self._epochs_total = 0
+        self._export_job: DpdExportJob | None = None
         self.write_plots_on_finish = True
 
         self.setWindowTitle("DPD Desktop")
@@ -154,6 +220,13 @@ class MainWindow(QMainWindow):
         self.act_export.setShortcut(QKeySequence("Ctrl+E"))
         self.act_export.setToolTip("Save the plot you last clicked as PNG (Ctrl+E)")
         self.act_export.triggered.connect(lambda: self.export_current_plot())
+        self.act_run_dpd = QAction(st.standardIcon(QStyle.StandardPixmap.SP_DialogSaveButton), "Run DPD…", self)
+        self.act_run_dpd.setToolTip("Write u = DPD(x), the predistorted PA input, of the finished DPD run for its "
+                                    "test split: CSV, HDF5 or MAT, plus a .meta.json side-car")
+        self.act_run_dpd.triggered.connect(lambda: self.run_dpd_export())
+        self.act_run_dpd_saved = QAction("Run DPD of a saved DPD run…", self)
+        self.act_run_dpd_saved.setToolTip("Pick a DPD run folder and write u = DPD(x) for its test split")
+        self.act_run_dpd_saved.triggered.connect(self._on_run_dpd_saved)
         self.act_quit = QAction("Quit", self)
         self.act_quit.setShortcut(QKeySequence.StandardKey.Quit)
         self.act_quit.triggered.connect(self.close)
@@ -206,6 +279,7 @@ class MainWindow(QMainWindow):
 
         tb.addAction(self.act_start)
         tb.addAction(self.act_stop)
+        tb.addAction(self.act_run_dpd)
         tb.addSeparator()
 
         preview_box = QWidget()
@@ -351,6 +425,9 @@ class MainWindow(QMainWindow):
         r = mb.addMenu("&Run")
         r.addAction(self.act_start)
         r.addAction(self.act_stop)
+        r.addSeparator()
+        r.addAction(self.act_run_dpd)
+        r.addAction(self.act_run_dpd_saved)
 
     # ================================================================================================ state
     def _set_state(self, state: RunState) -> None:
@@ -372,6 +449,9 @@ class MainWindow(QMainWindow):
         self.pa_run_combo.setEnabled(not running and self.step_dpd.isChecked() and self.pa_run_combo.count() > 0
                                      and self.pa_run_combo.itemData(0) is not None)
         self.form.set_preview_enabled(self.preview_check.isChecked() and not running)
+        exporting = self._export_job is not None
+        self.act_run_dpd.setEnabled(not running and not exporting and self.finished_dpd_run() is not None)
+        self.act_run_dpd_saved.setEnabled(not exporting)
 
     @property
     def is_running(self) -> bool:
@@ -790,6 +870,83 @@ class MainWindow(QMainWindow):
                 self._set_state(RunState.FAILED)
         self._apply_state()
         self.runEnded.emit(self.state.value)
+
+    # ================================================================================================ run DPD
+    def finished_dpd_run(self) -> str | None:
+        """The run folder of the current run when it ended (finished, or stopped with a checkpoint) and is a DPD
+        run with a ``best.pt``; None otherwise."""
+        if self.state not in (RunState.FINISHED, RunState.CANCELLED):
+            return None
+        run_dir = self._run_info.get("run_dir")
+        if not run_dir:
+            return None
+        from ..runs.dpd_export import is_dpd_run
+
+        return str(run_dir) if is_dpd_run(run_dir) else None
+
+    def _on_run_dpd_saved(self) -> None:
+        root = getattr(self.workspace, "runs_dir", None) or getattr(self.workspace, "root", None) or Path.home()
+        folder = QFileDialog.getExistingDirectory(self, "Choose a DPD run folder", str(root))
+        if folder:
+            self.run_dpd_export(run_dir=folder)
+
+    def run_dpd_export(self, out: str | os.PathLike | None = None, run_dir: str | os.PathLike | None = None,
+                       split: str = "test") -> bool:
+        """Write u = DPD(x) of a DPD run (default: the finished one) for ``split`` to ``out`` in the thread pool.
+
+        Asks for the output file (CSV / HDF5 / MAT) unless ``out`` is given. The outcome is shown in the banner and
+        signalled by :attr:`dpdExportEnded`. Returns False when nothing was started.
+        """
+        if self._export_job is not None:
+            return False
+        run_dir = str(run_dir) if run_dir is not None else self.finished_dpd_run()
+        if run_dir is None:
+            self.banner.show_message("error", "Run DPD needs a finished DPD run: train one (Step: DPD), or choose a "
+                                     "saved DPD run folder with Run → Run DPD of a saved DPD run….")
+            return False
+        if out is None:
+            start = str(self._settings.value("paths/last_dpd_dir", run_dir, type=str))
+            suggested = str(Path(start) / f"{Path(run_dir).name}_u_{split}.csv")
+            out, chosen = QFileDialog.getSaveFileName(self, f"Run DPD: write u = DPD(x) of the {split} split",
+                                                      suggested, ";;".join(DPD_OUTPUT_FILTERS))
+            if not out:
+                return False
+            if Path(out).suffix.lower() not in (".csv", ".h5", ".hdf5", ".mat"):
+                out += DPD_OUTPUT_FILTERS.get(chosen, ".csv")
+            self._settings.setValue("paths/last_dpd_dir", str(Path(out).parent))
+        job = DpdExportJob(self.workspace, run_dir, str(out), split=split, dataset=self._dataset)
+        job.signals.done.connect(self._on_dpd_export_done)
+        job.signals.failed.connect(self._on_dpd_export_failed)
+        self._export_job = job
+        self.banner.show_message("info", f"Running the DPD of {Path(run_dir).name} on the {split} split → {out} …")
+        self.statusBar().showMessage("Run DPD: computing u = DPD(x)…")
+        self._apply_state()
+        QThreadPool.globalInstance().start(job)
+        return True
+
+    @Slot(object)
+    def _on_dpd_export_done(self, meta) -> None:
+        self._export_job = None
+        what = f"the {meta.get('split')} split" if meta.get("split") else f"{meta.get('input_file')}"
+        text = (f"Wrote u = DPD(x) of {what} ({meta.get('samples', 0):,} samples; peak |x| "
+                f"{meta.get('peak_abs_x', float('nan')):.4g}, peak |u| {meta.get('peak_abs_u', float('nan')):.4g}) "
+                f"to {meta.get('file')}\nMetadata: {meta.get('file')}.meta.json")
+        if meta.get("nonfinite_u_samples"):
+            self.banner.show_message("warning", text + f"\n{meta['nonfinite_u_samples']} samples of u are not finite.")
+        else:
+            self.banner.show_message("success", text)
+        self.statusBar().showMessage(f"Run DPD: wrote {meta.get('file')}", 8000)
+        self._apply_state()
+        self.dpdExportEnded.emit("succeeded")
+
+    @Slot(object, str)
+    def _on_dpd_export_failed(self, exc, tb: str) -> None:
+        self._export_job = None
+        msg = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+        self.banner.show_message("error", f"Run DPD failed: {msg}", detail=tb)
+        self.statusBar().showMessage("Run DPD failed", 8000)
+        self._apply_state()
+        self.dpdExportEnded.emit("failed")
 
     # ================================================================================================ export
     def _set_current_panel(self, panel: PlotPanel) -> None:

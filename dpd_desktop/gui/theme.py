@@ -13,7 +13,8 @@ from PySide6.QtGui import QColor, QGuiApplication, QPalette
 SIGNAL_COLORS: dict[str, str] = {
     "y": "#1f77b4",  # measured PA output y
     "yhat": "#ff7f0e",  # model prediction ŷ
-    "x": "#8c8c8c",  # PA input x (or the DPD target g·x)
+    "x": "#8c8c8c",  # PA input x
+    "target": "#9467bd",  # the DPD target g·x (its own color: the input x is drawn too, 20·log10(g) dB lower)
     "u": "#2ca02c",  # DPD output u
     "error": "#d62728",  # prediction error
 }
@@ -35,14 +36,14 @@ BAND_BRUSHES = {"main": (31, 119, 180, 28), "adj_left": (214, 39, 40, 22), "adj_
 #: Names the trainer uses (PA step and DPD step) → role.
 KNOWN_SIGNALS = {
     "measured y": "y", "predicted ŷ": "yhat", "input x": "x", "error": "error",
-    "target g·x": "x", "pa(dpd(x))": "yhat", "pa(x) no dpd": "y", "dpd output u": "u",
+    "target g·x": "target", "pa(dpd(x))": "yhat", "pa(x) no dpd": "y", "dpd output u": "u",
 }
 
 
 def signal_role(name: str) -> str | None:
     """Map a signal name used in :class:`PlotData` mappings (e.g. ``"measured y"``, ``"predicted ŷ"``) to a role:
-    ``y`` (measured / PA output), ``yhat`` (model output), ``x`` (input or the DPD target g·x), ``u`` (DPD output),
-    ``error``; None when unknown."""
+    ``y`` (measured / PA output), ``yhat`` (model output), ``x`` (input), ``target`` (the DPD target g·x), ``u`` (DPD
+    output), ``error``; None when unknown."""
     n = name.strip().lower()
     if n in KNOWN_SIGNALS:
         return KNOWN_SIGNALS[n]
@@ -57,7 +58,9 @@ def signal_role(name: str) -> str | None:
         return "u"
     if "measured" in n or (words and words[-1] == "y") or n == "y" or n == "output":
         return "y"
-    if "input" in n or "target" in n or "g·x" in n or (words and words[-1] == "x"):
+    if "target" in n or "g·x" in n:
+        return "target"
+    if "input" in n or (words and words[-1] == "x"):
         return "x"
     return None
 

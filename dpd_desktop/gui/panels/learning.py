@@ -1,4 +1,5 @@
-"""Learning curves: train/val loss (log y) above, val NMSE [dB] and val ACLR [dBc] below, best epoch marked."""
+"""Learning curves: train/val loss (log y) above, val NMSE and EVM [dB] and val ACLR [dBc] below, best epoch
+marked."""
 from __future__ import annotations
 
 import math
@@ -48,6 +49,7 @@ class LearningPanel(PlotPanel):
         ("val_loss", "val loss", "loss"),
         ("val_nmse", "val NMSE", "metric"),
         ("val_aclr_avg", "val ACLR avg", "metric"),
+        ("val_evm", "val EVM", "metric"),
     )
 
     def __init__(self, parent=None, show_legend: bool = True):
@@ -55,7 +57,7 @@ class LearningPanel(PlotPanel):
         self.loss_plot = self._add_plot(0, 0, self.title, left="loss [MSE, data units²]", bottom="",
                                         axisItems={"left": LogAxis("left"), "bottom": IntegerAxis("bottom")})
         self.loss_plot.setLogMode(x=False, y=True)
-        self.metric_plot = self._add_plot(1, 0, None, left="NMSE [dB] · ACLR [dBc]", bottom="epoch",
+        self.metric_plot = self._add_plot(1, 0, None, left="NMSE, EVM [dB] · ACLR [dBc]", bottom="epoch",
                                           axisItems={"bottom": IntegerAxis("bottom")})
         self.metric_plot.setXLink(self.loss_plot)
         self.loss_plot.getAxis("bottom").setStyle(showValues=True)

@@ -10,6 +10,9 @@ from .. import theme
 from .base import CurveSet, PlotPanel, ordered
 
 
+BEFORE_DPD, AFTER_DPD = "PA(x) no DPD", "PA(DPD(x))"
+
+
 class PSDPanel(PlotPanel):
     """PSD in dB (rel. 1/Hz, Welch density) vs frequency [MHz]."""
 
@@ -63,7 +66,21 @@ class PSDPanel(PlotPanel):
         if not lines:
             return ""
         rows = ["  ·  ".join(lines[i:i + 2]) for i in range(0, len(lines), 2)]
+        gain = PSDPanel._dpd_gain(plots.aclr or {})
+        if gain:
+            rows.append(gain)
         return "ACLR [dBc]  " + "<br>".join(rows)
+
+    @staticmethod
+    def _dpd_gain(aclr) -> str:
+        """DPD step: "before → after" of the average ACLR (PA(x) without DPD vs PA(DPD(x)))."""
+        before, after = aclr.get(BEFORE_DPD), aclr.get(AFTER_DPD)
+        if before is None or after is None:
+            return ""
+        b, a = (float(np.mean(v)) for v in (before, after))
+        if not (math.isfinite(b) and math.isfinite(a)):
+            return ""
+        return f"ACLR avg before DPD {b:.1f} → after DPD {a:.1f} ({a - b:+.1f} dB)"
 
     @property
     def aclr_text(self) -> str:

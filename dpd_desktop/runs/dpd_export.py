@@ -1,0 +1,553 @@
+"""Run a trained DPD on I/Q samples and export the predistorted signal u = DPD(x) (``dpd-desktop run-dpd``).
+
+Input: the ``--split`` (train / val / test) of the DPD run's own dataset, reloaded from ``config.json``'s
+``dataset.source`` and checked against the recorded fingerprint (the demo is regenerated from its recorded
+settings), or an ``--input`` file: a CSV with a header line and two columns I, Q; an HDF5 file with a dataset ``x``
+(complex, or (N, 2) I/Q) at the root or at ``/<split>/x``; a ``.mat`` file with a variable ``x`` (complex vector
+or N×2 I/Q).
+
+Output, chosen by the extension of ``out`` (every file written atomically: temporary file + ``os.replace``):
+
+* ``.csv`` — header ``I,Q,I_dpd,Q_dpd`` (x then u), ``%.9g`` values, which round-trip float32 exactly;
+* ``.h5`` / ``.hdf5`` — datasets ``x`` and ``u``, (N, 2) float32 I/Q, the metadata as root attributes;
+* ``.mat`` — ``x`` and ``u`` complex64 column vectors and a struct ``meta`` with the metadata;
+
+plus a side-car ``<out>.meta.json`` holding the metadata that :func:`run_dpd` returns.
+
+DECISION — segmentation. The reference's ``run_dpd`` runs the DPD once over the whole test split as one sequence
+(batch 1, one zero initial state, no segmentation; reference §5.2), so its exported u is *not* the u that was scored
+(the scoring cuts the split into ``nperseg`` segments and resets the state per segment; reference §9.11; TRes-GRU's
+circular shift and RVTDCNN's wrap also act on other lengths). Here the DPD runs exactly as the evaluation of the run
+does: consecutive segments of the dataset's ``nperseg`` samples, a fresh zero state per segment, the last segment
+zero-padded at its end, eval mode, ``torch.inference_mode``, the run's ``batch_size_eval`` segments per forward
+call; the padding is cut off afterwards. The exported u is therefore bit for bit the u whose PA(u) gave the run's
+reported test metrics (``results.h5`` ``test/dpd_output``) — on the same device type and library build (another
+device, or another CPU thread count, may change the last bits of the recurrent arithmetic).
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import artifacts
+from .workspace import Workspace
+
+__all__ = ["DpdExportError", "run_dpd", "compute_dpd_output", "read_input_file", "write_output", "is_dpd_run",
+           "OUTPUT_SUFFIXES", "SEGMENTATION"]
+
+#: Output extension → format name.
+OUTPUT_SUFFIXES = {".csv": "csv", ".h5": "hdf5", ".hdf5": "hdf5", ".mat": "mat"}
+META_FORMAT = "dpd-desktop-dpd-output-1"
+CSV_COLUMNS = ("I", "Q", "I_dpd", "Q_dpd")
+SEGMENTATION = ("segmented exactly like the run's evaluation: consecutive segments of nperseg samples, a fresh zero "
+                "initial state per segment, the last segment zero-padded at its end (padding removed from the "
+                "output), eval mode, torch.inference_mode; u is bit for bit the DPD output scored in the run's "
+                "results (unlike OpenDPD's run_dpd, which makes one unsegmented pass, reference §5.2/§9.11)")
+
+
+class DpdExportError(ValueError):
+    """run-dpd cannot run: the message names the run, file or field and says what to do, in plain words."""
+
+
+# ====================================================================================================== public API
+def is_dpd_run(run_dir: str | Path) -> bool:
+    """Whether ``run_dir`` is a run folder whose ``config.json`` says ``experiment.step == "dpd"`` and that holds a
+    ``best.pt`` (never raises)."""
+    try:
+        p = Path(run_dir)
+        cfg = json.loads((p / "config.json").read_text())
+        return cfg.get("experiment", {}).get("step") == "dpd" and (p / "best.pt").is_file()
+    except (OSError, ValueError, AttributeError, TypeError):
+        return False
+
+
+def run_dpd(workspace: Workspace | str | Path | None, run: str | Path, *, out: str | Path,
+            input_file: str | Path | None = None, split: str = "test", device: str = "cpu",
+            dataset=None) -> dict[str, Any]:
+    """Compute u = DPD(x) with a DPD run's selected checkpoint and write it to ``out``; returns the metadata.
+
+    Args:
+        workspace: the workspace (or its root folder) in which ``run`` is looked up by id.
+        run: DPD run id or run folder.
+        out: output file; the extension picks the format (.csv, .h5/.hdf5, .mat).
+        input_file: I/Q input file instead of a split of the run's dataset (see the module docstring).
+        split: "train", "val" or "test" of the run's dataset (ignored with ``input_file``, except that an HDF5 input
+            without a root ``x`` is read from ``/<split>/x``).
+        device: "cpu", "cuda", "cuda:N" or "auto".
+        dataset: the already loaded :class:`~dpd_desktop.data.IQDataset` of the run (for datasets that cannot be
+            reloaded from ``config.json``, e.g. one built in memory); it must have the recorded fingerprint.
+
+    Returns:
+        The metadata dict, also written to ``<out>.meta.json``.
+
+    Raises:
+        DpdExportError: unsupported output extension, run not found or not a DPD run, unreadable ``config.json`` /
+            ``best.pt`` or an architecture mismatch (naming the file and field), a dataset that cannot be reloaded
+            (suggesting ``--input``), an unreadable input file, an unknown device.
+    """
+    out = Path(out).expanduser()
+    fmt = output_format(out)
+    if split not in ("train", "val", "test"):
+        raise DpdExportError(f"split: expected train, val or test, got {split!r}")
+    if isinstance(workspace, Workspace):
+        ws = workspace
+    else:  # a root folder, or any object with a ``root`` (run folders resolve without a workspace anyway)
+        ws = Workspace(getattr(workspace, "root", workspace)) if workspace is not None else Workspace()
+    try:
+        run_dir = ws.resolve(run)
+    except FileNotFoundError as exc:
+        raise DpdExportError(f"{exc} (give a DPD run id of the workspace {ws.root} or a DPD run folder)") from exc
+    cfg_path = run_dir / "config.json"
+    cfg = _read_run_config(cfg_path)
+    exp = cfg["experiment"]
+    if exp.get("step") != "dpd":
+        hint = (f" (this is a PA run: train a DPD through it with dpd-desktop train-dpd --pa-run {run_dir.name}, "
+                "then give that DPD run)" if exp.get("step") == "pa" else "")
+        raise DpdExportError(f"{cfg_path}: field 'experiment.step' is {exp.get('step')!r}; run-dpd needs a DPD "
+                             f"run{hint}")
+    model, ckpt_meta = _load_dpd_model(run_dir, exp)
+    dev = _device(device)
+
+    spec = cfg.get("dataset", {}).get("spec") or {}
+    nperseg = _int_field(spec.get("nperseg"), cfg_path, "dataset.spec.nperseg")
+    bs_eval = _int_field(exp.get("batch_size_eval", 64), cfg_path, "experiment.batch_size_eval")
+    if input_file is not None:
+        x, input_info = read_input_file(input_file, split)
+        used_split = None
+    else:
+        ds = _run_dataset(cfg, cfg_path, dataset)
+        x = getattr(ds, split).x
+        used_split = split
+        input_info = None
+
+    u = compute_dpd_output(model, x, nperseg, batch_size=bs_eval, device=dev)
+    meta = _metadata(cfg, cfg_path, run_dir, ckpt_meta, x, u, out=out, fmt=fmt, split=used_split,
+                     input_info=input_info, nperseg=nperseg, device=str(dev))
+    write_output(out, x, u, meta)
+    artifacts.atomic_write_json(meta_path(out), meta)
+    return meta
+
+
+def output_format(out: str | Path) -> str:
+    """"csv", "hdf5" or "mat" from the output file's extension; anything else raises :class:`DpdExportError`."""
+    suffix = Path(out).suffix.lower()
+    if suffix not in OUTPUT_SUFFIXES:
+        shown = f"extension {suffix!r}" if suffix else "no extension"
+        raise DpdExportError(f"output file {Path(out).name}: {shown} is not supported; use one of "
+                             f"{', '.join(OUTPUT_SUFFIXES)} (CSV I,Q,I_dpd,Q_dpd; HDF5 datasets x and u; MATLAB x, u)")
+    return OUTPUT_SUFFIXES[suffix]
+
+
+def meta_path(out: str | Path) -> Path:
+    """The side-car metadata file of an output: ``<out>.meta.json``."""
+    out = Path(out)
+    return out.with_name(out.name + ".meta.json")
+
+
+def compute_dpd_output(model, x: np.ndarray, nperseg: int, batch_size: int = 64, device="cpu") -> np.ndarray:
+    """u = DPD(x) for an (N, 2) float32 series, segmented exactly like the trainer's evaluation (see
+    :data:`SEGMENTATION`); returns (N, 2) float32."""
+    import torch
+
+    from ..data.framing import segment, unsegment
+
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    n = x.shape[0]
+    xs = torch.from_numpy(segment(x, nperseg)).to(device)
+    model.to(device)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            parts = [model(xs[i:i + batch_size]) for i in range(0, xs.shape[0], batch_size)]
+            u_seg = torch.cat(parts, dim=0).cpu().numpy()
+    finally:
+        model.train(was_training)
+    return np.ascontiguousarray(unsegment(u_seg, n), dtype=np.float32)
+
+
+def read_input_file(path: str | Path, split: str = "test") -> tuple[np.ndarray, dict[str, Any]]:
+    """Read the I/Q samples x of an input file: CSV (header + I,Q), HDF5 (``x`` at the root or ``/<split>/x``) or
+    .mat (variable ``x``). Returns ((N, 2) float32, info with path, format, where and sha256).
+
+    Raises:
+        DpdExportError: missing or unreadable file, unknown extension, no ``x``, wrong shape, non-finite values.
+    """
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise DpdExportError(f"input file {p}: not found")
+    suffix = p.suffix.lower()
+    if suffix == ".csv":
+        from ..data.readers import read_iq_csv
+
+        try:
+            x = read_iq_csv(p)
+        except ValueError as exc:  # DatasetError names the file and line
+            raise DpdExportError(f"input file {exc}") from exc
+        where, kind = "columns I,Q", "csv"
+    elif suffix in (".h5", ".hdf5"):
+        x, where = _read_h5_x(p, split)
+        kind = "hdf5"
+    elif suffix == ".mat":
+        x, where = _read_mat_x(p)
+        kind = "mat"
+    else:
+        raise DpdExportError(f"input file {p.name}: extension {suffix or '(none)'!r} is not supported; use .csv "
+                             "(header + columns I,Q), .h5/.hdf5 (dataset x) or .mat (variable x)")
+    if x.shape[0] < 1:
+        raise DpdExportError(f"input file {p.name}: {where} holds no samples")
+    finite = np.isfinite(x).all(axis=1)
+    if not finite.all():
+        k = int(np.argmin(finite))
+        raise DpdExportError(f"input file {p.name}: {where} has a non-finite value at sample index {k}")
+    return np.ascontiguousarray(x, dtype=np.float32), {"path": str(p.resolve()), "format": kind, "where": where,
+                                                      "sha256": artifacts.file_sha256(p)}
+
+
+def write_output(out: str | Path, x: np.ndarray, u: np.ndarray, meta: dict[str, Any]) -> Path:
+    """Write x and u to ``out`` in the format of its extension, atomically. Returns the path."""
+    out = Path(out)
+    fmt = output_format(out)
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    u = np.ascontiguousarray(u, dtype=np.float32)
+    if fmt == "csv":
+        buf = io.StringIO()
+        np.savetxt(buf, np.concatenate([x, u], axis=1), fmt="%.9g", delimiter=",", header=",".join(CSV_COLUMNS),
+                   comments="")
+        return artifacts.atomic_write_text(out, buf.getvalue())
+    if fmt == "hdf5":
+        import h5py
+
+        def write(tmp: str) -> None:
+            with h5py.File(tmp, "w") as f:
+                f.create_dataset("x", data=x)
+                f.create_dataset("u", data=u)
+                for k, v in _flat_attrs(meta).items():
+                    f.attrs[k] = v
+        return _atomic_via_temp(out, write)
+    from scipy.io import savemat
+
+    buf = io.BytesIO()
+    savemat(buf, {"x": _as_complex(x), "u": _as_complex(u), "meta": _mat_struct(meta)}, oned_as="column",
+            do_compression=False)
+    return artifacts.atomic_write_bytes(out, buf.getvalue())
+
+
+# ====================================================================================================== internals
+def _read_run_config(cfg_path: Path) -> dict[str, Any]:
+    try:
+        cfg = json.loads(cfg_path.read_text())
+    except OSError as exc:
+        raise DpdExportError(f"{cfg_path}: cannot read the run's configuration ({exc})") from exc
+    except ValueError as exc:
+        raise DpdExportError(f"{cfg_path}: not valid JSON ({exc})") from exc
+    if not isinstance(cfg, dict) or not isinstance(cfg.get("experiment"), dict):
+        raise DpdExportError(f"{cfg_path}: field 'experiment' missing; not a DPD Desktop run configuration")
+    exp = cfg["experiment"]
+    for k in ("backbone", "hidden_size", "num_layers"):
+        if k not in exp:
+            raise DpdExportError(f"{cfg_path}: field 'experiment.{k}' missing")
+    return cfg
+
+
+def _int_field(v, cfg_path: Path, name: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise DpdExportError(f"{cfg_path}: field '{name}' is {v!r}, expected a positive integer")
+    return v
+
+
+def _load_dpd_model(run_dir: Path, exp: dict[str, Any]):
+    """Build the DPD model of ``exp`` and load ``best.pt`` into it, verifying the architecture like
+    ``load_pa_for_dpd`` does (errors name the file and the field)."""
+    from ..models import build_model
+
+    ckpt = run_dir / "best.pt"
+    try:
+        state, meta = artifacts.load_checkpoint(ckpt)
+    except artifacts.CheckpointError as exc:
+        hint = " (the run has no selected checkpoint: did it finish at least one epoch?)" \
+            if not ckpt.exists() else ""
+        raise DpdExportError(f"{exc}{hint}") from exc
+    arch = {k: exp[k] for k in ("backbone", "hidden_size", "num_layers")}
+    if meta.get("role") not in (None, "dpd"):
+        raise DpdExportError(f"{ckpt}: field 'role' is {meta['role']!r}; expected a DPD checkpoint")
+    for k in ("backbone", "hidden_size", "num_layers"):
+        if k in meta and meta[k] != arch[k]:
+            raise DpdExportError(f"{ckpt}: field '{k}' is {meta[k]!r} but the run's config.json records "
+                                 f"{arch[k]!r}")
+    try:
+        model = build_model(arch["backbone"], arch["hidden_size"], arch["num_layers"])
+    except (KeyError, ValueError, TypeError) as exc:
+        raise DpdExportError(f"{run_dir / 'config.json'}: cannot build the DPD model {arch} ({exc})") from exc
+    own = model.state_dict()
+    if set(own) != set(state):
+        missing = sorted(set(own) - set(state)) or sorted(set(state) - set(own))
+        raise DpdExportError(f"{ckpt}: field '{missing[0]}' does not match the recorded architecture "
+                             f"{arch['backbone']} H={arch['hidden_size']}")
+    for k, v in own.items():
+        if tuple(v.shape) != tuple(state[k].shape):
+            raise DpdExportError(f"{ckpt}: field '{k}' has shape {tuple(state[k].shape)}, expected "
+                                 f"{tuple(v.shape)} for {arch['backbone']} H={arch['hidden_size']}")
+    model.load_state_dict(state)
+    model.eval()
+    info = {"checkpoint": str(ckpt), "sha256": artifacts.file_sha256(ckpt), "selected_epoch": meta.get("epoch"),
+            **arch}
+    return model, info
+
+
+def _device(requested: str):
+    from ..training.trainer import TrainingError, resolve_device
+
+    try:
+        return resolve_device(str(requested))
+    except TrainingError as exc:
+        raise DpdExportError(str(exc)) from exc
+
+
+_DEMO_SOURCE = re.compile(r"^<synthetic demo seed=(\d+)>$")
+
+
+def _run_dataset(cfg: dict[str, Any], cfg_path: Path, dataset=None):
+    """The run's dataset: ``dataset`` when given, else reloaded from config.json; the fingerprint must match."""
+    dcfg = cfg.get("dataset") or {}
+    want = dcfg.get("fingerprint")
+    source = str(dcfg.get("source", ""))
+    advice = ("pass the samples to predistort with --input FILE (CSV with header and columns I,Q; HDF5 dataset x; "
+              ".mat variable x)")
+    if dataset is not None:
+        if want and dataset.fingerprint() != want:
+            raise DpdExportError(f"the dataset given is not the run's dataset (its fingerprint differs from "
+                                 f"'dataset.fingerprint' in {cfg_path})")
+        return dataset
+    m = _DEMO_SOURCE.match(source)
+    if m or cfg["experiment"].get("dataset") == "demo" and not source:
+        ds, why = _regenerate_demo(dcfg, int(m.group(1)) if m else 0)
+        if ds is None:
+            raise DpdExportError(f"the run's demo dataset cannot be regenerated from {cfg_path} ({why}); {advice}")
+    else:
+        if not source:
+            raise DpdExportError(f"{cfg_path}: field 'dataset.source' missing, so the run's dataset cannot be "
+                                 f"reloaded; {advice}")
+        from ..data import load_dataset
+
+        try:
+            ds = load_dataset(source)
+        except (ValueError, OSError) as exc:
+            raise DpdExportError(f"cannot reload the run's dataset from {source} (recorded in {cfg_path}): {exc}; "
+                                 f"{advice}") from exc
+    if want and ds.fingerprint() != want:
+        raise DpdExportError(f"the dataset at {source} has changed since the run (its fingerprint differs from "
+                             f"'dataset.fingerprint' in {cfg_path}), or the run trained on a subset of it; the "
+                             f"exported u would not be the one scored by the run; {advice}")
+    return ds
+
+
+def _regenerate_demo(dcfg: dict[str, Any], seed: int):
+    """Regenerate the synthetic demo with the settings recorded in config.json (sizes, nperseg, QAM order, noise);
+    returns (dataset, None) or (None, reason)."""
+    from ..data import make_demo_dataset
+
+    spec = dcfg.get("spec") or {}
+    extra = spec.get("extra") or {}
+    syn = extra.get("synthetic") or {}
+    samples = dcfg.get("samples") or {}
+    kw: dict[str, Any] = {"seed": int(syn.get("seed", seed))}
+    for k in ("train", "val", "test"):
+        if isinstance(samples.get(k), int):
+            kw[f"n_{k}"] = samples[k]
+    if isinstance(spec.get("nperseg"), int):
+        kw["nperseg"] = spec["nperseg"]
+    if isinstance(syn.get("noise_db"), (int, float)):
+        kw["noise_db"] = float(syn["noise_db"])
+    mod = re.match(r"^(\d+)QAM$", str(extra.get("modulation", "")))
+    if mod:
+        kw["qam_order"] = int(mod.group(1))
+    try:
+        return make_demo_dataset(**kw), None
+    except (ValueError, TypeError) as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def _stats(a: np.ndarray) -> tuple[float, float]:
+    a = a.astype(np.float64)
+    mag2 = a[:, 0] ** 2 + a[:, 1] ** 2
+    return float(np.sqrt(np.max(mag2))), float(np.sqrt(np.mean(mag2)))
+
+
+def _metadata(cfg, cfg_path, run_dir, ckpt_info, x, u, *, out, fmt, split, input_info, nperseg, device):
+    from .. import __version__
+
+    exp = cfg["experiment"]
+    dcfg = cfg.get("dataset") or {}
+    spec = dcfg.get("spec") or {}
+    gain = cfg.get("gain") or {}
+    pa = cfg.get("pa") or {}
+    peak_x, rms_x = _stats(x)
+    peak_u, rms_u = _stats(u)
+    nonfinite = int(np.count_nonzero(~np.isfinite(u).all(axis=1)))
+    if fmt == "csv":
+        columns = {"I": "DPD input x, in-phase", "Q": "DPD input x, quadrature",
+                   "I_dpd": "DPD output u = DPD(x), in-phase (the predistorted PA input)",
+                   "Q_dpd": "DPD output u = DPD(x), quadrature"}
+    else:
+        columns = {"x": "DPD input x, I/Q" + (" (N, 2)" if fmt == "hdf5" else " complex I + jQ"),
+                   "u": "DPD output u = DPD(x), the predistorted PA input" +
+                        (", I/Q (N, 2)" if fmt == "hdf5" else ", complex I + jQ")}
+    return {
+        "format": META_FORMAT,
+        "file": str(out.resolve()),
+        "file_format": fmt,
+        "columns": columns,
+        "dtype": "float32" if fmt != "mat" else "complex64 (float32 I and Q)",
+        "samples": int(x.shape[0]),
+        "sample_order": "time order; sample n of u is DPD(x)[n]",
+        "sample_rate_hz": spec.get("sample_rate_hz"),
+        "gain": gain.get("value"),
+        "gain_rule": gain.get("rule"),
+        "target": "g·x (the DPD was trained so that PA(u) approximates g·x)",
+        "peak_abs_x": peak_x,
+        "peak_abs_u": peak_u,
+        "rms_abs_x": rms_x,
+        "rms_abs_u": rms_u,
+        "nonfinite_u_samples": nonfinite,
+        "dpd_run_id": cfg.get("run_id", run_dir.name),
+        "dpd_run_dir": str(run_dir.resolve()),
+        "dpd_model": {"backbone": exp["backbone"], "hidden_size": exp["hidden_size"],
+                      "num_layers": exp["num_layers"], "model_id": (cfg.get("model") or {}).get("model_id")},
+        "dpd_checkpoint": ckpt_info["checkpoint"],
+        "dpd_checkpoint_sha256": ckpt_info["sha256"],
+        "dpd_selected_epoch": ckpt_info.get("selected_epoch"),
+        "pa_run_id": pa.get("run_id"),
+        "pa_checkpoint": pa.get("checkpoint"),
+        "pa_checkpoint_sha256": pa.get("sha256"),
+        "dataset_name": dcfg.get("name"),
+        "dataset_source": dcfg.get("source"),
+        "dataset_fingerprint": dcfg.get("fingerprint"),
+        "split": split,
+        "input_file": (input_info or {}).get("path"),
+        "input_format": (input_info or {}).get("format"),
+        "input_where": (input_info or {}).get("where"),
+        "input_sha256": (input_info or {}).get("sha256"),
+        "nperseg": nperseg,
+        "segmentation": SEGMENTATION,
+        "batch_size_eval": exp.get("batch_size_eval"),
+        "device": device,
+        "semantics": ("offline: u is computed from recorded x with the DPD's selected checkpoint, in the data's "
+                      "units; no physical calibration (scale and delay for a real PA are up to the user)"),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "dpd_desktop_version": __version__,
+    }
+
+
+def _read_h5_x(p: Path, split: str) -> tuple[np.ndarray, str]:
+    try:
+        import h5py
+    except ImportError as exc:  # pragma: no cover - h5py is a dependency
+        raise DpdExportError(f"input file {p.name}: reading HDF5 needs h5py ({exc})") from exc
+    try:
+        f = h5py.File(p, "r")
+    except OSError as exc:
+        raise DpdExportError(f"input file {p.name}: cannot open as HDF5 ({exc})") from exc
+    with f:
+        for where in ("x", f"{split}/x"):
+            obj = f.get(where)
+            if isinstance(obj, h5py.Dataset):
+                return _iq_from_array(obj[()], p, "/" + where), "/" + where
+    raise DpdExportError(f"input file {p.name}: no dataset 'x' at the root nor '/{split}/x' (expected complex (N,) "
+                         "or float (N, 2) I/Q samples)")
+
+
+def _read_mat_x(p: Path) -> tuple[np.ndarray, str]:
+    from scipy.io import loadmat
+
+    try:
+        d = loadmat(p, variable_names=["x"])
+    except NotImplementedError as exc:  # MATLAB v7.3 files are HDF5
+        raise DpdExportError(f"input file {p.name}: MATLAB v7.3 file; save it with -v7 or use HDF5 ({exc})") from exc
+    except (ValueError, OSError, TypeError) as exc:
+        raise DpdExportError(f"input file {p.name}: not a readable .mat file ({exc})") from exc
+    if "x" not in d:
+        raise DpdExportError(f"input file {p.name}: variable 'x' missing (expected a complex vector or an N×2 I/Q "
+                             "matrix)")
+    return _iq_from_array(d["x"], p, "variable x"), "variable x"
+
+
+def _iq_from_array(a: np.ndarray, p: Path, where: str) -> np.ndarray:
+    a = np.asarray(a)
+    expected = "a complex vector (N,) / (N, 1) / (1, N) or a real N×2 I/Q matrix"
+    if np.iscomplexobj(a):
+        if a.ndim == 2 and 1 in a.shape:
+            a = a.reshape(-1)
+        if a.ndim != 1:
+            raise DpdExportError(f"input file {p.name}: {where} has shape {a.shape}; expected {expected}")
+        out = np.empty((a.shape[0], 2), dtype=np.float32)
+        out[:, 0] = a.real
+        out[:, 1] = a.imag
+        return out
+    if a.dtype.kind in "fiu" and a.ndim == 2 and a.shape[1] == 2:
+        return np.ascontiguousarray(a, dtype=np.float32)
+    raise DpdExportError(f"input file {p.name}: {where} has shape {a.shape} and dtype {a.dtype}; expected {expected}")
+
+
+def _as_complex(a: np.ndarray) -> np.ndarray:
+    out = np.empty(a.shape[0], dtype=np.complex64)
+    out.real = a[:, 0]
+    out.imag = a[:, 1]
+    return out
+
+
+def _flat_attrs(meta: dict[str, Any]) -> dict[str, Any]:
+    """HDF5 attributes: numbers and strings as they are, dicts/lists as JSON text, None left out."""
+    out = {}
+    for k, v in meta.items():
+        if v is None:
+            continue
+        if isinstance(v, (dict, list, tuple)):
+            v = json.dumps(v)
+        elif isinstance(v, float) and not math.isfinite(v):
+            v = str(v)
+        out[k] = v
+    out["metadata_json"] = json.dumps(meta)
+    return out
+
+
+def _mat_struct(meta: dict[str, Any]) -> dict[str, Any]:
+    """MATLAB struct fields: None → empty string, nested dicts → structs, lists → cell-free JSON text."""
+    def conv(v):
+        if v is None:
+            return ""
+        if isinstance(v, dict):
+            return {str(k): conv(w) for k, w in v.items()}
+        if isinstance(v, (list, tuple)):
+            return json.dumps(v)
+        return v
+
+    return {k: conv(v) for k, v in meta.items()}
+
+
+def _atomic_via_temp(path: Path, writer) -> Path:
+    """Let ``writer(tmp_path)`` create a file next to ``path``, fsync it and move it into place atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        writer(tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
