@@ -55,6 +55,8 @@ def main():
     ap.add_argument("--stride", type=int, default=16)
     ap.add_argument("--work", default="/tmp/cmpref")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--backbones", default="gru,lstm,dgru,tres_gru,rvtdcnn", help="PA families to compare")
+    ap.add_argument("--dpd", default="gru,dgru", help="DPD families to train through the GRU PA ('' for none)")
     a = ap.parse_args()
     ds = Path(a.dataset).resolve()
     name = ds.name
@@ -79,7 +81,10 @@ def main():
              "| run | history bitwise | checkpoint bitwise | ours s | ref s | last-epoch val NMSE | first differences |",
              "|---|---|---|---|---|---|---|"]
     pa_runs = {}
-    for bb in ["gru", "lstm", "dgru", "tres_gru", "rvtdcnn"]:
+    backbones = [b for b in a.backbones.split(",") if b]
+    if a.dpd and "gru" not in backbones:
+        backbones.insert(0, "gru")
+    for bb in backbones:
         w = work / bb
         w.mkdir(parents=True, exist_ok=True)
         tr = run([a.ref_python, str(tree / "main.py"), *common, "--PA_backbone", bb, "--step", "train_pa"], cwd=w)
@@ -92,7 +97,7 @@ def main():
         h, c, d, last = compare(od, rh, rc)
         lines.append(f"| PA {bb} | {h} | {c} | {to:.1f} | {tr:.1f} | {last['VAL_NMSE']} | {d or ''} |")
         print(lines[-1], flush=True)
-    for dpd_bb in ["gru", "dgru"]:
+    for dpd_bb in [b for b in a.dpd.split(",") if b]:
         w, od_pa = pa_runs["gru"]
         tr = run([a.ref_python, str(tree / "main.py"), *common, "--PA_backbone", "gru", "--step", "train_dpd",
                   "--DPD_backbone", dpd_bb, "--DPD_hidden_size", str(a.hidden), "--DPD_num_layers", "1"], cwd=w)

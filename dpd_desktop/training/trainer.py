@@ -284,11 +284,9 @@ class Trainer:
         self.fingerprint = ds.fingerprint()
         self._write_config()
         self._mark("setup_done")
-        self._preview = None
-        if cfg.preview_every:
-            from .preview import BatchPreview
-
-            self._preview = BatchPreview(self.net, self.eval_sets["val"], self.device)
+        self._preview = None  # the frozen copy is made on the first preview (BatchPreview)
+        self._preview_every = cfg.preview_every
+        self._preview_failed = False
 
     def _baseline(self, split: str, net=None) -> np.ndarray:
         """PA(x) without DPD on the (S, N, 2) segments of ``split`` (computed once; the PA is frozen).
@@ -473,7 +471,6 @@ class Trainer:
         t_last = t_start
         cancel = self._cancel
         full = cfg.batch_size
-        preview_every = cfg.preview_every
         for b, idx in enumerate(plan):
             if cancel.is_set():
                 raise Cancelled()
@@ -502,7 +499,8 @@ class Trainer:
                 el = now - t_start
                 self._emit(BatchProgress(epoch=epoch, epochs=cfg.epochs, batch=done, batches=n_batches,
                                          elapsed_s=el, eta_s=el / done * (n_batches - done)))
-            if preview_every and self._preview is not None and (b + 1) % preview_every == 0:
+            every = self._preview_every
+            if every and (b + 1) % every == 0 and not self._preview_failed:
                 self._emit_preview(epoch, b + 1, n_batches)
         # Reference §4.5: float32 batch losses, one host copy per epoch, float64 NumPy mean.
         mean = float(np.mean(torch.stack(losses).cpu().tolist())) if losses else float("nan")
@@ -581,8 +579,21 @@ class Trainer:
             self._log(f"plot data skipped: {type(exc).__name__}: {exc}")
             return None
 
+    def set_preview_every(self, n: int | None) -> None:
+        """Turn the live batch preview on (every ``n`` batches) or off (None) while a run is going (thread-safe:
+        one attribute, read at each batch boundary). The setting is recorded in the log."""
+        if n is not None and (not isinstance(n, int) or n < 1):
+            raise ValueError(f"preview_every: expected a positive integer or None, got {n!r}")
+        self._preview_every = n
+        if self._log_fh is not None:
+            self._log(f"live batch preview: {'every %d batches' % n if n else 'off'}")
+
     def _emit_preview(self, epoch: int, batch: int, n_batches: int) -> None:
         try:
+            if self._preview is None:
+                from .preview import BatchPreview
+
+                self._preview = BatchPreview(self.net, self.eval_sets["val"], self.device)
             pred = self._preview.run(self.net)
             from ..metrics import nmse_db
 
@@ -604,7 +615,7 @@ class Trainer:
             del ev
         except Exception as exc:  # noqa: BLE001
             self._log(f"preview disabled: {type(exc).__name__}: {exc}")
-            self._preview = None
+            self._preview_failed = True
 
     # ------------------------------------------------------------------ checkpoints
     def _ckpt_meta(self, epoch: int, row: dict[str, Any]) -> dict[str, Any]:
