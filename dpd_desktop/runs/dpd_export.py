@@ -129,7 +129,8 @@ def run_dpd(workspace: Workspace | str | Path | None, run: str | Path, *, out: s
         used_split = split
         input_info = None
 
-    u = compute_dpd_output(model, x, nperseg, batch_size=bs_eval, device=dev)
+    u = compute_dpd_output(model, x, nperseg, batch_size=bs_eval, device=dev,
+                           cudnn=(cfg.get("device") or {}).get("cudnn"))
     meta = _metadata(cfg, cfg_path, run_dir, ckpt_meta, x, u, out=out, fmt=fmt, split=used_split,
                      input_info=input_info, nperseg=nperseg, device=str(dev))
     write_output(out, x, u, meta)
@@ -153,21 +154,33 @@ def meta_path(out: str | Path) -> Path:
     return out.with_name(out.name + ".meta.json")
 
 
-def compute_dpd_output(model, x: np.ndarray, nperseg: int, batch_size: int = 64, device="cpu") -> np.ndarray:
+def compute_dpd_output(model, x: np.ndarray, nperseg: int, batch_size: int = 64, device="cpu",
+                       cudnn: dict[str, Any] | None = None) -> np.ndarray:
     """u = DPD(x) for an (N, 2) float32 series, segmented exactly like the trainer's evaluation (see
-    :data:`SEGMENTATION`); returns (N, 2) float32."""
+    :data:`SEGMENTATION`); returns (N, 2) float32.
+
+    ``cudnn``: the run's recorded cuDNN settings (``benchmark``, ``deterministic``), applied on CUDA while the DPD
+    runs (convolutional families train with deterministic cuDNN algorithms).
+    """
+    import contextlib
+
     import torch
 
     from ..data.framing import segment, unsegment
 
     x = np.ascontiguousarray(x, dtype=np.float32)
     n = x.shape[0]
-    xs = torch.from_numpy(segment(x, nperseg)).to(device)
-    model.to(device)
+    dev = torch.device(device)
+    xs = torch.from_numpy(segment(x, nperseg)).to(dev)
+    model.to(dev)
+    ctx = contextlib.nullcontext()
+    if dev.type == "cuda" and cudnn:
+        ctx = torch.backends.cudnn.flags(enabled=True, benchmark=bool(cudnn.get("benchmark", False)),
+                                         deterministic=bool(cudnn.get("deterministic", False)))
     was_training = model.training
     model.eval()
     try:
-        with torch.inference_mode():
+        with ctx, torch.inference_mode():
             parts = [model(xs[i:i + batch_size]) for i in range(0, xs.shape[0], batch_size)]
             u_seg = torch.cat(parts, dim=0).cpu().numpy()
     finally:
@@ -441,6 +454,7 @@ def _metadata(cfg, cfg_path, run_dir, ckpt_info, x, u, *, out, fmt, split, input
         "segmentation": SEGMENTATION,
         "batch_size_eval": exp.get("batch_size_eval"),
         "device": device,
+        "run_device": (cfg.get("device") or {}).get("device"),
         "semantics": ("offline: u is computed from recorded x with the DPD's selected checkpoint, in the data's "
                       "units; no physical calibration (scale and delay for a real PA are up to the user)"),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -201,6 +201,36 @@ def test_split_of_a_non_reloadable_dataset_says_so(pipeline, tmp_path, capsys):
     assert not (tmp_path / "u.csv").exists()
 
 
+def test_input_file_formats_give_the_same_u(pipeline, tmp_path):
+    from scipy.io import savemat
+
+    ws, dpd, ds = pipeline["ws"], pipeline["dpd"], pipeline["ds"]
+    x = ds.test.x
+    xc = (x[:, 0] + 1j * x[:, 1]).astype(np.complex64)
+    with h5py.File(tmp_path / "root.h5", "w") as f:
+        f["x"] = xc
+    with h5py.File(tmp_path / "split.h5", "w") as f:
+        f["val/x"] = x[:10]
+        f["test/x"] = x
+    savemat(tmp_path / "c.mat", {"x": xc.reshape(-1, 1)})
+    savemat(tmp_path / "iq.mat", {"x": x})
+    with h5py.File(dpd.run_dir / "results.h5", "r") as f:
+        scored_u = f["test/dpd_output"][()]
+    for name in ("root.h5", "split.h5", "c.mat", "iq.mat"):
+        out = tmp_path / f"u-{name}.h5"
+        meta = run_dpd(ws, dpd.run_id, out=out, input_file=tmp_path / name, split="test")
+        with h5py.File(out, "r") as f:
+            assert np.array_equal(f["u"][()], scored_u), name
+        assert meta["input_file"] == str((tmp_path / name).resolve()) and meta["samples"] == x.shape[0]
+    savemat(tmp_path / "nox.mat", {"y": x})
+    with pytest.raises(DpdExportError, match="variable 'x' missing"):
+        run_dpd(ws, dpd.run_id, out=tmp_path / "u.csv", input_file=tmp_path / "nox.mat")
+    with h5py.File(tmp_path / "bad.h5", "w") as f:
+        f["x"] = np.zeros((4, 3), np.float32)
+    with pytest.raises(DpdExportError, match=r"bad.h5: /x has shape \(4, 3\)"):
+        run_dpd(ws, dpd.run_id, out=tmp_path / "u.csv", input_file=tmp_path / "bad.h5")
+
+
 # ------------------------------------------------------------------------------------------------------ (b)
 def test_frozen_pa_unchanged_by_a_whole_dpd_run(pipeline):
     pa_state, _ = artifacts.load_checkpoint(pipeline["pa"].run_dir / "best.pt")

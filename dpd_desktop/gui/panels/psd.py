@@ -24,8 +24,9 @@ class PSDPanel(PlotPanel):
         self.plot = self._add_plot(0, 0, self.title, left="PSD [dB/Hz rel.]", bottom="frequency [MHz]")
         self.plot.getAxis("left").setWidth(56)
         self.legend = self._add_legend(self.plot, columns=2)
-        # The input's noise floor can sit 100 dB below the output's: keep it out of the auto range.
-        self.curves = CurveSet(self.plot, "line", ignore_bounds=("x",))
+        # The input's (and the DPD target g·x's) noise floor can sit 100 dB below the output's: keep it out of the
+        # auto range.
+        self.curves = CurveSet(self.plot, "line", ignore_bounds=("x", "target"))
         self.regions: dict[str, pg.LinearRegionItem] = {}
         for band in ("adj_left", "main", "adj_right"):
             region = pg.LinearRegionItem(values=(0, 1), movable=False, brush=pg.mkBrush(*theme.BAND_BRUSHES[band]),
@@ -80,7 +81,8 @@ class PSDPanel(PlotPanel):
         b, a = (float(np.mean(v)) for v in (before, after))
         if not (math.isfinite(b) and math.isfinite(a)):
             return ""
-        return f"ACLR avg before DPD {b:.1f} → after DPD {a:.1f} ({a - b:+.1f} dB)"
+        verdict = "better" if a < b else "worse" if a > b else "unchanged"
+        return f"ACLR avg before DPD {b:.1f} → after DPD {a:.1f} ({a - b:+.1f} dB, {verdict})"
 
     @property
     def aclr_text(self) -> str:

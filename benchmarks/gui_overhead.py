@@ -1,0 +1,68 @@
+"""GUI overhead: the same PA run driven from the window (QThread worker, default per-epoch plots) vs headless.
+
+    QT_QPA_PLATFORM=offscreen python benchmarks/gui_overhead.py --dataset demo --epochs 3 --repeats 2
+
+Runs headless and GUI alternately (same config, same process, same data already loaded) and prints the median wall
+times (Trainer start → RunFinished) and the ratio GUI / headless.
+"""
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dataset", default="demo")
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--hidden", type=int, default=16)
+    ap.add_argument("--frame", type=int, default=100)
+    ap.add_argument("--stride", type=int, default=4)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--repeats", type=int, default=2)
+    a = ap.parse_args()
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    from dpd_desktop.config import ExperimentConfig
+    from dpd_desktop.gui.app import ensure_app
+    from dpd_desktop.gui.main_window import MainWindow
+    from dpd_desktop.runs.workspace import Workspace
+    from dpd_desktop.training.trainer import Trainer, load_dataset_for
+
+    ds = load_dataset_for(a.dataset)
+    cfg = ExperimentConfig(step="pa", dataset=a.dataset, hidden_size=a.hidden, epochs=a.epochs,
+                           frame_length=a.frame, stride=a.stride, device=a.device)
+    app = ensure_app([])
+    tmp = Path(tempfile.mkdtemp(prefix="gui-overhead-"))
+    heads, guis = [], []
+    for i in range(a.repeats):
+        t = time.perf_counter()
+        res = Trainer(cfg, dataset=ds, workspace=Workspace(tmp / f"h{i}")).run()
+        assert res.state == "succeeded", res.message
+        heads.append(time.perf_counter() - t)
+
+        win = MainWindow(workspace=Workspace(tmp / f"g{i}"))
+        win.resize(1600, 1000)
+        win.show()
+        win.set_dataset(ds)
+        loop = QEventLoop()
+        t = time.perf_counter()
+        assert win.start_run(cfg)
+        win._worker.done.connect(loop.quit)
+        QTimer.singleShot(3_600_000, loop.quit)
+        loop.exec()
+        guis.append(time.perf_counter() - t)
+        win.close()
+        print(f"repeat {i}: headless {heads[-1]:.2f} s, GUI {guis[-1]:.2f} s", flush=True)
+    h, g = statistics.median(heads), statistics.median(guis)
+    print(f"median headless {h:.2f} s, GUI {g:.2f} s, GUI / headless = {g / h:.3f}")
+
+
+if __name__ == "__main__":
+    main()
