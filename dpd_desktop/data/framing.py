@@ -119,5 +119,68 @@ class FrameLoader:
         perm = epoch_permutation(self.n_frames).to(self.x.device, non_blocking=True)
         return list(perm.split(self.batch_size))
 
+    @staticmethod
+    def batch_len(idx) -> int:
+        """Number of frames in one batch handle (an index tensor)."""
+        return int(idx.shape[0])
+
     def __len__(self) -> int:
         return self.n_batches
+
+
+class _FrameViews:
+    """Map-style dataset: item k = (x[kS : kS+L], y[kS : kS+L]) as views of the CPU series (no copies)."""
+
+    def __init__(self, x, y, frame_length: int, stride: int):
+        self.x, self.y, self.L, self.S = x, y, frame_length, stride
+        self.n = n_frames(int(x.shape[0]), frame_length, stride)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, k: int):
+        s = k * self.S
+        return self.x[s:s + self.L], self.y[s:s + self.L]
+
+
+class PlainFrameLoader:
+    """Diagnostic fallback (``DPD_DESKTOP_DISABLE_BATCHED_LOADER=1``): a standard ``DataLoader`` over per-frame
+    views of the CPU series, default collation (one stack per batch), pinned memory on CUDA and one host→device
+    copy per batch. Same order, RNG use and batch values as :class:`FrameLoader` (tests/unit/test_loader.py);
+    slower.
+
+    ``epoch()`` returns the DataLoader iterator (its batches are ``(x, y)`` CPU tensors), ``gather(batch)`` moves one
+    to the device, ``batch_len(batch)`` gives its size.
+    """
+
+    def __init__(self, x_cpu, y_cpu, frame_length: int, stride: int, batch_size: int, device):
+        import torch
+        from torch.utils.data import DataLoader
+
+        self.device = device
+        self.frame_length, self.stride, self.batch_size = frame_length, stride, batch_size
+        ds = _FrameViews(x_cpu, y_cpu, frame_length, stride)
+        self.n_frames = ds.n
+        self.n_batches = -(-ds.n // batch_size)
+        self._loader = DataLoader(ds, batch_size=batch_size, shuffle=True, num_workers=0,
+                                  pin_memory=torch.device(device).type == "cuda")
+
+    def epoch(self):
+        return iter(self._loader)
+
+    def gather(self, batch):
+        nb = torch_device_type(self.device) == "cuda"
+        return batch[0].to(self.device, non_blocking=nb), batch[1].to(self.device, non_blocking=nb)
+
+    @staticmethod
+    def batch_len(batch) -> int:
+        return int(batch[0].shape[0])
+
+    def __len__(self) -> int:
+        return self.n_batches
+
+
+def torch_device_type(device) -> str:
+    import torch
+
+    return torch.device(device).type

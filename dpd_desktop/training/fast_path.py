@@ -74,7 +74,8 @@ def eligibility(net, criterion, optimizer, trainable, device) -> str | None:
 class CudaGraphStep:
     """Callable ``step(frame_idx) -> loss | None`` replaying the captured step for a full batch.
 
-    ``frame_idx``: (B,) int64 CUDA tensor of frame indices (B = the captured batch size). Returns a fresh (0-dim)
+    ``frame_idx``: a batch handle of the loader — (B,) int64 CUDA frame indices for :class:`FrameLoader`, or the
+    ``(x, y)`` CPU batch of :class:`PlainFrameLoader` (B = the captured batch size). Returns a fresh (0-dim)
     float32 CUDA tensor holding the batch loss, or None when the caller must run the batch eagerly (capture failed
     earlier, model in eval mode, autograd off, autocast on, wrong shape). The caller runs ``optimizer.step()``.
     """
@@ -86,7 +87,14 @@ class CudaGraphStep:
         self.clip, self.device, self.loader, self.batch_size = clip, device, loader, batch_size
         self.graph = None
         self.failed_reason: str | None = None
-        self.static_idx = torch.zeros(batch_size, dtype=torch.int64, device=device)
+        # Index mode (the device-resident FrameLoader): the gather is part of the graph and each replay only copies
+        # B frame indices. Copy mode (the plain DataLoader fallback): each replay copies the batch into static
+        # input/target buffers first.
+        self.index_mode = hasattr(loader, "x")
+        self.static_idx = torch.zeros(batch_size, dtype=torch.int64, device=device) if self.index_mode else None
+        L = getattr(loader, "frame_length")
+        self.static_x = None if self.index_mode else torch.zeros(batch_size, L, 2, device=device)
+        self.static_y = None if self.index_mode else torch.zeros(batch_size, L, 2, device=device)
         self.static_loss = None
         self._ptrs = None
         self.captures = 0
@@ -100,13 +108,24 @@ class CudaGraphStep:
 
         for p in self.trainable:
             p.grad.zero_()
-        xb, yb = self.loader.gather(self.static_idx)
+        if self.index_mode:
+            xb, yb = self.loader.gather(self.static_idx)
+        else:
+            xb, yb = self.static_x, self.static_y
         out = self.net(xb)
         loss = self.criterion(out, yb)
         loss.backward()
         if self.clip != 0:
             torch.nn.utils.clip_grad_norm_(self.trainable, self.clip)
         return loss
+
+    def _load(self, batch, non_blocking: bool) -> None:
+        """Copy one batch handle into the static buffers (indices, or the frames themselves in copy mode)."""
+        if self.index_mode:
+            self.static_idx.copy_(batch, non_blocking=non_blocking)
+        else:
+            self.static_x.copy_(batch[0], non_blocking=non_blocking)
+            self.static_y.copy_(batch[1], non_blocking=non_blocking)
 
     def _pointers(self):
         return tuple((p.data_ptr(), p.grad.data_ptr() if p.grad is not None else 0) for p in self.trainable)
@@ -121,7 +140,7 @@ class CudaGraphStep:
             for p in self.trainable:
                 if p.grad is None:
                     p.grad = torch.zeros_like(p)
-            self.static_idx.copy_(idx)
+            self._load(idx, non_blocking=False)
             cur = torch.cuda.current_stream()
             side = torch.cuda.Stream()
             side.wait_stream(cur)
@@ -146,8 +165,9 @@ class CudaGraphStep:
 
         if self.failed_reason is not None:
             return None
-        if (not self.net.training or not torch.is_grad_enabled() or idx.shape[0] != self.batch_size
-                or idx.device != self.device):
+        if not self.net.training or not torch.is_grad_enabled() or self.loader.batch_len(idx) != self.batch_size:
+            return None
+        if self.index_mode and idx.device != self.device:
             return None
         if self.graph is not None and self._pointers() != self._ptrs:
             self.graph = None  # parameters or gradients were re-allocated: capture again
@@ -167,7 +187,7 @@ class CudaGraphStep:
                         p.grad.zero_()
                 return None
         with torch.cuda.device(self.device):
-            self.static_idx.copy_(idx, non_blocking=True)
+            self._load(idx, non_blocking=True)
             self.graph.replay()
             return self.static_loss.detach().clone()
 

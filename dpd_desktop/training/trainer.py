@@ -212,14 +212,18 @@ class Trainer:
         if x_train.shape[0] < cfg.frame_length:
             raise ConfigError("frame_length", f"{cfg.frame_length} is longer than the training split "
                               f"({x_train.shape[0]} samples of {ds.source})")
-        from ..data.framing import DISABLE_BATCHED_LOADER, FrameLoader, segment
+        from ..data.framing import DISABLE_BATCHED_LOADER, FrameLoader, PlainFrameLoader, segment
 
         dev = self.device
-        self.loader = FrameLoader(torch.from_numpy(np.ascontiguousarray(x_train)).to(dev),
-                                  torch.from_numpy(np.ascontiguousarray(y_train)).to(dev),
-                                  cfg.frame_length, cfg.stride, cfg.batch_size)
-        self.loader_status = "gather on device" + (" (DPD_DESKTOP_DISABLE_BATCHED_LOADER ignored: the gather "
-                                                   "is exact)" if DISABLE_BATCHED_LOADER else "")
+        x_cpu = torch.from_numpy(np.ascontiguousarray(x_train))
+        y_cpu = torch.from_numpy(np.ascontiguousarray(y_train))
+        if DISABLE_BATCHED_LOADER:
+            self.loader = PlainFrameLoader(x_cpu, y_cpu, cfg.frame_length, cfg.stride, cfg.batch_size, dev)
+            self.loader_status = "off: disabled by DPD_DESKTOP_DISABLE_BATCHED_LOADER=1 (per-frame DataLoader)"
+            self._log(f"batched loader {self.loader_status}")
+        else:
+            self.loader = FrameLoader(x_cpu.to(dev), y_cpu.to(dev), cfg.frame_length, cfg.stride, cfg.batch_size)
+            self.loader_status = "on: whole batches gathered on the device"
         nps = ds.spec.nperseg
         self.eval_sets = {}
         for name, split in (("val", va), ("test", te)):
@@ -479,7 +483,7 @@ class Trainer:
                 if epoch == 0:
                     _warm_imports_in_background()
             loss = None
-            if fast is not None and idx.shape[0] == full:
+            if fast is not None and self.loader.batch_len(idx) == full:
                 loss = fast(idx)
             if loss is None:
                 xb, yb = self.loader.gather(idx)

@@ -66,3 +66,21 @@ def test_batches_equal_dataloader(n, L, S, B, epochs):
         assert ours[e][-1][0].shape[0] == (fx.shape[0] % B or B)  # short final batch kept
     # epochs differ (a new permutation each epoch)
     assert not torch.equal(ours[0][0][0], ours[1][0][0])
+
+
+def test_plain_loader_matches_batched_loader():
+    from dpd_desktop.data.framing import PlainFrameLoader
+
+    rng = np.random.default_rng(4)
+    x = torch.from_numpy(rng.standard_normal((900, 2)).astype(np.float32))
+    y = torch.from_numpy(rng.standard_normal((900, 2)).astype(np.float32))
+    torch.manual_seed(9)
+    fast = FrameLoader(x, y, 30, 4, 16)
+    a = [fast.gather(i) for i in fast.epoch()]
+    state_a = torch.get_rng_state()
+    torch.manual_seed(9)
+    plain = PlainFrameLoader(x, y, 30, 4, 16, "cpu")
+    b = [plain.gather(batch) for batch in plain.epoch()]
+    assert torch.equal(torch.get_rng_state(), state_a)
+    assert len(a) == len(b) == len(fast) == len(plain)
+    assert all(torch.equal(p[0], q[0]) and torch.equal(p[1], q[1]) for p, q in zip(a, b))

@@ -101,3 +101,16 @@ def test_frame_longer_than_training_split(tmp_path):
     small = make_demo_dataset(seed=0, n_train=300, n_val=4096, n_test=4096)
     res = Trainer(cfg(frame_length=400), dataset=small, workspace=Workspace(tmp_path)).run()
     assert res.state == "failed" and "frame_length" in res.message
+
+
+def test_plain_loader_switch_gives_identical_history(tmp_path, ds, monkeypatch):
+    import dpd_desktop.data.framing as framing
+
+    ref = Trainer(cfg(), dataset=ds, workspace=Workspace(tmp_path / "a")).run()
+    monkeypatch.setattr(framing, "DISABLE_BATCHED_LOADER", True)
+    t = Trainer(cfg(), dataset=ds, workspace=Workspace(tmp_path / "b"))
+    res = t.run()
+    assert t.loader_status.startswith("off: disabled by DPD_DESKTOP_DISABLE_BATCHED_LOADER")
+    keys = [k for k in res.history[0] if k != "TIME:"]
+    assert [[r[k] for k in keys] for r in res.history] == [[r[k] for k in keys] for r in ref.history]
+    assert json.loads((res.run_dir / "config.json").read_text())["device"]["batched_loader"].startswith("off")
