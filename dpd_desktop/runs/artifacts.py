@@ -36,6 +36,27 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     return path
 
 
+def atomic_write_via(path: str | Path, writer) -> Path:
+    """Let ``writer(tmp_path)`` create the file (HDF5, MAT, ... writers that want a path), then fsync it and move it
+    into place with ``os.replace``. The temporary file sits next to ``path`` and is removed on any error."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        writer(tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
 def atomic_write_text(path: str | Path, text: str) -> Path:
     """UTF-8 text version of :func:`atomic_write_bytes`."""
     return atomic_write_bytes(path, text.encode("utf-8"))
@@ -154,6 +175,37 @@ def load_checkpoint(path: str | Path) -> tuple[dict, dict]:
     if isinstance(obj, dict) and all(hasattr(v, "shape") for v in obj.values()):
         return dict(obj), {}
     raise CheckpointError(f"{path}: field 'state_dict' missing; not a DPD Desktop or OpenDPD checkpoint")
+
+
+ARCH_FIELDS = ("backbone", "hidden_size", "num_layers")
+
+
+def load_state_checked(model, path: str | Path, arch: Mapping[str, Any]) -> dict:
+    """Load the checkpoint at ``path`` into ``model`` after checking it against the recorded architecture.
+
+    ``arch`` holds the run's ``backbone``, ``hidden_size`` and ``num_layers`` (from its config.json). The checkpoint's
+    own metadata must agree with them, and its tensors must have exactly the model's keys and shapes.
+    Returns the checkpoint's metadata.
+
+    Raises:
+        CheckpointError: missing/unreadable file, or a field (metadata or tensor name) that differs; the message
+            names the file and the field.
+    """
+    state, meta = load_checkpoint(path)
+    for k in ARCH_FIELDS:
+        if k in meta and meta[k] != arch[k]:
+            raise CheckpointError(f"{path}: field '{k}' is {meta[k]!r} but the run's config.json records {arch[k]!r}")
+    own = model.state_dict()
+    if set(own) != set(state):
+        odd = sorted(set(own) - set(state)) or sorted(set(state) - set(own))
+        raise CheckpointError(f"{path}: field '{odd[0]}' does not match the recorded architecture "
+                              f"{arch['backbone']} H={arch['hidden_size']}")
+    for k, v in own.items():
+        if tuple(v.shape) != tuple(state[k].shape):
+            raise CheckpointError(f"{path}: field '{k}' has shape {tuple(state[k].shape)}, expected {tuple(v.shape)} "
+                                  f"for {arch['backbone']} H={arch['hidden_size']}")
+    model.load_state_dict(state)
+    return meta
 
 
 def file_sha256(path: str | Path) -> str:

@@ -29,9 +29,7 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
 import re
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -246,7 +244,7 @@ def write_output(out: str | Path, x: np.ndarray, u: np.ndarray, meta: dict[str, 
                 f.create_dataset("u", data=u)
                 for k, v in _flat_attrs(meta).items():
                     f.attrs[k] = v
-        return _atomic_via_temp(out, write)
+        return artifacts.atomic_write_via(out, write)
     from scipy.io import savemat
 
     buf = io.BytesIO()
@@ -284,33 +282,23 @@ def _load_dpd_model(run_dir: Path, exp: dict[str, Any]):
     from ..models import build_model
 
     ckpt = run_dir / "best.pt"
+    arch = {k: exp[k] for k in artifacts.ARCH_FIELDS}
     try:
-        state, meta = artifacts.load_checkpoint(ckpt)
+        _, meta = artifacts.load_checkpoint(ckpt)
     except artifacts.CheckpointError as exc:
         hint = " (the run has no selected checkpoint: did it finish at least one epoch?)" \
             if not ckpt.exists() else ""
         raise DpdExportError(f"{exc}{hint}") from exc
-    arch = {k: exp[k] for k in ("backbone", "hidden_size", "num_layers")}
     if meta.get("role") not in (None, "dpd"):
         raise DpdExportError(f"{ckpt}: field 'role' is {meta['role']!r}; expected a DPD checkpoint")
-    for k in ("backbone", "hidden_size", "num_layers"):
-        if k in meta and meta[k] != arch[k]:
-            raise DpdExportError(f"{ckpt}: field '{k}' is {meta[k]!r} but the run's config.json records "
-                                 f"{arch[k]!r}")
     try:
         model = build_model(arch["backbone"], arch["hidden_size"], arch["num_layers"])
     except (KeyError, ValueError, TypeError) as exc:
         raise DpdExportError(f"{run_dir / 'config.json'}: cannot build the DPD model {arch} ({exc})") from exc
-    own = model.state_dict()
-    if set(own) != set(state):
-        missing = sorted(set(own) - set(state)) or sorted(set(state) - set(own))
-        raise DpdExportError(f"{ckpt}: field '{missing[0]}' does not match the recorded architecture "
-                             f"{arch['backbone']} H={arch['hidden_size']}")
-    for k, v in own.items():
-        if tuple(v.shape) != tuple(state[k].shape):
-            raise DpdExportError(f"{ckpt}: field '{k}' has shape {tuple(state[k].shape)}, expected "
-                                 f"{tuple(v.shape)} for {arch['backbone']} H={arch['hidden_size']}")
-    model.load_state_dict(state)
+    try:
+        artifacts.load_state_checked(model, ckpt, arch)
+    except artifacts.CheckpointError as exc:
+        raise DpdExportError(str(exc)) from exc
     model.eval()
     info = {"checkpoint": str(ckpt), "sha256": artifacts.file_sha256(ckpt), "selected_epoch": meta.get("epoch"),
             **arch}
@@ -548,20 +536,3 @@ def _mat_struct(meta: dict[str, Any]) -> dict[str, Any]:
     return {k: conv(v) for k, v in meta.items()}
 
 
-def _atomic_via_temp(path: Path, writer) -> Path:
-    """Let ``writer(tmp_path)`` create a file next to ``path``, fsync it and move it into place atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        writer(tmp)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path

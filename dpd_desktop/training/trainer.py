@@ -697,12 +697,15 @@ class Trainer:
         return out
 
     def _write_results(self, val: dict[str, Any], test: dict[str, Any], extra: dict[str, Any]) -> None:
+        """``results.h5``: the selected checkpoint's val/test inputs, targets, predictions (and DPD outputs), metrics
+        and spectra, with the configuration and spec as attributes (self-describing); written atomically."""
+        artifacts.atomic_write_via(self.run_dir / "results.h5", lambda tmp: self._fill_results(tmp, val, test, extra))
+
+    def _fill_results(self, tmp: str, val: dict[str, Any], test: dict[str, Any], extra: dict[str, Any]) -> None:
         import h5py
 
         from ..data.framing import unsegment
 
-        path = self.run_dir / "results.h5"
-        tmp = path.with_name(".results.h5.tmp")
         spec = self.dataset.spec
         with h5py.File(tmp, "w") as f:
             f.attrs["run_id"] = self.run_id
@@ -732,7 +735,6 @@ class Trainer:
                 fz, p = psd_db(_c(unsegment(ev["pred"], n)), spec.sample_rate_hz, spec.nperseg)
                 g.create_dataset("psd_freq_hz", data=fz)
                 g.create_dataset("psd_prediction_db", data=p)
-        os.replace(tmp, path)
 
     def _on_cancel(self, t0: float) -> RunResult:
         try:
@@ -838,23 +840,9 @@ def load_pa_for_dpd(workspace: Workspace, pa_run: str):
     ckpt = run_dir / "best.pt"
     pa = build_model(arch["backbone"], arch["hidden_size"], arch["num_layers"])
     try:
-        state, meta = artifacts.load_checkpoint(ckpt)
+        meta = artifacts.load_state_checked(pa, ckpt, arch)
     except artifacts.CheckpointError as exc:
         raise TrainingError(str(exc)) from exc
-    for k in ("backbone", "hidden_size", "num_layers"):
-        if k in meta and meta[k] != arch[k]:
-            raise TrainingError(f"{ckpt}: field '{k}' is {meta[k]!r} but the PA run's config.json records "
-                                f"{arch[k]!r}")
-    own = pa.state_dict()
-    if set(own) != set(state):
-        missing = sorted(set(own) - set(state)) or sorted(set(state) - set(own))
-        raise TrainingError(f"{ckpt}: field '{missing[0]}' does not match the recorded architecture "
-                            f"{arch['backbone']} H={arch['hidden_size']}")
-    for k, v in own.items():
-        if tuple(v.shape) != tuple(state[k].shape):
-            raise TrainingError(f"{ckpt}: field '{k}' has shape {tuple(state[k].shape)}, expected {tuple(v.shape)} "
-                                f"for {arch['backbone']} H={arch['hidden_size']}")
-    pa.load_state_dict(state)
     info = {"run_id": run_dir.name, "run_dir": str(run_dir), "checkpoint": str(ckpt),
             "sha256": artifacts.file_sha256(ckpt), **arch, "selected_epoch": meta.get("epoch")}
     return pa, info
