@@ -385,3 +385,25 @@ def test_none_refcount_guard_active_when_pyside_leaks():
 
     if sys.version_info < (3, 12) and pyside_leaks_none():
         assert sys.getrefcount(None) > 2**40, "PySide6 leaks None references and the guard is not applied"
+
+
+@needs_trainer
+@pytest.mark.parametrize("backbone", ["dgru", "lstm", "tres_gru", "rvtdcnn"])
+def test_every_family_trains_as_pa_and_dpd_from_the_window(make_window, qtbot, backbone):
+    """Each family, chosen in the form, trains as the PA and then as the DPD through that PA, from the window."""
+    w = make_window()
+    w.set_dataset(_demo_dataset(), "demo")
+    w.set_form_from_config(_tiny_config(epochs=1, backbone=backbone, stride=16))
+    assert w.config_from_form().backbone == backbone
+    with qtbot.waitSignal(w.runEnded, timeout=120_000) as blocker:
+        assert w.start_run()
+    assert blocker.args == ["finished"], w.banner.message
+    w.step_dpd.setChecked(True)
+    assert w.pa_run_combo.count() == 1
+    with qtbot.waitSignal(w.runEnded, timeout=120_000) as blocker:
+        assert w.start_run()
+    assert blocker.args == ["finished"], w.banner.message + w.banner.detail.toPlainText()
+    cfg = w.config_from_form()
+    assert cfg.step == "dpd" and cfg.backbone == backbone
+    for p in w.panels:
+        assert p.has_data(), p.title
