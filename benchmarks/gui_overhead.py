@@ -2,8 +2,8 @@
 
     QT_QPA_PLATFORM=offscreen python benchmarks/gui_overhead.py --dataset demo --epochs 3 --repeats 2
 
-Runs headless and GUI alternately (same config, same process, same data already loaded) and prints the median wall
-times (Trainer start → RunFinished) and the ratio GUI / headless.
+Runs headless and GUI alternately, each in a fresh process (so that neither inherits the other's thread pools), with
+the data loaded before timing, and prints the median wall times (run start → finished) and the ratio GUI / headless.
 """
 import argparse
 import os
@@ -25,7 +25,21 @@ def main():
     ap.add_argument("--stride", type=int, default=4)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--mode", default=None, choices=("gui", "headless"), help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.mode is None:
+        import subprocess
+
+        heads, guis = [], []
+        for i in range(a.repeats):
+            for mode, acc in (("headless", heads), ("gui", guis)):
+                out = subprocess.run([sys.executable, __file__, *sys.argv[1:], "--mode", mode], check=True,
+                                     capture_output=True, text=True).stdout
+                acc.append(float(out.strip().splitlines()[-1]))
+            print(f"repeat {i}: headless {heads[-1]:.2f} s, GUI {guis[-1]:.2f} s", flush=True)
+        h, g = statistics.median(heads), statistics.median(guis)
+        print(f"median headless {h:.2f} s, GUI {g:.2f} s, GUI / headless = {g / h:.3f}")
+        return
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QEventLoop, QTimer
 
@@ -38,30 +52,26 @@ def main():
     ds = load_dataset_for(a.dataset)
     cfg = ExperimentConfig(step="pa", dataset=a.dataset, hidden_size=a.hidden, epochs=a.epochs,
                            frame_length=a.frame, stride=a.stride, device=a.device)
-    app = ensure_app([])
     tmp = Path(tempfile.mkdtemp(prefix="gui-overhead-"))
-    heads, guis = [], []
-    for i in range(a.repeats):
+    if a.mode == "headless":
         t = time.perf_counter()
-        res = Trainer(cfg, dataset=ds, workspace=Workspace(tmp / f"h{i}")).run()
+        res = Trainer(cfg, dataset=ds, workspace=Workspace(tmp)).run()
         assert res.state == "succeeded", res.message
-        heads.append(time.perf_counter() - t)
-
-        win = MainWindow(workspace=Workspace(tmp / f"g{i}"))
-        win.resize(1600, 1000)
-        win.show()
-        win.set_dataset(ds)
-        loop = QEventLoop()
-        t = time.perf_counter()
-        assert win.start_run(cfg)
-        win._worker.done.connect(loop.quit)
-        QTimer.singleShot(3_600_000, loop.quit)
-        loop.exec()
-        guis.append(time.perf_counter() - t)
-        win.close()
-        print(f"repeat {i}: headless {heads[-1]:.2f} s, GUI {guis[-1]:.2f} s", flush=True)
-    h, g = statistics.median(heads), statistics.median(guis)
-    print(f"median headless {h:.2f} s, GUI {g:.2f} s, GUI / headless = {g / h:.3f}")
+        print(time.perf_counter() - t)
+        return
+    ensure_app([])
+    win = MainWindow(workspace=Workspace(tmp))
+    win.resize(1600, 1000)
+    win.show()
+    win.set_dataset(ds)
+    loop = QEventLoop()
+    t = time.perf_counter()
+    assert win.start_run(cfg)
+    win._worker.done.connect(loop.quit)
+    QTimer.singleShot(3_600_000, loop.quit)
+    loop.exec()
+    print(time.perf_counter() - t)
+    win.close()
 
 
 if __name__ == "__main__":
