@@ -3,8 +3,11 @@
 Entry point: :func:`load_dataset`. Formats (behavior per OpenDPD reference §1.1,
 ``../shared/reference/opendpd-reference.md``; HDF5 layout in ``docs/hdf5-layout.md``):
 
-* **split CSV folder** — ``spec.json`` (optional) plus ``{train,val,test}_{input,output}.csv``, each with one
-  header line (e.g. ``I,Q``) and two numeric columns I, Q. Column names are not checked, only the order.
+* **split CSV folder** — ``spec.json`` (optional for loading; training needs its metric fields) plus
+  ``{train,val,test}_{input,output}.csv``, each with a header on line 1 and two numeric columns. The header names
+  are checked (see :data:`IQ_HEADER_PAIRS`): ``I,Q`` (or ``I_in,Q_in``, ``I_out,Q_out``, ``real,imag``, ``re,im``),
+  case-insensitive, spaces and quotes ignored, in either order — a ``Q,I`` file is swapped so I is always column 0.
+  A numeric line 1 (no header) and a blank line between data rows are errors; one blank line may end the file.
 * **single CSV** — one CSV with named columns ``I_in, Q_in, I_out, Q_out`` (any order, extra columns ignored),
   cut contiguously in time order: ``n_train = floor(N·r_train)``, ``n_val = floor(N·r_val)``, test = the rest
   (reference §1.1). Reached as a folder whose ``spec.json`` says ``"dataset_format": "single_csv"`` (file name from
@@ -13,7 +16,8 @@ Entry point: :func:`load_dataset`. Formats (behavior per OpenDPD reference §1.1
 * **HDF5** (``.h5``/``.hdf5``) — groups ``/train``, ``/val``, ``/test`` with datasets ``x`` and ``y``.
 
 Samples are used as stored, parsed as float64 and cast to float32, with no normalization (reference §1.4).
-The first line of every CSV is the header, whatever it contains (reference §1.1: read with a header row).
+The first line of every CSV is the header (reference §1.1: read with a header row); for split CSVs (and
+``read_iq_csv``, used by ``run-dpd --input``) it must name the I/Q columns. Line ends may be LF, CRLF or CR.
 CSV parsing uses numpy only (``np.loadtxt``'s C parser); on a parse failure the file is rescanned line by line to
 report the exact 1-based line number (header = line 1) and the offending text.
 """
@@ -49,6 +53,7 @@ __all__ = [
     "SINGLE_CSV_COLUMNS",
     "HDF5_SUFFIXES",
     "HDF5_LAYOUT",
+    "IQ_HEADER_PAIRS",
 ]
 
 SPLIT_NAMES = ("train", "val", "test")
@@ -60,6 +65,13 @@ HDF5_SUFFIXES = (".h5", ".hdf5")
 #: Value of the root attribute ``dpd_desktop_layout`` written by :func:`save_hdf5` (see docs/hdf5-layout.md).
 HDF5_LAYOUT = "iq-splits-v1"
 _H5_RESERVED_ATTRS = ("dpd_desktop_layout", "dpd_desktop_name")
+#: Accepted header names of a two-column I/Q CSV (split CSV files, ``read_iq_csv``), as (I name, Q name), compared
+#: case-insensitively after stripping spaces and quotes; either order is accepted (Q first → columns swapped).
+IQ_HEADER_PAIRS = (("I", "Q"), ("I_in", "Q_in"), ("I_out", "Q_out"), ("real", "imag"), ("re", "im"))
+_IQ_PAIRS_LOWER = {(a.lower(), b.lower()) for a, b in IQ_HEADER_PAIRS}
+_IQ_EXPECTED = "expected columns I,Q (any order; also accepted: " + " / ".join(
+    f"{a},{b}" for a, b in IQ_HEADER_PAIRS[1:]
+) + ")"
 _SHOW = 80
 
 
@@ -244,6 +256,12 @@ def _show(text: str) -> str:
 
 
 def _read_text(path: Path) -> str:
+    """The file's text (UTF-8, BOM dropped), line ends normalized to ``\\n``."""
+    return _read_text_nl(path)[0]
+
+
+def _read_text_nl(path: Path) -> tuple[str, int]:
+    """``(_read_text(path), number of "\\n" in it)``; the count is taken on the bytes (fast) unless line ends change."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -251,12 +269,16 @@ def _read_text(path: Path) -> str:
     except OSError as exc:
         raise DatasetError(f"cannot read file ({exc.strerror or exc})", path=path, expected="a readable file") from exc
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise DatasetError(
             f"not text: undecodable byte 0x{data[exc.start]:02x}", path=path, line=line, expected="UTF-8/ASCII CSV text"
         ) from None
+    if "\r" in text:  # universal newlines, as numpy's parser sees them: line numbers then agree with its rows
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        return text, text.count("\n")
+    return text, int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10))  # UTF-8: byte 10 is only "\n"
 
 
 def _body_lines(body: str, first_line: int) -> Iterator[tuple[int, str]]:
@@ -264,6 +286,12 @@ def _body_lines(body: str, first_line: int) -> Iterator[tuple[int, str]]:
     for i, line in enumerate(body.split("\n")):
         if line.strip():
             yield first_line + i, line.rstrip("\r")
+
+
+def _all_lines(body: str, first_line: int) -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, text) of every line of ``body``, blank ones included."""
+    for i, line in enumerate(body.split("\n")):
+        yield first_line + i, line
 
 
 def _cell(s: str) -> float:
@@ -283,10 +311,19 @@ def _scan_for_error(
     ncols: int,
     colnames: list[str],
     needed: list[int],
+    *,
+    blank_ok: bool = True,
 ) -> None:
-    """Find the first bad data line and raise a precise DatasetError; return if every line is fine."""
+    """Find the first bad data line and raise a precise DatasetError; return if every line is fine.
+
+    ``blank_ok=False``: a blank (empty or whitespace-only) line is an error too (``body`` must not end with blank
+    lines then: the caller strips them).
+    """
     names = ",".join(colnames)
-    for lineno, line in _body_lines(body, first_line):
+    lines = _body_lines(body, first_line) if blank_ok else _all_lines(body, first_line)
+    for lineno, line in lines:
+        if not line.strip():
+            raise DatasetError(f"empty line; expected {ncols} numeric columns ({names})", path=path, line=lineno)
         cells = line.split(",")
         if len(cells) != ncols:
             raise DatasetError(
@@ -313,118 +350,8 @@ def _row_to_line(body: str, first_line: int, row: int) -> tuple[int, str]:
     return -1, ""  # pragma: no cover - rows always map to lines
 
 
-def _parse_csv(
-    path: Path,
-    *,
-    ncols: int | None,
-    default_names: tuple[str, ...] = ("I", "Q"),
-    columns: tuple[str, ...] | None = None,
-) -> np.ndarray:
-    """Parse a numeric CSV with one header line.
-
-    Either ``ncols`` (split CSV: exactly that many columns, header names not checked) or ``columns`` (single CSV:
-    pick these header names, in this order). Returns a float64 array (N, ncols or len(columns)).
-    """
-    text = _read_text(path)
-    if not text.strip():
-        raise DatasetError(
-            "empty file",
-            path=path,
-            expected=f"a header line (e.g. '{','.join(default_names)}') followed by at least one data row",
-        )
-    # header = first non-blank line (pandas skips leading blank lines)
-    lead = 0
-    pos = 0
-    while True:
-        nl = text.find("\n", pos)
-        line = text[pos:] if nl < 0 else text[pos:nl]
-        if line.strip() or nl < 0:
-            break
-        lead += 1
-        pos = nl + 1
-    header_line = lead + 1
-    header = line.rstrip("\r")
-    body = "" if nl < 0 else text[nl + 1 :]
-    first_line = header_line + 1
-    hdr = [h.strip().strip('"').strip() for h in header.split(",")]
-
-    if columns is not None:
-        idx: list[int] = []
-        for c in columns:
-            hits = [i for i, h in enumerate(hdr) if h == c] or [i for i, h in enumerate(hdr) if h.lower() == c.lower()]
-            if not hits:
-                hint = ""
-                if re.fullmatch(r"(train|val|test)_(input|output)\.csv", path.name):
-                    hint = " (this looks like one file of a split-CSV dataset: open its folder instead)"
-                raise DatasetError(
-                    f"missing column '{c}' in header {_show(header)}{hint}",
-                    path=path,
-                    line=header_line,
-                    field=c,
-                    expected="header columns " + ",".join(columns) + " (any order)",
-                )
-            if len(hits) > 1:
-                raise DatasetError(
-                    f"column '{c}' appears {len(hits)} times in header {_show(header)}",
-                    path=path,
-                    line=header_line,
-                    field=c,
-                    expected="each of " + ",".join(columns) + " exactly once",
-                )
-            idx.append(hits[0])
-        ncols_all = len(hdr)
-        colnames = hdr
-        needed = idx
-    else:
-        assert ncols is not None
-        if len(hdr) != ncols:
-            raise DatasetError(
-                f"header has {len(hdr)} column(s): {_show(header)}",
-                path=path,
-                line=header_line,
-                expected=f"{ncols} columns, e.g. '{','.join(default_names)}'",
-            )
-        ncols_all = ncols
-        colnames = list(default_names) if len(default_names) == ncols else hdr
-        needed = list(range(ncols))
-
-    if not body.strip():
-        raise DatasetError(
-            "header only, no data rows",
-            path=path,
-            line=header_line,
-            expected=f"at least one data row of {ncols_all} numbers",
-        )
-
-    kw: dict[str, Any] = dict(delimiter=",", comments=None, quotechar='"', ndmin=2, dtype=np.float64)
-    if columns is not None:
-        kw["usecols"] = idx
-
-    def fast(b: str) -> np.ndarray:
-        return np.loadtxt(io.StringIO(b, newline=None), **kw)
-
-    try:
-        arr = fast(body)
-    except ValueError as exc:
-        # precise location first; a whitespace-only line is the one thing the scan tolerates and loadtxt does not
-        _scan_for_error(path, body, first_line, ncols_all, colnames, needed)
-        try:
-            arr = fast(re.sub(r"(?m)^[ \t\r]+$", "", body))
-        except ValueError:
-            raise DatasetError(
-                f"could not parse CSV data ({exc})", path=path, expected=f"{ncols_all} numeric columns per row"
-            ) from exc
-
-    n = arr.shape[0]
-    if arr.shape[1] != (len(needed)):
-        _scan_for_error(path, body, first_line, ncols_all, colnames, needed)
-        raise DatasetError(  # pragma: no cover - the scan finds it
-            f"got {arr.shape[1]} columns", path=path, expected=f"{ncols_all} numeric columns"
-        )
-    if columns is not None and body.count(",") != n * (ncols_all - 1):
-        # usecols makes loadtxt lenient about extra/missing trailing cells: enforce the header's column count
-        _scan_for_error(path, body, first_line, ncols_all, colnames, needed)
-
+def _find_non_finite(path: Path, arr: np.ndarray, body: str, first_line: int, colnames: list[str],
+                     needed: list[int]) -> None:
     finite = np.isfinite(arr).all(axis=1)
     if not finite.all():
         row = int(np.argmin(finite))
@@ -437,24 +364,209 @@ def _parse_csv(
             line=lineno,
             expected="finite numbers (no NaN/Inf)",
         )
+
+
+def _loadtxt_kw(**extra: Any) -> dict[str, Any]:
+    return dict(delimiter=",", comments=None, quotechar='"', ndmin=2, dtype=np.float64, **extra)
+
+
+def _parse_iq_csv(path: Path) -> np.ndarray:
+    """Parse a two-column I/Q CSV (one file of a split-CSV folder, or ``run-dpd --input``).
+
+    Rules: line 1 is a header naming the I/Q columns (:data:`IQ_HEADER_PAIRS`, case-insensitive, spaces/quotes
+    stripped, either order); then one data row per line, two numeric cells each; no blank line between rows (one
+    blank line may end the file). Returns float64 (N, 2) with I in column 0 (a ``Q,I`` file is swapped).
+    """
+    text, n_newlines = _read_text_nl(path)
+    if not text.strip():
+        raise DatasetError(
+            "empty file", path=path, expected="a header line (e.g. 'I,Q') followed by at least one data row"
+        )
+    nl = text.find("\n")
+    header = text if nl < 0 else text[:nl]
+    if not header.strip():
+        raise DatasetError("empty line; expected a header line such as 'I,Q'", path=path, line=1)
+    cells = header.split(",")
+    names = [c.strip().strip("\"'").strip() for c in cells]
+    numeric = True
+    for c in cells:
+        try:
+            _cell(c)
+        except ValueError:
+            numeric = False
+            break
+    if numeric:
+        raise DatasetError(f"expected a header line such as 'I,Q'; found data {_show(header)}", path=path, line=1)
+    if len(cells) != 2:
+        raise DatasetError(
+            f"header has {len(cells)} column(s): {_show(header)}", path=path, line=1, expected="2 columns, e.g. 'I,Q'"
+        )
+    low = (names[0].lower(), names[1].lower())
+    if low in _IQ_PAIRS_LOWER:
+        swap = False
+    elif low[::-1] in _IQ_PAIRS_LOWER:
+        swap = True
+    else:
+        raise DatasetError(
+            f"header names {names[0]!r}, {names[1]!r} are not I/Q column names; {_IQ_EXPECTED}", path=path, line=1
+        )
+    colnames = ["Q", "I"] if swap else ["I", "Q"]
+
+    # body without the blank lines that may end the file (at most one is allowed, checked below)
+    end = len(text)
+    while end > nl + 1 and text[end - 1] in " \t\n":
+        end -= 1
+    body = "" if nl < 0 else text[nl + 1 : end]
+    if not body.strip():
+        raise DatasetError(
+            "header only, no data rows", path=path, line=1, expected="at least one data row of 2 numbers"
+        )
+    tail_text = text[end:]
+    n_lines = n_newlines - 1 - tail_text.count("\n") + 1  # data lines 2 .. n_lines + 1 (= body.count("\n") + 1)
+    try:
+        arr = np.loadtxt(io.StringIO(body), **_loadtxt_kw())
+    except ValueError as exc:
+        _scan_for_error(path, body, 2, 2, colnames, [0, 1], blank_ok=False)
+        raise DatasetError(
+            f"could not parse CSV data ({exc})", path=path, expected="2 numeric columns per row"
+        ) from exc
+    if arr.shape[1] != 2 or arr.shape[0] != n_lines:  # a blank line (numpy skips those) or a short/long row
+        _scan_for_error(path, body, 2, 2, colnames, [0, 1], blank_ok=False)
+        raise DatasetError(  # pragma: no cover - the scan finds it
+            f"parsed {arr.shape[0]} rows of {arr.shape[1]} columns from {n_lines} lines", path=path,
+            expected="one row of 2 numeric columns per line",
+        )
+    _find_non_finite(path, arr, body, 2, colnames, [0, 1])
+    tail = tail_text.split("\n")[1:]  # the lines after the last data line
+    if tail and tail[-1] == "":
+        tail.pop()  # the end of the last line, not a line
+    if len(tail) > 1:
+        raise DatasetError(
+            "empty line; expected 2 numeric columns (" + ",".join(colnames) + ") (one blank line may end the file, "
+            "not more)",
+            path=path,
+            line=n_lines + 2,
+        )
+    if swap:
+        arr = np.ascontiguousarray(arr[:, ::-1])
+    return arr
+
+
+def _parse_csv(path: Path, *, columns: tuple[str, ...]) -> np.ndarray:
+    """Parse a single CSV with one header line and pick the named ``columns`` (any order, extra columns ignored).
+
+    Blank lines are skipped (like pandas). Returns a float64 array (N, len(columns)).
+    """
+    text = _read_text(path)
+    if not text.strip():
+        raise DatasetError(
+            "empty file",
+            path=path,
+            expected=f"a header line (e.g. '{','.join(columns)}') followed by at least one data row",
+        )
+    # header = first non-blank line (pandas skips leading blank lines)
+    lead = 0
+    pos = 0
+    while True:
+        nl = text.find("\n", pos)
+        line = text[pos:] if nl < 0 else text[pos:nl]
+        if line.strip() or nl < 0:
+            break
+        lead += 1
+        pos = nl + 1
+    header_line = lead + 1
+    header = line
+    body = "" if nl < 0 else text[nl + 1 :]
+    first_line = header_line + 1
+    hdr = [h.strip().strip('"').strip() for h in header.split(",")]
+
+    idx: list[int] = []
+    for c in columns:
+        hits = [i for i, h in enumerate(hdr) if h == c] or [i for i, h in enumerate(hdr) if h.lower() == c.lower()]
+        if not hits:
+            hint = ""
+            if re.fullmatch(r"(train|val|test)_(input|output)\.csv", path.name):
+                hint = " (this looks like one file of a split-CSV dataset: open its folder instead)"
+            raise DatasetError(
+                f"missing column '{c}' in header {_show(header)}{hint}",
+                path=path,
+                line=header_line,
+                field=c,
+                expected="header columns " + ",".join(columns) + " (any order)",
+            )
+        if len(hits) > 1:
+            raise DatasetError(
+                f"column '{c}' appears {len(hits)} times in header {_show(header)}",
+                path=path,
+                line=header_line,
+                field=c,
+                expected="each of " + ",".join(columns) + " exactly once",
+            )
+        idx.append(hits[0])
+    ncols_all = len(hdr)
+    colnames = hdr
+    needed = idx
+
+    if not body.strip():
+        raise DatasetError(
+            "header only, no data rows",
+            path=path,
+            line=header_line,
+            expected=f"at least one data row of {ncols_all} numbers",
+        )
+
+    kw = _loadtxt_kw(usecols=idx)
+
+    def fast(b: str) -> np.ndarray:
+        return np.loadtxt(io.StringIO(b), **kw)
+
+    try:
+        arr = fast(body)
+    except ValueError as exc:
+        # precise location first; a whitespace-only line is the one thing the scan tolerates and loadtxt does not
+        _scan_for_error(path, body, first_line, ncols_all, colnames, needed)
+        try:
+            arr = fast(re.sub(r"(?m)^[ \t]+$", "", body))
+        except ValueError:
+            raise DatasetError(
+                f"could not parse CSV data ({exc})", path=path, expected=f"{ncols_all} numeric columns per row"
+            ) from exc
+
+    n = arr.shape[0]
+    if arr.shape[1] != (len(needed)):
+        _scan_for_error(path, body, first_line, ncols_all, colnames, needed)
+        raise DatasetError(  # pragma: no cover - the scan finds it
+            f"got {arr.shape[1]} columns", path=path, expected=f"{ncols_all} numeric columns"
+        )
+    if body.count(",") != n * (ncols_all - 1):
+        # usecols makes loadtxt lenient about extra/missing trailing cells: enforce the header's column count
+        _scan_for_error(path, body, first_line, ncols_all, colnames, needed)
+
+    _find_non_finite(path, arr, body, first_line, colnames, needed)
     return arr
 
 
 def read_iq_csv(path: str | Path) -> np.ndarray:
-    """Read one split CSV file (header line + two numeric columns I, Q).
+    """Read one two-column I/Q CSV file (a split-CSV file, or ``run-dpd --input``).
+
+    Line 1 must be a header naming the columns: ``I,Q`` (also ``I_in,Q_in``, ``I_out,Q_out``, ``real,imag``,
+    ``re,im``; case-insensitive, spaces and quotes ignored) in either order — with ``Q,I`` the columns are swapped so
+    I is always column 0. Then one row of two numbers per line; one blank line may end the file.
 
     Returns
     -------
-    np.ndarray, shape (N, 2), float32, C-contiguous (parsed as float64, then cast, as in reference §1.4).
+    np.ndarray, shape (N, 2), float32, C-contiguous, columns I, Q (parsed as float64, then cast, as in reference
+    §1.4).
 
     Raises
     ------
     DatasetError
-        file missing/unreadable, empty, header only, header or a row not having 2 columns, non-numeric cell,
-        NaN/Inf — naming the file and the 1-based line (header = line 1) and quoting the offending text.
+        file missing/unreadable, empty, numeric line 1 (no header), header names not I/Q, header only, header or a
+        row not having 2 columns, a blank line between rows, non-numeric cell, NaN/Inf — naming the file and the
+        1-based line (header = line 1) and quoting the offending text.
     """
     p = Path(path)
-    return np.ascontiguousarray(_parse_csv(p, ncols=2), dtype=np.float32)
+    return np.ascontiguousarray(_parse_iq_csv(p), dtype=np.float32)
 
 
 def _check_equal_length(a: np.ndarray, b: np.ndarray, pa: Path, pb: Path) -> None:
@@ -488,8 +600,8 @@ def _load_split_folder(folder: Path, spec: DatasetSpec) -> dict[str, Split]:
     out: dict[str, Split] = {}
     for s in SPLIT_NAMES:
         pi, po = folder / f"{s}_input.csv", folder / f"{s}_output.csv"
-        x = _parse_csv(pi, ncols=2)
-        y = _parse_csv(po, ncols=2)
+        x = _parse_iq_csv(pi)
+        y = _parse_iq_csv(po)
         _check_equal_length(x, y, pi, po)
         out[s] = Split(x, y, x64=_f64(x), y64=_f64(y))
     return out
@@ -531,7 +643,7 @@ def _load_single_csv(path: Path, spec: DatasetSpec) -> dict[str, Split]:
             field="csv_filename",
             expected="the single CSV named by spec.json 'csv_filename' (default data.csv)",
         )
-    arr = _parse_csv(path, ncols=None, default_names=SINGLE_CSV_COLUMNS, columns=SINGLE_CSV_COLUMNS)
+    arr = _parse_csv(path, columns=SINGLE_CSV_COLUMNS)
     return _cut_single(arr, spec, path)
 
 
@@ -772,8 +884,9 @@ def load_dataset(path: str | Path) -> IQDataset:
     Raises
     ------
     DatasetError
-        path not found; unsupported extension; missing split file(s) (named); empty/header-only file; wrong column
-        count; non-numeric cell; NaN/Inf (with 1-based line); input/output length mismatch (both lengths); invalid
+        path not found; unsupported extension; missing split file(s) (named); empty/header-only file; split-CSV line 1
+        not an I/Q header (numeric, or other names); a blank line between split-CSV rows; wrong column count;
+        non-numeric cell; NaN/Inf (with 1-based line); input/output length mismatch (both lengths); invalid
         spec.json (JSON error line) or spec field; missing single-CSV column; empty split after the ratio cut;
         HDF5 missing group/dataset, wrong shape/dtype.
     """

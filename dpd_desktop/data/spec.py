@@ -70,7 +70,8 @@ class DatasetSpec:
     Attributes
     ----------
     sample_rate_hz: float | None
-        Sample rate in Hz (``input_signal_fs``); ``None`` when unknown (spectral metrics then unavailable).
+        Sample rate in Hz (``input_signal_fs``); ``None`` when unknown (the dataset still loads, but training
+        refuses to start: see :meth:`require_metrics`).
     bw_main_hz: float | None
         Total occupied bandwidth of the composite signal in Hz (``bw_main_ch``).
     bw_sub_hz: float | None
@@ -125,34 +126,139 @@ class DatasetSpec:
             missing.append("nperseg")
         return missing
 
-    def require_metrics(self, source: str = "spec.json") -> None:
-        """Check that the fields needed by EVM/ACLR (OpenDPD reference §6.2-6.3) are present.
+    def require_metrics(self, source: str | Path = "spec.json") -> None:
+        """Check that the spec allows the spectral metrics EVM/ACLR (OpenDPD reference §6.2-6.3), which training
+        computes at every validation; called by the trainer before a run folder is created.
+
+        Checks, in order: the fields are present — sample rate (``input_signal_fs``, Hz), main bandwidth
+        (``bw_main_ch``, Hz), carrier count (``n_sub_ch``) and ``nperseg`` (samples); then the geometry: fs > 0,
+        bandwidth > 0, ``n_sub_ch`` ≥ 1, ``nperseg`` ≥ 2, ``bw_main_ch`` < fs, at least one bin per sub-channel
+        and the adjacent channels [−B/2 − B/n_sub_ch, +B/2 + B/n_sub_ch] inside the ``nperseg``-bin grid
+        [−fs/2, +fs/2) (the grid rule of :func:`dpd_desktop.metrics.channel_bins`). Split lengths are not checked
+        (val/test are zero-padded to whole segments).
 
         Parameters
         ----------
-        source: display name of where the spec came from (e.g. ``"spec.json"`` or ``"data.csv (no spec.json)"``).
+        source: where the spec came from — the dataset's path (``IQDataset.source``: a folder, a ``.csv`` or an
+            ``.h5``/``.hdf5`` file, used to name ``<folder>/spec.json`` or ``<file> root attributes`` and to tell a
+            missing ``spec.json`` apart) or a display name (e.g. ``"spec.json"``), used as given.
 
         Raises
         ------
         DatasetError
-            naming every missing field among sample rate (``input_signal_fs``, Hz), main bandwidth
-            (``bw_main_ch``, Hz), carrier count (``n_sub_ch``) and ``nperseg`` (samples).
+            naming the spec file (or the HDF5 file's root attributes) and the field, with what was expected; when a
+            folder has no ``spec.json`` (or an HDF5 file none of the attributes) it says so and lists the fields
+            needed.
         """
+        where, origin, spec_path = self._origin(source)
         missing = self.missing_metric_fields()
-        if not missing:
-            return
         labels = {
             "input_signal_fs": "sample rate 'input_signal_fs' (Hz; also fs/sample_rate/sample_rate_hz)",
             "bw_main_ch": "main bandwidth 'bw_main_ch' (Hz; also input_signal_bw/bandwidth)",
             "n_sub_ch": "carrier count 'n_sub_ch' (also num_sub_ch/n_carriers)",
             "nperseg": "segment length 'nperseg' (samples)",
         }
-        raise DatasetError(
-            "missing field(s) needed for spectral metrics (EVM, ACLR): " + ", ".join(labels[m] for m in missing),
-            field=", ".join(missing),
-            source=source,
-            expected="these fields in spec.json",
-        )
+        example = '{"input_signal_fs": 640e6, "bw_main_ch": 160e6, "n_sub_ch": 4, "nperseg": 16384}'
+        if missing:
+            needed = ", ".join(labels[m] for m in missing)
+            if origin == "no spec.json":
+                folder = spec_path.parent
+                beside = f" (beside {Path(str(source)).name})" if Path(str(source)).suffix.lower() == ".csv" else ""
+                raise DatasetError(
+                    f"spec.json is missing in this folder{beside}; training computes the spectral metrics (EVM, "
+                    f"ACLR), which need {needed} (nperseg defaults to {DEFAULT_NPERSEG})",
+                    path=folder,
+                    source=str(folder),
+                    expected=f"a file {spec_path} such as {example}",
+                )
+            if origin == "hdf5":
+                raise DatasetError(
+                    f"the HDF5 file has no root attribute(s) for {', '.join(missing)}; training computes the "
+                    f"spectral metrics (EVM, ACLR), which need {needed}",
+                    path=spec_path,
+                    field=", ".join(missing),
+                    source=where,
+                    expected="root attributes such as input_signal_fs=640e6, bw_main_ch=160e6, n_sub_ch=4 "
+                    "(docs/hdf5-layout.md)",
+                )
+            raise DatasetError(
+                "missing field(s) needed for spectral metrics (EVM, ACLR): " + needed,
+                path=spec_path,
+                field=", ".join(missing),
+                source=where,
+                expected="these fields in spec.json",
+            )
+        self._check_geometry(where, spec_path, origin)
+
+    def _origin(self, source: str | Path) -> tuple[str, str | None, Path | None]:
+        """(display name for errors, ``"hdf5"`` / ``"spec.json"`` / ``"no spec.json"`` / None, spec file or HDF5)."""
+        s = str(source)
+        p = Path(s)
+        try:
+            suffix = p.suffix.lower()
+            if suffix in (".h5", ".hdf5") or (self.dataset_format == "hdf5" and p.is_file()):
+                return f"{p.name} root attributes", "hdf5", p
+            spec_path = None
+            if p.is_dir():
+                spec_path = p / "spec.json"
+            elif suffix == ".csv" and p.is_file():
+                spec_path = p.parent / "spec.json"
+            elif p.name == "spec.json" and p.is_file():
+                spec_path = p
+            if spec_path is None:
+                return s, None, None
+            return str(spec_path), ("spec.json" if spec_path.is_file() else "no spec.json"), spec_path
+        except OSError:  # e.g. a display name that is not a valid path
+            return s, None, None
+
+    def _check_geometry(self, where: str, path: Path | None, origin: str | None) -> None:
+        def err(key: str, msg: str, expected: str) -> DatasetError:
+            return DatasetError(msg, path=path, field=key, source=where, expected=expected)
+
+        fs, bw, n_sub, nps = self.sample_rate_hz, self.bw_main_hz, self.n_sub_ch, self.nperseg
+        for key, v in (("input_signal_fs", fs), ("bw_main_ch", bw)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise err(key, f"{key} is {_show(v)}", "a positive number in Hz")
+        if isinstance(n_sub, bool) or not isinstance(n_sub, int) or n_sub < 1:
+            raise err("n_sub_ch", f"n_sub_ch is {_show(n_sub)}", "an integer >= 1 (number of carriers)")
+        if isinstance(nps, bool) or not isinstance(nps, int) or nps < 2:
+            raise err("nperseg", f"nperseg is {_show(nps)}, too short for a spectrum",
+                      "an integer >= 2 (segment length in samples)")
+
+        def mhz(v: float) -> str:
+            return f"{v / 1e6:g} MHz"
+
+        if bw >= fs:
+            raise err(
+                "bw_main_ch",
+                f"main bandwidth bw_main_ch = {bw:g} Hz ({mhz(bw)}) is not below the sample rate "
+                f"input_signal_fs = {fs:g} Hz ({mhz(fs)})",
+                f"bw_main_ch < input_signal_fs; with one adjacent channel of bw_main_ch/n_sub_ch on each side, "
+                f"bw_main_ch <= {mhz(fs * n_sub / (n_sub + 2))} for n_sub_ch = {n_sub}",
+            )
+        from ..metrics.spectra import channel_bins  # numpy only; imported here to keep `import dpd_desktop.data` light
+
+        try:
+            bins = channel_bins(fs, bw, n_sub, nps)
+        except ValueError as exc:
+            # blame the carrier count when the main channel spans bins but too few for n_sub_ch, else the bandwidth
+            key = "n_sub_ch" if "sub-channel width" in str(exc) and bw * nps / fs >= 2 else "bw_main_ch"
+            raise err(
+                key,
+                f"the channel layout does not fit the {nps}-bin spectrum of nperseg samples ({exc})",
+                "at least one frequency bin per sub-channel: bw_main_ch / n_sub_ch >= input_signal_fs / nperseg",
+            ) from None
+        if not bins.adjacent_in_grid:
+            edge = bw / 2 + bw / n_sub
+            raise err(
+                "bw_main_ch",
+                f"the adjacent channels [-B/2 - B/n, +B/2 + B/n] = [-{mhz(edge)}, +{mhz(edge)}] "
+                f"(B = bw_main_ch = {mhz(bw)}, n = n_sub_ch = {n_sub}) fall outside the spectrum "
+                f"[-fs/2, +fs/2) = [-{mhz(fs / 2)}, +{mhz(fs / 2)}) of input_signal_fs = {mhz(fs)} "
+                f"(bins {bins.iL - bins.W}..{bins.iR + bins.W - 1} of {nps})",
+                f"bw_main_ch * (1 + 2/n_sub_ch) within input_signal_fs, i.e. bw_main_ch <= about "
+                f"{mhz(fs * n_sub / (n_sub + 2))} for n_sub_ch = {n_sub} (or a higher sample rate)",
+            )
 
     # ------------------------------------------------------------------ serialization
     def to_dict(self, *, include_container: bool = True) -> dict[str, Any]:

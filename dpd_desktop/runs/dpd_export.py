@@ -2,9 +2,11 @@
 
 Input: the ``--split`` (train / val / test) of the DPD run's own dataset, reloaded from ``config.json``'s
 ``dataset.source`` and checked against the recorded fingerprint (the demo is regenerated from its recorded
-settings), or an ``--input`` file: a CSV with a header line and two columns I, Q; an HDF5 file with a dataset ``x``
-(complex, or (N, 2) I/Q) at the root or at ``/<split>/x``; a ``.mat`` file with a variable ``x`` (complex vector
-or N×2 I/Q).
+settings), or an ``--input`` file: a CSV with a header line naming two columns I, Q (read by
+:func:`dpd_desktop.data.read_iq_csv`, the split-CSV rules: ``I,Q`` or ``Q,I``, also ``I_in,Q_in`` ... ``re,im``); an
+HDF5 file with a dataset ``x`` (complex, or (N, 2) I/Q) at the root or at ``/<split>/x``; a ``.mat`` file with a
+variable ``x`` (complex vector or N×2 I/Q). Unreadable or corrupt input files raise :class:`DpdExportError` naming
+the file.
 
 Output, chosen by the extension of ``out`` (every file written atomically: temporary file + ``os.replace``):
 
@@ -90,9 +92,11 @@ def run_dpd(workspace: Workspace | str | Path | None, run: str | Path, *, out: s
     Raises:
         DpdExportError: unsupported output extension, run not found or not a DPD run, unreadable ``config.json`` /
             ``best.pt`` or an architecture mismatch (naming the file and field), a dataset that cannot be reloaded
-            (suggesting ``--input``), an unreadable input file, an unknown device.
+            (suggesting ``--input``), an unreadable input file, an unknown device, an ``out`` that is a folder or
+            cannot be written (naming ``out``).
     """
     out = Path(out).expanduser()
+    _check_not_folder(out)
     fmt = output_format(out)
     if split not in ("train", "val", "test"):
         raise DpdExportError(f"split: expected train, val or test, got {split!r}")
@@ -132,7 +136,11 @@ def run_dpd(workspace: Workspace | str | Path | None, run: str | Path, *, out: s
     meta = _metadata(cfg, cfg_path, run_dir, ckpt_meta, x, u, out=out, fmt=fmt, split=used_split,
                      input_info=input_info, nperseg=nperseg, device=str(dev))
     write_output(out, x, u, meta)
-    artifacts.atomic_write_json(meta_path(out), meta)
+    side = meta_path(out)
+    try:
+        artifacts.atomic_write_json(side, meta)
+    except OSError as exc:
+        raise DpdExportError(f"cannot write the metadata file {side}: {_os_reason(exc, side)}") from exc
     return meta
 
 
@@ -144,6 +152,19 @@ def output_format(out: str | Path) -> str:
         raise DpdExportError(f"output file {Path(out).name}: {shown} is not supported; use one of "
                              f"{', '.join(OUTPUT_SUFFIXES)} (CSV I,Q,I_dpd,Q_dpd; HDF5 datasets x and u; MATLAB x, u)")
     return OUTPUT_SUFFIXES[suffix]
+
+
+def _check_not_folder(out: Path) -> None:
+    if out.is_dir():
+        raise DpdExportError(f"{out} is a folder; give a file name ending in .csv, .h5/.hdf5 or .mat")
+
+
+def _os_reason(exc: OSError, target: Path) -> str:
+    """Why a write failed, without the name of the temporary file next to ``target`` (the user never asked for it)."""
+    if exc.strerror:
+        return exc.strerror
+    text = re.sub(re.escape(f".{target.name}.") + r"\S*?\.tmp", target.name, str(exc))
+    return text or type(exc).__name__
 
 
 def meta_path(out: str | Path) -> Path:
@@ -187,11 +208,14 @@ def compute_dpd_output(model, x: np.ndarray, nperseg: int, batch_size: int = 64,
 
 
 def read_input_file(path: str | Path, split: str = "test") -> tuple[np.ndarray, dict[str, Any]]:
-    """Read the I/Q samples x of an input file: CSV (header + I,Q), HDF5 (``x`` at the root or ``/<split>/x``) or
-    .mat (variable ``x``). Returns ((N, 2) float32, info with path, format, where and sha256).
+    """Read the I/Q samples x of an input file: CSV (header + I,Q, checked like a split-CSV file by
+    :func:`dpd_desktop.data.read_iq_csv`), HDF5 (``x`` at the root or ``/<split>/x``) or .mat (variable ``x``).
+    Returns ((N, 2) float32, info with path, format, where and sha256).
 
     Raises:
-        DpdExportError: missing or unreadable file, unknown extension, no ``x``, wrong shape, non-finite values.
+        DpdExportError: missing or unreadable file (a corrupt .mat: "not a readable MATLAB file"; a corrupt HDF5:
+            "not a readable HDF5 file"), a CSV breaking the header/row rules (file and line named), unknown
+            extension, no ``x``, wrong shape, non-finite values.
     """
     p = Path(path).expanduser()
     if not p.is_file():
@@ -225,9 +249,23 @@ def read_input_file(path: str | Path, split: str = "test") -> tuple[np.ndarray, 
 
 
 def write_output(out: str | Path, x: np.ndarray, u: np.ndarray, meta: dict[str, Any]) -> Path:
-    """Write x and u to ``out`` in the format of its extension, atomically. Returns the path."""
+    """Write x and u to ``out`` in the format of its extension, atomically. Returns the path.
+
+    Raises:
+        DpdExportError: ``out`` is a folder, has an unsupported extension, or cannot be written (the message names
+            ``out``, not the temporary file).
+    """
     out = Path(out)
+    _check_not_folder(out)
     fmt = output_format(out)
+    try:
+        return _write_output(out, fmt, x, u, meta)
+    except OSError as exc:
+        raise DpdExportError(f"cannot write the output file {out}: {_os_reason(exc, out)}; expected a file in a "
+                             "writable folder") from exc
+
+
+def _write_output(out: Path, fmt: str, x: np.ndarray, u: np.ndarray, meta: dict[str, Any]) -> Path:
     x = np.ascontiguousarray(x, dtype=np.float32)
     u = np.ascontiguousarray(u, dtype=np.float32)
     if fmt == "csv":
@@ -455,15 +493,21 @@ def _read_h5_x(p: Path, split: str) -> tuple[np.ndarray, str]:
         import h5py
     except ImportError as exc:  # pragma: no cover - h5py is a dependency
         raise DpdExportError(f"input file {p.name}: reading HDF5 needs h5py ({exc})") from exc
+    expected = "expected an HDF5 file with a dataset x (complex (N,) or float (N, 2) I/Q)"
     try:
         f = h5py.File(p, "r")
-    except OSError as exc:
-        raise DpdExportError(f"input file {p.name}: cannot open as HDF5 ({exc})") from exc
+    except Exception as exc:  # noqa: BLE001 - h5py raises OSError, but corrupt files can raise others
+        raise DpdExportError(f"input file {p.name}: not a readable HDF5 file ({exc}); {expected}") from exc
     with f:
         for where in ("x", f"{split}/x"):
-            obj = f.get(where)
-            if isinstance(obj, h5py.Dataset):
-                return _iq_from_array(obj[()], p, "/" + where), "/" + where
+            try:
+                obj = f.get(where)
+                data = obj[()] if isinstance(obj, h5py.Dataset) else None
+            except Exception as exc:  # noqa: BLE001 - a damaged object header or data chunk
+                raise DpdExportError(f"input file {p.name}: not a readable HDF5 file (reading /{where}: "
+                                     f"{type(exc).__name__}: {exc}); {expected}") from exc
+            if data is not None:
+                return _iq_from_array(data, p, "/" + where), "/" + where
     raise DpdExportError(f"input file {p.name}: no dataset 'x' at the root nor '/{split}/x' (expected complex (N,) "
                          "or float (N, 2) I/Q samples)")
 
@@ -475,8 +519,9 @@ def _read_mat_x(p: Path) -> tuple[np.ndarray, str]:
         d = loadmat(p, variable_names=["x"])
     except NotImplementedError as exc:  # MATLAB v7.3 files are HDF5
         raise DpdExportError(f"input file {p.name}: MATLAB v7.3 file; save it with -v7 or use HDF5 ({exc})") from exc
-    except (ValueError, OSError, TypeError) as exc:
-        raise DpdExportError(f"input file {p.name}: not a readable .mat file ({exc})") from exc
+    except Exception as exc:  # noqa: BLE001 - truncated/corrupt files raise IndexError, OSError, TypeError, ...
+        raise DpdExportError(f"input file {p.name}: not a readable MATLAB file ({type(exc).__name__}: {exc}); "
+                             "expected a MATLAB v4-v7 .mat file with a variable x") from exc
     if "x" not in d:
         raise DpdExportError(f"input file {p.name}: variable 'x' missing (expected a complex vector or an N×2 I/Q "
                              "matrix)")

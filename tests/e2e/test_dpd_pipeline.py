@@ -290,6 +290,105 @@ def test_run_dpd_errors(pipeline, tmp_path, capsys):
         run_dpd(ws, dpd.run_id, out=tmp_path / "u.csv", input_file=bad)
 
 
+def test_run_dpd_input_csv_header_rule(pipeline, tmp_path):
+    """--input CSVs follow the split-CSV header rule: a numeric line 1 is refused (it used to be dropped as the
+    header, losing a sample), other names are refused, and a Q,I file gives the same u as an I,Q file."""
+    ws, dpd, ds = pipeline["ws"], pipeline["dpd"], pipeline["ds"]
+    x = ds.test.x
+    no_header = tmp_path / "no_header.csv"
+    np.savetxt(no_header, x, fmt="%.9g", delimiter=",")
+    first = no_header.read_text().split("\n", 1)[0]
+    with pytest.raises(DpdExportError) as ei:
+        run_dpd(ws, dpd.run_id, out=tmp_path / "u.csv", input_file=no_header)
+    assert str(ei.value) == (f"input file no_header.csv line 1: expected a header line such as 'I,Q'; "
+                             f"found data '{first}'")
+    foo = tmp_path / "foo.csv"
+    np.savetxt(foo, x, fmt="%.9g", delimiter=",", header="foo,bar", comments="")
+    with pytest.raises(DpdExportError) as ei:
+        run_dpd(ws, dpd.run_id, out=tmp_path / "u.csv", input_file=foo)
+    assert "foo.csv line 1: header names 'foo', 'bar'" in str(ei.value)
+    assert "expected columns I,Q (any order" in str(ei.value)
+    blank = tmp_path / "blank.csv"
+    blank.write_text("I,Q\n0.1,0.2\n\n0.3,0.4\n")
+    with pytest.raises(DpdExportError, match=r"blank\.csv line 3: empty line; expected 2 numeric columns \(I,Q\)"):
+        run_dpd(ws, dpd.run_id, out=tmp_path / "u.csv", input_file=blank)
+    assert not (tmp_path / "u.csv").exists()
+
+    qi = tmp_path / "qi.csv"
+    np.savetxt(qi, x[:, ::-1], fmt="%.9g", delimiter=",", header="Q,I", comments="")
+    run_dpd(ws, dpd.run_id, out=tmp_path / "u_qi.h5", input_file=qi)
+    with h5py.File(dpd.run_dir / "results.h5", "r") as f, h5py.File(tmp_path / "u_qi.h5", "r") as g:
+        assert np.array_equal(g["x"][()], x) and np.array_equal(g["u"][()], f["test/dpd_output"][()])
+
+
+def test_run_dpd_corrupt_input_files(pipeline, tmp_path):
+    from scipy.io import savemat
+
+    ws, dpd, ds = pipeline["ws"], pipeline["dpd"], pipeline["ds"]
+    x = ds.test.x
+    savemat(tmp_path / "good.mat", {"x": x})
+    data = (tmp_path / "good.mat").read_bytes()
+    with h5py.File(tmp_path / "good.h5", "w") as f:
+        f["x"] = x
+    h5 = (tmp_path / "good.h5").read_bytes()
+    cases = {
+        "trunc.mat": (data[: len(data) // 2], "not a readable MATLAB file"),
+        "tiny.mat": (data[:50], "not a readable MATLAB file"),
+        "junk.mat": (b"not a mat file at all" * 4, "not a readable MATLAB file"),
+        "trunc.h5": (h5[: len(h5) // 2], "not a readable HDF5 file"),
+        "junk.hdf5": (b"\x89HDF\r\n\x1a\n" + b"\0" * 200, "not a readable HDF5 file"),
+    }
+    for name, (content, words) in cases.items():
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(DpdExportError) as ei:
+            run_dpd(ws, dpd.run_id, out=tmp_path / "u.csv", input_file=tmp_path / name)
+        assert str(ei.value).startswith(f"input file {name}: {words} ("), str(ei.value)
+        assert "expected" in str(ei.value)
+    assert not (tmp_path / "u.csv").exists()
+
+
+def test_run_dpd_out_errors_name_the_requested_path(pipeline, tmp_path, capsys):
+    ws, dpd, ds = pipeline["ws"], pipeline["dpd"], pipeline["ds"]
+    folder = tmp_path / "outdir.csv"  # a folder, even with a file extension
+    folder.mkdir()
+    for out in (tmp_path, folder):
+        with pytest.raises(DpdExportError) as ei:
+            run_dpd(ws, dpd.run_id, out=out, dataset=ds)
+        assert str(ei.value) == f"{out} is a folder; give a file name ending in .csv, .h5/.hdf5 or .mat"
+    assert cli_main(["--workspace", str(ws.root), "run-dpd", "--run", dpd.run_id, "--out", str(tmp_path)]) == 2
+    assert f"{tmp_path} is a folder; give a file name ending in .csv, .h5/.hdf5 or .mat" in capsys.readouterr().err
+    if not Path("/proc/self").is_dir():
+        pytest.skip("no /proc on this system")
+    for name in ("u.csv", "u.h5", "u.mat"):
+        out = Path("/proc") / name
+        with pytest.raises(DpdExportError) as ei:
+            run_dpd(ws, dpd.run_id, out=out, dataset=ds)
+        msg = str(ei.value)
+        assert msg.startswith(f"cannot write the output file {out}: "), msg
+        assert f".{name}." not in msg and ".tmp" not in msg, msg  # not the temporary file's name
+        assert "expected a file in a writable folder" in msg
+
+
+def test_bad_spec_geometry_fails_before_a_run_folder_exists(tmp_path):
+    """bw_main_ch = 2 GHz at fs = 800 MHz: refused at setup (naming spec.json and the field), not after an epoch."""
+    from dpd_desktop.data import save_split_csv
+
+    folder = save_split_csv(make_demo_dataset(seed=0, n_train=1024, n_val=512, n_test=512, nperseg=256),
+                            tmp_path / "ds")
+    spec = json.loads((folder / "spec.json").read_text())
+    spec.update(input_signal_fs=800e6, bw_main_ch=2e9)
+    (folder / "spec.json").write_text(json.dumps(spec))
+    ds = load_dataset(folder)
+    ws = Workspace(tmp_path / "ws")
+    _, res, events = _run(ExperimentConfig(step="pa", dataset=str(folder), backbone="gru", epochs=1,
+                                           **dict(TINY, frame_length=40, stride=16)), ds, ws)
+    assert res.state == "failed" and res.history == [] and res.run_dir is None
+    assert str(folder.resolve() / "spec.json") in res.message and "field 'bw_main_ch'" in res.message
+    assert "expected bw_main_ch < input_signal_fs" in res.message
+    assert ws.list_runs() == []
+    assert not ws.runs_dir.exists() or not any(ws.runs_dir.iterdir())
+
+
 # ------------------------------------------------------------------------------------------------------ (e)
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_family_trains_as_pa_and_as_dpd(family, demo_gru_pa, demo_small):

@@ -146,25 +146,159 @@ def test_split_folder_without_spec_uses_defaults(tmp_path):
     assert ds.spec.nperseg == 2560 and ds.spec.sample_rate_hz is None and ds.spec.dataset_format == "split_csv"
     assert not ds.spec.has_metrics
     with pytest.raises(DatasetError) as ei:
-        ds.spec.require_metrics("nospec")
+        ds.spec.require_metrics("nospec")  # a display name: used as given
     msg = str(ei.value)
     assert "input_signal_fs" in msg and "bw_main_ch" in msg and "n_sub_ch" in msg and "nperseg" not in ei.value.field
 
 
-def test_csv_tolerates_crlf_bom_blank_and_quoted(tmp_path):
+def test_require_metrics_says_spec_json_is_missing(tmp_path):
+    """The trainer passes the dataset's path: a folder without spec.json is named, not 'fields missing in spec.json'."""
+    folder = make_split_folder(tmp_path / "nospec", n=5)
+    (folder / "spec.json").unlink()
+    ds = load_dataset(folder)
+    with pytest.raises(DatasetError) as ei:
+        ds.spec.require_metrics(str(ds.source))
+    msg = str(ei.value)
+    assert msg.startswith(f"{folder.resolve()}: spec.json is missing in this folder"), msg
+    assert "training" in msg and "input_signal_fs" in msg and "bw_main_ch" in msg and "n_sub_ch" in msg
+    assert "expected a file" in msg and str(folder.resolve() / "spec.json") in msg
+    assert "expected these fields in spec.json" not in msg
+
+
+def test_require_metrics_spec_json_present_but_incomplete_names_it(tmp_path):
+    folder = make_split_folder(tmp_path / "ds", n=5, spec={"input_signal_fs": 800e6, "bw_main_ch": 200e6})
+    ds = load_dataset(folder)
+    with pytest.raises(DatasetError) as ei:
+        ds.spec.require_metrics(str(ds.source))
+    assert str(ei.value).startswith(f"{folder.resolve() / 'spec.json'} field 'n_sub_ch': missing field(s)")
+    assert "carrier count" in str(ei.value) and "expected these fields in spec.json" in str(ei.value)
+
+
+def test_require_metrics_direct_csv_without_spec_beside(tmp_path):
+    p = tmp_path / "capture.csv"
+    _write_single(p, 11)
+    ds = load_dataset(p)
+    with pytest.raises(DatasetError, match=r"spec\.json is missing in this folder \(beside capture\.csv\)"):
+        ds.spec.require_metrics(str(ds.source))
+
+
+def test_require_metrics_hdf5_without_attributes(tmp_path):
+    p = tmp_path / "bare.h5"
+    _h5_write(p, _h5_valid())
+    ds = load_dataset(p)
+    with pytest.raises(DatasetError) as ei:
+        ds.spec.require_metrics(str(ds.source))
+    msg = str(ei.value)
+    assert msg.startswith("bare.h5 root attributes field 'input_signal_fs, bw_main_ch, n_sub_ch': "
+                          "the HDF5 file has no root attribute(s) for input_signal_fs, bw_main_ch, n_sub_ch"), msg
+    assert "training" in msg and "expected root attributes" in msg and "spec.json" not in msg
+
+
+def test_csv_tolerates_crlf_bom_trailing_blank_and_quoted(tmp_path):
     p = tmp_path / "x.csv"
-    p.write_bytes(b'\xef\xbb\xbf"I","Q"\r\n0.5,-0.25\r\n\r\n   \r\n"1e-3", 2\r\n')
+    p.write_bytes(b'\xef\xbb\xbf"I","Q"\r\n0.5,-0.25\r\n"1e-3", 2\r\n\r\n')
     a = read_iq_csv(p)
     np.testing.assert_array_equal(a, np.array([[0.5, -0.25], [1e-3, 2]], dtype=np.float32))
     assert a.dtype == np.float32 and a.flags["C_CONTIGUOUS"]
 
 
-def test_csv_line_numbers_count_blank_lines_and_crlf(tmp_path):
+def test_csv_line_numbers_with_crlf(tmp_path):
     p = tmp_path / "train_input.csv"
-    p.write_bytes(b"I,Q\r\n0.1,0.2\r\n\r\n0.3,0.4\r\n0.5,nan\r\n")
+    p.write_bytes(b"I,Q\r\n0.1,0.2\r\n0.3,0.4\r\n0.5,nan\r\n")
     with pytest.raises(DatasetError) as ei:
         read_iq_csv(p)
-    assert ei.value.line == 5 and "train_input.csv line 5" in str(ei.value)
+    assert ei.value.line == 4 and "train_input.csv line 4" in str(ei.value)
+
+
+# --- header rule (line 1 names the I/Q columns) ----------------------------------------------------------------------
+def test_split_csv_numeric_first_line_is_an_error_not_a_lost_sample(tmp_path):
+    f = make_split_folder(tmp_path / "ds", n=8)
+    p = f / "val_input.csv"
+    p.write_text("0.1,0.2\n" + "".join(f"{i:.6f},{q:.6f}\n" for i, q in _rows(8, 2)))  # no header, 9 rows
+    with pytest.raises(DatasetError) as ei:
+        load_dataset(f)
+    assert str(ei.value) == "val_input.csv line 1: expected a header line such as 'I,Q'; found data '0.1,0.2'"
+    assert ei.value.path == p and ei.value.line == 1
+    with pytest.raises(DatasetError, match=r"^val_input\.csv line 1: expected a header line such as 'I,Q'"):
+        read_iq_csv(p)
+
+
+@pytest.mark.parametrize("header", ["foo,bar", "I,X", "I_in,Q_out", "x,y"])
+def test_split_csv_unknown_header_names(tmp_path, header):
+    f = make_split_folder(tmp_path / "ds", n=8)
+    p = f / "train_output.csv"
+    _set_line(p, 1, header)
+    with pytest.raises(DatasetError) as ei:
+        load_dataset(f)
+    msg = str(ei.value)
+    a, b = header.split(",")
+    assert msg.startswith("train_output.csv line 1: header names"), msg
+    assert f"{a!r}, {b!r}" in msg and "expected columns I,Q (any order" in msg
+
+
+@pytest.mark.parametrize(
+    "header, swapped",
+    [("I,Q", False), ("i,q", False), (' "I" , \'Q\' ', False), ("I_in,Q_in", False), ("Q_OUT,I_OUT", True),
+     ("real,imag", False), ("Imag,Real", True), ("re,im", False), ("q,i", True), ('"Q","I"', True)],
+)
+def test_split_csv_accepted_headers_and_q_first_swap(tmp_path, header, swapped):
+    f = make_split_folder(tmp_path / "ds", n=8)
+    _set_line(f / "test_input.csv", 1, header)
+    ds = load_dataset(f)
+    rows = _rows(8, 4).astype(np.float32)
+    np.testing.assert_array_equal(ds.test.x, rows[:, ::-1] if swapped else rows)  # I always in column 0
+    assert ds.test.x.flags["C_CONTIGUOUS"]
+    np.testing.assert_array_equal(ds.test.x64, _rows(8, 4)[:, ::-1] if swapped else _rows(8, 4))
+    np.testing.assert_array_equal(read_iq_csv(f / "test_input.csv"), ds.test.x)
+
+
+def test_swapped_file_errors_name_the_file_columns(tmp_path):
+    p = tmp_path / "u.csv"
+    p.write_text("Q,I\n1,2\n3,inf\n")
+    with pytest.raises(DatasetError, match=r"^u\.csv line 3: non-finite value \(inf\) in column 2 \(I\)"):
+        read_iq_csv(p)
+
+
+# --- blank lines ----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("blank", ["", "   ", "\t", "\r"])
+def test_split_csv_blank_line_inside_is_reported_with_its_line(tmp_path, blank):
+    f = make_split_folder(tmp_path / "ds", n=8)
+    p = f / "train_output.csv"
+    lines = p.read_text().split("\n")
+    lines.insert(3, blank)  # becomes line 4
+    p.write_text("\n".join(lines))
+    with pytest.raises(DatasetError) as ei:
+        load_dataset(f)
+    assert str(ei.value) == "train_output.csv line 4: empty line; expected 2 numeric columns (I,Q)"
+    assert ei.value.line == 4 and "length mismatch" not in str(ei.value)
+
+
+def test_split_csv_blank_line_right_after_header(tmp_path):
+    p = tmp_path / "x.csv"
+    p.write_text("I,Q\n\n1,2\n")
+    with pytest.raises(DatasetError, match=r"^x\.csv line 2: empty line; expected 2 numeric columns \(I,Q\)$"):
+        read_iq_csv(p)
+
+
+def test_split_csv_blank_first_line(tmp_path):
+    p = tmp_path / "x.csv"
+    p.write_text("\nI,Q\n1,2\n")
+    with pytest.raises(DatasetError, match=r"^x\.csv line 1: empty line; expected a header line such as 'I,Q'$"):
+        read_iq_csv(p)
+
+
+@pytest.mark.parametrize("ending", ["", "\n", "\n\n", "\r\n\r\n", "\n  \n", "\n  "])
+def test_split_csv_one_trailing_blank_line_allowed(tmp_path, ending):
+    p = tmp_path / "x.csv"
+    p.write_bytes(("I,Q\n1,2\n3,4" + ending).encode())
+    np.testing.assert_array_equal(read_iq_csv(p), np.array([[1, 2], [3, 4]], np.float32))
+
+
+def test_split_csv_two_trailing_blank_lines_rejected(tmp_path):
+    p = tmp_path / "x.csv"
+    p.write_text("I,Q\n1,2\n3,4\n\n\n")
+    with pytest.raises(DatasetError, match=r"^x\.csv line 4: empty line; expected 2 numeric columns \(I,Q\)"):
+        read_iq_csv(p)
 
 
 def test_csv_parse_matches_float64_then_float32(tmp_path):
@@ -325,6 +459,91 @@ def test_normalize_spec_errors(raw, must):
     assert msg.startswith("spec.json")
     for m in must:
         assert m in msg, (m, msg)
+
+
+# --- spec geometry, checked by require_metrics before training starts ------------------------------------------------
+def _geometry_error(tmp_path, **fields) -> DatasetError:
+    spec = {"input_signal_fs": 800e6, "bw_main_ch": 200e6, "n_sub_ch": 10, "nperseg": 64, **fields}
+    folder = make_split_folder(tmp_path / "ds", n=8, spec=spec)
+    ds = load_dataset(folder)  # loading still works (the GUI shows the dataset)
+    with pytest.raises(DatasetError) as ei:
+        ds.spec.require_metrics(str(ds.source))
+    assert str(ei.value).startswith(f"{folder.resolve() / 'spec.json'} field '{ei.value.field}': "), str(ei.value)
+    return ei.value
+
+
+def test_require_metrics_bandwidth_not_below_fs(tmp_path):
+    e = _geometry_error(tmp_path, bw_main_ch=2e9)
+    assert e.field == "bw_main_ch"
+    assert "bw_main_ch = 2e+09 Hz (2000 MHz) is not below the sample rate input_signal_fs = 8e+08 Hz" in str(e)
+    assert "expected bw_main_ch < input_signal_fs" in str(e)
+
+
+def test_require_metrics_adjacent_channels_outside_grid(tmp_path):
+    # fs 800 MHz, 10 carriers: B = 600 MHz reaches ±(300 + 60) MHz, inside ±400 MHz; B = 700 MHz reaches ±420 MHz
+    normalize_spec({"fs": 800e6, "bw_main_ch": 600e6, "n_sub_ch": 10, "nperseg": 64}).require_metrics()
+    e = _geometry_error(tmp_path, bw_main_ch=700e6)
+    assert e.field == "bw_main_ch"
+    msg = str(e)
+    assert "adjacent channels [-B/2 - B/n, +B/2 + B/n] = [-420 MHz, +420 MHz]" in msg
+    assert "[-400 MHz, +400 MHz)" in msg and "expected bw_main_ch * (1 + 2/n_sub_ch) within input_signal_fs" in msg
+
+
+def test_require_metrics_adjacent_rule_is_the_metrics_grid_rule():
+    from dpd_desktop.metrics import channel_bins
+
+    for bw in np.linspace(100e6, 790e6, 70):
+        for nps in (16, 64, 2560):
+            s = DatasetSpec(sample_rate_hz=800e6, bw_main_hz=float(bw), n_sub_ch=4, nperseg=nps)
+            try:
+                ok_metrics = channel_bins(800e6, float(bw), 4, nps).adjacent_in_grid
+            except ValueError:
+                ok_metrics = False
+            try:
+                s.require_metrics()
+                ok_spec = True
+            except DatasetError:
+                ok_spec = False
+            assert ok_spec == ok_metrics, (bw, nps)
+
+
+@pytest.mark.parametrize(
+    "fields, field, words",
+    [
+        ({"nperseg": 1}, "nperseg", ["nperseg is 1", "expected an integer >= 2"]),
+        ({"n_sub_ch": 40}, "n_sub_ch", ["sub-channel width is 0 bins", "expected at least one frequency bin"]),
+        ({"bw_main_ch": 1e6}, "bw_main_ch", ["expected at least one frequency bin per sub-channel"]),
+    ],
+)
+def test_require_metrics_other_geometry_errors(tmp_path, fields, field, words):
+    e = _geometry_error(tmp_path, **fields)
+    assert e.field == field
+    for w in words:
+        assert w in str(e), (w, str(e))
+
+
+def test_require_metrics_geometry_in_memory_spec():
+    with pytest.raises(DatasetError, match=r"^spec\.json field 'input_signal_fs': input_signal_fs is -1\.0"):
+        DatasetSpec(sample_rate_hz=-1.0, bw_main_hz=1e6, n_sub_ch=1, nperseg=8).require_metrics()
+    with pytest.raises(DatasetError, match=r"^spec\.json field 'n_sub_ch': n_sub_ch is 0; expected an integer >= 1"):
+        DatasetSpec(sample_rate_hz=8e6, bw_main_hz=1e6, n_sub_ch=0, nperseg=8).require_metrics()
+
+
+def test_require_metrics_geometry_names_hdf5_root_attributes(tmp_path):
+    p = tmp_path / "pa.h5"
+    _h5_write(p, _h5_valid(), attrs={"fs": 100e6, "bw_main_ch": 160e6, "n_sub_ch": 4, "nperseg": 6})
+    ds = load_dataset(p)
+    with pytest.raises(DatasetError) as ei:
+        ds.spec.require_metrics(str(ds.source))
+    assert str(ei.value).startswith("pa.h5 root attributes field 'bw_main_ch': main bandwidth bw_main_ch = 1.6e+08 Hz")
+    assert "expected bw_main_ch < input_signal_fs" in str(ei.value)
+
+
+@pytest.mark.dataset
+@pytest.mark.parametrize("name", ["DPA_200MHz", "DPA_160MHz"])
+def test_measured_specs_pass_require_metrics(name):
+    ds = load_dataset(_need(name))
+    ds.spec.require_metrics(str(ds.source))
 
 
 def test_require_metrics_names_missing_field():
