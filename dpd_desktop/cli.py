@@ -7,7 +7,15 @@
     dpd-desktop run-dpd --run RUN [--input FILE | --split test] --out FILE.{csv,h5,mat}
     dpd-desktop runs                    list the runs of the workspace
 
-Exit status: 0 success, 1 run failed, 2 bad arguments or input, 3 cancelled (Ctrl+C).
+``--workspace DIR`` is a global option, placed before the sub-command (it is accepted after it too).
+
+Exit status:
+    0  success
+    1  the run failed (its run folder records why: status.json, log.txt)
+    2  bad arguments, or unusable input found before a run starts (dataset that cannot be loaded, unusable
+       workspace, PA/DPD run not found, no display for the window)
+    3  cancelled (Ctrl+C: the run stops after the current batch and stays readable)
+   130 aborted by a second Ctrl+C
 """
 from __future__ import annotations
 
@@ -15,10 +23,61 @@ import argparse
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
 from . import __version__
+
+# ---------------------------------------------------------------------- Ctrl+C
+# The process entry point (run) installs _on_sigint before any heavy import, so that a Ctrl+C at any moment is a
+# plain cancel: it sets CANCEL, and asks the trainer to stop once there is one (run_training checks CANCEL before
+# and right after building it). A second Ctrl+C aborts at once (exit 130).
+CANCEL = threading.Event()
+_SIGINT: dict = {"count": 0, "trainer": None, "installed": False, "prev": None}
+ABORT_EXIT = 130
+
+
+def _say(text: str) -> None:
+    """Write a line to stderr from a signal handler (os.write: no reentrant buffered-stream call)."""
+    try:
+        os.write(2, (text + "\n").encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+def _on_sigint(signum, frame) -> None:
+    _SIGINT["count"] += 1
+    if _SIGINT["count"] >= 2:
+        _say("\naborted (second Ctrl+C)")
+        os._exit(ABORT_EXIT)
+    CANCEL.set()
+    trainer = _SIGINT["trainer"]
+    if trainer is not None:
+        trainer.request_cancel()
+        _say("\nstopping after the current batch (Ctrl+C again to abort)…")
+    else:
+        _say("\ncancelling (Ctrl+C again to abort)…")
+
+
+def _install_sigint() -> bool:
+    """Install the cooperative Ctrl+C handler (fresh state); False when it cannot be (not the main thread)."""
+    try:
+        prev = signal.signal(signal.SIGINT, _on_sigint)
+    except (ValueError, OSError):
+        return False
+    CANCEL.clear()
+    _SIGINT.update(count=0, trainer=None, installed=True, prev=prev)
+    return True
+
+
+def _restore_sigint() -> None:
+    if _SIGINT["installed"]:
+        try:
+            signal.signal(signal.SIGINT, _SIGINT["prev"] or signal.default_int_handler)
+        except (ValueError, OSError, TypeError):
+            pass
+        _SIGINT.update(installed=False, trainer=None)
 
 
 def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
@@ -28,6 +87,8 @@ def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
     p.add_argument("--dataset", required=True, help="split-CSV folder, single CSV, HDF5 file, or 'demo'")
     if step == "dpd":
         p.add_argument("--pa-run", required=True, help="PA run id (in the workspace) or PA run folder")
+        p.add_argument("--allow-dataset-mismatch", action="store_true",
+                       help="train even when --dataset is not the dataset the PA run was trained on")
     p.add_argument("--backbone", default=d.backbone, help="gru, dgru, lstm, tres_gru, rvtdcnn (default %(default)s)")
     p.add_argument("--hidden-size", type=int, default=d.hidden_size if step == "pa" else 15,
                    help="hidden size (default %(default)s)")
@@ -53,28 +114,41 @@ def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+WORKSPACE_HELP = ("workspace folder (default: $DPD_DESKTOP_WORKSPACE or the platform's user data folder); a global "
+                  "option, placed before the sub-command")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dpd-desktop", description="Neural PA modeling and DPD for measured I/Q data.")
+    p = argparse.ArgumentParser(prog="dpd-desktop", description="Neural PA modeling and DPD for measured I/Q data.",
+                                epilog="Without a sub-command the window opens. Exit status: 0 success, 1 the run "
+                                       "failed, 2 bad arguments or unusable input before a run starts, 3 cancelled.")
     p.add_argument("--version", action="version", version=f"dpd-desktop {__version__}")
-    p.add_argument("--workspace", default=None, help="workspace folder (default: the platform's user data folder "
-                   "or $DPD_DESKTOP_WORKSPACE)")
+    p.add_argument("--workspace", default=None, help=WORKSPACE_HELP)
     sub = p.add_subparsers(dest="command")
-    g = sub.add_parser("gui", help="open the window (the default)")
+
+    def add(name: str, **kw) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, **kw)
+        # accepted after the sub-command too (same dest); SUPPRESS keeps a global --workspace when it is not given
+        sp.add_argument("--workspace", default=argparse.SUPPRESS, help=WORKSPACE_HELP)
+        return sp
+
+    g = add("gui", help="open the window (the default)")
     g.add_argument("--dataset", default=None)
-    dm = sub.add_parser("demo", help="embedded demo: window with a display, else a headless run with plots")
+    dm = add("demo", help="embedded demo: window with a display, else a headless run with plots")
     dm.add_argument("--headless", action="store_true", help="force the headless demo")
     dm.add_argument("--epochs", type=int, default=3)
     dm.add_argument("--device", default="auto")
-    _add_training_options(sub.add_parser("train-pa", help="train a PA behavioral model headless"), "pa")
-    _add_training_options(sub.add_parser("train-dpd", help="train a DPD through a frozen PA headless"), "dpd")
-    r = sub.add_parser("run-dpd", help="write u = DPD(x) for a split or an input file")
+    _add_training_options(add("train-pa", help="train a PA behavioral model headless"), "pa")
+    _add_training_options(add("train-dpd", help="train a DPD through a frozen PA headless (--dataset: the PA "
+                                                "run's dataset)"), "dpd")
+    r = add("run-dpd", help="write u = DPD(x) for a split or an input file")
     r.add_argument("--run", required=True, help="DPD run id or run folder")
     r.add_argument("--input", default=None, help="input file (CSV I,Q / HDF5 / .mat); default: --split of the "
                    "run's dataset")
     r.add_argument("--split", default="test", choices=("train", "val", "test"))
     r.add_argument("--out", required=True, help="output file: .csv, .h5/.hdf5 or .mat")
     r.add_argument("--device", default="cpu")
-    sub.add_parser("runs", help="list the runs of the workspace")
+    add("runs", help="list the runs of the workspace")
     return p
 
 
@@ -97,7 +171,7 @@ class ConsoleObserver:
 
         if isinstance(ev, E.RunStarted):
             print(f"run {ev.run_id} → {ev.run_dir}")
-            print(f"device {ev.device} ({ev.device_name}) · CUDA graph: {ev.fast_path} · {ev.n_params} parameters · "
+            print(f"device {ev.device} ({ev.device_name}) · CUDA graph: {ev.fast_path} · {param_text(ev)} · "
                   f"{ev.n_train_frames} frames, {ev.batches_per_epoch} batches/epoch", flush=True)
         elif isinstance(ev, E.BatchProgress) and not self.quiet:
             frac = ev.batch / ev.batches
@@ -142,6 +216,14 @@ class ConsoleObserver:
             print(f"cancelled after {ev.epochs_completed} epoch(s); run kept at {ev.run_dir}", file=sys.stderr)
 
 
+def param_text(ev) -> str:
+    """"442 parameters" for a PA; "306 parameters (DPD) + 442 frozen PA" for a DPD (its model id's P_ is 306)."""
+    model = getattr(ev, "n_params_model", None)
+    if ev.step == "dpd" and model is not None:
+        return f"{model} parameters (DPD) + {ev.n_params - model} frozen PA"
+    return f"{ev.n_params} parameters"
+
+
 class PlotRecorder:
     """Keeps the last plot data and the history rows so that the CLI can write plots/*.png at the end."""
 
@@ -178,35 +260,55 @@ def _config_from_args(a, step: str):
         batch_size_eval=a.batch_size_eval, lr=a.lr, lr_end=a.lr_end, decay_factor=a.decay_factor,
         patience=a.patience, weight_decay=a.weight_decay, grad_clip=a.grad_clip, frame_length=a.frame_length,
         stride=a.stride, seed=a.seed, loss=a.loss, device=a.device, threads=a.threads,
-        max_train_samples=a.max_train_samples, preview_every=a.preview_every)
+        max_train_samples=a.max_train_samples, preview_every=a.preview_every,
+        allow_dataset_mismatch=bool(getattr(a, "allow_dataset_mismatch", False)))
+
+
+def _cancelled_before_start() -> int:
+    print("cancelled before training started", file=sys.stderr, flush=True)
+    return 3
 
 
 def run_training(config, workspace, dataset=None, quiet=False, plots=True) -> int:
-    """Run one experiment headless with the console observer; returns the exit status."""
-    from .training.trainer import Trainer
+    """Run one experiment headless with the console observer; returns the exit status (module docstring).
 
-    rec = PlotRecorder()
-    trainer = Trainer(config, dataset=dataset, workspace=workspace, observers=[ConsoleObserver(quiet), rec])
-    prev = signal.getsignal(signal.SIGINT)
-
-    def on_sigint(signum, frame):  # first Ctrl+C: cooperative stop; second: default behavior
-        print("\nstopping after the current batch (Ctrl+C again to abort)…", file=sys.stderr)
-        trainer.request_cancel()
-        signal.signal(signal.SIGINT, prev)
-
+    The dataset is loaded here, before the trainer exists, so that one that cannot be loaded is exit status 2 with
+    no run folder. Ctrl+C: see :data:`CANCEL`; when :func:`run` did not install the handler (a call from Python in
+    the main thread), it is installed for the duration of the run.
+    """
+    own_handler = not _SIGINT["installed"] and _install_sigint()
     try:
-        signal.signal(signal.SIGINT, on_sigint)
-    except ValueError:  # not the main thread
-        pass
-    try:
+        if CANCEL.is_set():
+            return _cancelled_before_start()
+        from .data import DatasetError
+        from .training.trainer import Trainer, load_dataset_for
+
+        if dataset is None:
+            try:
+                dataset = load_dataset_for(config.dataset)
+                dataset.spec.require_metrics(str(dataset.source))
+            except (DatasetError, OSError) as exc:
+                print(f"error: {exc}", file=sys.stderr, flush=True)
+                return 2
+        if CANCEL.is_set():
+            return _cancelled_before_start()
+        rec = PlotRecorder()
+        trainer = Trainer(config, dataset=dataset, workspace=workspace, observers=[ConsoleObserver(quiet), rec])
+        _SIGINT["trainer"] = trainer
+        if CANCEL.is_set():  # Ctrl+C while the trainer was being built
+            trainer.request_cancel()
         result = trainer.run()
+        _SIGINT["trainer"] = None
     finally:
-        try:
-            signal.signal(signal.SIGINT, prev)
-        except ValueError:
-            pass
+        if own_handler:
+            _restore_sigint()
     if result.state == "succeeded" and plots:
-        write_plots(result.run_dir, rec)
+        if CANCEL.is_set():
+            print(f"plots skipped (Ctrl+C); artifacts: {result.run_dir}", file=sys.stderr)
+        else:
+            write_plots(result.run_dir, rec)
+    if result.state == "failed" and result.run_dir is None:
+        return 2  # refused before a run folder existed: a setting or input (device, PA run, …), not a run failure
     return {"succeeded": 0, "failed": 1, "cancelled": 3}[result.state]
 
 
@@ -219,14 +321,48 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def main(argv=None) -> int:
-    """Entry point of ``dpd-desktop`` and ``python -m dpd_desktop``."""
-    args = build_parser().parse_args(argv)
+NO_DISPLAY_MESSAGE = ("no display found: the window cannot open here; use `dpd-desktop demo --headless` or "
+                      "`dpd-desktop train-pa --dataset ...`")
+
+
+def window_unavailable() -> bool:
+    """True when the window would open on no screen: no display, and QT_QPA_PLATFORM not chosen by the user
+    (an explicit QT_QPA_PLATFORM, e.g. offscreen for tests or vnc, is respected)."""
+    return not has_display() and not os.environ.get("QT_QPA_PLATFORM")
+
+
+def _workspace(args):
+    """The workspace of the command line and whether the user named it (--workspace or $DPD_DESKTOP_WORKSPACE)."""
     from .runs.workspace import Workspace
 
-    ws = Workspace(args.workspace) if args.workspace else Workspace()
+    if args.workspace:
+        return Workspace(args.workspace), True
+    return Workspace(), bool(os.environ.get("DPD_DESKTOP_WORKSPACE"))
+
+
+def main(argv=None) -> int:
+    """Entry point of ``dpd-desktop`` and ``python -m dpd_desktop``; returns the exit status (module docstring)."""
+    args = build_parser().parse_args(argv)
+    from .runs.workspace import WorkspaceError
+
     cmd = args.command or "gui"
+    if cmd not in ("train-pa", "train-dpd", "demo") and _SIGINT["installed"]:
+        # only training stops cooperatively; the window, run-dpd and runs keep Python's default Ctrl+C
+        # (KeyboardInterrupt, turned into exit status 3 by run(); run-dpd's files are written atomically)
+        cancelled = CANCEL.is_set()
+        _restore_sigint()
+        if cancelled:
+            raise KeyboardInterrupt
+    try:
+        ws, named = _workspace(args)
+        ws.check(create=cmd in ("train-pa", "train-dpd", "demo"))
+    except WorkspaceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if cmd == "gui":
+        if window_unavailable():
+            print(NO_DISPLAY_MESSAGE, file=sys.stderr)
+            return 2
         from .gui.app import main as gui_main
 
         return gui_main(dataset=getattr(args, "dataset", None), workspace=ws)
@@ -238,6 +374,7 @@ def main(argv=None) -> int:
         if has_display() and not args.headless:
             from .gui.app import main as gui_main
 
+            _restore_sigint()  # the window keeps Python's default Ctrl+C behavior
             return gui_main(dataset="demo", workspace=ws, autostart_config=cfg)
         print("no display: running the demo headless (plots are written to the run folder)")
         return run_training(cfg, ws)
@@ -262,7 +399,20 @@ def main(argv=None) -> int:
         print(f"wrote {meta['samples']} samples of u = DPD(x) to {args.out} (+ {args.out}.meta.json)")
         return 0
     if cmd == "runs":
-        for r in ws.list_runs():
+        if not ws.root.is_dir():
+            if named:
+                print(f"error: workspace {ws.root}: no such folder", file=sys.stderr)
+                return 2
+            print(f"no runs yet (workspace {ws.root})", file=sys.stderr)
+            return 0
+        try:
+            runs = ws.list_runs()
+        except OSError as exc:
+            print(f"error: workspace {ws.root}: cannot list {ws.runs_dir} ({exc.strerror or exc})", file=sys.stderr)
+            return 2
+        if not runs:
+            print(f"no runs in {ws.runs_dir}", file=sys.stderr)
+        for r in runs:
             print(f"{r.run_id:48s} {r.step:4s} {r.backbone:9s} H={r.hidden_size!s:4s} {r.status}")
         return 0
     return 2
@@ -274,10 +424,18 @@ HEADLESS_COMMANDS = {"train-pa", "train-dpd", "run-dpd", "demo"}
 def run() -> None:
     """Process entry point (console script and ``python -m``): :func:`main`, then exit.
 
+    The cooperative Ctrl+C handler is installed first, before any heavy import (see :data:`CANCEL`); a
+    KeyboardInterrupt that still gets through is a plain cancel (exit 3), never a traceback.
+
     After a headless command every artifact is written and closed, so the interpreter's teardown (module garbage
     collection, CUDA context destruction), which only delays the exit, is skipped with ``os._exit``.
     """
-    rc = main()
+    _install_sigint()
+    try:
+        rc = main()
+    except KeyboardInterrupt:
+        print("\ncancelled", file=sys.stderr)
+        rc = 3
     if HEADLESS_COMMANDS & set(sys.argv[1:]):
         sys.stdout.flush()
         sys.stderr.flush()

@@ -42,6 +42,8 @@ class ExperimentConfig:
         threads: torch intra-op threads on CPU (``None`` keeps PyTorch's default).
         max_train_samples: use only the first N training samples (``None`` = all); the DPD gain still comes from the
             full training split (reference §1.4).
+        allow_dataset_mismatch: for ``step == "dpd"``, train even when the dataset is not the one the PA run was
+            trained on (different fingerprint); by default such a DPD run refuses to start.
     """
 
     step: str = "pa"
@@ -67,6 +69,7 @@ class ExperimentConfig:
     preview_every: int | None = None
     threads: int | None = None
     max_train_samples: int | None = None
+    allow_dataset_mismatch: bool = False
     name: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -108,6 +111,8 @@ class ExperimentConfig:
             raise ConfigError("max_train_samples", f"must be at least frame_length ({self.frame_length})")
         if self.step == "dpd" and not self.pa_run:
             raise ConfigError("pa_run", "a DPD run needs the PA run (id or folder) whose model it trains through")
+        if not isinstance(self.allow_dataset_mismatch, bool):
+            raise ConfigError("allow_dataset_mismatch", f"expected true or false, got {self.allow_dataset_mismatch!r}")
         if not self.seed >= 0:
             raise ConfigError("seed", "expected an integer >= 0")
         return self

@@ -59,7 +59,17 @@ def main(argv: list[str] | None = None, dataset=None, autostart_config=None, wor
         autostart_config: an ``ExperimentConfig`` to start as soon as the window is up (its dataset is loaded
             first when ``dataset`` is not given).
         workspace: the run workspace (default: ``Workspace()`` under the platform's user data folder).
+
+    Without a display (and without a QT_QPA_PLATFORM or ``-platform`` chosen by the user) the window would open on
+    no screen and block forever: a message says so and the exit code is 2.
     """
+    explicit_platform = any(a == "-platform" or a.startswith("-platform=") for a in (argv or ()))
+    if QApplication.instance() is None and not explicit_platform:
+        from ..cli import NO_DISPLAY_MESSAGE, window_unavailable
+
+        if window_unavailable():
+            print(NO_DISPLAY_MESSAGE, file=sys.stderr)
+            return 2
     app = ensure_app(argv)
     from .main_window import MainWindow
 

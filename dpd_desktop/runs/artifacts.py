@@ -11,13 +11,46 @@ import io
 import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 
+def current_umask() -> int:
+    """The process umask, read without changing it where possible (``/proc/self/status`` on Linux); elsewhere
+    the value seen when this module was imported (reading it portably means setting it, which is not
+    thread-safe)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return _IMPORT_UMASK
+
+
+def _read_umask_once() -> int:
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+_IMPORT_UMASK = _read_umask_once()
+
+
+def _set_default_mode(tmp: str) -> None:
+    """Give a temporary file the mode a plain ``open(path, "w")`` would: 0o666 minus the umask (``mkstemp``
+    creates it 0o600)."""
+    os.chmod(tmp, 0o666 & ~current_umask())
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temp file + fsync + os.replace). Returns the path."""
+    """Write ``data`` to ``path`` atomically (temp file + fsync + os.replace). Returns the path.
+
+    The file gets the mode of an ordinary new file (0o666 minus the umask), not ``mkstemp``'s 0o600.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -26,6 +59,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        _set_default_mode(tmp)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -38,7 +72,8 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
 
 def atomic_write_via(path: str | Path, writer) -> Path:
     """Let ``writer(tmp_path)`` create the file (HDF5, MAT, ... writers that want a path), then fsync it and move it
-    into place with ``os.replace``. The temporary file sits next to ``path`` and is removed on any error."""
+    into place with ``os.replace``. The temporary file sits next to ``path`` and is removed on any error; the file
+    gets the mode of an ordinary new file (0o666 minus the umask)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -47,6 +82,7 @@ def atomic_write_via(path: str | Path, writer) -> Path:
         writer(tmp)
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
+        _set_default_mode(tmp)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -108,13 +144,18 @@ def format_value(v: Any, precision: int = 8) -> str:
     return str(v)
 
 
-def write_history_csv(path: str | Path, rows: Iterable[Mapping[str, Any]], precision: int = 8) -> Path:
-    """Rewrite the whole history CSV atomically: header from the first row's keys, one line per epoch."""
+def write_history_csv(path: str | Path, rows: Iterable[Mapping[str, Any]], precision: int = 8,
+                      header: Iterable[str] | None = None) -> Path:
+    """Rewrite the whole history CSV atomically: one header line, one line per epoch.
+
+    The columns are ``header`` when given (so that a run without any epoch yet still gets a header-only file),
+    else the first row's keys; with neither, the file is empty.
+    """
     rows = list(rows)
+    cols = list(header) if header is not None else (list(rows[0].keys()) if rows else [])
     buf = io.StringIO()
-    if rows:
+    if cols:
         w = csv.writer(buf, lineterminator="\n")
-        cols = list(rows[0].keys())
         w.writerow(cols)
         for r in rows:
             w.writerow([format_value(r.get(c, ""), precision) for c in cols])
@@ -169,12 +210,33 @@ def load_checkpoint(path: str | Path) -> tuple[dict, dict]:
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - report any unpickling failure in plain words
-        raise CheckpointError(f"{path}: not a readable checkpoint ({type(exc).__name__}: {exc})") from exc
+        detail = _load_error_detail(exc)
+        raise CheckpointError(f"{path}: not a readable checkpoint ({type(exc).__name__})"
+                              + (f": {detail}" if detail else "")) from exc
     if isinstance(obj, dict) and "state_dict" in obj:
         return dict(obj["state_dict"]), dict(obj.get("meta", {}))
     if isinstance(obj, dict) and all(hasattr(v, "shape") for v in obj.values()):
         return dict(obj), {}
     raise CheckpointError(f"{path}: field 'state_dict' missing; not a DPD Desktop or OpenDPD checkpoint")
+
+
+_UNSAFE_ADVICE = re.compile(r"weights[_ ]only|trust|can still be loaded|safe_globals|two options", re.IGNORECASE)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _load_error_detail(exc: BaseException) -> str:
+    """One line of ``torch.load``'s error, without its advice to load with ``weights_only=False`` (which runs
+    arbitrary code from the file) or to allow-list globals: the unpickler's own reason when there is one, else the
+    message's first line, minus every sentence about weights_only or trusting the file."""
+    text = _ANSI.sub("", str(exc))
+    marker = "WeightsUnpickler error:"
+    if marker in text:
+        text = text.split(marker, 1)[1]
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    sentences = re.split(r"(?<=[.!?])\s+", lines[0])
+    return " ".join(s for s in sentences if s and not _UNSAFE_ADVICE.search(s)).strip()
 
 
 ARCH_FIELDS = ("backbone", "hidden_size", "num_layers")

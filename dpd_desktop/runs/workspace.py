@@ -8,12 +8,18 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 RUN_STATES = ("queued", "running", "succeeded", "failed", "cancelled", "interrupted")
+LIVE_STATES = ("queued", "running")
+
+
+class WorkspaceError(OSError):
+    """The workspace folder cannot be used; the message names the path and what is wrong."""
 
 
 def default_root() -> Path:
@@ -53,6 +59,30 @@ class Workspace:
         self.root = Path(root).expanduser() if root is not None else default_root()
         self.runs_dir = self.root / "runs"
 
+    def check(self, create: bool = False) -> None:
+        """Make sure the workspace can be used; ``create`` also creates ``runs/`` and checks it is writable.
+
+        Without ``create`` a workspace that does not exist yet is fine (nothing to list).
+
+        Raises:
+            WorkspaceError: the root or its ``runs`` is not a folder, cannot be created, read or written; the
+                message names the path and what is wrong.
+        """
+        for p, what in ((self.root, "workspace"), (self.runs_dir, "workspace runs folder")):
+            if p.exists() and not p.is_dir():
+                raise WorkspaceError(f"{what} {p}: not a folder (it is a file)")
+        if create:
+            try:
+                self.runs_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                what = self.runs_dir if self.root.is_dir() else "the folder"
+                raise WorkspaceError(f"workspace {self.root}: cannot create {what} "
+                                     f"({exc.strerror or type(exc).__name__})") from exc
+            if not os.access(self.runs_dir, os.W_OK | os.X_OK):
+                raise WorkspaceError(f"workspace {self.root}: {self.runs_dir} is not writable")
+        elif self.runs_dir.is_dir() and not os.access(self.runs_dir, os.R_OK | os.X_OK):
+            raise WorkspaceError(f"workspace {self.root}: {self.runs_dir} cannot be read")
+
     def new_run_dir(self, label: str) -> tuple[str, Path]:
         """Create and return a fresh ``(run_id, run_dir)``: ``YYYY-MM-DD-HHMMSS-<label>`` (suffix on collision)."""
         self.runs_dir.mkdir(parents=True, exist_ok=True)
@@ -85,6 +115,8 @@ class Workspace:
         if not self.runs_dir.is_dir():
             return out
         for d in sorted(self.runs_dir.iterdir(), reverse=True):
+            if not d.is_dir():
+                continue
             rec = read_run_record(d)
             if rec is None or (step and rec.step != step):
                 continue
@@ -92,8 +124,74 @@ class Workspace:
         return out
 
 
+def process_start_ticks(pid: int) -> int | None:
+    """Start time of process ``pid`` in clock ticks since boot (``/proc/<pid>/stat`` field 22); None where
+    ``/proc`` does not exist or the process is gone. With the pid it identifies a process (pids are reused)."""
+    try:
+        with open(f"/proc/{int(pid)}/stat", "rb") as fh:
+            stat = fh.read().decode("ascii", "replace")
+        # the command name (field 2) is in parentheses and may hold spaces: split after the last ')'
+        return int(stat.rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def process_identity() -> dict[str, Any]:
+    """What ``status.json`` records of the process that runs a training: ``pid``, ``host`` and
+    ``process_start`` (see :func:`process_start_ticks`; None where ``/proc`` does not exist)."""
+    pid = os.getpid()
+    return {"pid": pid, "host": socket.gethostname(), "process_start": process_start_ticks(pid)}
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this host (signal 0; a permission error means it exists)."""
+    if pid <= 0:
+        return False
+    if os.name == "nt":  # os.kill(pid, 0) would terminate the process on Windows
+        try:
+            import ctypes
+
+            h = ctypes.windll.kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+            if not h:
+                return False
+            code = ctypes.c_ulong()
+            ctypes.windll.kernel32.GetExitCodeProcess(h, ctypes.byref(code))
+            ctypes.windll.kernel32.CloseHandle(h)
+            return code.value == 259  # STILL_ACTIVE
+        except Exception:  # noqa: BLE001 - unknown: assume alive
+            return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return True
+    return True
+
+
+def owner_gone(status: dict[str, Any]) -> bool:
+    """True when ``status`` records a training process on this host that no longer exists (killed, crashed) or
+    whose pid now belongs to another process (different start time). Unknown → False."""
+    pid, host = status.get("pid"), status.get("host")
+    if not isinstance(pid, int) or isinstance(pid, bool) or host != socket.gethostname():
+        return False
+    if not _pid_alive(pid):
+        return True
+    recorded = status.get("process_start")
+    if isinstance(recorded, int) and os.path.isdir("/proc"):
+        now = process_start_ticks(pid)
+        return now is not None and now != recorded
+    return False
+
+
 def read_run_record(run_dir: Path) -> RunRecord | None:
-    """Read a run folder's record; None when it is not a run folder. Never raises on a damaged run."""
+    """Read a run folder's record; None when it is not a run folder. Never raises on a damaged run.
+
+    A run whose ``status.json`` says queued/running but whose recorded process on this host is gone (or its pid
+    now belongs to another process) is reported as "interrupted".
+    """
     cfg_path = run_dir / "config.json"
     if not cfg_path.is_file():
         return None
@@ -112,6 +210,9 @@ def read_run_record(run_dir: Path) -> RunRecord | None:
         rec.status = st.get("state", "unknown")
         rec.best_epoch = st.get("best_epoch")
         rec.summary = st
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
+        rec.status = "interrupted"
+        return rec
+    if rec.status in LIVE_STATES and owner_gone(st):
         rec.status = "interrupted"
     return rec

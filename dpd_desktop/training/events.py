@@ -48,7 +48,11 @@ class PlotData:
 
 @dataclass(frozen=True)
 class RunStarted:
-    """Emitted once, after data, model and optimizer are ready and before the first batch."""
+    """Emitted once, after data, model and optimizer are ready and before the first batch.
+
+    ``n_params`` counts the whole network (for a DPD: DPD + frozen PA, the reference's N_PARAM); ``n_params_model``
+    the trained model alone (the P_ of the model id).
+    """
 
     run_id: str
     run_dir: str
@@ -63,6 +67,7 @@ class RunStarted:
     batches_per_epoch: int
     epochs: int
     dataset_summary: Mapping[str, Any]
+    n_params_model: int | None = None  # the trained model alone (DPD: without the frozen PA); n_params = total
 
 
 @dataclass(frozen=True)

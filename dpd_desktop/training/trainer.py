@@ -33,7 +33,7 @@ import numpy as np
 
 from ..config import ConfigError, ExperimentConfig
 from ..runs import artifacts
-from ..runs.workspace import Workspace
+from ..runs.workspace import Workspace, process_identity
 from .events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunFailed, RunFinished, RunStarted)
 
 log = logging.getLogger("dpd_desktop.trainer")
@@ -41,6 +41,10 @@ log = logging.getLogger("dpd_desktop.trainer")
 PROGRESS_INTERVAL_S = 0.1
 TIMING_FILE = os.environ.get("DPD_DESKTOP_TIMING")  # benchmarks: wall-clock marks appended as JSON lines
 HISTORY_METRICS = ("NMSE", "EVM", "ACLR_L", "ACLR_R", "ACLR_AVG")
+# history.csv columns, the reference's (§4.8), in the order of the rows built in Trainer._epoch_end
+HISTORY_COLUMNS = ("EPOCH", "N_EPOCH", "TIME:", "LR", "BATCH_SIZE", "N_PARAM", "FRAME_LENGTH", "BACKBONE",
+                   "HIDDEN_SIZE", "TRAIN_LOSS", "VAL_LOSS", *(f"VAL_{k}" for k in HISTORY_METRICS), "TEST_LOSS",
+                   *(f"TEST_{k}" for k in HISTORY_METRICS))
 
 
 class Cancelled(Exception):
@@ -155,6 +159,7 @@ class Trainer:
                 run_id=self.run_id, run_dir=str(self.run_dir), step=self.config.step,
                 config=self.config.to_dict(), device=str(self.device), device_name=self.device_name,
                 fast_path=self.fast_path_status, batched_loader=self.loader_status, n_params=self.n_params,
+                n_params_model=self.n_params_model,
                 n_train_frames=self.loader.n_frames, batches_per_epoch=self.loader.n_batches,
                 epochs=self.config.epochs, dataset_summary=self._dataset_summary()))
             self._log(f"training: {self.loader.n_frames} frames, {self.loader.n_batches} batches/epoch, "
@@ -185,11 +190,14 @@ class Trainer:
         self._mark("data_loaded")
         ds = self.dataset
         ds.spec.require_metrics(str(ds.source))
+        self.fingerprint = ds.fingerprint()  # before the PA is loaded: a DPD checks it against the PA's dataset
 
         label = f"{cfg.step}-{cfg.backbone}{cfg.hidden_size}"
         self.run_id, self.run_dir = self.workspace.new_run_dir(label)
         self._log_fh = open(self.run_dir / "log.txt", "a", encoding="utf-8")
         self._write_status("running")
+        # every run folder has a history.csv, header-only until the first epoch ends (cancel/failure before it)
+        artifacts.write_history_csv(self.run_dir / "history.csv", [], header=HISTORY_COLUMNS)
         self._log(f"run {self.run_id}: {cfg.step.upper()} {cfg.backbone} H={cfg.hidden_size} on {ds.name}")
 
         # Reference §4.1: seed, then soft reproducibility (cuDNN benchmark on, deterministic algorithms off).
@@ -242,7 +250,11 @@ class Trainer:
             self.model = self.net
             self.pa_info = None
         else:
-            pa, self.pa_info = load_pa_for_dpd(self.workspace, cfg.pa_run)
+            pa, self.pa_info = load_pa_for_dpd(self.workspace, cfg.pa_run, dataset=ds, fingerprint=self.fingerprint,
+                                               allow_dataset_mismatch=cfg.allow_dataset_mismatch)
+            if self.pa_info.get("dataset_mismatch_allowed"):
+                self._log(f"WARNING: the PA run {self.pa_info['run_id']} was trained on another dataset "
+                          f"(fingerprint {self.pa_info['dataset_fingerprint']}); allowed by allow_dataset_mismatch")
             dpd = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers)
             self.net = Cascade(dpd, pa)
             self.net.freeze_pa()
@@ -285,7 +297,6 @@ class Trainer:
         self._target_aclr: dict[str, tuple[float, float]] = {}
 
         self._mark("before_config")
-        self.fingerprint = ds.fingerprint()
         self._write_config()
         self._mark("setup_done")
         self._preview = None  # the frozen copy is made on the first preview (BatchPreview)
@@ -797,6 +808,8 @@ class Trainer:
             return
         doc = {"state": state, "run_id": self.run_id, "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                "step": self.config.step, "selection_metric": getattr(self, "selection_metric", None)}
+        # who runs it: lets a reader tell a live run from one whose process was killed (workspace.owner_gone)
+        doc.update(process_identity())
         doc.update(kw)
         artifacts.atomic_write_json(self.run_dir / "status.json", doc)
 
@@ -811,16 +824,23 @@ def load_dataset_for(spec: str):
     return load_dataset(spec)
 
 
-def load_pa_for_dpd(workspace: Workspace, pa_run: str):
+def load_pa_for_dpd(workspace: Workspace, pa_run: str, dataset=None, fingerprint: str | None = None,
+                    allow_dataset_mismatch: bool = False):
     """Build the frozen PA of a DPD run from a PA run of the workspace.
 
     Builds the PA model first (consuming the seeded RNG like the reference, §5.1 step 1), then loads the PA run's
-    selected checkpoint. Returns ``(pa_model, info)`` where info records the PA run id, checkpoint path and sha256
-    and the architecture.
+    selected checkpoint. Returns ``(pa_model, info)`` where info records the PA run id, checkpoint path and sha256,
+    the architecture and the PA's dataset fingerprint (``dataset_fingerprint``).
+
+    When ``fingerprint`` (of the DPD's ``dataset``) is given, it must equal the fingerprint recorded in the PA run's
+    ``config.json`` (a DPD learned through a PA model of another PA/dataset is meaningless), unless
+    ``allow_dataset_mismatch`` (then ``info["dataset_mismatch_allowed"]`` is True). A PA run without a recorded
+    fingerprint is not checked.
 
     Raises:
-        TrainingError: the PA run, its ``config.json`` or ``best.pt`` is missing, it is not a PA run, or the
-            checkpoint's architecture (field names and tensor shapes) differs from the one recorded.
+        TrainingError: the PA run, its ``config.json`` or ``best.pt`` is missing, it is not a PA run, it was trained
+            on another dataset, or the checkpoint's architecture (field names and tensor shapes) differs from the
+            one recorded.
     """
     from ..models import build_model
 
@@ -837,6 +857,16 @@ def load_pa_for_dpd(workspace: Workspace, pa_run: str):
         raise TrainingError(f"{cfg_path}: cannot read the PA run's configuration ({exc})") from exc
     if exp.get("step") != "pa":
         raise TrainingError(f"{cfg_path}: field 'experiment.step' is {exp.get('step')!r}; a DPD needs a PA run")
+    pa_ds = cfg.get("dataset") if isinstance(cfg.get("dataset"), dict) else {}
+    pa_fp = pa_ds.get("fingerprint")
+    mismatch = bool(fingerprint and pa_fp and pa_fp != fingerprint)
+    if mismatch and not allow_dataset_mismatch:
+        name = getattr(dataset, "name", "?")
+        source = getattr(dataset, "source", "?")
+        raise TrainingError(
+            f"pa_run: the PA run {run_dir.name} was trained on dataset {pa_ds.get('name', '?')} "
+            f"({pa_ds.get('source', '?')}, fingerprint {pa_fp[:12]}…) but this DPD uses {name} ({source}, "
+            f"fingerprint {fingerprint[:12]}…); train the DPD on the PA's dataset, or set allow_dataset_mismatch")
     ckpt = run_dir / "best.pt"
     pa = build_model(arch["backbone"], arch["hidden_size"], arch["num_layers"])
     try:
@@ -844,7 +874,8 @@ def load_pa_for_dpd(workspace: Workspace, pa_run: str):
     except artifacts.CheckpointError as exc:
         raise TrainingError(str(exc)) from exc
     info = {"run_id": run_dir.name, "run_dir": str(run_dir), "checkpoint": str(ckpt),
-            "sha256": artifacts.file_sha256(ckpt), **arch, "selected_epoch": meta.get("epoch")}
+            "sha256": artifacts.file_sha256(ckpt), **arch, "selected_epoch": meta.get("epoch"),
+            "dataset_fingerprint": pa_fp, "dataset_mismatch_allowed": mismatch}
     return pa, info
 
 
@@ -853,11 +884,16 @@ def _warm_imports_in_background() -> None:
     while the GPU trains, so that neither the first evaluation nor the results file waits for an import."""
 
     def work():
-        for name in ("scipy.signal", "scipy.fft", "h5py"):
-            try:
-                __import__(name)
-            except ImportError:
-                pass
+        # Never a traceback from this thread: the process may exit (Ctrl+C, os._exit) in the middle of an import,
+        # and a failed warm-up only means the import happens later, where it is needed.
+        try:
+            for name in ("scipy.signal", "scipy.fft", "h5py"):
+                try:
+                    __import__(name)
+                except ImportError:
+                    pass
+        except BaseException:  # noqa: BLE001
+            pass
 
     threading.Thread(target=work, name="dpd-warm-imports", daemon=True).start()
 

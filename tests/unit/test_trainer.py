@@ -114,3 +114,161 @@ def test_plain_loader_switch_gives_identical_history(tmp_path, ds, monkeypatch):
     keys = [k for k in res.history[0] if k != "TIME:"]
     assert [[r[k] for k in keys] for r in res.history] == [[r[k] for k in keys] for r in ref.history]
     assert json.loads((res.run_dir / "config.json").read_text())["device"]["batched_loader"].startswith("off")
+
+
+# ---------------------------------------------------------------------------------------------- tester's defects
+import os  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+
+from dpd_desktop.runs import artifacts  # noqa: E402
+from dpd_desktop.runs.workspace import process_start_ticks, read_run_record  # noqa: E402
+from dpd_desktop.training import trainer as trainer_mod  # noqa: E402
+from dpd_desktop.training.trainer import HISTORY_COLUMNS  # noqa: E402
+
+
+def test_warm_imports_thread_never_prints_a_traceback(monkeypatch):
+    """An interrupted import (the process exiting, KeyboardInterrupt, SystemExit) must stay silent in the thread."""
+    seen, done = [], threading.Event()
+
+    def boom(name, *a, **kw):
+        done.set()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer_mod, "__import__", boom, raising=False)
+    monkeypatch.setattr(threading, "excepthook", lambda args: seen.append(args.exc_type))
+    before = {t.ident for t in threading.enumerate()}
+    trainer_mod._warm_imports_in_background()
+    for t in threading.enumerate():
+        if t.name == "dpd-warm-imports" and t.ident not in before:
+            t.join(10)
+    assert done.is_set() and seen == []
+
+
+def _pa(tmp_path, ds, **kw):
+    res = Trainer(cfg(epochs=1, **kw), dataset=ds, workspace=Workspace(tmp_path)).run()
+    assert res.state == "succeeded", res.message
+    return res
+
+
+def test_dpd_refuses_a_dataset_other_than_the_pas(tmp_path, ds):
+    pa = _pa(tmp_path, ds)
+    pa_fp = json.loads((pa.run_dir / "config.json").read_text())["dataset"]["fingerprint"]
+    other = make_demo_dataset(seed=3, n_train=3000, n_val=4096, n_test=4096)
+    ev = []
+    res = Trainer(cfg(step="dpd", pa_run=pa.run_id, epochs=1), dataset=other, workspace=Workspace(tmp_path),
+                  observers=[ev.append]).run()
+    assert res.state == "failed"
+    msg = res.message
+    assert msg.startswith(f"pa_run: the PA run {pa.run_id} was trained on dataset ") and "allow_dataset_mismatch" in msg
+    assert pa_fp[:12] in msg and other.fingerprint()[:12] in msg and "but this DPD uses" in msg
+    # the failed run folder still has its header-only history.csv
+    assert read_history_csv(res.run_dir / "history.csv") == []
+    assert (res.run_dir / "history.csv").read_text().strip().split(",") == list(HISTORY_COLUMNS)
+
+    ok = Trainer(cfg(step="dpd", pa_run=pa.run_id, epochs=1, allow_dataset_mismatch=True), dataset=other,
+                 workspace=Workspace(tmp_path)).run()
+    assert ok.state == "succeeded", ok.message
+    block = json.loads((ok.run_dir / "config.json").read_text())["pa"]
+    assert block["dataset_fingerprint"] == pa_fp and block["dataset_mismatch_allowed"] is True
+
+    same = Trainer(cfg(step="dpd", pa_run=pa.run_id, epochs=1), dataset=ds, workspace=Workspace(tmp_path),
+                   observers=[ev.append]).run()
+    assert same.state == "succeeded", same.message
+    block = json.loads((same.run_dir / "config.json").read_text())["pa"]
+    assert block["dataset_fingerprint"] == pa_fp and block["dataset_mismatch_allowed"] is False
+    started = [e for e in ev if isinstance(e, E.RunStarted)][-1]
+    model_id = json.loads((same.run_dir / "config.json").read_text())["model"]["model_id"]
+    assert model_id.endswith(f"_P_{started.n_params_model}") and started.n_params > started.n_params_model
+
+
+@pytest.mark.parametrize("payload", [b"garbage bytes here", "numpy"])
+def test_garbage_pa_checkpoint_error_gives_no_unsafe_advice(tmp_path, ds, payload):
+    pa = _pa(tmp_path, ds)
+    ckpt = pa.run_dir / "best.pt"
+    if payload == "numpy":
+        import numpy as np
+
+        torch.save({"state_dict": {"w": np.zeros(3)}}, ckpt)
+    else:
+        ckpt.write_bytes(payload)
+    with pytest.raises(artifacts.CheckpointError) as exc:
+        load_checkpoint(ckpt)
+    text = str(exc.value)
+    assert text.startswith(f"{ckpt}: not a readable checkpoint (UnpicklingError)"), text
+    assert "\n" not in text
+    for bad in ("weights_only", "Re-running", "trust", "safe_globals"):
+        assert bad not in text, text
+    res = Trainer(cfg(step="dpd", pa_run=pa.run_id, epochs=1), dataset=ds, workspace=Workspace(tmp_path)).run()
+    assert res.state == "failed" and "not a readable checkpoint" in res.message and "weights_only" not in res.message
+
+
+def test_files_get_the_umask_mode(tmp_path, ds):
+    old = os.umask(0o022)
+    try:
+        artifacts.atomic_write_bytes(tmp_path / "a.bin", b"x")
+        artifacts.atomic_write_via(tmp_path / "b.bin", lambda p: open(p, "wb").close())
+        artifacts.atomic_write_json(tmp_path / "c.json", {})
+        for name in ("a.bin", "b.bin", "c.json"):
+            assert (tmp_path / name).stat().st_mode & 0o777 == 0o644, name
+        res = Trainer(cfg(epochs=1), dataset=ds, workspace=Workspace(tmp_path / "ws")).run()
+        for name in ("config.json", "status.json", "history.csv", "best.pt", "last.pt", "results.h5"):
+            assert (res.run_dir / name).stat().st_mode & 0o777 == 0o644, name
+        os.umask(0o077)
+        artifacts.atomic_write_bytes(tmp_path / "d.bin", b"x")
+        assert (tmp_path / "d.bin").stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(old)
+
+
+def test_cancel_before_the_first_epoch_leaves_a_header_only_history(tmp_path, ds):
+    t = Trainer(cfg(epochs=5), dataset=ds, workspace=Workspace(tmp_path / "a"))
+    t.request_cancel()
+    res = t.run()
+    assert res.state == "cancelled" and res.history == []
+    text = (res.run_dir / "history.csv").read_text()
+    assert text == ",".join(HISTORY_COLUMNS) + "\n"
+    done = Trainer(cfg(epochs=1), dataset=ds, workspace=Workspace(tmp_path / "b")).run()
+    header = (done.run_dir / "history.csv").read_text().splitlines()[0]
+    assert header == text.strip()  # the same columns as a run's real history
+
+
+def test_write_history_csv_with_explicit_header(tmp_path):
+    artifacts.write_history_csv(tmp_path / "h.csv", [], header=["A", "B"])
+    assert (tmp_path / "h.csv").read_text() == "A,B\n"
+    artifacts.write_history_csv(tmp_path / "h.csv", [{"A": 1, "B": "x"}], header=["A", "B"])
+    assert read_history_csv(tmp_path / "h.csv") == [{"A": "1", "B": "x"}]
+
+
+def _fake_run(tmp_path, status):
+    d = tmp_path / "runs" / "2026-01-01-000000-pa-gru4"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "config.json").write_text(json.dumps({"experiment": {"step": "pa", "backbone": "gru", "hidden_size": 4}}))
+    (d / "status.json").write_text(json.dumps(status))
+    return d
+
+
+def test_status_records_the_process_and_a_killed_run_reads_interrupted(tmp_path, ds):
+    res = Trainer(cfg(epochs=1), dataset=ds, workspace=Workspace(tmp_path / "ws")).run()
+    st = json.loads((res.run_dir / "status.json").read_text())
+    assert st["pid"] == os.getpid() and st["host"] == socket.gethostname()
+    assert st["process_start"] == process_start_ticks(os.getpid())
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host = socket.gethostname()
+    d = _fake_run(tmp_path, {"state": "running", "pid": dead.pid, "host": host})
+    assert read_run_record(d).status == "interrupted"
+    assert Workspace(tmp_path).list_runs()[0].status == "interrupted"
+    me = {"pid": os.getpid(), "host": host, "process_start": process_start_ticks(os.getpid())}
+    _fake_run(tmp_path, {"state": "running", **me})
+    assert read_run_record(d).status == "running"  # alive: still running
+    _fake_run(tmp_path, {"state": "queued", "pid": dead.pid, "host": "another-host"})
+    assert read_run_record(d).status == "queued"  # another host: cannot tell
+    _fake_run(tmp_path, {"state": "succeeded", "pid": dead.pid, "host": host})
+    assert read_run_record(d).status == "succeeded"
+    if me["process_start"] is not None:  # pid reused by another process: its start time differs
+        _fake_run(tmp_path, {"state": "running", **dict(me, process_start=me["process_start"] - 1)})
+        assert read_run_record(d).status == "interrupted"

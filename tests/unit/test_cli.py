@@ -1,0 +1,216 @@
+"""The command line: Ctrl+C at any moment, exit codes, workspace and display errors, option placement, output."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dpd_desktop import cli
+from dpd_desktop.cli import build_parser, main as cli_main
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY_TRAIN = ["train-pa", "--dataset", "demo", "--epochs", "50", "--device", "cpu", "--hidden-size", "4",
+              "--frame-length", "40", "--stride", "64"]
+
+
+def _spawn(ws: Path, *args: str) -> subprocess.Popen:
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    return subprocess.Popen([sys.executable, "-m", "dpd_desktop", "--workspace", str(ws), *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _run_dirs(ws: Path) -> list[Path]:
+    return sorted(p for p in (ws / "runs").glob("*") if p.is_dir()) if (ws / "runs").is_dir() else []
+
+
+# ------------------------------------------------------------------------------------------------ 1. Ctrl+C
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("delay", [0.1, 0.5, 1.5])
+def test_ctrl_c_at_any_moment_is_a_plain_cancel(tmp_path, delay):
+    """SIGINT while torch imports, while the data loads or while training: exit 3, no traceback; a run folder,
+    when one was made, says cancelled and has a history.csv."""
+    proc = _spawn(tmp_path, *TINY_TRAIN)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 3, (out, err)
+    assert "Traceback" not in err and "Traceback" not in out, err
+    runs = _run_dirs(tmp_path)
+    assert len(runs) <= 1
+    if runs:
+        status = json.loads((runs[0] / "status.json").read_text())
+        assert status["state"] == "cancelled", status
+        assert (runs[0] / "history.csv").read_text().startswith("EPOCH,N_EPOCH,")
+    else:
+        assert "cancelled before training started" in err
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_second_ctrl_c_aborts_with_one_line(tmp_path):
+    proc = _spawn(tmp_path, *TINY_TRAIN)
+    time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.6)  # signals that arrive while the main thread is inside one C call are delivered as one
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=180)
+    assert "Traceback" not in err, err
+    assert proc.returncode in (130, 3), (proc.returncode, err)
+    if proc.returncode == 130:
+        assert "aborted (second Ctrl+C)" in err
+
+
+def test_keyboard_interrupt_reaching_run_is_a_cancel(monkeypatch, capsys):
+    def interrupted(argv=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "main", interrupted)
+    monkeypatch.setattr(sys, "argv", ["dpd-desktop", "runs"])
+    try:
+        with pytest.raises(SystemExit) as exc:
+            cli.run()
+    finally:
+        cli._restore_sigint()
+    assert exc.value.code == 3
+    assert "cancelled" in capsys.readouterr().err
+
+
+def test_sigint_before_the_trainer_exists_cancels_it(tmp_path, capsys):
+    """The flag set by a Ctrl+C during the imports is honored: no run starts (exit 3, no run folder)."""
+    from dpd_desktop.config import ExperimentConfig
+    from dpd_desktop.runs.workspace import Workspace
+
+    assert cli._install_sigint()
+    try:
+        cli._on_sigint(signal.SIGINT, None)
+        rc = cli.run_training(ExperimentConfig(dataset="demo", epochs=1, device="cpu"), Workspace(tmp_path))
+    finally:
+        cli._restore_sigint()
+    assert rc == 3
+    assert "cancelled before training started" in capsys.readouterr().err
+    assert _run_dirs(tmp_path) == []
+
+
+# ------------------------------------------------------------------------------------------------ 2. mismatch
+def test_train_dpd_has_allow_dataset_mismatch_flag():
+    from dpd_desktop.config import ExperimentConfig
+
+    base = ["train-dpd", "--dataset", "demo", "--pa-run", "x"]
+    assert cli._config_from_args(build_parser().parse_args(base), "dpd").allow_dataset_mismatch is False
+    cfg = cli._config_from_args(build_parser().parse_args(base + ["--allow-dataset-mismatch"]), "dpd")
+    assert cfg.validate().allow_dataset_mismatch is True
+    assert ExperimentConfig.from_dict(cfg.to_dict()) == cfg
+
+
+# ------------------------------------------------------------------------------------------------ 7. workspace
+@pytest.mark.parametrize("cmd", [["runs"], TINY_TRAIN[:5], ["run-dpd", "--run", "r", "--out", "u.csv"]])
+def test_unusable_workspace_is_a_plain_error(tmp_path, capsys, cmd):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for ws, words in ((afile, "not a folder"), (afile / "below", "")):
+        rc = cli_main(["--workspace", str(ws), *cmd])
+        err = capsys.readouterr().err
+        assert rc == 2, err
+        assert str(ws) in err and words in err
+        assert "Traceback" not in err and err.count("\n") == 1, err
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
+def test_workspace_under_proc(capsys):
+    assert cli_main(["--workspace", "/proc/nope", "runs"]) == 2
+    assert "/proc/nope" in capsys.readouterr().err
+    assert cli_main(["--workspace", "/proc/nope", *TINY_TRAIN[:5]]) == 2
+    assert "/proc/nope" in capsys.readouterr().err
+
+
+def test_runs_on_an_empty_workspace_says_so(tmp_path, capsys):
+    assert cli_main(["--workspace", str(tmp_path), "runs"]) == 0
+    assert "no runs" in capsys.readouterr().err
+
+
+def test_runs_reports_a_killed_run_as_interrupted(tmp_path, capsys):
+    run = tmp_path / "runs" / "2026-01-01-000000-pa-gru4"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"experiment": {"step": "pa", "backbone": "gru", "hidden_size": 4}}))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    import socket
+
+    (run / "status.json").write_text(json.dumps({"state": "running", "pid": dead.pid, "host": socket.gethostname()}))
+    assert cli_main(["--workspace", str(tmp_path), "runs"]) == 0
+    assert capsys.readouterr().out.split()[-1] == "interrupted"
+
+
+# ------------------------------------------------------------------------------------------------ 8. output, codes
+def test_dpd_parameter_line_separates_dpd_and_frozen_pa():
+    from dpd_desktop.training.events import RunStarted
+
+    common = dict(run_id="r", run_dir="d", config={}, device="cpu", device_name="CPU", fast_path="on",
+                  batched_loader="on", n_train_frames=1, batches_per_epoch=1, epochs=1, dataset_summary={})
+    assert cli.param_text(RunStarted(step="dpd", n_params=748, n_params_model=306, **common)) == \
+        "306 parameters (DPD) + 442 frozen PA"
+    assert cli.param_text(RunStarted(step="pa", n_params=442, n_params_model=442, **common)) == "442 parameters"
+
+
+def test_dataset_that_cannot_load_is_exit_2_without_run_folder(tmp_path, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("I_in,Q_in,I_out,Q_out\n0.1,0.2,0.3,abc\n")
+    ws = tmp_path / "ws"
+    for ds in (str(bad), str(tmp_path / "missing-folder")):
+        rc = cli_main(["--workspace", str(ws), "train-pa", "--dataset", ds, "--epochs", "1", "--device", "cpu"])
+        err = capsys.readouterr().err
+        assert rc == 2, err
+        assert err.startswith("error: ") and "Traceback" not in err
+    assert _run_dirs(ws) == []
+
+
+def test_exit_codes_documented_in_cli_and_readme():
+    readme = (ROOT / "README.md").read_text()
+    for code, words in (("0", "success"), ("1", "failed"), ("2", "bad arguments"), ("3", "cancelled")):
+        assert re.search(rf"\b{code}\b[^\n]*{words}", cli.__doc__), code
+        assert re.search(rf"`{code}`[^\n]*{words}", readme), code
+
+
+# ------------------------------------------------------------------------------------------------ 9. no display
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="display detection is for X11/Wayland")
+@pytest.mark.parametrize("argv", [[], ["gui"]])
+def test_window_without_display_says_so(tmp_path, monkeypatch, capsys, argv):
+    for var in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(var, raising=False)
+    assert cli_main(["--workspace", str(tmp_path), *argv]) == 2
+    err = capsys.readouterr().err
+    assert "no display found" in err and "demo --headless" in err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="display detection is for X11/Wayland")
+def test_gui_app_main_without_display_says_so(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env["DPD_DESKTOP_WORKSPACE"] = str(tmp_path)
+    proc = subprocess.run([sys.executable, "-c", "import sys; from dpd_desktop.gui.app import main; sys.exit(main())"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "no display found" in proc.stderr, proc.stderr
+
+
+# ------------------------------------------------------------------------------------------------ 10. --workspace
+def test_workspace_accepted_before_and_after_the_sub_command():
+    p = build_parser()
+    assert p.parse_args(["--workspace", "A", "runs"]).workspace == "A"
+    assert p.parse_args(["runs", "--workspace", "B"]).workspace == "B"
+    assert p.parse_args(["--workspace", "A", "train-pa", "--dataset", "demo"]).workspace == "A"
+    assert p.parse_args(["train-pa", "--dataset", "demo", "--workspace", "C"]).workspace == "C"
+    assert p.parse_args(["runs"]).workspace is None
+    assert "before the sub-command" in p.format_help()
+
+
+def test_readme_covers_the_headless_pitfalls():
+    readme = (ROOT / "README.md").read_text()
+    for words in ("global option", "spec.json", "split_ratios", "--max-train-samples", "`dpd-desktop` alone",
+                  "--allow-dataset-mismatch"):
+        assert words in readme, words
