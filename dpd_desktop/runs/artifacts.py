@@ -46,30 +46,6 @@ def _set_default_mode(tmp: str) -> None:
     os.chmod(tmp, 0o666 & ~current_umask())
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temp file + fsync + os.replace). Returns the path.
-
-    The file gets the mode of an ordinary new file (0o666 minus the umask), not ``mkstemp``'s 0o600.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        _set_default_mode(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
-
-
 def atomic_write_via(path: str | Path, writer) -> Path:
     """Let ``writer(tmp_path)`` create the file (HDF5, MAT, ... writers that want a path), then fsync it and move it
     into place with ``os.replace``. The temporary file sits next to ``path`` and is removed on any error; the file
@@ -91,6 +67,12 @@ def atomic_write_via(path: str | Path, writer) -> Path:
             pass
         raise
     return path
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (temp file + fsync + os.replace; the mode of an ordinary new file).
+    Returns the path."""
+    return atomic_write_via(path, lambda tmp: Path(tmp).write_bytes(data))
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
