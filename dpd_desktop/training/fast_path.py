@@ -75,9 +75,10 @@ class CudaGraphStep:
     """Callable ``step(frame_idx) -> loss | None`` replaying the captured step for a full batch.
 
     ``frame_idx``: a batch handle of the loader — (B,) int64 CUDA frame indices for :class:`FrameLoader`, or the
-    ``(x, y)`` CPU batch of :class:`PlainFrameLoader` (B = the captured batch size). Returns a fresh (0-dim)
+    ``(x, y)`` CPU batch of :class:`PlainFrameLoader` (B = the captured batch size). Returns the (0-dim)
     float32 CUDA tensor holding the batch loss, or None when the caller must run the batch eagerly (capture failed
-    earlier, model in eval mode, autograd off, autocast on, wrong shape). The caller runs ``optimizer.step()``.
+    earlier, model in eval mode, autograd off, autocast on, wrong shape). The returned tensor is the graph's static
+    output: copy it before the next replay. The caller runs ``optimizer.step()``.
     """
 
     def __init__(self, net, criterion, trainable, clip, device, loader, batch_size):
@@ -189,7 +190,7 @@ class CudaGraphStep:
         with torch.cuda.device(self.device):
             self._load(idx, non_blocking=True)
             self.graph.replay()
-            return self.static_loss.detach().clone()
+            return self.static_loss  # valid until the next replay: the trainer copies it into its loss buffer
 
 
 def make_fast_step(net, criterion, optimizer, trainable, clip, device, *, batch_shape, loader, enabled=True):
