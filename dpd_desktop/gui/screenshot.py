@@ -78,16 +78,9 @@ def render_main_window(path: str | os.PathLike, window=None, size: tuple[int, in
     QTimer.singleShot(100, lambda: None)
     app.processEvents()
     pixmap = window.grab()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp")
-    try:
-        if not pixmap.save(str(tmp), "PNG"):
-            raise OSError(f"could not write {tmp}")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    from .panels.base import save_png_atomic
+
+    path = save_png_atomic(pixmap, path)
     if own:
         window.close()
     return path

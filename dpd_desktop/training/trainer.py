@@ -569,6 +569,10 @@ class Trainer:
             res["u"] = torch.cat(dpd_out, dim=0).cpu().numpy()
         return res
 
+    def _signal_names(self) -> tuple[str, str]:
+        """(reference, model output) names used in the plot data: measured y / ŷ for PA, g·x / PA(DPD(x)) for DPD."""
+        return ("measured y", "predicted ŷ") if self.config.step == "pa" else ("target g·x", "PA(DPD(x))")
+
     def _plots(self, source: str, ev: dict[str, Any], split: str = "val", net=None):
         from ..data.framing import unsegment
         from .plotdata import build_plot_data
@@ -579,11 +583,10 @@ class Trainer:
             pred = unsegment(ev["pred"], n)
             aclr = {}
             m = ev["metrics"]
+            tname, pname = self._signal_names()
             if self.config.step == "pa":
-                tname, pname = "measured y", "predicted ŷ"
                 signals = {tname: es["t_np"], pname: pred}
             else:
-                tname, pname = "target g·x", "PA(DPD(x))"
                 signals = {tname: es["t_np"], pname: pred,
                            "PA(x) no DPD": unsegment(self._baseline(split, net), n)}
                 if "u" in ev:
@@ -617,20 +620,17 @@ class Trainer:
 
             es = self.eval_sets["val"]
             n = min(es["n"], pred.shape[1])
-            ev = {"pred": pred, "metrics": {"ACLR_L": float("nan"), "ACLR_R": float("nan")}}
             t_seg0 = es["t_seg"][:1]
             nmse = float(nmse_db(pred, t_seg0))
             x0 = es["x_seg"][0][:n]
-            sig = {("measured y" if self.config.step == "pa" else "target g·x"): t_seg0[0][:n],
-                   ("predicted ŷ" if self.config.step == "pa" else "PA(DPD(x))"): pred[0][:n]}
+            tname, pname = self._signal_names()
+            sig = {tname: t_seg0[0][:n], pname: pred[0][:n]}
             from .plotdata import build_plot_data
 
-            names = list(sig)
-            plots = build_plot_data("preview", x0, sig, self.dataset.spec, target_name=names[0],
-                                    pred_name=names[1], error_of=(names[1], names[0]))
+            plots = build_plot_data("preview", x0, sig, self.dataset.spec, target_name=tname, pred_name=pname,
+                                    error_of=(pname, tname))
             self._emit(PreviewReady(epoch=epoch, batch=batch, batches=n_batches, plots=plots,
                                     metrics={"NMSE": nmse}))
-            del ev
         except Exception as exc:  # noqa: BLE001
             self._log(f"preview disabled: {type(exc).__name__}: {exc}")
             self._preview_failed = True

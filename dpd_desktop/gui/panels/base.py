@@ -198,18 +198,7 @@ class PlotPanel(pg.GraphicsLayoutWidget):
 
     def export_png(self, path: str | os.PathLike, width: int | None = None) -> Path:
         """Write the panel as PNG atomically (temporary file in the same folder, then ``os.replace``)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        image = self.render_image(width)
-        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp")
-        try:
-            if not image.save(str(tmp), "PNG"):
-                raise OSError(f"could not write {tmp}")
-            os.replace(tmp, path)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
-        return path
+        return save_png_atomic(self.render_image(width), path)
 
     def mousePressEvent(self, ev):  # noqa: N802 (Qt name)
         self.activated.emit(self)
@@ -267,3 +256,18 @@ def ordered(names: Iterable[str], target: str, pred: str) -> list[str]:
     names = list(names)
     first = [n for n in (target, pred) if n in names]
     return first + [n for n in names if n not in first]
+
+
+def save_png_atomic(image, path: str | os.PathLike) -> Path:
+    """Save a QImage/QPixmap as PNG atomically (artifacts.atomic_write_via: temp file, fsync, os.replace).
+
+    Raises:
+        OSError: Qt could not encode or write the image (the message names ``path``).
+    """
+    from ...runs.artifacts import atomic_write_via
+
+    def write(tmp: str) -> None:
+        if not image.save(tmp, "PNG"):
+            raise OSError(f"could not write the PNG image {path}")
+
+    return atomic_write_via(path, write)
