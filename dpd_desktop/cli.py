@@ -269,22 +269,28 @@ def _cancelled_before_start() -> int:
     return 3
 
 
-def run_training(config, workspace, dataset=None, quiet=False, plots=True) -> int:
+def run_training(config, workspace, dataset=None, quiet=False, plots=True, prefetch=None) -> int:
     """Run one experiment headless with the console observer; returns the exit status (module docstring).
 
     The dataset is loaded here, before the trainer exists, so that one that cannot be loaded is exit status 2 with
     no run folder. Ctrl+C: see :data:`CANCEL`; when :func:`run` did not install the handler (a call from Python in
-    the main thread), it is installed for the duration of the run.
+    the main thread), it is installed for the duration of the run. ``prefetch``: a
+    :class:`~dpd_desktop.data.prefetch.DatasetPrefetch` already parsing ``config.dataset`` (None: load here).
     """
     own_handler = not _SIGINT["installed"] and _install_sigint()
     try:
         if CANCEL.is_set():
             return _cancelled_before_start()
         from .data import DatasetError
+        from .timing import mark
         from .training.trainer import Trainer, load_dataset_for
 
+        if dataset is None and prefetch is not None:
+            mark("dataset_prefetch_wait")
+            dataset = prefetch.result()  # None: the child could not load it; the error is reported below
         if dataset is None:
             try:
+                mark("dataset_load_start")
                 dataset = load_dataset_for(config.dataset)
                 dataset.spec.require_metrics(str(dataset.source))
             except (DatasetError, OSError) as exc:
@@ -380,14 +386,20 @@ def main(argv=None) -> int:
         return run_training(cfg, ws)
     if cmd in ("train-pa", "train-dpd"):
         from .config import ConfigError
+        from .data.prefetch import DatasetPrefetch
 
-        cfg = _config_from_args(args, "pa" if cmd == "train-pa" else "dpd")
+        # parse the dataset in a child process while this one imports PyTorch (validation below imports it)
+        prefetch = DatasetPrefetch(args.dataset)
         try:
-            cfg.validate()
-        except ConfigError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        return run_training(cfg, ws, quiet=args.quiet, plots=not args.no_plots)
+            cfg = _config_from_args(args, "pa" if cmd == "train-pa" else "dpd")
+            try:
+                cfg.validate()
+            except ConfigError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+            return run_training(cfg, ws, quiet=args.quiet, plots=not args.no_plots, prefetch=prefetch)
+        finally:
+            prefetch.cancel()
     if cmd == "run-dpd":
         from .runs.dpd_export import DpdExportError, run_dpd
 
@@ -431,6 +443,9 @@ def run() -> None:
     collection, CUDA context destruction), which only delays the exit, is skipped with ``os._exit``.
     """
     _install_sigint()
+    from .timing import mark
+
+    mark("cli_start")
     try:
         rc = main()
     except KeyboardInterrupt:

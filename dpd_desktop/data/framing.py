@@ -117,6 +117,7 @@ class FrameLoader:
         """
         draw_dataloader_iterator_seed()
         perm = epoch_permutation(self.n_frames).to(self.x.device, non_blocking=True)
+        self.last_perm = perm  # the whole permutation: the CUDA fast path gathers its batches inside the graph
         return list(perm.split(self.batch_size))
 
     @staticmethod

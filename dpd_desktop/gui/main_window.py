@@ -697,10 +697,7 @@ class MainWindow(QMainWindow):
         dev = str(ev.device) + (f" · {name}" if name and name.lower() != str(ev.device).lower() else "")
         self.device_label.setText(dev)
         self.device_label.setToolTip(f"batched loader: {ev.batched_loader}")
-        fp = str(ev.fast_path)
-        shown = "off — " + fp[4:].strip() if fp.startswith("off:") else fp
-        self.fastpath_label.setText(self._elide(f"CUDA graph: {shown}", 70))
-        self.fastpath_label.setToolTip(f"CUDA graph fast path: {fp}")
+        self._show_fast_path(ev.fast_path)
         self.run_folder_label.setText(self._elide_left(f"run {ev.run_dir}", 70))
         self.run_folder_label.setToolTip(str(ev.run_dir))
         if ev.dataset_summary and self._dataset is None:
@@ -744,8 +741,18 @@ class MainWindow(QMainWindow):
             text += " · stopping after this batch…"
         self.progress_label.setText(text)
 
+    def _show_fast_path(self, fast_path) -> None:
+        """Status bar text "CUDA graph: on" or "CUDA graph: off — <reason>" (full text in the tooltip)."""
+        fp = str(fast_path)
+        shown = "off — " + fp[4:].strip() if fp.startswith("off:") else fp
+        self.fastpath_label.setText(self._elide(f"CUDA graph: {shown}", 70))
+        self.fastpath_label.setToolTip(f"CUDA graph fast path: {fp}")
+        self._fast_path_shown = fp
+
     @Slot(object)
     def _on_epoch_ended(self, ev) -> None:
+        if ev.fast_path and ev.fast_path != getattr(self, "_fast_path_shown", None):
+            self._show_fast_path(ev.fast_path)  # e.g. the capture failed during the first epoch
         row = dict(ev.row)
         self._history_rows.append(row)
         self._sec_per_epoch = ev.epoch_seconds if ev.epoch_seconds and ev.epoch_seconds > 0 else self._sec_per_epoch

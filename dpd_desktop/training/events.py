@@ -87,7 +87,8 @@ class EpochEnded:
     """One history row: losses, LR, val/test NMSE [dB], EVM [dB], ACLR L/R/avg [dBc], seconds.
 
     ``row`` uses the history CSV's column names. ``is_best`` says whether this epoch became the selected checkpoint.
-    ``plots`` is built from this epoch's validation predictions (no extra inference).
+    ``plots`` is built from this epoch's validation predictions (no extra inference). ``fast_path`` is the CUDA
+    graph state after this epoch ("on" or "off: <reason>", e.g. when the capture failed during the epoch).
     """
 
     epoch: int
@@ -99,6 +100,7 @@ class EpochEnded:
     selection_metric: str
     epoch_seconds: float
     plots: PlotData | None
+    fast_path: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,23 @@
 """CUDA fast path: one training step captured as a CUDA graph and replayed for every full-size batch.
 
-What is captured (following PyTorch's CUDA Graphs notes and the reference's §7.1 design): in-place zeroing of the
-gradients, the batch gather from the device-resident training series (a static index buffer → the (B, L, 2) input
-and target frames), the forward of the whole network (a DPD → frozen-PA cascade included), the loss, the backward
-and the gradient-norm clipping. The optimizer step runs eagerly after each replay, so learning-rate changes and
-optimizer state behave exactly as in eager training. The results are bitwise identical to the eager path:
-the same kernels run on the same values (tests/gpu/test_fast_path_equivalence.py).
+What is captured (following PyTorch's CUDA Graphs notes and the reference's §7.1 design, then further): in-place
+zeroing of the gradients; the batch gather from the device-resident training series (the graph reads batch
+``counter`` of the epoch's permutation, held in a static buffer, and advances ``counter`` itself); the forward of
+the whole network (a DPD → frozen-PA cascade included); the loss (written to the epoch's loss slot); the backward;
+the gradient-norm clipping; and the AdamW update (optim.GraphAdamW: torch's foreach AdamW arithmetic with the
+step-dependent scalars read from a per-epoch device table, checked bitwise against torch's own update on this
+build before it is used). The results are bitwise identical to the eager path: the same kernels, or kernels with
+the same arithmetic, run on the same values (tests/gpu/test_fast_path_equivalence.py).
 
-Per replay the host only copies B int64 frame indices into the static index buffer (device to device) and
-launches the graph: no host→device batch copy, no per-sample Python, no synchronization.
+Per full batch the host only launches the graph: no host→device batch copy, no per-sample Python, no optimizer
+Python (~180 µs of host time per step on the GPU machine, benchmarks/probe_adamw_kernels.py), no synchronization.
 
 Fallbacks (each returns a status "off: <reason>" that the run records in config.json and the GUI shows):
 CPU/MPS devices; ``DPD_DESKTOP_DISABLE_CUDA_GRAPH=1`` (read once at import); deterministic algorithms; unsupported
 model types or losses; dropout; module hooks; non-float32 parameters; autocast; capture failure or out of memory
-during capture (the run continues eagerly). A short final batch runs eagerly with gradients zeroed in place, so the
-captured buffers stay valid.
+during capture (the run continues eagerly). The optimizer alone falls back to an eager step after each replay
+when its captured update is not bitwise equal to torch's here (recorded as ``fast_path_optimizer``). A short final
+batch runs eagerly with gradients zeroed in place, so the captured buffers stay valid.
 """
 from __future__ import annotations
 
@@ -72,31 +75,47 @@ def eligibility(net, criterion, optimizer, trainable, device) -> str | None:
 
 
 class CudaGraphStep:
-    """Callable ``step(frame_idx) -> loss | None`` replaying the captured step for a full batch.
+    """Replays one captured training step for every full-size batch of an epoch.
 
-    ``frame_idx``: a batch handle of the loader — (B,) int64 CUDA frame indices for :class:`FrameLoader`, or the
-    ``(x, y)`` CPU batch of :class:`PlainFrameLoader` (B = the captured batch size). Returns the (0-dim)
-    float32 CUDA tensor holding the batch loss, or None when the caller must run the batch eagerly (capture failed
-    earlier, model in eval mode, autograd off, autocast on, wrong shape). The returned tensor is the graph's static
-    output: copy it before the next replay. The caller runs ``optimizer.step()``.
+    Use: :meth:`begin_epoch` with the loader's plan at the start of each epoch, then ``step(b, batch)`` for
+    the full batches b = 0, 1, … in order; it returns True when the batch was trained by a replay (loss stored in
+    :attr:`epoch_losses` [b]; parameters and optimizer state updated when :attr:`optimizer_in_graph`), or False when
+    the caller must train this batch eagerly (capture failed earlier, model in eval mode, autograd off, wrong batch
+    size, index tensor on another device). :meth:`end_epoch` brings the optimizer's step counters up to date.
+
+    Index mode (the device-resident :class:`~dpd_desktop.data.framing.FrameLoader`): the epoch's frame permutation
+    is copied once into a static buffer and the graph itself picks batch ``counter`` of it (``counter`` is a
+    device integer the graph advances), so a replay needs no host work besides the launch. Copy mode (the plain
+    DataLoader fallback): each replay first copies the batch into static input/target buffers.
+
+    ``batch``: the loader's batch handle — (B,) int64 CUDA frame indices, or the ``(x, y)`` CPU batch of the plain
+    loader; B must be the captured batch size.
     """
 
-    def __init__(self, net, criterion, trainable, clip, device, loader, batch_size):
+    def __init__(self, net, criterion, trainable, clip, device, loader, batch_size, optimizer=None):
         import torch
 
         self.net, self.criterion, self.trainable = net, criterion, list(trainable)
         self.clip, self.device, self.loader, self.batch_size = clip, device, loader, batch_size
+        self.optimizer = optimizer
         self.graph = None
         self.failed_reason: str | None = None
-        # Index mode (the device-resident FrameLoader): the gather is part of the graph and each replay only copies
-        # B frame indices. Copy mode (the plain DataLoader fallback): each replay copies the batch into static
-        # input/target buffers first.
         self.index_mode = hasattr(loader, "x")
-        self.static_idx = torch.zeros(batch_size, dtype=torch.int64, device=device) if self.index_mode else None
+        n_batches = len(loader)
+        self.n_full_max = n_batches
+        # static buffers: the epoch's permutation (index mode), the batch (copy mode), the in-epoch batch counter,
+        # and one loss slot per batch of the epoch (the trainer writes the eager batches' slots itself)
+        self.perm = torch.zeros(max(loader.n_frames, 1), dtype=torch.int64, device=device) if self.index_mode else None
+        self.batch_offsets = torch.arange(batch_size, dtype=torch.int64, device=device)
         L = getattr(loader, "frame_length")
         self.static_x = None if self.index_mode else torch.zeros(batch_size, L, 2, device=device)
         self.static_y = None if self.index_mode else torch.zeros(batch_size, L, 2, device=device)
-        self.static_loss = None
+        self.counter = torch.zeros(1, dtype=torch.int64, device=device)
+        self.epoch_losses = torch.zeros(max(n_batches, 1), dtype=torch.float32, device=device)
+        self.graph_opt = None
+        self.optimizer_note = "eager (no optimizer given)" if optimizer is None else "not set up yet"
+        self._next = 0
+        self._epoch_first_step = 0
         self._ptrs = None
         self.captures = 0
 
@@ -104,13 +123,71 @@ class CudaGraphStep:
     def status(self) -> str:
         return "on" if self.failed_reason is None else f"off: {self.failed_reason}"
 
-    def _body(self):
+    @property
+    def optimizer_in_graph(self) -> bool:
+        return self.graph_opt is not None
+
+    # ------------------------------------------------------------------ epoch bookkeeping
+    def begin_epoch(self, plan) -> None:
+        """Start an epoch: copy its permutation into the static buffer (index mode), reset the batch counter and
+        load the optimizer's per-step numbers for this epoch's learning rate."""
+        if self.failed_reason is not None:
+            return
+        if self.index_mode:
+            perm = self.loader.last_perm
+            self.perm[:perm.shape[0]].copy_(perm)
+        self.counter.zero_()
+        self._next = 0
+        if self.optimizer is not None:
+            self._sync_steps()
+            self._epoch_first_step = self._optimizer_step_count() + 1
+            if self.graph_opt is not None:
+                self._load_table()
+
+    def end_epoch(self) -> None:
+        """Count the epoch's replayed updates in the optimizer's ``step`` tensors."""
+        self._sync_steps()
+
+    def _sync_steps(self) -> None:
+        if self.optimizer is not None and hasattr(self.optimizer, "sync_steps"):
+            self.optimizer.sync_steps()
+
+    def _optimizer_step_count(self) -> int:
+        st = getattr(self.optimizer, "state", {})
+        for v in st.values():
+            return int(v["step"].item())
+        return 0
+
+    def _load_table(self) -> None:
+        lr = self.optimizer.param_groups[0]["lr"]
+        self.graph_opt.load(self._epoch_first_step, self.n_full_max, lr)
+
+    def _setup_optimizer(self) -> None:
+        """Decide once whether the optimizer update goes into the graph (see optim.GraphAdamW)."""
+        from .optim import GraphAdamW
+
+        if self.optimizer is None or self.graph_opt is not None or self.optimizer_note != "not set up yet":
+            return
+        reason = GraphAdamW.eligibility(self.optimizer)
+        if reason is None:
+            gopt = GraphAdamW(self.optimizer, self.n_full_max)
+            reason = gopt.self_check(self.optimizer.param_groups[0]["lr"])
+            if reason is None:
+                self.graph_opt = gopt
+                self._load_table()
+        self.optimizer_note = "in the graph" if reason is None else f"eager: {reason}"
+        if reason is not None:
+            log.info("optimizer stays eager: %s", reason)
+
+    # ------------------------------------------------------------------ capture
+    def _forward_backward(self):
         import torch
 
         for p in self.trainable:
             p.grad.zero_()
         if self.index_mode:
-            xb, yb = self.loader.gather(self.static_idx)
+            pos = torch.add(self.batch_offsets, self.counter, alpha=self.batch_size)
+            xb, yb = self.loader.gather(self.perm.index_select(0, pos))
         else:
             xb, yb = self.static_x, self.static_y
         out = self.net(xb)
@@ -120,18 +197,17 @@ class CudaGraphStep:
             torch.nn.utils.clip_grad_norm_(self.trainable, self.clip)
         return loss
 
-    def _load(self, batch, non_blocking: bool) -> None:
-        """Copy one batch handle into the static buffers (indices, or the frames themselves in copy mode)."""
-        if self.index_mode:
-            self.static_idx.copy_(batch, non_blocking=non_blocking)
-        else:
-            self.static_x.copy_(batch[0], non_blocking=non_blocking)
-            self.static_y.copy_(batch[1], non_blocking=non_blocking)
+    def _body(self):
+        loss = self._forward_backward()
+        self.epoch_losses.index_copy_(0, self.counter, loss.detach().view(1))
+        if self.graph_opt is not None:
+            self.graph_opt.update(self.counter)
+        self.counter.add_(1)
 
     def _pointers(self):
         return tuple((p.data_ptr(), p.grad.data_ptr() if p.grad is not None else 0) for p in self.trainable)
 
-    def _capture(self, idx) -> None:
+    def _capture(self) -> None:
         import torch
 
         with torch.cuda.device(self.device), torch.random.fork_rng(devices=[self.device]):
@@ -141,43 +217,53 @@ class CudaGraphStep:
             for p in self.trainable:
                 if p.grad is None:
                     p.grad = torch.zeros_like(p)
-            self._load(idx, non_blocking=False)
+            self._setup_optimizer()
             cur = torch.cuda.current_stream()
             side = torch.cuda.Stream()
             side.wait_stream(cur)
+            # warm-up: forward and backward only (they change nothing but the gradients, zeroed by every step)
             with torch.cuda.stream(side):
                 for _ in range(WARMUP_ITERS):
-                    self._body()
+                    self._forward_backward()
             cur.wait_stream(side)
             torch.cuda.synchronize(self.device)
             graph = torch.cuda.CUDAGraph()
             # Capture on the warm-up stream: the AccumulateGrad nodes made during warm-up then match the capture
             # stream (no stream-mismatch synchronization inside the graph).
             with torch.cuda.graph(graph, stream=side):
-                self.static_loss = self._body()
+                self._body()
             torch.cuda.synchronize(self.device)
         self.graph = graph
         self._ptrs = self._pointers()
         self.captures += 1
-        log.info("CUDA graph captured (forward, loss, backward, clipping; optimizer eager)")
+        log.info("CUDA graph captured (forward, loss, backward, clipping; optimizer %s)", self.optimizer_note)
 
-    def __call__(self, idx):
+    # ------------------------------------------------------------------ per batch
+    def __call__(self, b: int, batch) -> bool:
         import torch
 
         if self.failed_reason is not None:
-            return None
-        if not self.net.training or not torch.is_grad_enabled() or self.loader.batch_len(idx) != self.batch_size:
-            return None
-        if self.index_mode and idx.device != self.device:
-            return None
+            return False
+        if not self.net.training or not torch.is_grad_enabled() or self.loader.batch_len(batch) != self.batch_size:
+            return False
+        if self.index_mode and batch.device != self.device:
+            return False
+        if b != self._next:
+            # earlier batches of this epoch ran eagerly (one optimizer step each, like a replay): batch b still
+            # uses loss slot b and table row b
+            self.counter.fill_(b)
+            self._next = b
         if self.graph is not None and self._pointers() != self._ptrs:
             self.graph = None  # parameters or gradients were re-allocated: capture again
         if self.graph is None:
+            self._sync_steps()
             try:
-                self._capture(idx)
+                self._capture()
             except (RuntimeError, torch.OutOfMemoryError) as exc:  # fall back, never crash
                 self.failed_reason = f"capture failed ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
                 self.graph = None
+                self.graph_opt = None
+                self.optimizer_note = "eager (no CUDA graph)"
                 log.warning("CUDA graph unavailable; training eagerly: %s", self.failed_reason)
                 try:
                     torch.cuda.synchronize(self.device)
@@ -186,11 +272,16 @@ class CudaGraphStep:
                 for p in self.trainable:
                     if p.grad is not None:
                         p.grad.zero_()
-                return None
+                return False
         with torch.cuda.device(self.device):
-            self._load(idx, non_blocking=True)
+            if not self.index_mode:
+                self.static_x.copy_(batch[0], non_blocking=True)
+                self.static_y.copy_(batch[1], non_blocking=True)
             self.graph.replay()
-            return self.static_loss  # valid until the next replay: the trainer copies it into its loss buffer
+        self._next += 1
+        if self.graph_opt is not None:
+            self.optimizer.graph_steps_pending += 1
+        return True
 
 
 def make_fast_step(net, criterion, optimizer, trainable, clip, device, *, batch_shape, loader, enabled=True):
@@ -204,4 +295,4 @@ def make_fast_step(net, criterion, optimizer, trainable, clip, device, *, batch_
         reason = 'disabled for this run'
     if reason is not None:
         return None, f"off: {reason}"
-    return CudaGraphStep(net, criterion, trainable, clip, device, loader, batch_shape[0]), "on"
+    return CudaGraphStep(net, criterion, trainable, clip, device, loader, batch_shape[0], optimizer=optimizer), "on"

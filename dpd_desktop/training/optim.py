@@ -59,6 +59,28 @@ class AdamW:
                               "capturable": False, "differentiable": False, "fused": None,
                               "decoupled_weight_decay": True}]
         self.state: dict[Any, dict[str, Any]] = {}
+        # Updates applied by a CUDA graph (GraphAdamW) and not yet counted in the per-parameter ``step`` tensors
+        self.graph_steps_pending = 0
+
+    def ensure_state(self) -> None:
+        """Create the per-parameter state (``step`` 0, zero moments) where it does not exist yet, as the first
+        :meth:`step` would (needed before a CUDA graph that updates the state in place is captured)."""
+        import torch
+
+        for p in self.params:
+            if p not in self.state:
+                self.state[p] = {
+                    "step": torch.tensor(0.0, dtype=torch.float64 if torch.get_default_dtype() == torch.float64
+                                         else torch.float32),
+                    "exp_avg": torch.zeros_like(p, memory_format=torch.preserve_format),
+                    "exp_avg_sq": torch.zeros_like(p, memory_format=torch.preserve_format)}
+
+    def sync_steps(self) -> None:
+        """Add the updates done inside a CUDA graph to every ``step`` counter (exact: integers in float32)."""
+        n, self.graph_steps_pending = self.graph_steps_pending, 0
+        if n:
+            for st in self.state.values():
+                st["step"].add_(float(n))
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear gradients: set them to None, or zero them in place (keeping their storage)."""
@@ -83,6 +105,7 @@ class AdamW:
         """One AdamW update of every parameter that has a gradient (exactly ``torch.optim.AdamW.step``)."""
         import torch
 
+        self.sync_steps()
         g = self.param_groups[0]
         params, grads, exp_avgs, exp_avg_sqs, steps = [], [], [], [], []
         for p in g["params"]:
@@ -112,6 +135,7 @@ class AdamW:
 
     def state_dict(self) -> dict[str, Any]:
         """``torch.optim``-format state: ``{"state": {index: {...}}, "param_groups": [{..., "params": [0..n-1]}]}``."""
+        self.sync_steps()
         idx = {id(p): i for i, p in enumerate(self.params)}
         group = {k: v for k, v in self.param_groups[0].items() if k != "params"}
         group["params"] = list(range(len(self.params)))
@@ -124,9 +148,145 @@ class AdamW:
             if k != "params":
                 self.param_groups[0][k] = tuple(v) if k == "betas" else v
         self.state = {}
+        self.graph_steps_pending = 0
         for i, st in sd["state"].items():
             p = self.params[int(i)]
             self.state[p] = {k: (v.clone() if k == "step" else v.to(p.device, copy=True)) for k, v in st.items()}
+
+
+class GraphAdamW:
+    """The update of :class:`AdamW` (CUDA, foreach implementation) as device-side ops that a CUDA graph can capture.
+
+    ``torch.optim.AdamW``'s default CUDA path (``_multi_tensor_adam``, capturable=False) passes the step-dependent
+    numbers — the decay factor ``1 − lr·wd``, ``sqrt(1 − β2^t)`` and the step size ``−lr / (1 − β1^t)``, each
+    computed in float64 on the host — as kernel arguments, which a graph would freeze. Here they are computed on the
+    host with the same float64 expressions, rounded to float32 as the kernels round them, and stored per step in a
+    device table; the captured ops read row ``counter`` of it:
+
+    * ``_foreach_mul_(params, wd)``, ``_foreach_div_(sqrt(v), bc2_sqrt)``: the Tensor-scalar overloads compute
+      ``x·s`` and ``x/s`` in float32, as the scalar-list kernels do.
+    * ``_foreach_addcdiv_(params, m, d, step_size)`` computes ``fma(s, m/d, p)`` (PyTorch's ``pointwise_op_impl``);
+      the graph computes ``q = m/d`` and ``_foreach_addcmul_(params, q, s·1)``, i.e. ``fma(q, s, p)`` — equal.
+    * the moment updates (``lerp``, ``mul``, ``addcmul`` with β1, β2) and ``+ eps`` keep their constant scalars.
+
+    Whether this is bitwise equal to the eager update on this torch build is checked once, on scratch tensors, by
+    :meth:`self_check` (values chosen so that a missing fused multiply-add shows in thousands of elements); when it
+    is not, the fast path keeps the optimizer eager. The per-parameter ``step`` counters are advanced lazily
+    (``AdamW.graph_steps_pending``, :meth:`AdamW.sync_steps`).
+
+    Args:
+        opt: our :class:`AdamW` (one group, amsgrad/maximize off, CUDA float32 parameters).
+        max_steps: rows of the table (full batches per epoch).
+    """
+
+    def __init__(self, opt: "AdamW", max_steps: int):
+        import torch
+
+        opt.ensure_state()
+        self.opt = opt
+        g = opt.param_groups[0]
+        self.beta1, self.beta2 = g["betas"]
+        self.eps, self.weight_decay = g["eps"], g["weight_decay"]
+        self.params = list(opt.params)
+        self.device = self.params[0].device
+        self.exp_avgs = [opt.state[p]["exp_avg"] for p in self.params]
+        self.exp_avg_sqs = [opt.state[p]["exp_avg_sq"] for p in self.params]
+        self.ones = [torch.ones_like(p) for p in self.params]
+        self.max_steps = max_steps
+        self.table = torch.zeros(max_steps, 3, dtype=torch.float32, device=self.device)
+
+    @staticmethod
+    def eligibility(opt) -> str | None:
+        """None when :class:`GraphAdamW` can stand in for ``opt.step()``, else the reason (plain words)."""
+        import torch
+
+        if not isinstance(opt, AdamW):
+            return f"optimizer {type(opt).__name__} (only our AdamW is captured)"
+        g = opt.param_groups[0]
+        if len(opt.param_groups) != 1 or g["amsgrad"] or g["maximize"]:
+            return "AdamW options outside the captured update (amsgrad, maximize, several groups)"
+        devs = {(p.device, p.dtype) for p in opt.params}
+        if len(devs) != 1 or next(iter(devs))[1] != torch.float32 or next(iter(devs))[0].type != "cuda":
+            return "parameters are not float32 tensors on one CUDA device"
+        _, foreach = opt._default(opt.params, False, use_fused=False)
+        if not foreach:
+            return "torch would not use the foreach AdamW here"
+        return None
+
+    @staticmethod
+    def scalars(t: float, lr: float, beta1: float, beta2: float, weight_decay: float) -> tuple[float, float, float]:
+        """(1 − lr·wd, sqrt(1 − β2^t), −lr/(1 − β1^t)) with torch.optim.adam's float64 expressions (t = step)."""
+        bias_correction1 = 1 - beta1 ** t
+        bias_correction2 = 1 - beta2 ** t
+        return (1 - lr * weight_decay, bias_correction2 ** 0.5, (lr / bias_correction1) * -1)
+
+    def load(self, first_step: int, n: int, lr: float) -> None:
+        """Fill rows 0..n-1 with the numbers of steps ``first_step`` … ``first_step + n − 1`` at learning rate lr."""
+        import torch
+
+        if n > self.max_steps:
+            raise ValueError(f"{n} steps > table size {self.max_steps}")
+        rows = [self.scalars(float(first_step + i), lr, self.beta1, self.beta2, self.weight_decay) for i in range(n)]
+        if rows:
+            self.table[:n].copy_(torch.tensor(rows, dtype=torch.float32), non_blocking=False)
+
+    def update(self, row) -> None:
+        """The AdamW update of every parameter from its ``.grad`` with the scalars of ``table[row]`` (``row``: (1,)
+        int64 CUDA tensor). Capturable: no host values depend on the step."""
+        sc = self.table.index_select(0, row)[0]
+        self._update(self.params, [p.grad for p in self.params], self.exp_avgs, self.exp_avg_sqs, self.ones,
+                     sc[0], sc[1], sc[2])
+
+    def _update(self, params, grads, exp_avgs, exp_avg_sqs, ones, wd, bc2_sqrt, step_size) -> None:
+        import torch
+
+        with torch.no_grad():
+            if self.weight_decay != 0:
+                torch._foreach_mul_(params, wd)
+            torch._foreach_lerp_(exp_avgs, grads, 1 - self.beta1)
+            torch._foreach_mul_(exp_avg_sqs, self.beta2)
+            torch._foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - self.beta2)
+            denom = torch._foreach_sqrt(exp_avg_sqs)
+            torch._foreach_div_(denom, bc2_sqrt)
+            torch._foreach_add_(denom, self.eps)
+            ratio = torch._foreach_div(exp_avgs, denom)
+            torch._foreach_addcmul_(params, ratio, torch._foreach_mul(ones, step_size))
+
+    def self_check(self, lr: float, steps: int = 3) -> str | None:
+        """Run torch's foreach AdamW and :meth:`_update` side by side on scratch copies (same shapes, synthetic values
+        where a rounding difference of the final fused multiply-add would show); None when bitwise equal for
+        ``steps`` steps, else the reason. Also loads every kernel the capture will use."""
+        import torch
+
+        try:
+            gen = torch.Generator(device=self.device).manual_seed(1234)
+            shapes = [tuple(p.shape) for p in self.params] + [(65536,)]
+
+            def rand(shape, scale):
+                return (torch.rand(shape, device=self.device, generator=gen) - 0.5) * scale
+
+            pa = [rand(s, 0.02) for s in shapes]
+            pb = [p.clone() for p in pa]
+            ma, va = [torch.zeros_like(p) for p in pa], [torch.zeros_like(p) for p in pa]
+            mb, vb = [torch.zeros_like(p) for p in pa], [torch.zeros_like(p) for p in pa]
+            ones = [torch.ones_like(p) for p in pa]
+            st = [torch.tensor(0.0) for _ in pa]
+            for t in range(1, steps + 1):
+                grads = [rand(s, 10.0 ** -t) for s in shapes]
+                self.opt._multi(pa, grads, ma, va, [], st, None, None, amsgrad=False, has_complex=False,
+                                beta1=self.beta1, beta2=self.beta2, lr=lr, weight_decay=self.weight_decay,
+                                eps=self.eps, maximize=False, capturable=False, differentiable=False,
+                                decoupled_weight_decay=True)
+                sc = torch.tensor(self.scalars(float(t), lr, self.beta1, self.beta2, self.weight_decay),
+                                  dtype=torch.float32, device=self.device)
+                self._update(pb, grads, mb, vb, ones, sc[0], sc[1], sc[2])
+                if not all(torch.equal(a, b) for a, b in zip(pa + ma + va, pb + mb + vb)):
+                    n = sum(int((a != b).sum()) for a, b in zip(pa, pb))
+                    return f"the captured AdamW update differs from torch's in {n} elements at step {t}"
+            torch.cuda.synchronize(self.device)
+        except (RuntimeError, TypeError, AttributeError) as exc:
+            return f"captured AdamW update unavailable ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
+        return None
 
 
 class ReduceLROnPlateau:

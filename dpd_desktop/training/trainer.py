@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from ..config import ConfigError, ExperimentConfig
+from .. import timing
 from ..runs import artifacts
 from ..runs.workspace import Workspace, process_identity
 from .events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunFailed, RunFinished, RunStarted)
@@ -39,7 +40,6 @@ from .events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunF
 log = logging.getLogger("dpd_desktop.trainer")
 
 PROGRESS_INTERVAL_S = 0.1
-TIMING_FILE = os.environ.get("DPD_DESKTOP_TIMING")  # benchmarks: wall-clock marks appended as JSON lines
 HISTORY_METRICS = ("NMSE", "EVM", "ACLR_L", "ACLR_R", "ACLR_AVG")
 # history.csv columns, the reference's (§4.8), in the order of the rows built in Trainer._epoch_end
 HISTORY_COLUMNS = ("EPOCH", "N_EPOCH", "TIME:", "LR", "BATCH_SIZE", "N_PARAM", "FRAME_LENGTH", "BACKBONE",
@@ -144,9 +144,7 @@ class Trainer:
         return self._cancel.is_set()
 
     def _mark(self, name: str, **kw) -> None:
-        if TIMING_FILE:
-            with open(TIMING_FILE, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps({"mark": name, "t": time.time(), **kw}) + "\n")
+        timing.mark(name, **kw)
 
     def run(self) -> RunResult:
         """Run the whole experiment (blocking). Returns the outcome; see the class docstring."""
@@ -177,6 +175,8 @@ class Trainer:
     # ------------------------------------------------------------------ setup
     def _setup(self) -> None:
         import torch
+
+        self._mark("torch_imported")
 
         cfg = self.config.validate()
         self.device = resolve_device(cfg.device)
@@ -290,6 +290,10 @@ class Trainer:
             batch_shape=(cfg.batch_size, cfg.frame_length, 2), loader=self.loader, enabled=self.use_fast_path)
         if self.fast_path_status != "on":
             self._log(f"CUDA graph: {self.fast_path_status}")
+        # where the AdamW update runs with the fast path: decided at the capture (first full batch), see fast_path.py
+        self.fast_path_optimizer = ("decided at the first batch" if self.fast_step is not None
+                                    else "eager (no CUDA graph)")
+        self._config_stale = False
 
         # DPD baselines (PA without DPD) and the targets' ACLR are computed once, on first use (off the
         # start-up path): the PA is frozen (§5.3) and the targets never change.
@@ -347,7 +351,8 @@ class Trainer:
             "pa": self.pa_info,
             "selection_metric": self.selection_metric,
             "device": {"device": str(self.device), "name": self.device_name,
-                       "fast_path": self.fast_path_status, "batched_loader": self.loader_status,
+                       "fast_path": self.fast_path_status, "fast_path_optimizer": self.fast_path_optimizer,
+                       "batched_loader": self.loader_status,
                        "cudnn": {"benchmark": bool(torch.backends.cudnn.benchmark),
                                  "deterministic": bool(torch.backends.cudnn.deterministic),
                                  "note": self.cudnn_note}},
@@ -376,6 +381,7 @@ class Trainer:
             te = time.perf_counter()
             lr = self.optimizer.param_groups[0]["lr"]
             train_loss = self._train_epoch(epoch)
+            self._refresh_fast_path_status()
             self._drain()  # the previous epoch's end is done: scheduler state is current
             draw_dataloader_iterator_seed()  # val iterator (reference §4.2)
             draw_dataloader_iterator_seed()  # test iterator
@@ -389,6 +395,19 @@ class Trainer:
                 self._drain()
                 raise Cancelled()
         self._drain()
+
+    def _refresh_fast_path_status(self) -> None:
+        """After an epoch: take over the fast path's state (a capture may have failed, the optimizer's placement is
+        known after the first capture); config.json is rewritten at this epoch's end when it changed."""
+        fast = self.fast_step
+        if fast is None:
+            return
+        status, opt_note = fast.status, fast.optimizer_note
+        if (status, opt_note) != (self.fast_path_status, self.fast_path_optimizer):
+            if status != self.fast_path_status:
+                self._log(f"CUDA graph: {status}")
+            self.fast_path_status, self.fast_path_optimizer = status, opt_note
+            self._config_stale = True
 
     def _executor(self):
         if self._pool is None:
@@ -463,11 +482,15 @@ class Trainer:
         row_out = dict(row, EPOCH_SECONDS=seconds)
         self._log(_format_row(row))
         plots = self._plots("validation", val, net=net)
+        if self._config_stale:
+            self._config_stale = False
+            self._write_config()
         self._write_status("running", epochs_completed=epoch + 1)
         self._mark("epoch_end", epoch=epoch)
         self._emit(EpochEnded(epoch=epoch, epochs=cfg.epochs, row=row_out, is_best=is_best,
                               best_epoch=self.best_epoch, best_value=float(self.best_value),
-                              selection_metric=self.selection_metric, epoch_seconds=seconds, plots=plots))
+                              selection_metric=self.selection_metric, epoch_seconds=seconds, plots=plots,
+                              fast_path=self.fast_path_status))
         # Reference §4.4/§4.7: scheduler stepped after logging/checkpointing, on the validation metric.
         self.scheduler.step(value)
 
@@ -481,10 +504,15 @@ class Trainer:
         net.train()
         plan = self.loader.epoch()
         n_batches = len(plan)
-        # Batch losses go into one preallocated buffer on the training device (one slot copy per batch, no sync):
-        # keeping each batch's loss tensor alive instead costs ~1 MB of host memory per batch on CPU (the 0-dim
-        # loss keeps its reduction's allocation), i.e. ~4 GB over a DPA_160MHz epoch.
-        loss_buf = torch.empty(n_batches, dtype=torch.float32, device=self.device)
+        # Batch losses go into one preallocated buffer on the training device (no sync per batch): keeping each
+        # batch's loss tensor alive instead costs ~1 MB of host memory per batch on CPU (the 0-dim loss keeps its
+        # reduction's allocation), i.e. ~4 GB over a DPA_160MHz epoch. With the fast path the buffer is the graph's
+        # own: a replay writes its slot; eager batches write theirs here.
+        if fast is not None:
+            fast.begin_epoch(plan)
+            loss_buf = fast.epoch_losses
+        else:
+            loss_buf = torch.empty(n_batches, dtype=torch.float32, device=self.device)
         t_start = time.perf_counter()
         t_last = t_start
         cancel = self._cancel
@@ -496,10 +524,11 @@ class Trainer:
                 self._mark("first_batch", epoch=epoch)
                 if epoch == 0:
                     _warm_imports_in_background()
-            loss = None
-            if fast is not None and self.loader.batch_len(idx) == full:
-                loss = fast(idx)
-            if loss is None:
+            replayed = fast is not None and self.loader.batch_len(idx) == full and fast(b, idx)
+            if replayed:
+                if not fast.optimizer_in_graph:
+                    opt.step()
+            else:
                 xb, yb = self.loader.gather(idx)
                 # Reference §4.6/§7.1: grads set to None on the plain path, zeroed in place when a graph exists.
                 opt.zero_grad(set_to_none=fast is None)
@@ -508,8 +537,8 @@ class Trainer:
                 loss.backward()
                 if clip != 0:
                     torch.nn.utils.clip_grad_norm_(trainable, clip)
-            opt.step()
-            loss_buf[b].copy_(loss.detach())
+                opt.step()
+                loss_buf[b].copy_(loss.detach())
             now = time.perf_counter()
             if now - t_last >= PROGRESS_INTERVAL_S or b == n_batches - 1:
                 t_last = now
@@ -520,8 +549,10 @@ class Trainer:
             every = self._preview_every
             if every and (b + 1) % every == 0 and not self._preview_failed:
                 self._emit_preview(epoch, b + 1, n_batches)
+        if fast is not None:
+            fast.end_epoch()
         # Reference §4.5: float32 batch losses, one host copy per epoch, float64 NumPy mean.
-        mean = float(np.mean(loss_buf.cpu().tolist())) if n_batches else float("nan")
+        mean = float(np.mean(loss_buf[:n_batches].cpu().tolist())) if n_batches else float("nan")
         self._mark("train_end", epoch=epoch)
         return mean
 

@@ -36,9 +36,11 @@ def _run(tmp_path, ds, cfg, fast, tag):
     return t, res
 
 
-def _assert_same(t_fast, r_fast, t_eager, r_eager):
+def _assert_same(t_fast, r_fast, t_eager, r_eager, optimizer_in_graph=True):
     assert t_fast.fast_path_status == "on"
     assert t_fast.fast_step is not None and t_fast.fast_step.captures >= 1
+    if optimizer_in_graph:
+        assert t_fast.fast_step.optimizer_in_graph, t_fast.fast_step.optimizer_note
     assert t_eager.fast_path_status.startswith("off")
     assert len(r_fast.history) == len(r_eager.history)
     for a, b in zip(r_fast.history, r_eager.history):
@@ -130,3 +132,88 @@ def test_preview_keeps_graph_and_numbers(tmp_path, ds, recwarn):
     cfg2 = ExperimentConfig(**{**cfg.to_dict(), "preview_every": None})
     te, re_ = _run(tmp_path, ds, cfg2, False, "eager")
     _assert_same(t, r, te, re_)
+
+
+def test_plain_loader_copy_mode(tmp_path, ds, monkeypatch):
+    """DPD_DESKTOP_DISABLE_BATCHED_LOADER=1: the graph copies each batch into static buffers; same numbers."""
+    from dpd_desktop.data import framing
+
+    monkeypatch.setattr(framing, "DISABLE_BATCHED_LOADER", True)
+    cfg = ExperimentConfig(step="pa", dataset="demo", backbone="gru", hidden_size=12, epochs=2, frame_length=50,
+                           stride=1, device="cuda")
+    tf, rf = _run(tmp_path, ds, cfg, True, "fast")
+    assert not tf.fast_step.index_mode
+    te, re_ = _run(tmp_path, ds, cfg, False, "eager")
+    _assert_same(tf, rf, te, re_)
+
+
+def test_optimizer_eager_fallback(tmp_path, ds, monkeypatch):
+    """When the captured AdamW is not usable, the optimizer runs eagerly after each replay; same numbers."""
+    from dpd_desktop.training.optim import GraphAdamW
+
+    monkeypatch.setattr(GraphAdamW, "eligibility", staticmethod(lambda opt: "forced by the test"))
+    cfg = ExperimentConfig(step="pa", dataset="demo", backbone="gru", hidden_size=12, epochs=2, frame_length=50,
+                           stride=1, device="cuda")
+    tf, rf = _run(tmp_path, ds, cfg, True, "fast")
+    assert tf.fast_step.optimizer_note == "eager: forced by the test"
+    te, re_ = _run(tmp_path, ds, cfg, False, "eager")
+    _assert_same(tf, rf, te, re_, optimizer_in_graph=False)
+    import json
+
+    assert json.loads((rf.run_dir / "config.json").read_text())["device"]["fast_path_optimizer"] == \
+        "eager: forced by the test"
+
+
+def test_self_check_detects_a_wrong_update():
+    """The self-check has power: an update without the fused multiply-add is rejected, the right one accepted."""
+    from dpd_desktop.training.optim import AdamW, GraphAdamW
+
+    p = [torch.zeros(69, 23, device="cuda", requires_grad=True), torch.zeros(2, device="cuda", requires_grad=True)]
+    g = GraphAdamW(AdamW(p, lr=5e-3, weight_decay=0.01), 8)
+    assert g.self_check(5e-3) is None
+    right = g._update
+
+    def no_fma(params, grads, exp_avgs, exp_avg_sqs, ones, wd, bc2_sqrt, step_size):
+        with torch.no_grad():
+            torch._foreach_mul_(params, wd)
+            torch._foreach_lerp_(exp_avgs, grads, 1 - g.beta1)
+            torch._foreach_mul_(exp_avg_sqs, g.beta2)
+            torch._foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - g.beta2)
+            d = torch._foreach_sqrt(exp_avg_sqs)
+            torch._foreach_div_(d, bc2_sqrt)
+            torch._foreach_add_(d, g.eps)
+            q = torch._foreach_div(exp_avgs, d)
+            torch._foreach_mul_(q, step_size)
+            torch._foreach_add_(params, q)
+
+    g._update = no_fma
+    reason = g.self_check(5e-3)
+    assert reason is not None and "differs" in reason
+    g._update = right
+
+
+def test_capture_failure_falls_back(tmp_path, ds, monkeypatch):
+    """A failing capture: the run continues eagerly, says so (config.json, EpochEnded), same numbers."""
+    import json
+
+    from dpd_desktop.training.events import EpochEnded
+
+    def broken(*a, **k):
+        raise RuntimeError("simulated capture failure")
+
+    monkeypatch.setattr(torch.cuda, "graph", broken)
+    events = []
+    cfg = ExperimentConfig(step="pa", dataset="demo", backbone="gru", hidden_size=12, epochs=2, frame_length=50,
+                           stride=1, device="cuda")
+    t = Trainer(cfg, dataset=ds, workspace=Workspace(tmp_path / "f"), fast_path=True, observers=[events.append])
+    r = t.run()
+    assert r.state == "succeeded", r.message
+    assert t.fast_path_status.startswith("off: capture failed (RuntimeError: simulated capture failure")
+    ends = [e for e in events if isinstance(e, EpochEnded)]
+    assert ends[0].fast_path == t.fast_path_status
+    doc = json.loads((r.run_dir / "config.json").read_text())
+    assert doc["device"]["fast_path"] == t.fast_path_status
+    monkeypatch.undo()
+    te, re_ = _run(tmp_path, ds, cfg, False, "eager")
+    for a, b in zip(r.history, re_.history):
+        assert {k: v for k, v in a.items() if k not in SKIP_COLS} == {k: v for k, v in b.items() if k not in SKIP_COLS}
