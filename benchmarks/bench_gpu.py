@@ -41,7 +41,7 @@ def run_child(cmd, env, cwd=None, log_path=None):
     return wall, ru.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status), t0
 
 
-STARTUP_MARKS = ("cli_start", "dataset_load_start", "torch_imported", "setup_start", "data_loaded",
+STARTUP_MARKS = ("cli_start", "dataset_prefetch_wait", "dataset_load_start", "torch_imported", "setup_start", "data_loaded",
                  "tensors_on_device", "model_built", "setup_done", "first_batch")
 
 
@@ -264,6 +264,7 @@ def main():
             if c.get("history_diffs"):
                 lines.append(f"\n{bb} first differences: {c['history_diffs'][:4]}\n")
             print("\n".join(lines[-1:]), flush=True)
+            write_out(a.out, "\n".join(lines) + "\n")  # after every family: a cut run keeps its rows
     else:
         lines += ["| workload | who | whole process s | to first batch s | epoch interval s | train loop s | "
                   "interval / floor | peak host MiB | sel. epoch | val NMSE | test NMSE | test EVM | test ACLR avg | "
@@ -317,7 +318,11 @@ def main():
         lines += [""] + checks
     text = "\n".join(lines) + "\n"
     print(text)
-    for dest in filter(None, [a.out, os.path.join(os.environ["OUT"], Path(a.out or "bench.md").name)
+    write_out(a.out, text)
+
+
+def write_out(out, text):
+    for dest in filter(None, [out, os.path.join(os.environ["OUT"], Path(out or "bench.md").name)
                               if os.environ.get("OUT") else None]):
         Path(dest).parent.mkdir(parents=True, exist_ok=True)
         Path(dest).write_text(text)
