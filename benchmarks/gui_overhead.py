@@ -1,6 +1,9 @@
 """GUI overhead: the same PA run driven from the window (QThread worker, default per-epoch plots) vs headless.
 
     QT_QPA_PLATFORM=offscreen python benchmarks/gui_overhead.py --dataset demo --epochs 3 --repeats 2
+    # the headline PA run on the GPU machine (DPA_160MHz, GRU-23, frame 200, stride 1, 4 epochs):
+    python3 benchmarks/gui_overhead.py --dataset .ref/datasets/DPA_160MHz --hidden 23 --frame 200 --stride 1 \
+        --epochs 4 --device cuda --repeats 2
 
 Runs headless and GUI alternately, each in a fresh process (so that neither inherits the other's thread pools), with
 the data loaded before timing, and prints the median wall times (run start → finished) and the ratio GUI / headless.
@@ -25,6 +28,7 @@ def main():
     ap.add_argument("--stride", type=int, default=4)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--screenshot", default=None, help="GUI mode: save the window after the run to this PNG")
     ap.add_argument("--mode", default=None, choices=("gui", "headless"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.mode is None:
@@ -33,9 +37,14 @@ def main():
         heads, guis = [], []
         for i in range(a.repeats):
             for mode, acc in (("headless", heads), ("gui", guis)):
-                out = subprocess.run([sys.executable, __file__, *sys.argv[1:], "--mode", mode], check=True,
-                                     capture_output=True, text=True).stdout
-                acc.append(float(out.strip().splitlines()[-1]))
+                r = subprocess.run([sys.executable, __file__, *sys.argv[1:], "--mode", mode],
+                                   capture_output=True, text=True)
+                if r.returncode != 0:
+                    sys.exit(f"{mode} run failed:\n{r.stderr[-3000:]}")
+                acc.append(float(r.stdout.strip().splitlines()[-1]))
+                status = [ln for ln in r.stderr.splitlines() if ln.startswith("status bar:")]
+                if status:
+                    print(f"  GUI {status[-1]}", flush=True)
             print(f"repeat {i}: headless {heads[-1]:.2f} s, GUI {guis[-1]:.2f} s", flush=True)
         h, g = statistics.median(heads), statistics.median(guis)
         print(f"median headless {h:.2f} s, GUI {g:.2f} s, GUI / headless = {g / h:.3f}")
@@ -70,7 +79,13 @@ def main():
     win._worker.done.connect(loop.quit)
     QTimer.singleShot(3_600_000, loop.quit)
     loop.exec()
-    print(time.perf_counter() - t)
+    el = time.perf_counter() - t
+    print(f"status bar: {win.fastpath_label.text()} | {win.device_label.text()}", file=sys.stderr)
+    if a.screenshot:
+        from dpd_desktop.gui.screenshot import render_main_window
+
+        render_main_window(a.screenshot, window=win)
+    print(el)
     win.close()
 
 

@@ -388,8 +388,13 @@ def main(argv=None) -> int:
         from .config import ConfigError
         from .data.prefetch import DatasetPrefetch
 
-        # parse the dataset in a child process while this one imports PyTorch (validation below imports it)
+        # parse the dataset in a child process while this one imports PyTorch (validation below imports it), and
+        # bring up the CUDA driver on a helper thread meanwhile (after the fork)
         prefetch = DatasetPrefetch(args.dataset)
+        if not os.environ.get("DPD_DESKTOP_NO_EARLY_CUDA"):
+            from .cuda_driver import retain_primary_context_in_background
+
+            retain_primary_context_in_background(args.device)
         try:
             cfg = _config_from_args(args, "pa" if cmd == "train-pa" else "dpd")
             try:

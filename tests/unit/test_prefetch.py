@@ -107,3 +107,13 @@ def test_cli_trains_from_the_prefetched_dataset(tmp_path):
     assert json.loads((run / "status.json").read_text())["state"] == "succeeded"
     rows = (run / "history.csv").read_text().splitlines()
     assert len(rows) == 2 and np.isfinite(float(rows[1].split(",")[rows[0].split(",").index("TEST_NMSE")]))
+
+
+def test_cuda_driver_device_index_and_harmless_without_gpu():
+    from dpd_desktop.cuda_driver import device_index, retain_primary_context_in_background
+
+    assert [device_index(d) for d in ("auto", "cuda", "cuda:1", "cpu", "mps", "cuda:x")] == [0, 0, 1, None, None, None]
+    assert retain_primary_context_in_background("cpu") is None
+    t = retain_primary_context_in_background("cuda")  # no driver here (or a GPU): never raises
+    t.join(timeout=30)
+    assert not t.is_alive()
