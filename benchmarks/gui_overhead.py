@@ -6,7 +6,9 @@
         --epochs 4 --device cuda --repeats 2
 
 Runs headless and GUI alternately, each in a fresh process (so that neither inherits the other's thread pools), with
-the data loaded before timing, and prints the median wall times (run start → finished) and the ratio GUI / headless.
+PyTorch imported and the data loaded before timing, and prints the median wall times (run start → finished), the
+ratio GUI / headless, and per run the trainer's epoch starts (DPD_DESKTOP_TIMING marks). Both modes end with the
+run's plots written as PNGs (the command line writes them after the run, the window when the run finishes).
 """
 import argparse
 import os
@@ -37,14 +39,17 @@ def main():
         heads, guis = [], []
         for i in range(a.repeats):
             for mode, acc in (("headless", heads), ("gui", guis)):
+                timing = Path(tempfile.mkdtemp(prefix="gui-overhead-t-")) / "marks.jsonl"
                 r = subprocess.run([sys.executable, __file__, *sys.argv[1:], "--mode", mode],
-                                   capture_output=True, text=True)
+                                   capture_output=True, text=True,
+                                   env=dict(os.environ, DPD_DESKTOP_TIMING=str(timing)))
                 if r.returncode != 0:
                     sys.exit(f"{mode} run failed:\n{r.stderr[-3000:]}")
                 acc.append(float(r.stdout.strip().splitlines()[-1]))
                 status = [ln for ln in r.stderr.splitlines() if ln.startswith("status bar:")]
                 if status:
                     print(f"  GUI {status[-1]}", flush=True)
+                print(f"  {mode}: {marks_summary(timing)}", flush=True)
             print(f"repeat {i}: headless {heads[-1]:.2f} s, GUI {guis[-1]:.2f} s", flush=True)
         h, g = statistics.median(heads), statistics.median(guis)
         print(f"median headless {h:.2f} s, GUI {g:.2f} s, GUI / headless = {g / h:.3f}")
@@ -58,14 +63,22 @@ def main():
     from dpd_desktop.runs.workspace import Workspace
     from dpd_desktop.training.trainer import Trainer, load_dataset_for
 
+    import torch  # noqa: F401 - imported before timing in both modes (the window imports it at start-up anyway)
+
     ds = load_dataset_for(a.dataset)
     cfg = ExperimentConfig(step="pa", dataset=a.dataset, hidden_size=a.hidden, epochs=a.epochs,
                            frame_length=a.frame, stride=a.stride, device=a.device)
     tmp = Path(tempfile.mkdtemp(prefix="gui-overhead-"))
     if a.mode == "headless":
+        # as `dpd-desktop train-pa` runs it: trainer on the main thread, plot data recorded, PNGs written at the end
+        # (the window writes the same PNGs when a run finishes)
+        from dpd_desktop.cli import PlotRecorder, write_plots
+
         t = time.perf_counter()
-        res = Trainer(cfg, dataset=ds, workspace=Workspace(tmp)).run()
+        rec = PlotRecorder()
+        res = Trainer(cfg, dataset=ds, workspace=Workspace(tmp), observers=[rec]).run()
         assert res.state == "succeeded", res.message
+        write_plots(res.run_dir, rec)
         print(time.perf_counter() - t)
         return
     ensure_app([])
@@ -74,9 +87,23 @@ def main():
     win.show()
     win.set_dataset(ds)
     loop = QEventLoop()
+    pending = {"done", "plots"}  # the run has ended and the window has written its PNGs (a deferred call)
+
+    def arrived(what):
+        pending.discard(what)
+        if not pending:
+            loop.quit()
+
+    write_plots = win._write_plots
+
+    def write_plots_then_arrive(run_dir, plots):
+        write_plots(run_dir, plots)
+        arrived("plots")
+
+    win._write_plots = write_plots_then_arrive
     t = time.perf_counter()
     assert win.start_run(cfg)
-    win._worker.done.connect(loop.quit)
+    win.runEnded.connect(lambda *_: arrived("done"))
     QTimer.singleShot(3_600_000, loop.quit)
     loop.exec()
     el = time.perf_counter() - t
@@ -87,6 +114,20 @@ def main():
         render_main_window(a.screenshot, window=win)
     print(el)
     win.close()
+
+
+def marks_summary(path) -> str:
+    """Epoch starts and the end of the run, in seconds from the run's start (the trainer's DPD_DESKTOP_TIMING marks)."""
+    import json
+
+    if not Path(path).exists():
+        return "no timing marks"
+    marks = [json.loads(line) for line in open(path)]
+    t0 = next(m["t"] for m in marks if m["mark"] == "run_start")
+    starts = [round(m["t"] - t0, 3) for m in marks if m["mark"] == "first_batch"]
+    end = next((round(m["t"] - t0, 3) for m in marks if m["mark"] == "run_end"), None)
+    steps = [round(b - a, 3) for a, b in zip(starts, starts[1:])]
+    return f"epoch starts {starts} (intervals {steps}), run end {end}"
 
 
 if __name__ == "__main__":

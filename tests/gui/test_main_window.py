@@ -387,14 +387,26 @@ def test_none_refcount_guard_active_when_pyside_leaks():
         assert sys.getrefcount(None) > 2**40, "PySide6 leaks None references and the guard is not applied"
 
 
+def _cuda_available() -> bool:
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
 @needs_trainer
-@pytest.mark.parametrize("backbone", ["dgru", "lstm", "tres_gru", "rvtdcnn"])
-def test_every_family_trains_as_pa_and_dpd_from_the_window(make_window, qtbot, backbone):
-    """Each family, chosen in the form, trains as the PA and then as the DPD through that PA, from the window."""
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not _cuda_available(), reason="needs a CUDA GPU (run on the GPU machine with benchmarks/gpu_gui_env.sh)"))])
+@pytest.mark.parametrize("backbone", ["gru", "dgru", "lstm", "tres_gru", "rvtdcnn"])
+def test_every_family_trains_as_pa_and_dpd_from_the_window(make_window, qtbot, backbone, device):
+    """Each family, chosen in the form, trains as the PA and then as the DPD through that PA, from the window
+    (on CPU everywhere; on CUDA too where a GPU is present, with the fast path on)."""
     w = make_window()
     w.set_dataset(_demo_dataset(), "demo")
-    w.set_form_from_config(_tiny_config(epochs=1, backbone=backbone, stride=16))
+    w.set_form_from_config(_tiny_config(epochs=1, backbone=backbone, stride=16, device=device))
     assert w.config_from_form().backbone == backbone
+    assert w.config_from_form().device == device
     with qtbot.waitSignal(w.runEnded, timeout=120_000) as blocker:
         assert w.start_run()
     assert blocker.args == ["finished"], w.banner.message
@@ -407,3 +419,5 @@ def test_every_family_trains_as_pa_and_dpd_from_the_window(make_window, qtbot, b
     assert cfg.step == "dpd" and cfg.backbone == backbone
     for p in w.panels:
         assert p.has_data(), p.title
+    if device == "cuda":
+        assert w.fastpath_label.text() == "CUDA graph: on"
