@@ -65,15 +65,19 @@ class AdamW:
     def ensure_state(self) -> None:
         """Create the per-parameter state (``step`` 0, zero moments) where it does not exist yet, as the first
         :meth:`step` would (needed before a CUDA graph that updates the state in place is captured)."""
-        import torch
-
         for p in self.params:
             if p not in self.state:
-                self.state[p] = {
-                    "step": torch.tensor(0.0, dtype=torch.float64 if torch.get_default_dtype() == torch.float64
-                                         else torch.float32),
-                    "exp_avg": torch.zeros_like(p, memory_format=torch.preserve_format),
-                    "exp_avg_sq": torch.zeros_like(p, memory_format=torch.preserve_format)}
+                self.state[p] = self._new_state(p)
+
+    @staticmethod
+    def _new_state(p) -> dict[str, Any]:
+        """torch.optim.AdamW's initial state of one parameter: step 0 (CPU scalar), zero moments."""
+        import torch
+
+        return {"step": torch.tensor(0.0, dtype=torch.float64 if torch.get_default_dtype() == torch.float64
+                                     else torch.float32),
+                "exp_avg": torch.zeros_like(p, memory_format=torch.preserve_format),
+                "exp_avg_sq": torch.zeros_like(p, memory_format=torch.preserve_format)}
 
     def sync_steps(self) -> None:
         """Add the updates done inside a CUDA graph to every ``step`` counter (exact: integers in float32)."""
@@ -115,11 +119,7 @@ class AdamW:
             grads.append(p.grad)
             st = self.state.get(p)
             if st is None:
-                st = self.state[p] = {
-                    "step": torch.tensor(0.0, dtype=torch.float64 if torch.get_default_dtype() == torch.float64
-                                         else torch.float32),
-                    "exp_avg": torch.zeros_like(p, memory_format=torch.preserve_format),
-                    "exp_avg_sq": torch.zeros_like(p, memory_format=torch.preserve_format)}
+                st = self.state[p] = self._new_state(p)
             exp_avgs.append(st["exp_avg"])
             exp_avg_sqs.append(st["exp_avg_sq"])
             steps.append(st["step"])

@@ -19,7 +19,6 @@ import copy
 import json
 import logging
 import math
-import os
 import platform
 import random
 import threading
