@@ -364,6 +364,21 @@ def _find_non_finite(path: Path, arr: np.ndarray, body: str, first_line: int, co
             line=lineno,
             expected="finite numbers (no NaN/Inf)",
         )
+    # finite in float64 but not in float32 (|v| above 3.4028235e38): the samples are used as float32
+    with np.errstate(over="ignore"):
+        finite32 = np.isfinite(arr.astype(np.float32)).all(axis=1)
+    if not finite32.all():
+        row = int(np.argmin(finite32))
+        lineno, line = _row_to_line(body, first_line, row)
+        with np.errstate(over="ignore"):
+            col = int(np.argmin(np.isfinite(arr[row].astype(np.float32))))
+        name = colnames[needed[col]]
+        raise DatasetError(
+            f"value {arr[row, col]:g} in column {needed[col] + 1} ({name}) of {_show(line)} overflows float32",
+            path=path,
+            line=lineno,
+            expected=f"|value| ≤ {float(np.finfo(np.float32).max):.7g} (samples are stored as float32)",
+        )
 
 
 def _loadtxt_kw(**extra: Any) -> dict[str, Any]:
@@ -683,25 +698,28 @@ def _h5_to_iq(ds: Any, path: Path, where: str) -> np.ndarray:
     expected = "complex64/complex128 of shape (N,) or float of shape (N, 2) with columns I, Q"
     if dt.kind == "c" and len(shape) == 1:
         z = ds[()]
-        a = np.empty((shape[0], 2), dtype=np.float32)
-        a[:, 0] = z.real
-        a[:, 1] = z.imag
+        src = np.stack([z.real, z.imag], axis=1) if z.size else np.empty((0, 2))
     elif dt.kind == "f" and len(shape) == 2 and shape[1] == 2:
-        a = np.ascontiguousarray(ds[()], dtype=np.float32)
+        src = ds[()]
     else:
         raise DatasetError(
             f"dataset {where} has shape {shape} and dtype {dt}", path=path, field=where, expected=expected
         )
+    with np.errstate(over="ignore"):
+        a = np.ascontiguousarray(src, dtype=np.float32)
     if a.shape[0] < 1:
         raise DatasetError(f"dataset {where} is empty", path=path, field=where, expected="at least 1 sample")
     finite = np.isfinite(a).all(axis=1)
     if not finite.all():
         k = int(np.argmin(finite))
+        overflow = bool(np.isfinite(src[k]).all())
         raise DatasetError(
-            f"non-finite value at sample index {k} ({a[k, 0]}, {a[k, 1]})",
+            f"{'value overflowing float32' if overflow else 'non-finite value'} at sample index {k} "
+            f"({src[k, 0]:g}, {src[k, 1]:g})",
             path=path,
             field=where,
-            expected="finite numbers (no NaN/Inf)",
+            expected=(f"|value| ≤ {float(np.finfo(np.float32).max):.7g} (samples are stored as float32)" if overflow
+                      else "finite numbers (no NaN/Inf)"),
         )
     return a
 

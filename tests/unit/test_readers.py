@@ -259,6 +259,24 @@ def test_swapped_file_errors_name_the_file_columns(tmp_path):
         read_iq_csv(p)
 
 
+def test_float32_overflow_in_a_single_file_and_hdf5(tmp_path, recwarn):
+    """A finite number beyond float32's range is an error naming the file and line (CSV) or the dataset and sample
+    (HDF5), without NumPy's cast warning."""
+    p = tmp_path / "u.csv"
+    p.write_text("I,Q\n0.5,0.25\n-3e38,1\n0.1,-4e38\n")
+    with pytest.raises(DatasetError, match=r"^u\.csv line 4: value -4e\+38 in column 2 \(Q\) .* overflows float32"):
+        read_iq_csv(p)
+    h5 = pytest.importorskip("h5py")
+    f = tmp_path / "d.h5"
+    with h5.File(f, "w") as fh:
+        fh["x"] = np.array([[0.1, 0.2], [1e39, 0.0]])
+    from dpd_desktop.data.readers import _h5_to_iq
+
+    with h5.File(f, "r") as fh, pytest.raises(DatasetError, match="value overflowing float32 at sample index 1"):
+        _h5_to_iq(fh["x"], f, "/x")
+    assert not [w for w in recwarn if "overflow" in str(w.message)]
+
+
 # --- blank lines ----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("blank", ["", "   ", "\t", "\r"])
 def test_split_csv_blank_line_inside_is_reported_with_its_line(tmp_path, blank):
@@ -583,6 +601,12 @@ def _case_inf(t):
     return f, ["test_input.csv line 4", "non-finite", "column 2 (Q)", "expected finite numbers"]
 
 
+def _case_float32_overflow(t):
+    f = make_split_folder(t / "ds")
+    _set_line(f / "train_input.csv", 6, "1e39,0.1")
+    return f, ["train_input.csv line 6", "1e+39", "column 1 (I)", "overflows float32", "3.402823e+38"]
+
+
 def _case_three_columns(t):
     f = make_split_folder(t / "ds")
     _set_line(f / "train_output.csv", 2, "0.1,0.2,0.3")
@@ -750,6 +774,7 @@ MALFORMED = [
     _case_non_numeric,
     _case_nan,
     _case_inf,
+    _case_float32_overflow,
     _case_three_columns,
     _case_one_column,
     _case_all_rows_three_columns,
