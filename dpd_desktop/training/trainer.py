@@ -190,6 +190,9 @@ class Trainer:
         ds = self.dataset
         ds.spec.require_metrics(str(ds.source))
         self.fingerprint = ds.fingerprint()  # before the PA is loaded: a DPD checks it against the PA's dataset
+        if cfg.step == "dpd":  # a bad PA run is refused before a run folder exists (the real load comes later)
+            check_pa_run(self.workspace, cfg.pa_run, dataset=ds, fingerprint=self.fingerprint,
+                         allow_dataset_mismatch=cfg.allow_dataset_mismatch)
 
         label = f"{cfg.step}-{cfg.backbone}{cfg.hidden_size}"
         self.run_id, self.run_dir = self.workspace.new_run_dir(label)
@@ -857,6 +860,58 @@ def load_dataset_for(spec: str):
     return load_dataset(spec)
 
 
+def _pa_run_config(workspace: Workspace, pa_run: str, dataset, fingerprint, allow_dataset_mismatch):
+    """Resolve and check a PA run's config.json (see :func:`load_pa_for_dpd`); returns (run_dir, arch, pa_fp,
+    mismatch)."""
+    try:
+        run_dir = workspace.resolve(pa_run)
+    except FileNotFoundError as exc:
+        raise TrainingError(f"pa_run: {exc}") from exc
+    cfg_path = run_dir / "config.json"
+    try:
+        cfg = json.loads(cfg_path.read_text())
+        exp = cfg["experiment"]
+        arch = {k: exp[k] for k in ("backbone", "hidden_size", "num_layers")}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise TrainingError(f"{cfg_path}: cannot read the PA run's configuration ({exc})") from exc
+    if exp.get("step") != "pa":
+        raise TrainingError(f"{cfg_path}: field 'experiment.step' is {exp.get('step')!r}; a DPD needs a PA run")
+    pa_ds = cfg.get("dataset") if isinstance(cfg.get("dataset"), dict) else {}
+    pa_fp = pa_ds.get("fingerprint")
+    mismatch = bool(fingerprint and pa_fp and pa_fp != fingerprint)
+    if mismatch and not allow_dataset_mismatch:
+        name = getattr(dataset, "name", "?")
+        source = getattr(dataset, "source", "?")
+        raise TrainingError(
+            f"pa_run: the PA run {run_dir.name} was trained on dataset {pa_ds.get('name', '?')} "
+            f"({pa_ds.get('source', '?')}, fingerprint {pa_fp[:12]}…) but this DPD uses {name} ({source}, "
+            f"fingerprint {fingerprint[:12]}…); train the DPD on the PA's dataset, or allow the mismatch "
+            f"(command line: --allow-dataset-mismatch; experiment setting: allow_dataset_mismatch)")
+    return run_dir, arch, pa_fp, mismatch
+
+
+def check_pa_run(workspace: Workspace, pa_run: str, dataset=None, fingerprint: str | None = None,
+                 allow_dataset_mismatch: bool = False) -> None:
+    """Every check of :func:`load_pa_for_dpd` — the run exists and is a PA run of this dataset, its ``best.pt`` is
+    there and has the recorded architecture — without touching the global RNG (the trial model is built under
+    ``torch.random.fork_rng``), so that a DPD run can refuse a bad PA before its run folder exists.
+
+    Raises:
+        TrainingError: as :func:`load_pa_for_dpd`.
+    """
+    import torch
+
+    from ..models import build_model
+
+    run_dir, arch, _, _ = _pa_run_config(workspace, pa_run, dataset, fingerprint, allow_dataset_mismatch)
+    with torch.random.fork_rng(devices=[]):
+        pa = build_model(arch["backbone"], arch["hidden_size"], arch["num_layers"])
+    try:
+        artifacts.load_state_checked(pa, run_dir / "best.pt", arch)
+    except artifacts.CheckpointError as exc:
+        raise TrainingError(str(exc)) from exc
+
+
 def load_pa_for_dpd(workspace: Workspace, pa_run: str, dataset=None, fingerprint: str | None = None,
                     allow_dataset_mismatch: bool = False):
     """Build the frozen PA of a DPD run from a PA run of the workspace.
@@ -877,29 +932,7 @@ def load_pa_for_dpd(workspace: Workspace, pa_run: str, dataset=None, fingerprint
     """
     from ..models import build_model
 
-    try:
-        run_dir = workspace.resolve(pa_run)
-    except FileNotFoundError as exc:
-        raise TrainingError(f"pa_run: {exc}") from exc
-    cfg_path = run_dir / "config.json"
-    try:
-        cfg = json.loads(cfg_path.read_text())
-        exp = cfg["experiment"]
-        arch = {k: exp[k] for k in ("backbone", "hidden_size", "num_layers")}
-    except (OSError, ValueError, KeyError) as exc:
-        raise TrainingError(f"{cfg_path}: cannot read the PA run's configuration ({exc})") from exc
-    if exp.get("step") != "pa":
-        raise TrainingError(f"{cfg_path}: field 'experiment.step' is {exp.get('step')!r}; a DPD needs a PA run")
-    pa_ds = cfg.get("dataset") if isinstance(cfg.get("dataset"), dict) else {}
-    pa_fp = pa_ds.get("fingerprint")
-    mismatch = bool(fingerprint and pa_fp and pa_fp != fingerprint)
-    if mismatch and not allow_dataset_mismatch:
-        name = getattr(dataset, "name", "?")
-        source = getattr(dataset, "source", "?")
-        raise TrainingError(
-            f"pa_run: the PA run {run_dir.name} was trained on dataset {pa_ds.get('name', '?')} "
-            f"({pa_ds.get('source', '?')}, fingerprint {pa_fp[:12]}…) but this DPD uses {name} ({source}, "
-            f"fingerprint {fingerprint[:12]}…); train the DPD on the PA's dataset, or set allow_dataset_mismatch")
+    run_dir, arch, pa_fp, mismatch = _pa_run_config(workspace, pa_run, dataset, fingerprint, allow_dataset_mismatch)
     ckpt = run_dir / "best.pt"
     pa = build_model(arch["backbone"], arch["hidden_size"], arch["num_layers"])
     try:

@@ -164,9 +164,9 @@ def test_dpd_refuses_a_dataset_other_than_the_pas(tmp_path, ds):
     msg = res.message
     assert msg.startswith(f"pa_run: the PA run {pa.run_id} was trained on dataset ") and "allow_dataset_mismatch" in msg
     assert pa_fp[:12] in msg and other.fingerprint()[:12] in msg and "but this DPD uses" in msg
-    # the failed run folder still has its header-only history.csv
-    assert read_history_csv(res.run_dir / "history.csv") == []
-    assert (res.run_dir / "history.csv").read_text().strip().split(",") == list(HISTORY_COLUMNS)
+    assert "--allow-dataset-mismatch" in msg
+    # refused before a run folder exists: only the PA's folder is in the workspace
+    assert res.run_dir is None and [r.run_id for r in Workspace(tmp_path).list_runs()] == [pa.run_id]
 
     ok = Trainer(cfg(step="dpd", pa_run=pa.run_id, epochs=1, allow_dataset_mismatch=True), dataset=other,
                  workspace=Workspace(tmp_path)).run()
@@ -182,6 +182,40 @@ def test_dpd_refuses_a_dataset_other_than_the_pas(tmp_path, ds):
     started = [e for e in ev if isinstance(e, E.RunStarted)][-1]
     model_id = json.loads((same.run_dir / "config.json").read_text())["model"]["model_id"]
     assert model_id.endswith(f"_P_{started.n_params_model}") and started.n_params > started.n_params_model
+
+
+@pytest.mark.parametrize("which", ["no such run", "a DPD run", "PA without best.pt", "PA of other shape"])
+def test_bad_pa_run_is_refused_before_a_run_folder_exists(tmp_path, ds, which):
+    pa = _pa(tmp_path, ds)
+    if which == "no such run":
+        ref = "nosuch"
+    elif which == "a DPD run":
+        ref = Trainer(cfg(step="dpd", pa_run=pa.run_id, epochs=1), dataset=ds, workspace=Workspace(tmp_path)).run()
+        assert ref.state == "succeeded", ref.message
+        ref = ref.run_id
+    elif which == "PA without best.pt":
+        (pa.run_dir / "best.pt").unlink()
+        ref = pa.run_id
+    else:  # the checkpoint of another architecture than config.json records
+        other = _pa(tmp_path, ds, hidden_size=5)
+        (pa.run_dir / "best.pt").write_bytes((other.run_dir / "best.pt").read_bytes())
+        ref = pa.run_id
+    before = sorted(r.run_id for r in Workspace(tmp_path).list_runs())
+    res = Trainer(cfg(step="dpd", pa_run=ref, epochs=1), dataset=ds, workspace=Workspace(tmp_path)).run()
+    assert res.state == "failed" and res.run_dir is None, res.message
+    assert sorted(r.run_id for r in Workspace(tmp_path).list_runs()) == before
+    expected = {"no such run": "pa_run:", "a DPD run": "field 'experiment.step' is 'dpd'",
+                "PA without best.pt": "best.pt", "PA of other shape": "best.pt"}[which]
+    assert expected in res.message, res.message
+
+
+def test_pa_check_does_not_touch_the_rng(tmp_path, ds):
+    """check_pa_run builds its trial model under fork_rng: the global RNG state is unchanged."""
+    pa = _pa(tmp_path, ds)
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    trainer_mod.check_pa_run(Workspace(tmp_path), pa.run_id, dataset=ds, fingerprint=ds.fingerprint())
+    assert torch.equal(torch.get_rng_state(), state)
 
 
 @pytest.mark.parametrize("payload", [b"garbage bytes here", "numpy"])
