@@ -31,6 +31,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import re
 import time
 from pathlib import Path
@@ -96,7 +97,7 @@ def run_dpd(workspace: Workspace | str | Path | None, run: str | Path, *, out: s
             cannot be written (naming ``out``).
     """
     out = Path(out).expanduser()
-    _check_not_folder(out)
+    _check_out(out, input_file)
     fmt = output_format(out)
     if split not in ("train", "val", "test"):
         raise DpdExportError(f"split: expected train, val or test, got {split!r}")
@@ -154,9 +155,23 @@ def output_format(out: str | Path) -> str:
     return OUTPUT_SUFFIXES[suffix]
 
 
-def _check_not_folder(out: Path) -> None:
+def _check_out(out: Path, input_file) -> None:
+    """The output must be a file name in an existing folder, and not the input file itself."""
     if out.is_dir():
         raise DpdExportError(f"{out} is a folder; give a file name ending in .csv, .h5/.hdf5 or .mat")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        what = "is not a folder" if parent.exists() else "does not exist"
+        raise DpdExportError(f"cannot write {out}: the folder {parent} {what}")
+    if input_file is not None:
+        src = Path(input_file).expanduser()
+        try:
+            same = out.exists() and src.exists() and os.path.samefile(out, src)
+        except OSError:
+            same = False
+        if same:
+            raise DpdExportError(f"the output {out} is the input file {src}; writing it would destroy the input "
+                                 "(give another --out)")
 
 
 def _os_reason(exc: OSError, target: Path) -> str:
@@ -252,11 +267,11 @@ def write_output(out: str | Path, x: np.ndarray, u: np.ndarray, meta: dict[str, 
     """Write x and u to ``out`` in the format of its extension, atomically. Returns the path.
 
     Raises:
-        DpdExportError: ``out`` is a folder, has an unsupported extension, or cannot be written (the message names
-            ``out``, not the temporary file).
+        DpdExportError: ``out`` is a folder or in a missing folder, has an unsupported extension, or cannot be
+            written (the message names ``out``, not the temporary file).
     """
     out = Path(out)
-    _check_not_folder(out)
+    _check_out(out, None)
     fmt = output_format(out)
     try:
         return _write_output(out, fmt, x, u, meta)

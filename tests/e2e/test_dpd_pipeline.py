@@ -369,6 +369,22 @@ def test_run_dpd_out_errors_name_the_requested_path(pipeline, tmp_path, capsys):
         assert "expected a file in a writable folder" in msg
 
 
+def test_run_dpd_refuses_a_missing_folder_and_its_own_input(pipeline, tmp_path, capsys):
+    ws, dpd, ds = pipeline["ws"], pipeline["dpd"], pipeline["ds"]
+    missing = tmp_path / "nope" / "deeper" / "u.csv"
+    with pytest.raises(DpdExportError, match=f"cannot write {missing}: the folder {missing.parent} does not exist"):
+        run_dpd(ws, dpd.run_id, out=missing, dataset=ds)
+    assert not (tmp_path / "nope").exists()  # nothing created
+    src = tmp_path / "in.csv"
+    x = ds.test.x[:4096]
+    src.write_text("I,Q\n" + "".join(f"{i!r},{q!r}\n" for i, q in x.tolist()))
+    before = src.read_bytes()
+    assert cli_main(["--workspace", str(ws.root), "run-dpd", "--run", dpd.run_id, "--input", str(src),
+                     "--out", str(src)]) == 2
+    assert "writing it would destroy the input" in capsys.readouterr().err
+    assert src.read_bytes() == before and not (tmp_path / "in.csv.meta.json").exists()
+
+
 def test_bad_spec_geometry_fails_before_a_run_folder_exists(tmp_path):
     """bw_main_ch = 2 GHz at fs = 800 MHz: refused at setup (naming spec.json and the field), not after an epoch."""
     from dpd_desktop.data import save_split_csv
