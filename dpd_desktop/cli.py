@@ -438,16 +438,20 @@ def main(argv=None) -> int:
 HEADLESS_COMMANDS = {"train-pa", "train-dpd", "run-dpd", "demo"}
 
 
-def run() -> None:
-    """Process entry point (console script and ``python -m``): :func:`main`, then exit.
+def run(early_sigints: list | None = None) -> None:
+    """Process entry point (console script and ``python -m``, through :mod:`dpd_desktop._entry`): :func:`main`,
+    then exit.
 
-    The cooperative Ctrl+C handler is installed first, before any heavy import (see :data:`CANCEL`); a
-    KeyboardInterrupt that still gets through is a plain cancel (exit 3), never a traceback.
+    The cooperative Ctrl+C handler is installed first, before any heavy import (see :data:`CANCEL`); Ctrl+Cs that
+    arrived while this module was imported (``early_sigints``, counted by ``_entry``) are handled as if they came
+    now; a KeyboardInterrupt that still gets through is a plain cancel (exit 3), never a traceback.
 
     After a headless command every artifact is written and closed, so the interpreter's teardown (module garbage
     collection, CUDA context destruction), which only delays the exit, is skipped with ``os._exit``.
     """
     _install_sigint()
+    for _ in range(len(early_sigints or ())):
+        _on_sigint(signal.SIGINT, None)
     from .timing import mark
 
     mark("cli_start")

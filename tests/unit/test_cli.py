@@ -53,6 +53,25 @@ def test_ctrl_c_at_any_moment_is_a_plain_cancel(tmp_path, delay):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_during_the_first_imports_is_replayed_as_a_cancel(tmp_path):
+    """Importing dpd_desktop._entry installs a counting handler at once; a Ctrl+C that arrives before the command line
+    module is imported is handled by it as a cancel (exit 3, 'cancelling', no traceback, no run folder)."""
+    code = ("import os, signal, sys, _signal\n"
+            "import dpd_desktop._entry as e\n"
+            "assert _signal.getsignal(signal.SIGINT) is e._count_sigint\n"
+            "os.kill(os.getpid(), signal.SIGINT)\n"
+            "assert e._EARLY == [signal.SIGINT]\n"
+            "assert 'dpd_desktop.cli' not in sys.modules\n"
+            f"sys.argv = ['dpd-desktop', '--workspace', {str(tmp_path)!r}, *{TINY_TRAIN!r}]\n"
+            "e.run()\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, QT_QPA_PLATFORM="offscreen"))
+    assert r.returncode == 3, r.stderr
+    assert "cancelling" in r.stderr and "Traceback" not in r.stderr
+    assert _run_dirs(tmp_path) == []
+
+
 def test_second_ctrl_c_aborts_with_one_line(tmp_path):
     proc = _spawn(tmp_path, *TINY_TRAIN)
     time.sleep(0.1)
