@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -88,16 +89,20 @@ class ExperimentConfig:
                 raise ConfigError(name, f"expected a positive integer, got {v!r}")
         if not isinstance(self.patience, int) or self.patience < 0:
             raise ConfigError("patience", f"expected an integer >= 0, got {self.patience!r}")
+        if not isinstance(self.dataset, str) or not self.dataset.strip():
+            raise ConfigError("dataset", f"expected a dataset path or 'demo', got {self.dataset!r}")
         for name in ("lr", "lr_end"):
             v = getattr(self, name)
-            if not isinstance(v, (int, float)) or not v > 0:
-                raise ConfigError(name, f"expected a positive number, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
+                raise ConfigError(name, f"expected a finite positive number, got {v!r}")
         if self.lr_end > self.lr:
             raise ConfigError("lr_end", f"must not exceed lr ({self.lr}), got {self.lr_end}")
         if not 0 < self.decay_factor < 1:
             raise ConfigError("decay_factor", f"expected 0 < factor < 1, got {self.decay_factor}")
-        if self.weight_decay < 0 or self.grad_clip < 0:
-            raise ConfigError("weight_decay" if self.weight_decay < 0 else "grad_clip", "must be >= 0")
+        for name in ("weight_decay", "grad_clip"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
+                raise ConfigError(name, f"expected a finite number >= 0 (0: off), got {v!r}")
         if self.loss not in LOSSES:
             raise ConfigError("loss", f"expected one of {LOSSES}, got {self.loss!r}")
         dev = str(self.device)

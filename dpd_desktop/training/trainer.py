@@ -189,6 +189,7 @@ class Trainer:
         self._mark("data_loaded")
         ds = self.dataset
         ds.spec.require_metrics(str(ds.source))
+        _require_whole_segment(ds)
         self.fingerprint = ds.fingerprint()  # before the PA is loaded: a DPD checks it against the PA's dataset
         if cfg.step == "dpd":  # a bad PA run is refused before a run folder exists (the real load comes later)
             check_pa_run(self.workspace, cfg.pa_run, dataset=ds, fingerprint=self.fingerprint,
@@ -383,6 +384,12 @@ class Trainer:
             te = time.perf_counter()
             lr = self.optimizer.param_groups[0]["lr"]
             train_loss = self._train_epoch(epoch)
+            if not math.isfinite(train_loss):
+                self._drain()  # earlier epochs' results and checkpoints stay as written
+                raise TrainingError(
+                    f"training diverged: the mean training loss of epoch {epoch} is {train_loss} (the weights are no "
+                    f"longer finite); lower the learning rate (lr {self.optimizer.param_groups[0]['lr']:g}) or check "
+                    "the data; earlier epochs' checkpoints are kept")
             self._refresh_fast_path_status()
             self._drain()  # the previous epoch's end is done: scheduler state is current
             draw_dataloader_iterator_seed()  # val iterator (reference §4.2)
@@ -888,6 +895,24 @@ def _pa_run_config(workspace: Workspace, pa_run: str, dataset, fingerprint, allo
             f"fingerprint {fingerprint[:12]}…); train the DPD on the PA's dataset, or allow the mismatch "
             f"(command line: --allow-dataset-mismatch; experiment setting: allow_dataset_mismatch)")
     return run_dir, arch, pa_fp, mismatch
+
+
+def _require_whole_segment(ds) -> None:
+    """Val and test must hold at least one ``nperseg``-sample segment: they are evaluated (and their PSD, ACLR and
+    EVM computed) in whole segments, a shorter split would be mostly zero padding (reference §2.2).
+
+    Raises:
+        DatasetError: naming the dataset, the split, its length and the spec field ``nperseg``.
+    """
+    from ..data import DatasetError
+
+    nps = int(ds.spec.nperseg)
+    for name in ("val", "test"):
+        n = int(getattr(ds, name).x.shape[0])
+        if n < nps:
+            raise DatasetError(f"the {name} split has {n} samples, fewer than one evaluation segment "
+                               f"(spec field nperseg = {nps})", path=ds.source, field="nperseg",
+                               expected=f"val and test of at least nperseg samples, or a smaller nperseg")
 
 
 def check_pa_run(workspace: Workspace, pa_run: str, dataset=None, fingerprint: str | None = None,

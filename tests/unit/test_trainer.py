@@ -306,3 +306,33 @@ def test_status_records_the_process_and_a_killed_run_reads_interrupted(tmp_path,
     if me["process_start"] is not None:  # pid reused by another process: its start time differs
         _fake_run(tmp_path, {"state": "running", **dict(me, process_start=me["process_start"] - 1)})
         assert read_run_record(d).status == "interrupted"
+
+
+@pytest.mark.parametrize("field,value", [("lr", float("inf")), ("lr", float("nan")), ("lr_end", float("inf")),
+                                         ("weight_decay", float("inf")), ("grad_clip", float("inf")),
+                                         ("weight_decay", -1.0), ("dataset", ""), ("dataset", "  ")])
+def test_non_finite_or_empty_settings_are_refused(field, value):
+    from dpd_desktop.config import ConfigError
+
+    with pytest.raises(ConfigError) as ei:
+        cfg(**{field: value}).validate()
+    assert str(ei.value).startswith(field)
+
+
+def test_a_diverging_run_fails_and_says_so(tmp_path, ds):
+    """lr 1e30: the weights leave the float range in the first epoch; the run fails naming the epoch and the lr
+    instead of finishing 'succeeded' with NaN metrics."""
+    res = Trainer(cfg(lr=1e30, lr_end=1e-6, epochs=2), dataset=ds, workspace=Workspace(tmp_path)).run()
+    assert res.state == "failed"
+    assert res.message.startswith("training diverged: the mean training loss of epoch 0 is nan"), res.message
+    assert "lr 1e+30" in res.message
+    assert json.loads((res.run_dir / "status.json").read_text())["state"] == "failed"
+
+
+def test_val_or_test_shorter_than_one_segment_is_refused_before_a_run_folder(tmp_path):
+    short = make_demo_dataset(seed=2, n_train=3000, n_val=4096, n_test=1000)  # nperseg 4096
+    res = Trainer(cfg(), dataset=short, workspace=Workspace(tmp_path)).run()
+    assert res.state == "failed" and res.run_dir is None
+    assert "the test split has 1000 samples, fewer than one evaluation segment (spec field nperseg = 4096)" in \
+        res.message
+    assert Workspace(tmp_path).list_runs() == []
