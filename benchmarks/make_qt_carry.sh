@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build .qtcarry/qt.tar.xz: a minimal PySide6 (QtCore/QtGui/QtWidgets/QtOpenGL, the offscreen platform plugin),
-# shiboken6, pyqtgraph, platformdirs, the system libraries they link and one font, for the GPU machine, which has
+# shiboken6, pyqtgraph, platformdirs, pytest-qt (to run tests/gui there), the system libraries they link and one font, for the GPU machine, which has
 # no Qt and whose carry limit (64 MiB) is below PySide6's wheel. Run here, in the project's venv; then pass
 # carry [".ref", ".qtcarry"] and source benchmarks/gpu_gui_env.sh there. (.qtcarry is listed in .git/info/exclude.)
 set -euo pipefail
@@ -16,7 +16,7 @@ cp "$SP"/PySide6/Qt/lib/libQt6{Core,Gui,Widgets,DBus,OpenGL,OpenGLWidgets}.so.6 
 cp "$SP/PySide6/Qt/plugins/platforms/libqoffscreen.so" "$D/PySide6/Qt/plugins/platforms/"
 cp "$SP"/shiboken6/{__init__.py,_config.py,_git_shiboken_module_version.py,Shiboken.abi3.so} \
    "$SP"/shiboken6/libshiboken6.abi3.so.* "$D/shiboken6/"
-cp -r "$SP/pyqtgraph" "$SP/platformdirs" "$D/"
+cp -r "$SP/pyqtgraph" "$SP/platformdirs" "$SP/pytestqt" "$SP"/pytest_qt-*.dist-info "$D/"  # pytest-qt: tests/gui
 rm -rf "$D/pyqtgraph/examples" "$D/pyqtgraph/opengl"
 find "$D" -name __pycache__ -prune -exec rm -rf {} +
 # system libraries (everything but the C/C++ runtime); gpu_gui_env.sh drops those the GPU machine already has
