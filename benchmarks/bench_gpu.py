@@ -67,13 +67,15 @@ def timing_summary(path, t0):
             if len(train_starts) > 1 else None}
 
 
-def ours(step, dataset, work, *, fast, extra=(), pa_run=None, epochs=4, backbone="gru", hidden=23):
+def ours(step, dataset, work, *, fast, extra=(), pa_run=None, epochs=4, backbone="gru", hidden=23, env_extra=None):
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
-    timing = work / f"timing-{step}-{'fast' if fast else 'eager'}-{backbone}.jsonl"
+    tag = f"{'fast' if fast else 'eager'}-{backbone}" + ("-" + "-".join(env_extra) if env_extra else "")
+    timing = work / f"timing-{step}-{tag}.jsonl"
     if timing.exists():
         timing.unlink()
-    env = dict(os.environ, PYTHONPATH=str(ROOT), DPD_DESKTOP_TIMING=str(timing), PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), DPD_DESKTOP_TIMING=str(timing), PYTHONUNBUFFERED="1",
+               **(env_extra or {}))
     if not fast:
         env["DPD_DESKTOP_DISABLE_CUDA_GRAPH"] = "1"
     cmd = [sys.executable, "-m", "dpd_desktop", "--workspace", str(work / "ws"), f"train-{step}",
@@ -81,11 +83,13 @@ def ours(step, dataset, work, *, fast, extra=(), pa_run=None, epochs=4, backbone
            "--device", "cuda", "--no-plots", "--quiet", *extra]
     if pa_run:
         cmd += ["--pa-run", pa_run]
-    log = work / f"ours-{step}-{'fast' if fast else 'eager'}-{backbone}.log"
+    log = work / f"ours-{step}-{tag}.log"
     wall, rss, rc, t0 = run_child(cmd, env, log_path=log)
     runs = sorted((work / "ws" / "runs").glob(f"*-{step}-{backbone}{hidden}*"), key=os.path.getmtime)
     run_dir = runs[-1] if runs else None
-    out = {"who": f"ours {'CUDA graph' if fast else 'eager'}", "wall_s": wall, "rss_mib": rss, "rc": rc,
+    who = f"ours {'CUDA graph' if fast else 'eager'}" + (f" ({' '.join(f'{k}={v}' for k, v in env_extra.items())})"
+                                                         if env_extra else "")
+    out = {"who": who, "wall_s": wall, "rss_mib": rss, "rc": rc,
            "run_dir": str(run_dir), **timing_summary(timing, t0)}
     if rc != 0:
         out["log_tail"] = open(log).read()[-3000:]
@@ -241,6 +245,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=4)
     ap.add_argument("--families", action="store_true", help="every family as PA, ours vs reference (metrics only)")
     ap.add_argument("--skip-eager", action="store_true")
+    ap.add_argument("--extra-env", default=None, metavar="NAME=VALUE",
+                    help="also run ours (CUDA graph) with this environment variable set, as an extra row")
     a = ap.parse_args()
     work = Path(a.work)
     lines = [f"# GPU benchmark ({time.strftime('%Y-%m-%d %H:%M')})", "",
@@ -284,6 +290,11 @@ def main():
             else:
                 fast = ours("dpd", a.dataset, work / "fast", fast=True, pa_run=pa_run, epochs=a.epochs)
             rows.append(fast)
+            if a.extra_env:
+                k, v = a.extra_env.split("=", 1)
+                rows.append(ours(step, a.dataset, work / "extra", fast=True, epochs=a.epochs, env_extra={k: v},
+                                 pa_run=pa_run if step == "dpd" else None))
+                rows[-1]["selected"] = compare(rows[-1], ref_r, step).get("ours_selected")
             if not a.skip_eager:
                 eager = ours(step, a.dataset, work / "eager", fast=False, epochs=a.epochs,
                              pa_run=pa_run if step == "dpd" else None)
@@ -292,14 +303,15 @@ def main():
             c = compare(fast, ref_r, step)
             fast["selected"], ref_r["selected"] = c.get("ours_selected"), c.get("ref_selected")
             if not a.skip_eager:
-                rows[1]["selected"] = compare(rows[1], ref_r, step).get("ours_selected")
+                eager_row = rows[2] if a.extra_env else rows[1]
+                eager_row["selected"] = compare(eager_row, ref_r, step).get("ours_selected")
             floors[step] = floor_time(a.dataset, step)
             lines += table_rows(step.upper() + " GRU-23", rows, ref_r["wall_s"], floors[step]["floor_s"])
             checks.append(f"- {step.upper()}: ours (CUDA graph) vs reference — history metrics bitwise equal: "
                           f"{c.get('history_equal')}; selected checkpoint bitwise equal: {c.get('checkpoint_equal')}; "
                           f"max |Δ| of dB metrics {fmt(c.get('max_abs_db_diff'), '{:.2e}')}")
             if not a.skip_eager:
-                ce = compare(rows[0], rows[1], step)
+                ce = compare(rows[0], rows[2] if a.extra_env else rows[1], step)
                 checks.append(f"- {step.upper()}: ours CUDA graph vs ours eager — history bitwise equal: "
                               f"{ce.get('history_equal')}")
             if c.get("history_diffs"):

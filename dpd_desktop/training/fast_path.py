@@ -236,6 +236,9 @@ class CudaGraphStep:
         self.graph = graph
         self._ptrs = self._pointers()
         self.captures += 1
+        from .. import timing
+
+        timing.mark("graph_captured", captures=self.captures)
         log.info("CUDA graph captured (forward, loss, backward, clipping; optimizer %s)", self.optimizer_note)
 
     # ------------------------------------------------------------------ per batch

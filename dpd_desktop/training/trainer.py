@@ -19,8 +19,10 @@ import copy
 import json
 import logging
 import math
+import os
 import platform
 import random
+import sys
 import threading
 import time
 import traceback
@@ -39,6 +41,11 @@ from .events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunF
 log = logging.getLogger("dpd_desktop.trainer")
 
 PROGRESS_INTERVAL_S = 0.1
+# Diagnosis knob, read once (off by default: not yet measured on the GPU machine): the Python thread switch interval
+# (seconds) while training on CUDA. The training thread needs the GIL briefly once per batch; with CPython's default
+# 5 ms, a busy background thread (the warm imports during epoch 0, the epoch-end worker) can hold it for ~10 batches'
+# worth of GPU time (benchmarks/results/2026-11-30-gpu-startup.md).
+GIL_SWITCH_S = float(os.environ.get("DPD_DESKTOP_GIL_SWITCH_S") or 0)
 HISTORY_METRICS = ("NMSE", "EVM", "ACLR_L", "ACLR_R", "ACLR_AVG")
 # history.csv columns, the reference's (§4.8), in the order of the rows built in Trainer._epoch_end
 HISTORY_COLUMNS = ("EPOCH", "N_EPOCH", "TIME:", "LR", "BATCH_SIZE", "N_PARAM", "FRAME_LENGTH", "BACKBONE",
@@ -380,6 +387,16 @@ class Trainer:
         self._start_time = time.time()
         self.best_value = None
         overlap = self.device.type == "cuda"
+        switch = sys.getswitchinterval()
+        if overlap and GIL_SWITCH_S > 0:  # diagnosis knob, off by default (see GIL_SWITCH_S)
+            sys.setswitchinterval(GIL_SWITCH_S)
+        try:
+            self._epochs(cfg, overlap, draw_dataloader_iterator_seed)
+        finally:
+            sys.setswitchinterval(switch)
+
+    def _epochs(self, cfg, overlap: bool, draw_dataloader_iterator_seed) -> None:
+        """The epoch loop proper (see :meth:`_epoch_loop`)."""
         for epoch in range(cfg.epochs):
             te = time.perf_counter()
             lr = self.optimizer.param_groups[0]["lr"]
@@ -983,6 +1000,7 @@ def _warm_imports_in_background() -> None:
                     __import__(name)
                 except ImportError:
                     pass
+            timing.mark("warm_imports_done")
         except BaseException:  # noqa: BLE001
             pass
 
