@@ -117,3 +117,29 @@ def test_cuda_driver_device_index_and_harmless_without_gpu():
     t = retain_primary_context_in_background("cuda")  # no driver here (or a GPU): never raises
     t.join(timeout=30)
     assert not t.is_alive()
+
+
+def test_stream_round_trip_and_truncation(tmp_path):
+    """The child's stream (JSON header + raw arrays, no pickle) rebuilds the dataset exactly, float64 copies present
+    or absent; a truncated stream is refused."""
+    from dpd_desktop.data import make_demo_dataset
+    from dpd_desktop.data.prefetch import _decode, _encode
+
+    for ds in (load_dataset(make_split_folder(tmp_path / "ds", n=300)), make_demo_dataset()):
+        got = _decode(bytearray(_encode(ds)))
+        assert _digest_any(got) == _digest_any(ds) and got.fingerprint() == ds.fingerprint()
+        assert repr(got.spec) == repr(ds.spec) and got.name == ds.name and got.source == ds.source
+        assert got.train.x.flags.writeable
+    with pytest.raises(ValueError, match="trailing or missing bytes"):
+        _decode(bytearray(_encode(ds))[:-8])
+    assert _decode(bytearray(b"DPDPF1NO")) is None
+
+
+def _digest_any(ds) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for s in (ds.train, ds.val, ds.test):
+        for a in (s.x, s.y, s.x64, s.y64):
+            h.update(b"none" if a is None else a.tobytes() + str(a.dtype).encode())
+    return h.hexdigest()
