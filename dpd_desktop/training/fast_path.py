@@ -77,8 +77,8 @@ def eligibility(net, criterion, optimizer, trainable, device) -> str | None:
 class CudaGraphStep:
     """Replays one captured training step for every full-size batch of an epoch.
 
-    Use: :meth:`begin_epoch` with the loader's plan at the start of each epoch, then ``step(b, batch)`` for
-    the full batches b = 0, 1, … in order; it returns True when the batch was trained by a replay (loss stored in
+    Use: :meth:`begin_epoch` with the loader's plan at the start of each epoch, then call the object as
+    ``step(b, batch)`` for the full batches b = 0, 1, … in order; it returns True when the batch was trained by a replay (loss stored in
     :attr:`epoch_losses` [b]; parameters and optimizer state updated when :attr:`optimizer_in_graph`), or False when
     the caller must train this batch eagerly (capture failed earlier, model in eval mode, autograd off, wrong batch
     size, index tensor on another device). :meth:`end_epoch` brings the optimizer's step counters up to date.
