@@ -352,32 +352,27 @@ def _row_to_line(body: str, first_line: int, row: int) -> tuple[int, str]:
 
 def _find_non_finite(path: Path, arr: np.ndarray, body: str, first_line: int, colnames: list[str],
                      needed: list[int]) -> None:
-    finite = np.isfinite(arr).all(axis=1)
-    if not finite.all():
-        row = int(np.argmin(finite))
-        lineno, line = _row_to_line(body, first_line, row)
-        col = int(np.argmin(np.isfinite(arr[row])))
-        name = colnames[needed[col]]
-        raise DatasetError(
-            f"non-finite value ({arr[row, col]}) in column {needed[col] + 1} ({name}) of {_show(line)}",
-            path=path,
-            line=lineno,
-            expected="finite numbers (no NaN/Inf)",
-        )
-    # finite in float64 but not in float32 (|v| above 3.4028235e38): the samples are used as float32
+    """Raise for the first row holding NaN/Inf, else for the first row holding a finite value beyond float32's range
+    (the samples are used as float32), naming the file, line, column and value."""
     with np.errstate(over="ignore"):
-        finite32 = np.isfinite(arr.astype(np.float32)).all(axis=1)
-    if not finite32.all():
-        row = int(np.argmin(finite32))
+        as32 = arr.astype(np.float32)
+    checks = (  # (finite mask, text before and after "in column … of <line>", expected)
+        (np.isfinite(arr), "non-finite value ({v})", "", "finite numbers (no NaN/Inf)"),
+        (np.isfinite(as32), "value {v:g}", " overflows float32",
+         f"|value| ≤ {float(np.finfo(np.float32).max):.7g} (samples are stored as float32)"))
+    for ok, head, tail, expected in checks:
+        rows_ok = ok.all(axis=1)
+        if rows_ok.all():
+            continue
+        row = int(np.argmin(rows_ok))
+        col = int(np.argmin(ok[row]))
         lineno, line = _row_to_line(body, first_line, row)
-        with np.errstate(over="ignore"):
-            col = int(np.argmin(np.isfinite(arr[row].astype(np.float32))))
-        name = colnames[needed[col]]
         raise DatasetError(
-            f"value {arr[row, col]:g} in column {needed[col] + 1} ({name}) of {_show(line)} overflows float32",
+            f"{head.format(v=arr[row, col])} in column {needed[col] + 1} ({colnames[needed[col]]}) of "
+            f"{_show(line)}{tail}",
             path=path,
             line=lineno,
-            expected=f"|value| ≤ {float(np.finfo(np.float32).max):.7g} (samples are stored as float32)",
+            expected=expected,
         )
 
 
