@@ -295,6 +295,7 @@ def main():
                 rows.append(ours(step, a.dataset, work / "extra", fast=True, epochs=a.epochs, env_extra={k: v},
                                  pa_run=pa_run if step == "dpd" else None))
                 rows[-1]["selected"] = compare(rows[-1], ref_r, step).get("ours_selected")
+            eager = None
             if not a.skip_eager:
                 eager = ours(step, a.dataset, work / "eager", fast=False, epochs=a.epochs,
                              pa_run=pa_run if step == "dpd" else None)
@@ -302,16 +303,15 @@ def main():
             rows.append(ref_r)
             c = compare(fast, ref_r, step)
             fast["selected"], ref_r["selected"] = c.get("ours_selected"), c.get("ref_selected")
-            if not a.skip_eager:
-                eager_row = rows[2] if a.extra_env else rows[1]
-                eager_row["selected"] = compare(eager_row, ref_r, step).get("ours_selected")
+            if eager is not None:
+                eager["selected"] = compare(eager, ref_r, step).get("ours_selected")
             floors[step] = floor_time(a.dataset, step)
             lines += table_rows(step.upper() + " GRU-23", rows, ref_r["wall_s"], floors[step]["floor_s"])
             checks.append(f"- {step.upper()}: ours (CUDA graph) vs reference — history metrics bitwise equal: "
                           f"{c.get('history_equal')}; selected checkpoint bitwise equal: {c.get('checkpoint_equal')}; "
                           f"max |Δ| of dB metrics {fmt(c.get('max_abs_db_diff'), '{:.2e}')}")
-            if not a.skip_eager:
-                ce = compare(rows[0], rows[2] if a.extra_env else rows[1], step)
+            if eager is not None:
+                ce = compare(fast, eager, step)
                 checks.append(f"- {step.upper()}: ours CUDA graph vs ours eager — history bitwise equal: "
                               f"{ce.get('history_equal')}")
             if c.get("history_diffs"):

@@ -381,8 +381,6 @@ class Trainer:
         the plot data, emits :class:`EpochEnded` and steps the scheduler. The numbers are the same as evaluating
         inline: the same kernels run on the same weights; the global RNG draws stay on this thread, in the
         reference's order (train iterator, sampler, val iterator, test iterator)."""
-        from ..data.framing import draw_dataloader_iterator_seed
-
         cfg = self.config
         self._start_time = time.time()
         self.best_value = None
@@ -391,12 +389,14 @@ class Trainer:
         if overlap and GIL_SWITCH_S > 0:  # diagnosis knob, off by default (see GIL_SWITCH_S)
             sys.setswitchinterval(GIL_SWITCH_S)
         try:
-            self._epochs(cfg, overlap, draw_dataloader_iterator_seed)
+            self._epochs(cfg, overlap)
         finally:
             sys.setswitchinterval(switch)
 
-    def _epochs(self, cfg, overlap: bool, draw_dataloader_iterator_seed) -> None:
+    def _epochs(self, cfg, overlap: bool) -> None:
         """The epoch loop proper (see :meth:`_epoch_loop`)."""
+        from ..data.framing import draw_dataloader_iterator_seed
+
         for epoch in range(cfg.epochs):
             te = time.perf_counter()
             lr = self.optimizer.param_groups[0]["lr"]
@@ -884,9 +884,60 @@ def load_dataset_for(spec: str):
     return load_dataset(spec)
 
 
-def _pa_run_config(workspace: Workspace, pa_run: str, dataset, fingerprint, allow_dataset_mismatch):
-    """Resolve and check a PA run's config.json (see :func:`load_pa_for_dpd`); returns (run_dir, arch, pa_fp,
-    mismatch)."""
+def _require_whole_segment(ds) -> None:
+    """Val and test must hold at least one ``nperseg``-sample segment: they are evaluated (and their PSD, ACLR and
+    EVM computed) in whole segments, a shorter split would be mostly zero padding (reference §2.2).
+
+    Raises:
+        DatasetError: naming the dataset, the split, its length and the spec field ``nperseg``.
+    """
+    from ..data import DatasetError
+
+    nps = int(ds.spec.nperseg)
+    for name in ("val", "test"):
+        n = int(getattr(ds, name).x.shape[0])
+        if n < nps:
+            raise DatasetError(f"the {name} split has {n} samples, fewer than one evaluation segment "
+                               f"(spec field nperseg = {nps})", path=ds.source, field="nperseg",
+                               expected="val and test of at least nperseg samples, or a smaller nperseg")
+
+
+def check_pa_run(workspace: Workspace, pa_run: str, dataset=None, fingerprint: str | None = None,
+                 allow_dataset_mismatch: bool = False) -> None:
+    """Every check of :func:`load_pa_for_dpd` — the run exists and is a PA run of this dataset, its ``best.pt`` is
+    there and has the recorded architecture — without touching the global RNG (the trial load runs under
+    ``torch.random.fork_rng``), so that a DPD run can refuse a bad PA before its run folder exists.
+
+    Raises:
+        TrainingError: as :func:`load_pa_for_dpd`.
+    """
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        load_pa_for_dpd(workspace, pa_run, dataset=dataset, fingerprint=fingerprint,
+                        allow_dataset_mismatch=allow_dataset_mismatch)
+
+
+def load_pa_for_dpd(workspace: Workspace, pa_run: str, dataset=None, fingerprint: str | None = None,
+                    allow_dataset_mismatch: bool = False):
+    """Build the frozen PA of a DPD run from a PA run of the workspace.
+
+    Builds the PA model first (consuming the seeded RNG like the reference, §5.1 step 1), then loads the PA run's
+    selected checkpoint. Returns ``(pa_model, info)`` where info records the PA run id, checkpoint path and sha256,
+    the architecture and the PA's dataset fingerprint (``dataset_fingerprint``).
+
+    When ``fingerprint`` (of the DPD's ``dataset``) is given, it must equal the fingerprint recorded in the PA run's
+    ``config.json`` (a DPD learned through a PA model of another PA/dataset is meaningless), unless
+    ``allow_dataset_mismatch`` (then ``info["dataset_mismatch_allowed"]`` is True). A PA run without a recorded
+    fingerprint is not checked.
+
+    Raises:
+        TrainingError: the PA run, its ``config.json`` or ``best.pt`` is missing, it is not a PA run, it was trained
+            on another dataset, or the checkpoint's architecture (field names and tensor shapes) differs from the
+            one recorded.
+    """
+    from ..models import build_model
+
     try:
         run_dir = workspace.resolve(pa_run)
     except FileNotFoundError as exc:
@@ -910,71 +961,7 @@ def _pa_run_config(workspace: Workspace, pa_run: str, dataset, fingerprint, allo
             f"pa_run: the PA run {run_dir.name} was trained on dataset {pa_ds.get('name', '?')} "
             f"({pa_ds.get('source', '?')}, fingerprint {pa_fp[:12]}…) but this DPD uses {name} ({source}, "
             f"fingerprint {fingerprint[:12]}…); train the DPD on the PA's dataset, or allow the mismatch "
-            f"(command line: --allow-dataset-mismatch; experiment setting: allow_dataset_mismatch)")
-    return run_dir, arch, pa_fp, mismatch
-
-
-def _require_whole_segment(ds) -> None:
-    """Val and test must hold at least one ``nperseg``-sample segment: they are evaluated (and their PSD, ACLR and
-    EVM computed) in whole segments, a shorter split would be mostly zero padding (reference §2.2).
-
-    Raises:
-        DatasetError: naming the dataset, the split, its length and the spec field ``nperseg``.
-    """
-    from ..data import DatasetError
-
-    nps = int(ds.spec.nperseg)
-    for name in ("val", "test"):
-        n = int(getattr(ds, name).x.shape[0])
-        if n < nps:
-            raise DatasetError(f"the {name} split has {n} samples, fewer than one evaluation segment "
-                               f"(spec field nperseg = {nps})", path=ds.source, field="nperseg",
-                               expected=f"val and test of at least nperseg samples, or a smaller nperseg")
-
-
-def check_pa_run(workspace: Workspace, pa_run: str, dataset=None, fingerprint: str | None = None,
-                 allow_dataset_mismatch: bool = False) -> None:
-    """Every check of :func:`load_pa_for_dpd` — the run exists and is a PA run of this dataset, its ``best.pt`` is
-    there and has the recorded architecture — without touching the global RNG (the trial model is built under
-    ``torch.random.fork_rng``), so that a DPD run can refuse a bad PA before its run folder exists.
-
-    Raises:
-        TrainingError: as :func:`load_pa_for_dpd`.
-    """
-    import torch
-
-    from ..models import build_model
-
-    run_dir, arch, _, _ = _pa_run_config(workspace, pa_run, dataset, fingerprint, allow_dataset_mismatch)
-    with torch.random.fork_rng(devices=[]):
-        pa = build_model(arch["backbone"], arch["hidden_size"], arch["num_layers"])
-    try:
-        artifacts.load_state_checked(pa, run_dir / "best.pt", arch)
-    except artifacts.CheckpointError as exc:
-        raise TrainingError(str(exc)) from exc
-
-
-def load_pa_for_dpd(workspace: Workspace, pa_run: str, dataset=None, fingerprint: str | None = None,
-                    allow_dataset_mismatch: bool = False):
-    """Build the frozen PA of a DPD run from a PA run of the workspace.
-
-    Builds the PA model first (consuming the seeded RNG like the reference, §5.1 step 1), then loads the PA run's
-    selected checkpoint. Returns ``(pa_model, info)`` where info records the PA run id, checkpoint path and sha256,
-    the architecture and the PA's dataset fingerprint (``dataset_fingerprint``).
-
-    When ``fingerprint`` (of the DPD's ``dataset``) is given, it must equal the fingerprint recorded in the PA run's
-    ``config.json`` (a DPD learned through a PA model of another PA/dataset is meaningless), unless
-    ``allow_dataset_mismatch`` (then ``info["dataset_mismatch_allowed"]`` is True). A PA run without a recorded
-    fingerprint is not checked.
-
-    Raises:
-        TrainingError: the PA run, its ``config.json`` or ``best.pt`` is missing, it is not a PA run, it was trained
-            on another dataset, or the checkpoint's architecture (field names and tensor shapes) differs from the
-            one recorded.
-    """
-    from ..models import build_model
-
-    run_dir, arch, pa_fp, mismatch = _pa_run_config(workspace, pa_run, dataset, fingerprint, allow_dataset_mismatch)
+            "(command line: --allow-dataset-mismatch; experiment setting: allow_dataset_mismatch)")
     ckpt = run_dir / "best.pt"
     pa = build_model(arch["backbone"], arch["hidden_size"], arch["num_layers"])
     try:
