@@ -1,10 +1,14 @@
-"""Process start → first training batch, with and without one start-up measure, alternating fresh processes.
+"""Process start → first training batch (and epoch 0), with and without a change, alternating fresh processes.
 
     python3 benchmarks/startup_ab.py --dataset .ref/datasets/DPA_160MHz --env DPD_DESKTOP_NO_EARLY_CUDA=1 --pairs 3
+    python3 benchmarks/startup_ab.py --dataset .ref/datasets/DPA_160MHz --env DPD_DESKTOP_GIL_SWITCH_S=0.0002 \
+        --epochs 2 --max-train-samples 0 --pairs 2        # epoch 0 vs epoch 1 on the whole split
 
-Each run is ``dpd-desktop train-pa`` (1 epoch on the first 20,000 training samples, CUDA) in a fresh process with
-``DPD_DESKTOP_TIMING``; printed: the per-run marks (seconds from process start) and the medians of A (as shipped) and
-B (with ``--env``).
+Each run is ``dpd-desktop train-pa`` (default: 1 epoch on the first 20,000 training samples, CUDA) in a fresh
+process with ``DPD_DESKTOP_TIMING``; printed: the per-run marks (seconds from process start), each epoch's training
+time (its first batch → its loss copied back, which waits for the GPU), the host's batch count at fixed times
+after each epoch's first batch, and the medians of A (as given) and B (with ``--env``). ``--env`` may be repeated
+(rows B, C, ...).
 """
 import argparse
 import json
@@ -17,42 +21,75 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+KEYS = ("dataset_prefetch_wait", "torch_imported", "setup_start", "tensors_on_device", "model_built", "first_batch",
+        "capture_optimizer_checked", "capture_warmup_done", "graph_captured", "warm_imports_done")
 
 
-def one(dataset, env_extra, ws):
+def one(dataset, env_extra, ws, epochs, max_train, device):
     fd, timing = tempfile.mkstemp(suffix=".jsonl")
     os.close(fd)
     env = dict(os.environ, PYTHONPATH=str(ROOT), DPD_DESKTOP_TIMING=timing, **env_extra)
+    cmd = [sys.executable, "-m", "dpd_desktop", "--workspace", ws, "train-pa", "--dataset", dataset,
+           "--epochs", str(epochs), "--device", device, "--no-plots", "--quiet"]
+    if max_train:
+        cmd += ["--max-train-samples", str(max_train)]
     t0 = time.time()
-    subprocess.run([sys.executable, "-m", "dpd_desktop", "--workspace", ws, "train-pa", "--dataset", dataset,
-                    "--epochs", "1", "--max-train-samples", "20000", "--device", "cuda", "--no-plots", "--quiet"],
-                   env=env, check=True, stdout=subprocess.DEVNULL)
-    marks = {}
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+    wall = time.time() - t0
+    marks, epoch = {}, []
     for line in open(timing):
         m = json.loads(line)
-        marks.setdefault(m["mark"], round(m["t"] - t0, 3))
+        m["t"] -= t0
+        marks.setdefault(m["mark"], round(m["t"], 3))
+        epoch.append(m)
     os.unlink(timing)
-    return marks
+    return marks, epoch, wall
+
+
+def epoch_lines(rows, epochs):
+    out = []
+    for e in range(epochs):
+        start = next((m["t"] for m in rows if m["mark"] == "first_batch" and m.get("epoch") == e), None)
+        end = next((m["t"] for m in rows if m["mark"] == "train_end" and m.get("epoch") == e), None)
+        if start is None or end is None:
+            continue
+        prog = [(m["t"] - start, m["batch"]) for m in rows if m["mark"] == "progress" and m.get("epoch") == e]
+        at = []
+        for s in (0.25, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0):
+            done = max((b for t, b in prog if t <= s), default=0)
+            at.append(f"{s:g}s:{done}")
+        out.append((end - start, f"    epoch {e}: train {end - start:.3f} s; host batches at " + " ".join(at)))
+    return out
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dataset", required=True)
-    ap.add_argument("--env", required=True, help="NAME=VALUE set for the B runs")
+    ap.add_argument("--env", required=True, action="append", help="NAME=VALUE set for the B runs (repeat: C, D…)")
     ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--max-train-samples", type=int, default=20000, help="0: the whole training split")
     a = ap.parse_args()
-    k, v = a.env.split("=", 1)
+    variants = [("A", {})] + [(chr(ord("B") + i), dict([e.split("=", 1)])) for i, e in enumerate(a.env)]
     ws = tempfile.mkdtemp(prefix="startup-ab-")
-    res = {"A": [], "B": []}
+    first = {k: [] for k, _ in variants}
+    ep0 = {k: [] for k, _ in variants}
     for i in range(a.pairs):
-        for label, extra in (("A", {}), ("B", {k: v})):
-            m = one(a.dataset, extra, ws)
-            res[label].append(m["first_batch"])
-            keys = ("dataset_prefetch_wait", "torch_imported", "setup_start", "tensors_on_device", "model_built",
-                    "first_batch")
-            print(f"{label} {i}: " + " ".join(f"{x} {m[x]:.3f}" for x in keys if x in m), flush=True)
-    ma, mb = statistics.median(res["A"]), statistics.median(res["B"])
-    print(f"first batch median: A (as shipped) {ma:.3f} s, B ({a.env}) {mb:.3f} s, B − A = {mb - ma:+.3f} s")
+        for label, extra in variants:
+            m, rows, wall = one(a.dataset, extra, ws, a.epochs, a.max_train_samples, a.device)
+            first[label].append(m["first_batch"])
+            print(f"{label} {i} ({' '.join(f'{k}={v}' for k, v in extra.items()) or 'as given'}), wall {wall:.2f} s: "
+                  + " ".join(f"{x} {m[x]:.3f}" for x in KEYS if x in m), flush=True)
+            lines = epoch_lines(rows, a.epochs)
+            if lines:
+                ep0[label].append(lines[0][0])
+            for _, text in lines:
+                print(text, flush=True)
+    for label, extra in variants:
+        desc = " ".join(f"{k}={v}" for k, v in extra.items()) or "as given"
+        print(f"{label} ({desc}): first batch median {statistics.median(first[label]):.3f} s"
+              + (f", epoch 0 training median {statistics.median(ep0[label]):.3f} s" if ep0[label] else ""))
 
 
 if __name__ == "__main__":

@@ -210,6 +210,8 @@ class CudaGraphStep:
     def _capture(self) -> None:
         import torch
 
+        from .. import timing
+
         with torch.cuda.device(self.device), torch.random.fork_rng(devices=[self.device]):
             for m in self.net.modules():
                 if isinstance(m, torch.nn.RNNBase):
@@ -218,6 +220,7 @@ class CudaGraphStep:
                 if p.grad is None:
                     p.grad = torch.zeros_like(p)
             self._setup_optimizer()
+            timing.mark("capture_optimizer_checked")
             cur = torch.cuda.current_stream()
             side = torch.cuda.Stream()
             side.wait_stream(cur)
@@ -227,6 +230,7 @@ class CudaGraphStep:
                     self._forward_backward()
             cur.wait_stream(side)
             torch.cuda.synchronize(self.device)
+            timing.mark("capture_warmup_done")
             graph = torch.cuda.CUDAGraph()
             # Capture on the warm-up stream: the AccumulateGrad nodes made during warm-up then match the capture
             # stream (no stream-mismatch synchronization inside the graph).
@@ -236,8 +240,6 @@ class CudaGraphStep:
         self.graph = graph
         self._ptrs = self._pointers()
         self.captures += 1
-        from .. import timing
-
         timing.mark("graph_captured", captures=self.captures)
         log.info("CUDA graph captured (forward, loss, backward, clipping; optimizer %s)", self.optimizer_note)
 

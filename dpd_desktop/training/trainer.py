@@ -41,11 +41,6 @@ from .events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunF
 log = logging.getLogger("dpd_desktop.trainer")
 
 PROGRESS_INTERVAL_S = 0.1
-# Diagnosis knob, read once (off by default: not yet measured on the GPU machine): the Python thread switch interval
-# (seconds) while training on CUDA. The training thread needs the GIL briefly once per batch; with CPython's default
-# 5 ms, a busy background thread (the warm imports during epoch 0, the epoch-end worker) can hold it for ~10 batches'
-# worth of GPU time (benchmarks/results/2026-11-30-gpu-startup.md).
-GIL_SWITCH_S = float(os.environ.get("DPD_DESKTOP_GIL_SWITCH_S") or 0)
 HISTORY_METRICS = ("NMSE", "EVM", "ACLR_L", "ACLR_R", "ACLR_AVG")
 # history.csv columns, the reference's (§4.8), in the order of the rows built in Trainer._epoch_end
 HISTORY_COLUMNS = ("EPOCH", "N_EPOCH", "TIME:", "LR", "BATCH_SIZE", "N_PARAM", "FRAME_LENGTH", "BACKBONE",
@@ -384,14 +379,7 @@ class Trainer:
         cfg = self.config
         self._start_time = time.time()
         self.best_value = None
-        overlap = self.device.type == "cuda"
-        switch = sys.getswitchinterval()
-        if overlap and GIL_SWITCH_S > 0:  # diagnosis knob, off by default (see GIL_SWITCH_S)
-            sys.setswitchinterval(GIL_SWITCH_S)
-        try:
-            self._epochs(cfg, overlap)
-        finally:
-            sys.setswitchinterval(switch)
+        self._epochs(cfg, self.device.type == "cuda")
 
     def _epochs(self, cfg, overlap: bool) -> None:
         """The epoch loop proper (see :meth:`_epoch_loop`)."""
@@ -548,9 +536,12 @@ class Trainer:
                 raise Cancelled()
             if b == 0:
                 self._mark("first_batch", epoch=epoch)
-                if epoch == 0:
-                    _warm_imports_in_background()
             replayed = fast is not None and self.loader.batch_len(idx) == full and fast(b, idx)
+            if b == 0 and epoch == 0:
+                # Not before: the first replay captures the graph, whose eager warm-up needs the GIL on every op,
+                # and a concurrent import holding it slowed warm-up + capture from 0.5 s to 0.9–1.5 s on the GPU
+                # machine (benchmarks/results/2026-11-30-gpu-epoch0.md). Once replaying, the GPU queue hides it.
+                _warm_imports_in_background()
             if replayed:
                 if not fast.optimizer_in_graph:
                     opt.step()
@@ -570,6 +561,8 @@ class Trainer:
                 t_last = now
                 done = b + 1
                 el = now - t_start
+                if timing.TIMING_FILE:  # host progress timeline for benchmarks/startup_ab.py (off unless timing)
+                    self._mark("progress", epoch=epoch, batch=done)
                 self._emit(BatchProgress(epoch=epoch, epochs=cfg.epochs, batch=done, batches=n_batches,
                                          elapsed_s=el, eta_s=el / done * (n_batches - done)))
             every = self._preview_every
