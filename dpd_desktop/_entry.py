@@ -21,8 +21,37 @@ except (ValueError, OSError):  # imported outside the main thread: nothing to gu
     pass
 
 
+def bytecode_cache() -> str | None:
+    """Keep compiled bytecode of what we import in our own cache folder when Python is told not to write it.
+
+    With ``PYTHONDONTWRITEBYTECODE=1`` (or ``python -B``), common in container images, and a PyTorch installed
+    without ``.pyc`` files, every start compiles PyTorch's Python sources again: ``import torch`` took 3.2–5.0 s on
+    the GPU machine against 1.95–2.5 s with a bytecode cache (benchmarks/results/2026-11-30-gpu-epoch0.md). In that
+    case only, this points :data:`sys.pycache_prefix` (Python ≥ 3.8, the mechanism of ``PYTHONPYCACHEPREFIX``) at
+    ``platformdirs.user_cache_dir("dpd-desktop")/pycache`` and lets Python write there, so nothing is written next
+    to any source file and the first start fills the cache (~25 MB). Off when the user set a prefix already, when
+    ``DPD_DESKTOP_NO_BYTECODE_CACHE=1``, or without platformdirs. An unwritable folder only means no caching
+    (Python ignores failed bytecode writes; its writes are atomic, so concurrent starts are safe).
+
+    Returns the prefix in use, or None.
+    """
+    import os
+    import sys
+
+    if not sys.dont_write_bytecode or sys.pycache_prefix or os.environ.get("DPD_DESKTOP_NO_BYTECODE_CACHE"):
+        return None
+    try:
+        from platformdirs import user_cache_dir
+    except ImportError:
+        return None
+    sys.pycache_prefix = os.path.join(user_cache_dir("dpd-desktop", appauthor=False), "pycache")
+    sys.dont_write_bytecode = False
+    return sys.pycache_prefix
+
+
 def run() -> None:
     """Import the command line and run it (never returns)."""
+    bytecode_cache()
     from .cli import run as cli_run
 
     cli_run(early_sigints=_EARLY)

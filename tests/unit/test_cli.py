@@ -53,7 +53,6 @@ def test_ctrl_c_at_any_moment_is_a_plain_cancel(tmp_path, delay):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_ctrl_c_during_the_first_imports_is_replayed_as_a_cancel(tmp_path):
     """Importing dpd_desktop._entry installs a counting handler at once; a Ctrl+C that arrives before the command line
     module is imported is handled by it as a cancel (exit 3, 'cancelling', no traceback, no run folder)."""
@@ -70,6 +69,58 @@ def test_ctrl_c_during_the_first_imports_is_replayed_as_a_cancel(tmp_path):
     assert r.returncode == 3, r.stderr
     assert "cancelling" in r.stderr and "Traceback" not in r.stderr
     assert _run_dirs(tmp_path) == []
+
+
+# ------------------------------------------------------------------------------------------------ bytecode cache
+_BYTECODE_PROBE = ("import sys\n"
+                   "from dpd_desktop import _entry\n"
+                   "print(_entry.bytecode_cache())\n"
+                   "sys.path.insert(0, sys.argv[1])\n"
+                   "import probe_mod\n"
+                   "assert probe_mod.VALUE == 42\n")
+
+
+def _bytecode_probe(tmp_path: Path, **env: str) -> tuple[str, Path, Path]:
+    """Run the probe in a fresh interpreter; returns (printed prefix, the probe's source folder, cache home)."""
+    src = tmp_path / "src"
+    src.mkdir(exist_ok=True)
+    (src / "probe_mod.py").write_text("VALUE = 42\n")
+    cache_home = tmp_path / "cache"
+    e = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX",
+                                                           "DPD_DESKTOP_NO_BYTECODE_CACHE")}
+    e.update(XDG_CACHE_HOME=str(cache_home), PYTHONPATH=str(ROOT), **env)
+    r = subprocess.run([sys.executable, "-c", _BYTECODE_PROBE, str(src)], cwd=tmp_path, env=e, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip(), src, cache_home
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG_CACHE_HOME decides platformdirs' folder on Linux")
+def test_bytecode_cache_when_python_may_not_write_bytecode(tmp_path):
+    """PYTHONDONTWRITEBYTECODE=1: compiled modules go to <user cache>/dpd-desktop/pycache (mirroring the source
+    path), nothing next to the source, and a second start reuses the file instead of compiling again."""
+    prefix, src, cache_home = _bytecode_probe(tmp_path, PYTHONDONTWRITEBYTECODE="1")
+    assert prefix == str(cache_home / "dpd-desktop" / "pycache")
+    pyc = Path(prefix + str(src.resolve())) / f"probe_mod.{sys.implementation.cache_tag}.pyc"
+    assert pyc.is_file()
+    assert not (src / "__pycache__").exists()
+    stamp = pyc.stat().st_mtime_ns
+    time.sleep(0.05)
+    _bytecode_probe(tmp_path, PYTHONDONTWRITEBYTECODE="1")
+    assert pyc.stat().st_mtime_ns == stamp
+
+
+@pytest.mark.parametrize("env", [{"PYTHONDONTWRITEBYTECODE": "1", "DPD_DESKTOP_NO_BYTECODE_CACHE": "1"},
+                                 {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": "USER"},
+                                 {}], ids=["opted-out", "user-prefix", "bytecode-allowed"])
+def test_bytecode_cache_stays_off_otherwise(tmp_path, env):
+    """Opted out, a prefix chosen by the user, or Python already writing bytecode: we change nothing."""
+    env = {k: (str(tmp_path / "user-prefix") if v == "USER" else v) for k, v in env.items()}
+    prefix, src, cache_home = _bytecode_probe(tmp_path, **env)
+    assert prefix == "None"
+    assert not (cache_home / "dpd-desktop").exists()
+    assert not list(tmp_path.rglob(f"probe_mod.{sys.implementation.cache_tag}.pyc")) or not env
+    assert (src / "__pycache__").exists() == (not env)
 
 
 def test_second_ctrl_c_aborts_with_one_line(tmp_path):
