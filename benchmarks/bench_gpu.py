@@ -12,6 +12,9 @@ checkpoint and our history metrics are bitwise equal to the reference's.
     python3 benchmarks/bench_gpu.py --families ...    # every family as PA, ours vs reference (issue 3)
 
 Needs the reference prepared with ../shared/bench/prepare-reference.sh (folder .ref, git-ignored).
+On the GPU machine, `source benchmarks/gpu_gui_env.sh` first (carry .qtcarry): it puts platformdirs on the path, which
+our bytecode cache needs (dpd_desktop/_entry.py). The run starts with a first launch on an empty cache (its time to
+first batch is printed); the timed runs reuse the cache.
 """
 from __future__ import annotations
 
