@@ -49,9 +49,35 @@ def bytecode_cache() -> str | None:
     return sys.pycache_prefix
 
 
-def run() -> None:
-    """Import the command line and run it (never returns)."""
-    bytecode_cache()
-    from .cli import run as cli_run
+def _raised_loading_bytecode(exc: BaseException) -> bool:
+    """Whether ``exc`` came from unmarshalling a compiled module (a damaged ``.pyc``: truncated or overwritten)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_name == "_compile_bytecode" and "importlib._bootstrap_external" in code.co_filename:
+            return True
+        tb = tb.tb_next
+    return False
 
-    cli_run(early_sigints=_EARLY)
+
+def run() -> None:
+    """Import the command line and run it (never returns).
+
+    A damaged file in our bytecode cache (:func:`bytecode_cache`; Python writes them atomically, so only outside
+    damage does this) would stop the start with an ``EOFError``/``ValueError`` from ``marshal``: the cache is then
+    cleared, one line says so, and the exit status is 2; the next start compiles afresh."""
+    prefix = bytecode_cache()
+    try:
+        from .cli import run as cli_run
+
+        cli_run(early_sigints=_EARLY)
+    except (EOFError, ValueError, TypeError) as exc:
+        if prefix is None or not _raised_loading_bytecode(exc):
+            raise
+        import shutil
+        import sys
+
+        shutil.rmtree(prefix, ignore_errors=True)
+        sys.stderr.write(f"error: a damaged file in the bytecode cache {prefix} stopped the start ({exc}); the cache "
+                         "was cleared: run the command again\n")
+        raise SystemExit(2) from None

@@ -83,8 +83,9 @@ _BYTECODE_PROBE = ("import sys\n"
 def _bytecode_probe(tmp_path: Path, **env: str) -> tuple[str, Path, Path]:
     """Run the probe in a fresh interpreter; returns (printed prefix, the probe's source folder, cache home)."""
     src = tmp_path / "src"
-    src.mkdir(exist_ok=True)
-    (src / "probe_mod.py").write_text("VALUE = 42\n")
+    if not src.exists():  # once: a rewritten source (new mtime) would rightly be compiled again
+        src.mkdir()
+        (src / "probe_mod.py").write_text("VALUE = 42\n")
     cache_home = tmp_path / "cache"
     e = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX",
                                                            "DPD_DESKTOP_NO_BYTECODE_CACHE")}
@@ -108,6 +109,27 @@ def test_bytecode_cache_when_python_may_not_write_bytecode(tmp_path):
     time.sleep(0.05)
     _bytecode_probe(tmp_path, PYTHONDONTWRITEBYTECODE="1")
     assert pyc.stat().st_mtime_ns == stamp
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG_CACHE_HOME decides platformdirs' folder on Linux")
+@pytest.mark.parametrize("damage", [b"", b"garbage"], ids=["truncated-after-header", "overwritten"])
+def test_damaged_bytecode_cache_is_cleared_with_one_line(tmp_path, damage):
+    """A cached .pyc of the command line module cut after its 16-byte header (marshal raises EOFError) or
+    overwritten after it (marshal raises ValueError): no traceback, the cache is cleared, exit 2 and one line; the
+    start after that works. (A damaged header is Python's own case: it recompiles silently.)"""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPYCACHEPREFIX", "DPD_DESKTOP_NO_BYTECODE_CACHE")}
+    env.update(PYTHONDONTWRITEBYTECODE="1", XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, "-m", "dpd_desktop", "--workspace", str(tmp_path), "runs"]
+    assert subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, timeout=120).returncode == 0
+    prefix = tmp_path / "cache" / "dpd-desktop" / "pycache"
+    (pyc,) = prefix.rglob(f"dpd_desktop/cli.{sys.implementation.cache_tag}.pyc")
+    head = pyc.read_bytes()[:16]
+    pyc.write_bytes(head + damage)
+    r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert f"damaged file in the bytecode cache {prefix}" in r.stderr and "run the command again" in r.stderr
+    assert not prefix.exists()
+    assert subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, timeout=120).returncode == 0
 
 
 @pytest.mark.parametrize("env", [{"PYTHONDONTWRITEBYTECODE": "1", "DPD_DESKTOP_NO_BYTECODE_CACHE": "1"},
