@@ -94,13 +94,7 @@ def main():
         if not pending:
             loop.quit()
 
-    write_plots = win._write_plots
-
-    def write_plots_then_arrive(run_dir, plots):
-        write_plots(run_dir, plots)
-        arrived("plots")
-
-    win._write_plots = write_plots_then_arrive
+    win.plotsWritten.connect(lambda *_: arrived("plots"))  # rendered on the GUI thread, written on a pool thread
     t = time.perf_counter()
     assert win.start_run(cfg)
     win.runEnded.connect(lambda *_: arrived("done"))

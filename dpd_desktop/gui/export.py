@@ -1,7 +1,8 @@
 """Headless PNG export of the default plots of a run (used by the CLI at the end of a run and by the GUI).
 
 ``write_run_plots(run_dir, history_rows, plots)`` renders the learning curves, PSD, AM/AM, AM/PM and time-domain
-panels offscreen with pyqtgraph's ImageExporter into ``run_dir/plots/*.png``, each written atomically.
+panels offscreen with pyqtgraph's ImageExporter into ``run_dir/plots/*.png``, each written atomically; the window
+uses its two halves, :func:`render_run_plots` (GUI thread) and :func:`save_images` (a worker thread).
 """
 from __future__ import annotations
 
@@ -16,12 +17,25 @@ EXPORT_WIDTH = 1500  # pixel width of the PNG
 def write_run_plots(run_dir: str | os.PathLike, history_rows: Sequence[Mapping], plots=None,
                     size: tuple[int, int] = EXPORT_SIZE, width: int = EXPORT_WIDTH,
                     best_epoch: int | None = None) -> list[Path]:
-    """Render the default panels to ``run_dir/plots/``; returns the written paths.
+    """Render the default panels and write them to ``run_dir/plots/``; returns the written paths.
 
-    ``history_rows`` are history rows (``EpochEnded.row`` or ``history.csv`` lines as dicts; text values are fine);
-    ``plots`` is the :class:`~dpd_desktop.training.events.PlotData` of the selected checkpoint (the data panels are
-    skipped when it is None). ``best_epoch`` places the selected-epoch marker (default: lowest val NMSE). Creates an offscreen QApplication when none exists. Plots are drawn on a light
-    background regardless of the desktop theme (they end up in reports).
+    The command line's way (one thread): :func:`render_run_plots` then :func:`save_images`. The window renders on its
+    GUI thread and saves on a worker (MainWindow._write_plots). Raises OSError when a PNG cannot be written.
+    """
+    return save_images(render_run_plots(history_rows, plots, size=size, width=width, best_epoch=best_epoch),
+                       Path(run_dir) / "plots")
+
+
+def render_run_plots(history_rows: Sequence[Mapping], plots=None, size: tuple[int, int] = EXPORT_SIZE,
+                     width: int = EXPORT_WIDTH, best_epoch: int | None = None) -> list[tuple[str, object]]:
+    """Render the default panels offscreen; returns ``[(file name, QImage), ...]`` (``width`` pixels wide).
+
+    Must run on the thread that owns the QApplication (pyqtgraph draws widgets). ``history_rows`` are history rows
+    (``EpochEnded.row`` or ``history.csv`` lines as dicts; text values are fine); ``plots`` is the
+    :class:`~dpd_desktop.training.events.PlotData` of the selected checkpoint (the data panels are skipped when it is
+    None). ``best_epoch`` places the selected-epoch marker (default: lowest val NMSE). Creates an offscreen
+    QApplication when none exists. Plots are drawn on a light background regardless of the desktop theme (they end
+    up in reports).
     """
     from .app import ensure_app
 
@@ -31,11 +45,9 @@ def write_run_plots(run_dir: str | os.PathLike, history_rows: Sequence[Mapping],
 
     from .panels import AMAMPanel, AMPMPanel, LearningPanel, PSDPanel, TimeDomainPanel
 
-    out_dir = Path(run_dir) / "plots"
-    out_dir.mkdir(parents=True, exist_ok=True)
     saved_opts = {k: pg.getConfigOption(k) for k in ("background", "foreground", "antialias")}
     pg.setConfigOptions(background="w", foreground="k", antialias=True)
-    written: list[Path] = []
+    images: list[tuple[str, object]] = []
     panels = []
     try:
         learning = LearningPanel()
@@ -57,14 +69,27 @@ def write_run_plots(run_dir: str | os.PathLike, history_rows: Sequence[Mapping],
             p.show()
         app.processEvents()
         for p in panels:
-            written.append(p.export_png(out_dir / f"{p.file_stem}.png", width=width))
+            images.append((f"{p.file_stem}.png", p.render_image(width)))
     finally:
         for p in panels:
             p.close()
             p.deleteLater()
         app.processEvents()
         pg.setConfigOptions(**saved_opts)
-    return written
+    return images
+
+
+def save_images(images: Sequence[tuple[str, object]], out_dir: str | os.PathLike) -> list[Path]:
+    """Encode and write ``[(file name, QImage), ...]`` as PNGs in ``out_dir`` (created), each atomically.
+
+    Safe on any thread (QImage, unlike QPixmap, may be used off the GUI thread). Raises OSError naming the file
+    that could not be written.
+    """
+    from .panels.base import save_png_atomic
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return [save_png_atomic(img, out / name) for name, img in images]
 
 
 def _best_epoch(rows: Sequence[Mapping]) -> float | None:

@@ -135,6 +135,33 @@ class DpdExportJob(QRunnable):
         self.signals.done.emit(meta)
 
 
+class _PlotSaveSignals(QObject):
+    done = Signal(object)  # list of written paths
+    failed = Signal(object)  # the exception
+
+
+class PlotSaveJob(QRunnable):
+    """Encodes and writes rendered plot images (``[(file name, QImage), ...]``) as PNGs on a pool thread, so that
+    the GUI thread never waits for the disk (:func:`dpd_desktop.gui.export.save_images`, atomic writes)."""
+
+    def __init__(self, images, out_dir: str | os.PathLike):
+        super().__init__()
+        self.images = images
+        self.out_dir = Path(out_dir)
+        self.signals = _PlotSaveSignals()
+        self.setAutoDelete(False)
+
+    def run(self) -> None:
+        try:
+            from .export import save_images
+
+            paths = save_images(self.images, self.out_dir)
+        except Exception as exc:  # noqa: BLE001 - shown in the status bar
+            self.signals.failed.emit(exc)
+            return
+        self.signals.done.emit(paths)
+
+
 class MainWindow(QMainWindow):
     """DPD Desktop's main window.
 
@@ -150,6 +177,7 @@ class MainWindow(QMainWindow):
     datasetFailed = Signal(str)
     runEnded = Signal(str)  # final state value: finished / failed / cancelled
     dpdExportEnded = Signal(str)  # "succeeded" / "failed" (Run DPD…)
+    plotsWritten = Signal(object)  # after a finished run: the PNG paths written, or the exception
 
     def __init__(self, workspace: Any = None, trainer_factory: Callable | None = None,
                  settings: QSettings | None = None, demo_kwargs: dict | None = None, parent=None):
@@ -176,6 +204,7 @@ class MainWindow(QMainWindow):
         self._epochs_total = 0
         self._export_job: DpdExportJob | None = None
         self.write_plots_on_finish = True
+        self._plot_jobs: list[PlotSaveJob] = []  # PNG writers in flight (kept referenced until they report)
 
         self.setWindowTitle("DPD Desktop")
         self._build_actions()
@@ -836,13 +865,37 @@ class MainWindow(QMainWindow):
             QTimer.singleShot(0, lambda d=ev.run_dir, p=(ev.plots or self._last_plots): self._write_plots(d, p))
 
     def _write_plots(self, run_dir: str, plots) -> None:
+        """Render the run's default plots here (pyqtgraph needs the GUI thread), write them on a pool thread."""
+        out_dir = Path(run_dir) / "plots"
         try:
-            from .export import write_run_plots
+            from .export import render_run_plots
 
-            paths = write_run_plots(run_dir, self._history_rows, plots)
-            self.statusBar().showMessage(f"Wrote {len(paths)} plots to {Path(run_dir) / 'plots'}", 6000)
+            images = render_run_plots(self._history_rows, plots)
         except Exception as exc:  # noqa: BLE001 - the run itself succeeded; say so and move on
-            self.statusBar().showMessage(f"Could not write the plot PNGs: {exc}", 10000)
+            self._plots_failed(exc)
+            return
+        job = PlotSaveJob(images, out_dir)
+        self._plot_jobs.append(job)
+
+        def finished(result, job=job):
+            try:
+                if job in self._plot_jobs:
+                    self._plot_jobs.remove(job)
+                if isinstance(result, Exception):
+                    self._plots_failed(result)
+                else:
+                    self.statusBar().showMessage(f"Wrote {len(result)} plots to {out_dir}", 6000)
+                    self.plotsWritten.emit(result)
+            except RuntimeError:  # the window was deleted meanwhile: the files are written, nothing to show
+                pass
+
+        job.signals.done.connect(finished)
+        job.signals.failed.connect(finished)
+        QThreadPool.globalInstance().start(job)
+
+    def _plots_failed(self, exc: Exception) -> None:
+        self.statusBar().showMessage(f"Could not write the plot PNGs: {exc}", 10000)
+        self.plotsWritten.emit(exc)
 
     @Slot(object)
     def _on_run_failed(self, ev) -> None:
@@ -1043,6 +1096,8 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage("Stopping the run…")
             QApplication.processEvents()
             self.shutdown(CLOSE_WAIT_MS)
+        if self._plot_jobs:  # PNGs of a run that just finished: let them land (each is written atomically anyway)
+            QThreadPool.globalInstance().waitForDone(CLOSE_WAIT_MS)
         self._save_geometry()
         super().closeEvent(event)
 

@@ -279,6 +279,40 @@ def test_write_run_plots(tmp_path, qtbot):
     assert [p.name for p in write_run_plots(tmp_path / "run2", rows, None)] == ["learning_curves.png"]
 
 
+def test_window_writes_run_plots_off_the_gui_thread(make_window, qtbot, tmp_path, monkeypatch):
+    """After a run the window renders its PNGs on the GUI thread but encodes and writes them on a pool thread
+    (the GUI thread never waits for the disk); plotsWritten reports the paths, or the error when the folder cannot
+    be written (then the status bar says so)."""
+    import threading
+
+    from dpd_desktop.gui import export
+
+    threads = []
+    real_save = export.save_images
+
+    def recording_save(images, out_dir):
+        threads.append(threading.current_thread())
+        return real_save(images, out_dir)
+
+    monkeypatch.setattr(export, "save_images", recording_save)
+    w = make_window(write_plots=True)
+    w._history_rows = [make_row(e, 3) for e in range(3)]
+    with qtbot.waitSignal(w.plotsWritten, timeout=20000) as sig:
+        w._write_plots(str(tmp_path / "run"), make_plotdata(source="validation"))
+    assert sorted(p.name for p in sig.args[0]) == sorted(["learning_curves.png", "psd.png", "amam.png", "ampm.png",
+                                                          "time_domain.png"])
+    assert all(p.stat().st_size > 2000 for p in sig.args[0])
+    assert len(threads) == 1 and threads[0] is not threading.main_thread()
+    assert w._plot_jobs == []
+
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("x")
+    with qtbot.waitSignal(w.plotsWritten, timeout=20000) as sig:
+        w._write_plots(str(blocked), None)
+    assert isinstance(sig.args[0], OSError)
+    assert "Could not write the plot PNGs" in w.statusBar().currentMessage()
+
+
 def test_settings_do_not_leak(make_window, settings, tmp_path):
     w = make_window()
     w.close()
