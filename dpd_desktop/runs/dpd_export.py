@@ -111,6 +111,7 @@ def run_dpd(workspace: Workspace | str | Path | None, run: str | Path, *, out: s
         raise DpdExportError(f"{exc} (give a DPD run id of the workspace {ws.root} or a DPD run folder)") from exc
     cfg_path = run_dir / "config.json"
     cfg = _read_run_config(cfg_path)
+    _check_out_overwrites(out, cfg)
     exp = cfg["experiment"]
     if exp.get("step") != "dpd":
         hint = (f" (this is a PA run: train a DPD through it with dpd-desktop train-dpd --pa-run {run_dir.name}, "
@@ -172,6 +173,41 @@ def _check_out(out: Path, input_file) -> None:
         if same:
             raise DpdExportError(f"the output {out} is the input file {src}; writing it would destroy the input "
                                  "(give another --out)")
+
+
+def _check_out_overwrites(out: Path, cfg: dict) -> None:
+    """Refuse to replace an existing file that is not a previous export: a file of a run folder (``config.json``,
+    ``results.h5``, ``best.csv``, … of any run), a file of the run's dataset (its split files or its dataset file),
+    or a read-only file (an atomic replace would ignore the file's permissions, notably as root).
+
+    Raises:
+        DpdExportError: naming ``out`` and what it is.
+    """
+    if not out.exists():
+        return
+    target = out.resolve()
+    for folder in target.parents:
+        if (folder / "config.json").is_file() and (folder / "status.json").is_file():
+            raise DpdExportError(f"the output {out} is a file of the run folder {folder}; writing it would destroy "
+                                 "that run's record (give another --out)")
+    source = str((cfg.get("dataset") or {}).get("source") or "")
+    if source and not source.startswith("demo"):
+        src = Path(source).expanduser()
+        try:
+            src = src.resolve()
+            inside = src.is_dir() and src in target.parents or src.is_file() and os.path.samefile(src, target)
+        except OSError:
+            inside = False
+        if inside:
+            raise DpdExportError(f"the output {out} is a file of the run's dataset {source}; writing it would change "
+                                 "the dataset (give another --out)")
+    try:
+        read_only = not (out.stat().st_mode & 0o222)
+    except OSError:
+        read_only = False
+    if read_only:
+        raise DpdExportError(f"the output {out} exists and is read-only; it is not replaced (give another --out or "
+                             "make it writable)")
 
 
 def _os_reason(exc: OSError, target: Path) -> str:

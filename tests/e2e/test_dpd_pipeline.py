@@ -385,6 +385,41 @@ def test_run_dpd_refuses_a_missing_folder_and_its_own_input(pipeline, tmp_path, 
     assert src.read_bytes() == before and not (tmp_path / "in.csv.meta.json").exists()
 
 
+def test_run_dpd_never_overwrites_run_files_dataset_files_or_read_only_files(pipeline, tmp_path, capsys):
+    """--out naming a file of a run folder (this run's results.h5, another run's best.csv, a plot), a file of the
+    run's dataset, or a read-only file: exit 2, file unchanged. A previous export is replaced as before."""
+    from dpd_desktop.runs.dpd_export import _check_out_overwrites
+
+    ws, dpd, ds = pipeline["ws"], pipeline["dpd"], pipeline["ds"]
+    run_dirs = [p for p in (ws.root / "runs").iterdir() if p.is_dir()]
+    victims = [Path(dpd.run_dir) / "results.h5"] + [d / "best.csv" for d in run_dirs if (d / "best.csv").exists()]
+    victims += list((Path(dpd.run_dir) / "plots").glob("*.png"))[:1]
+    for victim in victims:
+        before = victim.read_bytes()
+        assert cli_main(["--workspace", str(ws.root), "run-dpd", "--run", dpd.run_id, "--out", str(victim)]) == 2
+        err = capsys.readouterr().err
+        assert f"the output {victim} is a file of the run folder" in err and "destroy" in err, err
+        assert victim.read_bytes() == before and not Path(str(victim) + ".meta.json").exists()
+    # a file of the dataset the run was trained on (split folder or single file), whatever its extension
+    data = tmp_path / "dataset"
+    data.mkdir()
+    (data / "test_input.csv").write_text("I,Q\n0,0\n")
+    for source, target in ((data, data / "test_input.csv"), (data / "test_input.csv", data / "test_input.csv")):
+        with pytest.raises(DpdExportError, match="is a file of the run's dataset"):
+            _check_out_overwrites(target, {"dataset": {"source": str(source)}})
+    _check_out_overwrites(tmp_path / "elsewhere.csv", {"dataset": {"source": str(data)}})  # new file: fine
+    # read-only
+    ro = tmp_path / "ro.csv"
+    ro.write_text("keep")
+    ro.chmod(0o444)
+    assert cli_main(["--workspace", str(ws.root), "run-dpd", "--run", dpd.run_id, "--out", str(ro)]) == 2
+    assert "exists and is read-only" in capsys.readouterr().err and ro.read_text() == "keep"
+    # an earlier export is replaced
+    out = tmp_path / "u.csv"
+    first = run_dpd(ws, dpd.run_id, out=out, dataset=ds)
+    assert run_dpd(ws, dpd.run_id, out=out, dataset=ds)["samples"] == first["samples"] > 0
+
+
 def test_bad_spec_geometry_fails_before_a_run_folder_exists(tmp_path):
     """bw_main_ch = 2 GHz at fs = 800 MHz: refused at setup (naming spec.json and the field), not after an epoch."""
     from dpd_desktop.data import save_split_csv
