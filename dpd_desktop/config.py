@@ -118,8 +118,8 @@ class ExperimentConfig:
             raise ConfigError("pa_run", "a DPD run needs the PA run (id or folder) whose model it trains through")
         if not isinstance(self.allow_dataset_mismatch, bool):
             raise ConfigError("allow_dataset_mismatch", f"expected true or false, got {self.allow_dataset_mismatch!r}")
-        if not self.seed >= 0:
-            raise ConfigError("seed", "expected an integer >= 0")
+        if not 0 <= self.seed <= 2**32 - 1:  # the range NumPy's legacy seeding accepts (the reference seeds it too)
+            raise ConfigError("seed", f"expected an integer from 0 to 4294967295 (2**32 - 1), got {self.seed}")
         return self
 
     def to_dict(self) -> dict[str, Any]:

@@ -202,16 +202,19 @@ def read_run_record(run_dir: Path) -> RunRecord | None:
         rec.step = exp.get("step", "?")
         rec.backbone = exp.get("backbone", "?")
         rec.hidden_size = exp.get("hidden_size")
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):  # AttributeError: valid JSON of another shape ([], {"experiment": 1})
+        rec.step, rec.backbone, rec.hidden_size = "?", "?", None
         rec.status = "unreadable"
         return rec
+    status_path = run_dir / "status.json"
     try:
-        st = json.loads((run_dir / "status.json").read_text())
+        st = json.loads(status_path.read_text())
         rec.status = st.get("state", "unknown")
         rec.best_epoch = st.get("best_epoch")
         rec.summary = st
     except (OSError, ValueError, AttributeError):
-        rec.status = "interrupted"
+        # no status.json at all: the process died before writing it; one that exists but cannot be read: damaged
+        rec.status = "unreadable" if status_path.exists() else "interrupted"
         return rec
     if rec.status in LIVE_STATES and owner_gone(st):
         rec.status = "interrupted"

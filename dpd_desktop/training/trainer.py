@@ -924,10 +924,14 @@ def load_pa_for_dpd(workspace: Workspace, pa_run: str, dataset=None, fingerprint
     ``allow_dataset_mismatch`` (then ``info["dataset_mismatch_allowed"]`` is True). A PA run without a recorded
     fingerprint is not checked.
 
+    A PA run that is still queued or running, that failed, or whose ``status.json`` is unreadable is refused; a
+    cancelled or interrupted one (its ``best.pt`` is the best of the epochs it completed) is used with a warning in
+    the log, and its state is recorded (``info["run_state"]``).
+
     Raises:
-        TrainingError: the PA run, its ``config.json`` or ``best.pt`` is missing, it is not a PA run, it was trained
-            on another dataset, or the checkpoint's architecture (field names and tensor shapes) differs from the
-            one recorded.
+        TrainingError: the PA run, its ``config.json`` or ``best.pt`` is missing, it is not a PA run, it is running
+            or failed, it was trained on another dataset, or the checkpoint's architecture (field names and tensor
+            shapes) differs from the one recorded.
     """
     from ..models import build_model
 
@@ -938,12 +942,30 @@ def load_pa_for_dpd(workspace: Workspace, pa_run: str, dataset=None, fingerprint
     cfg_path = run_dir / "config.json"
     try:
         cfg = json.loads(cfg_path.read_text())
-        exp = cfg["experiment"]
-        arch = {k: exp[k] for k in ("backbone", "hidden_size", "num_layers")}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError) as exc:
         raise TrainingError(f"{cfg_path}: cannot read the PA run's configuration ({exc})") from exc
+    exp = cfg.get("experiment") if isinstance(cfg, dict) else None
+    if not isinstance(exp, dict):
+        raise TrainingError(f"{cfg_path}: field 'experiment' is missing or not an object (not a run's configuration)")
+    missing = [k for k in ("backbone", "hidden_size", "num_layers") if k not in exp]
+    if missing:
+        raise TrainingError(f"{cfg_path}: field 'experiment.{missing[0]}' is missing")
+    arch = {k: exp[k] for k in ("backbone", "hidden_size", "num_layers")}
     if exp.get("step") != "pa":
         raise TrainingError(f"{cfg_path}: field 'experiment.step' is {exp.get('step')!r}; a DPD needs a PA run")
+    from ..runs.workspace import read_run_record
+
+    record = read_run_record(run_dir)
+    state = record.status if record is not None else "unknown"
+    if state in ("queued", "running"):
+        raise TrainingError(f"pa_run: the PA run {run_dir.name} is still {state} ({run_dir / 'status.json'}); its "
+                            "selected checkpoint may still change: wait until it has finished")
+    if state in ("failed", "unreadable"):
+        raise TrainingError(f"pa_run: the PA run {run_dir.name} is {state} ({run_dir / 'status.json'}"
+                            + (f": {record.summary.get('message')}" if record.summary.get("message") else "")
+                            + "); train the DPD through a PA run that succeeded")
+    if state != "succeeded":
+        log.warning("the PA run %s is %s; its selected checkpoint (best.pt) is used as it is", run_dir.name, state)
     pa_ds = cfg.get("dataset") if isinstance(cfg.get("dataset"), dict) else {}
     pa_fp = pa_ds.get("fingerprint")
     mismatch = bool(fingerprint and pa_fp and pa_fp != fingerprint)
@@ -963,7 +985,7 @@ def load_pa_for_dpd(workspace: Workspace, pa_run: str, dataset=None, fingerprint
         raise TrainingError(str(exc)) from exc
     info = {"run_id": run_dir.name, "run_dir": str(run_dir), "checkpoint": str(ckpt),
             "sha256": artifacts.file_sha256(ckpt), **arch, "selected_epoch": meta.get("epoch"),
-            "dataset_fingerprint": pa_fp, "dataset_mismatch_allowed": mismatch}
+            "dataset_fingerprint": pa_fp, "dataset_mismatch_allowed": mismatch, "run_state": state}
     return pa, info
 
 

@@ -230,9 +230,41 @@ def test_workspace_under_proc(capsys):
     assert "/proc/nope" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("seed", ["-1", "4294967296", "99999999999999999999999"])
+def test_seed_out_of_range_is_refused_before_a_run_folder(tmp_path, capsys, seed):
+    """NumPy's seeding takes 0 … 2**32 - 1: anything else is exit 2 naming the field, and no run folder."""
+    assert cli_main(["--workspace", str(tmp_path), *TINY_TRAIN, "--seed", seed]) == 2
+    assert "seed: expected an integer from 0 to 4294967295" in capsys.readouterr().err
+    assert _run_dirs(tmp_path) == []
+
+
 def test_runs_on_an_empty_workspace_says_so(tmp_path, capsys):
     assert cli_main(["--workspace", str(tmp_path), "runs"]) == 0
     assert "no runs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("config,status,expected", [
+    ("[]", None, "unreadable"), ('{"experiment": "pa"}', None, "unreadable"), ("{", None, "unreadable"),
+    ('{"experiment": {"step": "pa"}}', "{broken", "unreadable"), ('{"experiment": {"step": "pa"}}', "[1]", "unreadable"),
+    ('{"experiment": {"step": "pa"}}', None, "interrupted")],
+    ids=["config-list", "config-experiment-text", "config-broken", "status-broken", "status-list", "no-status"])
+def test_runs_lists_a_damaged_run_without_a_traceback(tmp_path, capsys, config, status, expected):
+    """A run folder whose config.json / status.json is broken or valid JSON of another shape is one row
+    (unreadable); a run without status.json (died before writing it) reads interrupted; the good run is listed."""
+    bad = tmp_path / "runs" / "2026-01-01-000000-pa-gru4"
+    bad.mkdir(parents=True)
+    (bad / "config.json").write_text(config)
+    if status is not None:
+        (bad / "status.json").write_text(status)
+    good = tmp_path / "runs" / "2026-01-02-000000-pa-gru4"
+    good.mkdir()
+    (good / "config.json").write_text(json.dumps({"experiment": {"step": "pa", "backbone": "gru", "hidden_size": 4}}))
+    (good / "status.json").write_text(json.dumps({"state": "succeeded"}))
+    assert cli_main(["--workspace", str(tmp_path), "runs"]) == 0
+    out = capsys.readouterr()
+    rows = {line.split()[0]: line.split()[-1] for line in out.out.splitlines() if line.startswith("2026-")}
+    assert rows == {bad.name: expected, good.name: "succeeded"}, out
+    assert "Traceback" not in out.err
 
 
 def test_runs_reports_a_killed_run_as_interrupted(tmp_path, capsys):

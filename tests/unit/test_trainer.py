@@ -184,10 +184,31 @@ def test_dpd_refuses_a_dataset_other_than_the_pas(tmp_path, ds):
     assert model_id.endswith(f"_P_{started.n_params_model}") and started.n_params > started.n_params_model
 
 
-@pytest.mark.parametrize("which", ["no such run", "a DPD run", "PA without best.pt", "PA of other shape"])
+@pytest.mark.parametrize("which", ["no such run", "a DPD run", "PA without best.pt", "PA of other shape",
+                                   "PA still running", "PA failed", "config is a list", "experiment is text",
+                                   "status unreadable"])
 def test_bad_pa_run_is_refused_before_a_run_folder_exists(tmp_path, ds, which):
     pa = _pa(tmp_path, ds)
-    if which == "no such run":
+    status = pa.run_dir / "status.json"
+    if which == "PA still running":  # alive: this very process
+        st = json.loads(status.read_text())
+        st.update(state="running", pid=os.getpid(), host=socket.gethostname(),
+                  process_start=process_start_ticks(os.getpid()))
+        status.write_text(json.dumps(st))
+        ref = pa.run_id
+    elif which == "PA failed":
+        status.write_text(json.dumps({"state": "failed", "message": "training diverged at epoch 3"}))
+        ref = pa.run_id
+    elif which == "config is a list":
+        (pa.run_dir / "config.json").write_text("[]")
+        ref = pa.run_id
+    elif which == "experiment is text":
+        (pa.run_dir / "config.json").write_text('{"experiment": "pa"}')
+        ref = pa.run_id
+    elif which == "status unreadable":
+        status.write_text("{broken")
+        ref = pa.run_id
+    elif which == "no such run":
         ref = "nosuch"
     elif which == "a DPD run":
         ref = Trainer(cfg(step="dpd", pa_run=pa.run_id, epochs=1), dataset=ds, workspace=Workspace(tmp_path)).run()
@@ -205,8 +226,24 @@ def test_bad_pa_run_is_refused_before_a_run_folder_exists(tmp_path, ds, which):
     assert res.state == "failed" and res.run_dir is None, res.message
     assert sorted(r.run_id for r in Workspace(tmp_path).list_runs()) == before
     expected = {"no such run": "pa_run:", "a DPD run": "field 'experiment.step' is 'dpd'",
-                "PA without best.pt": "best.pt", "PA of other shape": "best.pt"}[which]
+                "PA without best.pt": "best.pt", "PA of other shape": "best.pt",
+                "PA still running": f"the PA run {pa.run_id} is still running",
+                "PA failed": f"the PA run {pa.run_id} is failed ({status}: training diverged at epoch 3)",
+                "config is a list": "field 'experiment' is missing or not an object",
+                "experiment is text": "field 'experiment' is missing or not an object",
+                "status unreadable": f"the PA run {pa.run_id} is unreadable"}[which]
     assert expected in res.message, res.message
+
+
+def test_cancelled_pa_run_is_used_and_its_state_recorded(tmp_path, ds):
+    """A cancelled PA run keeps the best checkpoint of its completed epochs: accepted, state recorded in the DPD
+    run's config.json (block pa)."""
+    pa = _pa(tmp_path, ds)
+    status = pa.run_dir / "status.json"
+    status.write_text(json.dumps(dict(json.loads(status.read_text()), state="cancelled")))
+    res = Trainer(cfg(step="dpd", pa_run=pa.run_id, epochs=1), dataset=ds, workspace=Workspace(tmp_path)).run()
+    assert res.state == "succeeded", res.message
+    assert json.loads((res.run_dir / "config.json").read_text())["pa"]["run_state"] == "cancelled"
 
 
 def test_pa_check_does_not_touch_the_rng(tmp_path, ds):
