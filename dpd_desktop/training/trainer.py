@@ -194,6 +194,7 @@ class Trainer:
         _require_whole_segment(ds)
         self.fingerprint = ds.fingerprint()  # before the PA is loaded: a DPD checks it against the PA's dataset
         if cfg.step == "dpd":  # a bad PA run is refused before a run folder exists (the real load comes later)
+            _require_finite_gain(ds)
             check_pa_run(self.workspace, cfg.pa_run, dataset=ds, fingerprint=self.fingerprint,
                          allow_dataset_mismatch=cfg.allow_dataset_mismatch)
 
@@ -875,6 +876,24 @@ def load_dataset_for(spec: str):
     if spec == "demo":
         return make_demo_dataset()
     return load_dataset(spec)
+
+
+def _require_finite_gain(ds) -> None:
+    """A DPD's target is g·x with g = max|y_train| / max|x_train| (reference §1.4): the training split's input and
+    output must not be all zeros.
+
+    Raises:
+        DatasetError: naming the dataset and the split whose peak is 0.
+    """
+    from ..data import DatasetError
+
+    g = ds.gain
+    if not (math.isfinite(g) and g > 0):
+        which = "input x (max|x_train| = 0)" if not math.isfinite(g) else "output y (max|y_train| = 0)"
+        raise DatasetError(f"the training split's {which} is all zeros, so the DPD target gain "
+                           "g = max|y_train| / max|x_train| is undefined", path=ds.source,
+                           field="train_input" if not math.isfinite(g) else "train_output",
+                           expected="measured, non-zero training data")
 
 
 def _require_whole_segment(ds) -> None:

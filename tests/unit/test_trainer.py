@@ -1,6 +1,8 @@
 """Trainer behavior on CPU: events, cancel, failures, live preview toggle, artifacts."""
 import json
+import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -233,6 +235,26 @@ def test_bad_pa_run_is_refused_before_a_run_folder_exists(tmp_path, ds, which):
                 "experiment is text": "field 'experiment' is missing or not an object",
                 "status unreadable": f"the PA run {pa.run_id} is unreadable"}[which]
     assert expected in res.message, res.message
+
+
+@pytest.mark.parametrize("zero", ["x", "y"])
+def test_dpd_on_all_zero_training_data_is_refused_before_a_run_folder(tmp_path, ds, zero):
+    """g = max|y_train| / max|x_train| is undefined (x all zeros) or 0 (y all zeros): a dataset error naming the
+    split, not a 'diverged, lower the learning rate' failure after an epoch."""
+    import dataclasses
+
+    pa = _pa(tmp_path, ds)
+    tr = ds.train
+    zeroed = dataclasses.replace(tr, **{zero: np.zeros_like(getattr(tr, zero)), f"{zero}64": None})
+    bad = dataclasses.replace(ds, train=zeroed)
+    assert not math.isfinite(bad.gain) if zero == "x" else bad.gain == 0
+    before = sorted(r.run_id for r in Workspace(tmp_path).list_runs())
+    res = Trainer(cfg(step="dpd", pa_run=pa.run_id, epochs=1, allow_dataset_mismatch=True), dataset=bad,
+                  workspace=Workspace(tmp_path)).run()
+    assert res.state == "failed" and res.run_dir is None, res.message
+    which = "input x (max|x_train| = 0)" if zero == "x" else "output y (max|y_train| = 0)"
+    assert f"the training split's {which} is all zeros" in res.message, res.message
+    assert sorted(r.run_id for r in Workspace(tmp_path).list_runs()) == before
 
 
 def test_cancelled_pa_run_is_used_and_its_state_recorded(tmp_path, ds):
