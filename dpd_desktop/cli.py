@@ -32,9 +32,11 @@ from . import __version__
 # ---------------------------------------------------------------------- Ctrl+C
 # The process entry point (run) installs _on_sigint before any heavy import, so that a Ctrl+C at any moment is a
 # plain cancel: it sets CANCEL, and asks the trainer to stop once there is one (run_training checks CANCEL before
-# and right after building it). A second Ctrl+C aborts at once (exit 130).
+# and right after building it). A second Ctrl+C aborts at once (exit 130), even while the main thread is inside a
+# long PyTorch call: Python runs signal handlers only between bytecodes of the main thread (and merges signals that
+# arrive meanwhile), so a watchdog thread also counts the raw arrivals through signal.set_wakeup_fd.
 CANCEL = threading.Event()
-_SIGINT: dict = {"count": 0, "trainer": None, "installed": False, "prev": None}
+_SIGINT: dict = {"count": 0, "trainer": None, "installed": False, "prev": None, "arrived": 0, "wakeup": None}
 ABORT_EXIT = 130
 
 
@@ -46,11 +48,15 @@ def _say(text: str) -> None:
         pass
 
 
+def _abort() -> None:
+    _say("\naborted (second Ctrl+C)")
+    os._exit(ABORT_EXIT)
+
+
 def _on_sigint(signum, frame) -> None:
     _SIGINT["count"] += 1
-    if _SIGINT["count"] >= 2:
-        _say("\naborted (second Ctrl+C)")
-        os._exit(ABORT_EXIT)
+    if _SIGINT["count"] >= 2 or _SIGINT["arrived"] >= 2:
+        _abort()
     CANCEL.set()
     trainer = _SIGINT["trainer"]
     if trainer is not None:
@@ -67,8 +73,39 @@ def _install_sigint() -> bool:
     except (ValueError, OSError):
         return False
     CANCEL.clear()
-    _SIGINT.update(count=0, trainer=None, installed=True, prev=prev)
+    _SIGINT.update(count=0, trainer=None, installed=True, prev=prev, arrived=0)
+    _start_abort_watchdog()
     return True
+
+
+def _start_abort_watchdog() -> None:
+    """Count SIGINTs as they arrive (the C-level handler writes one byte per signal to the wakeup socket) on a
+    daemon thread, and abort on the second even when the main thread cannot run its Python handler yet."""
+    import socket
+
+    try:
+        reader, writer = socket.socketpair()
+        writer.setblocking(False)
+        signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    except (ValueError, OSError, AttributeError):
+        return
+
+    def watch() -> None:
+        try:
+            while True:
+                data = reader.recv(64)
+                if not data:
+                    return
+                _SIGINT["arrived"] += data.count(int(signal.SIGINT))
+                if _SIGINT["arrived"] >= 2 and _SIGINT["installed"]:
+                    _abort()
+        except OSError:
+            return
+        finally:
+            reader.close()
+
+    _SIGINT["wakeup"] = writer
+    threading.Thread(target=watch, name="dpd-ctrl-c", daemon=True).start()
 
 
 def _restore_sigint() -> None:
@@ -78,6 +115,14 @@ def _restore_sigint() -> None:
         except (ValueError, OSError, TypeError):
             pass
         _SIGINT.update(installed=False, trainer=None)
+        writer = _SIGINT.get("wakeup")
+        if writer is not None:
+            try:
+                signal.set_wakeup_fd(-1)
+            except (ValueError, OSError):
+                pass
+            writer.close()  # the watchdog reads end-of-file and ends
+            _SIGINT["wakeup"] = None
 
 
 def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
@@ -353,8 +398,9 @@ def main(argv=None) -> int:
 
     cmd = args.command or "gui"
     if cmd not in ("train-pa", "train-dpd", "demo") and _SIGINT["installed"]:
-        # only training stops cooperatively; the window, run-dpd and runs keep Python's default Ctrl+C
-        # (KeyboardInterrupt, turned into exit status 3 by run(); run-dpd's files are written atomically)
+        # only training stops cooperatively; run-dpd and runs keep Python's default Ctrl+C (KeyboardInterrupt,
+        # turned into exit status 3 by run(); run-dpd's files are written atomically); the window installs its own
+        # (gui.app._close_on_ctrl_c: close the window)
         cancelled = CANCEL.is_set()
         _restore_sigint()
         if cancelled:
@@ -451,6 +497,7 @@ def run(early_sigints: list | None = None) -> None:
     """
     _install_sigint()
     for _ in range(len(early_sigints or ())):
+        _SIGINT["arrived"] += 1
         _on_sigint(signal.SIGINT, None)
     from .timing import mark
 

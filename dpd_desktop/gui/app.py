@@ -98,7 +98,36 @@ def main(argv: list[str] | None = None, dataset=None, autostart_config=None, wor
             else:
                 win.start_run(autostart_config)
         QTimer.singleShot(0, _go)
+    _close_on_ctrl_c(win)
     return int(app.exec())
+
+
+def _close_on_ctrl_c(win) -> None:
+    """Ctrl+C in the terminal that started the window closes it as the close button does (a running training is
+    cancelled and its run stays readable); a second Ctrl+C quits at once (exit 130). Python runs signal handlers
+    only when the interpreter gets control, which Qt's event loop does not give it: a 200 ms timer does."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    state = {"count": 0}
+
+    def on_sigint(signum, frame):
+        state["count"] += 1
+        if state["count"] >= 2:
+            os.write(2, b"\naborted (second Ctrl+C)\n")
+            os._exit(130)
+        os.write(2, b"\nclosing the window (Ctrl+C again to quit at once)\n")
+        QTimer.singleShot(0, win.close)
+
+    try:
+        signal.signal(signal.SIGINT, on_sigint)
+    except (ValueError, OSError):
+        return
+    heartbeat = QTimer(win)
+    heartbeat.timeout.connect(lambda: None)
+    heartbeat.start(200)
 
 
 if __name__ == "__main__":  # pragma: no cover

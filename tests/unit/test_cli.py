@@ -167,6 +167,31 @@ def test_second_ctrl_c_aborts_with_one_line(tmp_path):
         assert "aborted (second Ctrl+C)" in err
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_second_ctrl_c_aborts_at_once_during_a_long_call(tmp_path):
+    """The main thread inside one long C call (a big batch in PyTorch; here a PBKDF2 of ~10 s, which never checks
+    for signals): the first Ctrl+C is noted, the second aborts within a second (exit 130, one line), although
+    Python cannot run its handler until the call returns."""
+    code = ("import hashlib, sys\n"
+            "from dpd_desktop import cli\n"
+            "assert cli._install_sigint()\n"
+            "print('ready', flush=True)\n"
+            "hashlib.pbkdf2_hmac('sha256', b'x', b'y', 40_000_000)\n"
+            "print('finished', flush=True)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    t = time.monotonic()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert time.monotonic() - t < 1.5
+    assert "aborted (second Ctrl+C)" in err and "Traceback" not in err and "finished" not in out
+
+
 def test_keyboard_interrupt_reaching_run_is_a_cancel(monkeypatch, capsys):
     def interrupted(argv=None):
         raise KeyboardInterrupt
@@ -328,6 +353,21 @@ def test_gui_app_main_without_display_says_so(tmp_path):
     proc = subprocess.run([sys.executable, "-c", "import sys; from dpd_desktop.gui.app import main; sys.exit(main())"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "no display found" in proc.stderr, proc.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_closes_the_window(tmp_path):
+    """Qt's event loop keeps Python from running signal handlers: the window still closes on Ctrl+C (exit 0, one
+    line), where it used to ignore it."""
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "config"))
+    proc = subprocess.Popen([sys.executable, "-m", "dpd_desktop", "--workspace", str(tmp_path), "gui"], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)  # the window is up (PyTorch imported, event loop running)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, (proc.returncode, err)
+    assert "closing the window" in err and "Traceback" not in err
 
 
 # ------------------------------------------------------------------------------------------------ 10. --workspace
