@@ -88,6 +88,10 @@ class DatasetPrefetch:
             try:
                 os.close(r)
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl+C
+                try:  # and counts it: the inherited wakeup socket (cli's Ctrl+C watchdog) is the parent's alone
+                    signal.set_wakeup_fd(-1)
+                except (ValueError, OSError):
+                    pass
                 try:
                     from . import load_dataset
 
