@@ -270,7 +270,9 @@ def read_input_file(path: str | Path, split: str = "test") -> tuple[np.ndarray, 
     """
     p = Path(path).expanduser()
     if not p.is_file():
-        raise DpdExportError(f"input file {p}: not found")
+        what = ("is a folder; give a file (.csv, .h5/.hdf5 or .mat)" if p.is_dir()
+                else "is not a regular file" if p.exists() else "not found")
+        raise DpdExportError(f"input file {p}: {what}")
     suffix = p.suffix.lower()
     if suffix == ".csv":
         from ..data.readers import read_iq_csv

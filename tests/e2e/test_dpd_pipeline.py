@@ -344,6 +344,11 @@ def test_run_dpd_corrupt_input_files(pipeline, tmp_path):
             run_dpd(ws, dpd.run_id, out=tmp_path / "u.csv", input_file=tmp_path / name)
         assert str(ei.value).startswith(f"input file {name}: {words} ("), str(ei.value)
         assert "expected" in str(ei.value)
+    folder = tmp_path / "folder.csv"
+    folder.mkdir()
+    for p, words in ((folder, "is a folder; give a file"), (tmp_path / "missing.csv", "not found")):
+        with pytest.raises(DpdExportError, match=f"input file {p}: {words}"):
+            run_dpd(ws, dpd.run_id, out=tmp_path / "u.csv", input_file=p)
     assert not (tmp_path / "u.csv").exists()
 
 
