@@ -78,7 +78,11 @@ def main():
         rec = PlotRecorder()
         res = Trainer(cfg, dataset=ds, workspace=Workspace(tmp), observers=[rec]).run()
         assert res.state == "succeeded", res.message
+        from dpd_desktop import timing
+
+        timing.mark("headless_png_start")
         write_plots(res.run_dir, rec)
+        timing.mark("headless_png_written")
         print(time.perf_counter() - t)
         return
     ensure_app([])
@@ -121,7 +125,9 @@ def marks_summary(path) -> str:
     starts = [round(m["t"] - t0, 3) for m in marks if m["mark"] == "first_batch"]
     end = next((round(m["t"] - t0, 3) for m in marks if m["mark"] == "run_end"), None)
     steps = [round(b - a, 3) for a, b in zip(starts, starts[1:])]
-    return f"epoch starts {starts} (intervals {steps}), run end {end}"
+    after = " ".join(f"{m['mark']} {m['t'] - t0:.3f}" for m in marks
+                     if m["mark"].startswith(("gui_", "headless_png")))
+    return f"epoch starts {starts} (intervals {steps}), run end {end}" + (f"; after the run: {after}" if after else "")
 
 
 if __name__ == "__main__":

@@ -27,8 +27,12 @@ def write_run_plots(run_dir: str | os.PathLike, history_rows: Sequence[Mapping],
 
 
 def render_run_plots(history_rows: Sequence[Mapping], plots=None, size: tuple[int, int] = EXPORT_SIZE,
-                     width: int = EXPORT_WIDTH, best_epoch: int | None = None) -> list[tuple[str, object]]:
+                     width: int = EXPORT_WIDTH, best_epoch: int | None = None,
+                     on_image=None) -> list[tuple[str, object]]:
     """Render the default panels offscreen; returns ``[(file name, QImage), ...]`` (``width`` pixels wide).
+
+    ``on_image(name, image)``, when given, is called as soon as each image is rendered (the window starts writing
+    it on a pool thread while the next panel renders: QImage.save releases the GIL).
 
     Must run on the thread that owns the QApplication (pyqtgraph draws widgets). ``history_rows`` are history rows
     (``EpochEnded.row`` or ``history.csv`` lines as dicts; text values are fine); ``plots`` is the
@@ -70,6 +74,8 @@ def render_run_plots(history_rows: Sequence[Mapping], plots=None, size: tuple[in
         app.processEvents()
         for p in panels:
             images.append((f"{p.file_stem}.png", p.render_image(width)))
+            if on_image is not None:
+                on_image(*images[-1])
     finally:
         for p in panels:
             p.close()

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (QApplication, QButtonGroup, QCheckBox, QComboBox,
                                QMenu, QScrollArea, QSizePolicy, QSplitter, QStyle, QToolBar, QToolButton, QVBoxLayout,
                                QWidget)
 
+from .. import timing
 from ..config import ConfigError, ExperimentConfig
 from . import history, theme
 from .panels import AMAMPanel, AMPMPanel, LearningPanel, PSDPanel, TimeDomainPanel
@@ -840,10 +841,12 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_run_finished(self, ev) -> None:
+        timing.mark("gui_run_finished")
         self._run_info.update(run_dir=ev.run_dir, outcome=ev)
         if ev.plots is not None:
             self._pending_plots = None
             self.show_plots(ev.plots, f"{ev.plots.source} · selected epoch {ev.best_epoch}")
+        timing.mark("gui_final_plots_shown")
         self.epoch_table.mark_best_epoch(ev.best_epoch)
         self.learning_panel.set_best_epoch(ev.best_epoch)
         self.progress_bar.setValue(1000)
@@ -865,33 +868,58 @@ class MainWindow(QMainWindow):
             QTimer.singleShot(0, lambda d=ev.run_dir, p=(ev.plots or self._last_plots): self._write_plots(d, p))
 
     def _write_plots(self, run_dir: str, plots) -> None:
-        """Render the run's default plots here (pyqtgraph needs the GUI thread), write them on a pool thread."""
+        """Render the run's default plots here (pyqtgraph needs the GUI thread); each image is encoded and written
+        on a pool thread as soon as it is rendered, overlapping the next panel's rendering. ``plotsWritten`` gets
+        the paths (in panel order) once all are on disk, or the first error."""
         out_dir = Path(run_dir) / "plots"
-        try:
-            from .export import render_run_plots
+        names: list[str] = []
+        written: dict[str, Path] = {}
+        state: dict = {"rendered": False, "reported": False}
 
-            images = render_run_plots(self._history_rows, plots)
-        except Exception as exc:  # noqa: BLE001 - the run itself succeeded; say so and move on
-            self._plots_failed(exc)
-            return
-        job = PlotSaveJob(images, out_dir)
-        self._plot_jobs.append(job)
-
-        def finished(result, job=job):
+        def report(result) -> None:
+            if state["reported"]:
+                return
+            state["reported"] = True
             try:
-                if job in self._plot_jobs:
-                    self._plot_jobs.remove(job)
                 if isinstance(result, Exception):
                     self._plots_failed(result)
                 else:
+                    timing.mark("gui_png_written")
                     self.statusBar().showMessage(f"Wrote {len(result)} plots to {out_dir}", 6000)
                     self.plotsWritten.emit(result)
             except RuntimeError:  # the window was deleted meanwhile: the files are written, nothing to show
                 pass
 
-        job.signals.done.connect(finished)
-        job.signals.failed.connect(finished)
-        QThreadPool.globalInstance().start(job)
+        def finished(result, job) -> None:
+            if job in self._plot_jobs:
+                self._plot_jobs.remove(job)
+            if isinstance(result, Exception):
+                report(result)
+                return
+            written.update((p.name, p) for p in result)
+            if state["rendered"] and len(written) == len(names):
+                report([written[n] for n in names])
+
+        def submit(name: str, image) -> None:
+            names.append(name)
+            job = PlotSaveJob([(name, image)], out_dir)
+            self._plot_jobs.append(job)
+            job.signals.done.connect(lambda result, job=job: finished(result, job))
+            job.signals.failed.connect(lambda exc, job=job: finished(exc, job))
+            QThreadPool.globalInstance().start(job)
+
+        try:
+            from .export import render_run_plots
+
+            timing.mark("gui_png_render_start")
+            render_run_plots(self._history_rows, plots, on_image=submit)
+            timing.mark("gui_png_rendered")
+        except Exception as exc:  # noqa: BLE001 - the run itself succeeded; say so and move on
+            report(exc)
+            return
+        state["rendered"] = True
+        if len(written) == len(names):  # every save already reported back while rendering
+            report([written[n] for n in names])
 
     def _plots_failed(self, exc: Exception) -> None:
         self.statusBar().showMessage(f"Could not write the plot PNGs: {exc}", 10000)
