@@ -5,6 +5,8 @@ Importing this tiny module installs a provisional Ctrl+C handler at once (throug
 threading, …) imports; :func:`dpd_desktop.cli.run` then replays them through its cooperative handler (first: cancel,
 second: abort). So a Ctrl+C is a plain cancel (exit status 3) from the first statement of our code on; only the
 Python interpreter's own start-up (~20 ms: site, .pth files) comes before it and keeps Python's default behavior.
+
+:func:`run` then turns on our own bytecode cache where Python may not write bytecode (:func:`bytecode_cache`).
 """
 import _signal
 
