@@ -260,7 +260,11 @@ class Trainer:
                                                allow_dataset_mismatch=cfg.allow_dataset_mismatch)
             if self.pa_info.get("dataset_mismatch_allowed"):
                 self._log(f"WARNING: the PA run {self.pa_info['run_id']} was trained on another dataset "
-                          f"(fingerprint {self.pa_info['dataset_fingerprint']}); allowed by allow_dataset_mismatch")
+                          f"(fingerprint {self.pa_info['dataset_fingerprint']}); allowed by allow_dataset_mismatch",
+                          logging.WARNING)
+            if self.pa_info["run_state"] != "succeeded":
+                self._log(f"WARNING: the PA run {self.pa_info['run_id']} is {self.pa_info['run_state']}; its selected "
+                          "checkpoint (best.pt) is used as it is", logging.WARNING)
             dpd = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers)
             self.net = Cascade(dpd, pa)
             self.net.freeze_pa()
@@ -851,8 +855,9 @@ class Trainer:
             except Exception:  # noqa: BLE001 - an observer must not kill the run
                 log.exception("observer failed on %s", type(event).__name__)
 
-    def _log(self, text: str) -> None:
-        log.info(text)
+    def _log(self, text: str, level: int = logging.INFO) -> None:
+        """One line to the run's log.txt and to the logger (a warning also reaches the console)."""
+        log.log(level, text)
         if self._log_fh is not None:
             self._log_fh.write(time.strftime("%H:%M:%S ") + text + "\n")
             self._log_fh.flush()
@@ -944,8 +949,8 @@ def load_pa_for_dpd(workspace: Workspace, pa_run: str, dataset=None, fingerprint
     fingerprint is not checked.
 
     A PA run that is still queued or running, that failed, or whose ``status.json`` is unreadable is refused; a
-    cancelled or interrupted one (its ``best.pt`` is the best of the epochs it completed) is used with a warning in
-    the log, and its state is recorded (``info["run_state"]``).
+    cancelled or interrupted one (its ``best.pt`` is the best of the epochs it completed) is accepted; its state is
+    recorded (``info["run_state"]``) and the trainer writes a warning to the run's log.
 
     Raises:
         TrainingError: the PA run, its ``config.json`` or ``best.pt`` is missing, it is not a PA run, it is running
@@ -983,8 +988,6 @@ def load_pa_for_dpd(workspace: Workspace, pa_run: str, dataset=None, fingerprint
         raise TrainingError(f"pa_run: the PA run {run_dir.name} is {state} ({run_dir / 'status.json'}"
                             + (f": {record.summary.get('message')}" if record.summary.get("message") else "")
                             + "); train the DPD through a PA run that succeeded")
-    if state != "succeeded":
-        log.warning("the PA run %s is %s; its selected checkpoint (best.pt) is used as it is", run_dir.name, state)
     pa_ds = cfg.get("dataset") if isinstance(cfg.get("dataset"), dict) else {}
     pa_fp = pa_ds.get("fingerprint")
     mismatch = bool(fingerprint and pa_fp and pa_fp != fingerprint)

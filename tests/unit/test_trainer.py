@@ -266,6 +266,7 @@ def test_cancelled_pa_run_is_used_and_its_state_recorded(tmp_path, ds):
     res = Trainer(cfg(step="dpd", pa_run=pa.run_id, epochs=1), dataset=ds, workspace=Workspace(tmp_path)).run()
     assert res.state == "succeeded", res.message
     assert json.loads((res.run_dir / "config.json").read_text())["pa"]["run_state"] == "cancelled"
+    assert (res.run_dir / "log.txt").read_text().count(f"WARNING: the PA run {pa.run_id} is cancelled") == 1
 
 
 def test_pa_check_does_not_touch_the_rng(tmp_path, ds):
