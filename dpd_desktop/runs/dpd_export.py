@@ -166,11 +166,7 @@ def _check_out(out: Path, input_file) -> None:
         raise DpdExportError(f"cannot write {out}: the folder {parent} {what}")
     if input_file is not None:
         src = Path(input_file).expanduser()
-        try:
-            same = out.exists() and src.exists() and os.path.samefile(out, src)
-        except OSError:
-            same = False
-        if same:
+        if not src.is_dir() and _holds(src, out):  # (a folder given as --input is refused when it is read)
             raise DpdExportError(f"the output {out} is the input file {src}; writing it would destroy the input "
                                  "(give another --out)")
 
@@ -191,16 +187,9 @@ def _check_out_overwrites(out: Path, cfg: dict) -> None:
             raise DpdExportError(f"the output {out} is a file of the run folder {folder}; writing it would destroy "
                                  "that run's record (give another --out)")
     source = str((cfg.get("dataset") or {}).get("source") or "")
-    if source and not source.startswith("demo"):
-        src = Path(source).expanduser()
-        try:
-            src = src.resolve()
-            inside = src.is_dir() and src in target.parents or src.is_file() and os.path.samefile(src, target)
-        except OSError:
-            inside = False
-        if inside:
-            raise DpdExportError(f"the output {out} is a file of the run's dataset {source}; writing it would change "
-                                 "the dataset (give another --out)")
+    if source and not source.startswith("demo") and _holds(Path(source).expanduser(), out):
+        raise DpdExportError(f"the output {out} is a file of the run's dataset {source}; writing it would change "
+                             "the dataset (give another --out)")
     try:
         read_only = not (out.stat().st_mode & 0o222)
     except OSError:
@@ -208,6 +197,17 @@ def _check_out_overwrites(out: Path, cfg: dict) -> None:
     if read_only:
         raise DpdExportError(f"the output {out} exists and is read-only; it is not replaced (give another --out or "
                              "make it writable)")
+
+
+def _holds(src: Path, out: Path) -> bool:
+    """Whether the existing file ``out`` is ``src`` itself (same file, links followed) or lies in the folder ``src``;
+    False when either cannot be examined."""
+    try:
+        if not (out.exists() and src.exists()):
+            return False
+        return os.path.samefile(src, out) or src.is_dir() and src.resolve() in out.resolve().parents
+    except OSError:
+        return False
 
 
 def _os_reason(exc: OSError, target: Path) -> str:
