@@ -48,7 +48,8 @@ def _say(text: str) -> None:
         pass
 
 
-def _abort() -> None:
+def abort_second_ctrl_c() -> None:
+    """Say so on stderr and exit at once with status 130 (the command line's and the window's second Ctrl+C)."""
     _say("\naborted (second Ctrl+C)")
     os._exit(ABORT_EXIT)
 
@@ -56,7 +57,7 @@ def _abort() -> None:
 def _on_sigint(signum, frame) -> None:
     _SIGINT["count"] += 1
     if _SIGINT["count"] >= 2 or _SIGINT["arrived"] >= 2:
-        _abort()
+        abort_second_ctrl_c()
     CANCEL.set()
     trainer = _SIGINT["trainer"]
     if trainer is not None:
@@ -98,7 +99,7 @@ def _start_abort_watchdog() -> None:
                     return
                 _SIGINT["arrived"] += data.count(int(signal.SIGINT))
                 if _SIGINT["arrived"] >= 2 and _SIGINT["installed"]:
-                    _abort()
+                    abort_second_ctrl_c()
         except OSError:
             return
         finally:

@@ -116,8 +116,9 @@ def _close_on_ctrl_c(win) -> None:
     def on_sigint(signum, frame):
         state["count"] += 1
         if state["count"] >= 2:
-            os.write(2, b"\naborted (second Ctrl+C)\n")
-            os._exit(130)
+            from ..cli import abort_second_ctrl_c
+
+            abort_second_ctrl_c()
         os.write(2, b"\nclosing the window (Ctrl+C again to quit at once)\n")
         QTimer.singleShot(0, win.close)
 
