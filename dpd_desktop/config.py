@@ -16,6 +16,14 @@ from typing import Any
 STEPS = ("pa", "dpd")
 DEVICES = ("auto", "cpu", "cuda")
 LOSSES = ("l2", "l1")
+#: Default hidden size of the trained model per step, for both faces (window and command line): the reference
+#: command line's (OpenDPD 2.2.1 arguments.py: PA 23, DPD 15; reference §3.9).
+DEFAULT_HIDDEN_SIZE = {"pa": 23, "dpd": 15}
+
+
+def default_hidden_size(step: str) -> int:
+    """The default hidden size for ``step`` ("pa" or "dpd"), see :data:`DEFAULT_HIDDEN_SIZE`."""
+    return DEFAULT_HIDDEN_SIZE[step]
 
 
 class ConfigError(ValueError):
