@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-RUN_STATES = ("queued", "running", "succeeded", "failed", "cancelled", "interrupted")
-LIVE_STATES = ("queued", "running")
+from .states import LIVE_STATES, RUN_STATES  # noqa: F401 - RUN_STATES re-exported for existing callers
 
 
 class WorkspaceError(OSError):
