@@ -5,10 +5,6 @@ Entry points: :func:`dpd_desktop.gui.app.main` (the window), :func:`dpd_desktop.
 """
 from __future__ import annotations
 
-from ._pyside_compat import guard_none_refcount
-
-guard_none_refcount()  # PySide6 6.12.0 + Python 3.11: see _pyside_compat
-
 __all__ = ["main", "write_run_plots"]
 
 
