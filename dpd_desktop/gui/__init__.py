@@ -7,6 +7,9 @@ from __future__ import annotations
 
 __all__ = ["main", "write_run_plots"]
 
+# The two entry points import their modules when called, not at the top: importing the package must not import Qt
+# (the Qt-free session model and the command line import modules of this package).
+
 
 def main(argv=None, dataset=None, autostart_config=None, workspace=None) -> int:
     """See :func:`dpd_desktop.gui.app.main`."""

@@ -5,8 +5,8 @@ session model (:func:`dpd_desktop.gui.session.controls`).
 """
 from __future__ import annotations
 
-from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QHBoxLayout, QLabel, QMenu, QRadioButton, QStyle,
                                QToolBar, QToolButton, QWidget)
 

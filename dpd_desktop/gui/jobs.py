@@ -18,6 +18,7 @@ import os
 import threading
 import time
 import traceback
+import warnings
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
@@ -147,8 +148,8 @@ class DpdExportJob(PoolJob):
         dev = str((cfg.get("device") or {}).get("device", "cpu"))
         if dev.startswith("cuda"):
             try:
-                # Imported here, not at the top: torch adds ~1.1 s to the window's start (measured) and the
-                # window needs it only for this check.
+                # Imported here (on the pool thread), not at the top: torch takes ~1.1 s to import (measured) and
+                # this module is imported when the window starts.
                 import torch
 
                 if torch.cuda.is_available():
@@ -263,7 +264,9 @@ def _disconnect(job) -> None:
         m = mo.method(i)
         if m.methodType() == m.MethodType.Signal:
             sig = getattr(holder, bytes(m.name()).decode(), None)
-            try:
-                sig.disconnect()
-            except (RuntimeError, TypeError, AttributeError):
-                pass
+            with warnings.catch_warnings():  # PySide6 warns when a signal had no connection
+                warnings.simplefilter("ignore", RuntimeWarning)
+                try:
+                    sig.disconnect()
+                except (RuntimeError, TypeError, AttributeError):
+                    pass
