@@ -246,9 +246,9 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
                 runs = list(self.workspace.list_runs(step="pa"))
             except Exception as exc:  # noqa: BLE001
                 self.statusBar().showMessage(f"Could not list PA runs: {exc}", 8000)
-        # Usable: finished runs, and stopped ones that kept a best checkpoint.
-        runs = [r for r in runs if getattr(r, "status", "succeeded") in ("succeeded", "finished") or
-                (getattr(r, "status", "") == "cancelled" and getattr(r, "best_epoch", None) is not None)]
+        # Usable: succeeded runs, and cancelled ones that kept a best checkpoint.
+        runs = [r for r in runs if getattr(r, "status", None) == "succeeded" or
+                (getattr(r, "status", None) == "cancelled" and getattr(r, "best_epoch", None) is not None)]
         for rec in runs:
             best = getattr(rec, "best_epoch", None)
             label = f"{rec.run_id} · {str(rec.backbone).upper()}-{rec.hidden_size}"
