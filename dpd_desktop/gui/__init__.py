@@ -5,11 +5,10 @@ Entry points: :func:`dpd_desktop.gui.app.main` (the window), :func:`dpd_desktop.
 """
 from __future__ import annotations
 
-from ._pyside_compat import guard_none_refcount
-
-guard_none_refcount()  # PySide6 6.12.0 + Python 3.11: see _pyside_compat
-
 __all__ = ["main", "write_run_plots"]
+
+# The two entry points import their modules when called, not at the top: importing the package must not import Qt
+# (the Qt-free session model and the command line import modules of this package).
 
 
 def main(argv=None, dataset=None, autostart_config=None, workspace=None) -> int:

@@ -7,8 +7,17 @@ uses its two halves, :func:`render_run_plots` (GUI thread) and :func:`save_image
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Mapping, Sequence
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+
+from . import history
+from .app import ensure_app
+from .panels import AMAMPanel, AMPMPanel, LearningPanel, PSDPanel, TimeDomainPanel
+from .panels.base import save_png_atomic
 
 EXPORT_SIZE = (1000, 640)  # logical pixels of each offscreen panel
 EXPORT_WIDTH = 1500  # pixel width of the PNG
@@ -41,14 +50,7 @@ def render_run_plots(history_rows: Sequence[Mapping], plots=None, size: tuple[in
     QApplication when none exists. Plots are drawn on a light background regardless of the desktop theme (they end
     up in reports).
     """
-    from .app import ensure_app
-
     app = ensure_app(headless=True if _no_display() else None)
-    import pyqtgraph as pg
-    from PySide6.QtCore import Qt
-
-    from .panels import AMAMPanel, AMPMPanel, LearningPanel, PSDPanel, TimeDomainPanel
-
     saved_opts = {k: pg.getConfigOption(k) for k in ("background", "foreground", "antialias")}
     pg.setConfigOptions(background="w", foreground="k", antialias=True)
     images: list[tuple[str, object]] = []
@@ -91,8 +93,6 @@ def save_images(images: Sequence[tuple[str, object]], out_dir: str | os.PathLike
     Safe on any thread (QImage, unlike QPixmap, may be used off the GUI thread). Raises OSError naming the file
     that could not be written.
     """
-    from .panels.base import save_png_atomic
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     return [save_png_atomic(img, out / name) for name, img in images]
@@ -100,8 +100,6 @@ def save_images(images: Sequence[tuple[str, object]], out_dir: str | os.PathLike
 
 def _best_epoch(rows: Sequence[Mapping]) -> float | None:
     """Epoch with the lowest val NMSE (for the marker), NaN-safe; None when unknown."""
-    from . import history
-
     best, best_v = None, None
     for i, row in enumerate(rows):
         v = history.value(row, "val_nmse")
@@ -112,6 +110,4 @@ def _best_epoch(rows: Sequence[Mapping]) -> float | None:
 
 
 def _no_display() -> bool:
-    import sys
-
     return sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))

@@ -12,6 +12,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+from PySide6.QtCore import QEventLoop, QTimer
+
+from ..config import ExperimentConfig
+from ..data import make_demo_dataset
+from ..runs.workspace import Workspace
+from .app import ensure_app
+from .main_window import MainWindow
+from .panels.base import save_png_atomic
+
 
 def render_main_window(path: str | os.PathLike, window=None, size: tuple[int, int] = (1600, 1000),
                        config=None, dataset=None, workspace=None, run: bool = True, at_epoch: int | None = None,
@@ -28,19 +37,10 @@ def render_main_window(path: str | os.PathLike, window=None, size: tuple[int, in
         at_epoch: grab while running, once this many epochs are done (then stop the run); None: after the end.
         preview: tick "Live batch preview" (shows the warning label) for the shot.
     """
-    from PySide6.QtCore import QEventLoop, QTimer
-
-    from .app import ensure_app
-
     app = ensure_app(headless=None)
     own = window is None
     if own:
-        from ..config import ExperimentConfig
-        from .main_window import MainWindow
-
         if workspace is None:
-            from ..runs.workspace import Workspace
-
             workspace = Workspace(tempfile.mkdtemp(prefix="dpd-screenshot-"))
         window = MainWindow(workspace=workspace)
         window.write_plots_on_finish = False
@@ -53,8 +53,6 @@ def render_main_window(path: str | os.PathLike, window=None, size: tuple[int, in
         window.preview_check.setChecked(preview)
         if run:
             if dataset is None:
-                from ..data import make_demo_dataset
-
                 dataset = make_demo_dataset()
             window.set_dataset(dataset, "demo")
             loop = QEventLoop()
@@ -78,8 +76,6 @@ def render_main_window(path: str | os.PathLike, window=None, size: tuple[int, in
     QTimer.singleShot(100, lambda: None)
     app.processEvents()
     pixmap = window.grab()
-    from .panels.base import save_png_atomic
-
     path = save_png_atomic(pixmap, path)
     if own:
         window.close()
@@ -95,8 +91,6 @@ def main(argv=None) -> int:
     p.add_argument("--height", type=int, default=1000)
     p.add_argument("--preview", action="store_true", help="tick Live batch preview for the shot")
     a = p.parse_args(argv)
-    from ..config import ExperimentConfig
-
     cfg = ExperimentConfig(step="pa", dataset="demo", epochs=a.epochs, hidden_size=16, frame_length=100, stride=4,
                            device="cpu", preview_every=50 if a.preview else None)
     out = render_main_window(a.path, size=(a.width, a.height), config=cfg, at_epoch=a.at_epoch, preview=a.preview)

@@ -1,4 +1,4 @@
-"""Background work for the GUI: the training run in a QThread, dataset loading in the thread pool.
+"""The training run of the window, on its own QThread (the other background jobs are in :mod:`.jobs`).
 
 The trainer calls its observers on the training thread; :class:`TrainingWorker` turns each event into a Qt signal
 (queued to the GUI thread, which never trains). Progress is throttled (latest value wins, at most ~10 per second,
@@ -11,7 +11,7 @@ import time
 import traceback
 from typing import Any, Callable
 
-from PySide6.QtCore import QCoreApplication, QObject, Qt, QRunnable, QThread, QThreadPool, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
 
 from ..training.events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunFailed, RunFinished,
                                RunStarted)
@@ -20,7 +20,9 @@ TrainerFactory = Callable[..., Any]
 
 
 def default_trainer_factory(config, dataset=None, workspace=None, observers=()):
-    """Build the real :class:`dpd_desktop.training.trainer.Trainer` (imported lazily: torch is heavy)."""
+    """Build the real :class:`dpd_desktop.training.trainer.Trainer`."""
+    # Imported here, not at the top: the trainer brings torch (~1.1 s measured), which the window must not wait
+    # for at start-up; the first run pays it on the training thread.
     from ..training.trainer import Trainer
 
     return Trainer(config, dataset=dataset, workspace=workspace, observers=list(observers))
@@ -31,8 +33,10 @@ class TrainingWorker(QObject):
 
     Every signal carries the event dataclass (``Signal(object)``). ``done`` is emitted last, whatever the outcome.
     Use :meth:`start` to launch, :meth:`request_cancel` to stop cooperatively (thread-safe) and :meth:`wait` for a
-    bounded join.
+    bounded join; with ``request_stop``/``is_done`` it is a job of :class:`dpd_desktop.gui.jobs.JobRegistry`.
     """
+
+    name = "training run"
 
     started = Signal(object)  # RunStarted
     batchProgress = Signal(object)  # BatchProgress (throttled)
@@ -81,9 +85,15 @@ class TrainingWorker(QObject):
         if trainer is not None:
             trainer.request_cancel()
 
+    request_stop = request_cancel
+
     @property
     def cancel_requested(self) -> bool:
         return self._cancel
+
+    def is_done(self) -> bool:
+        """Started and its thread has ended."""
+        return self.thread is not None and self.thread.isFinished()
 
     def set_preview_every(self, n: int | None) -> None:
         """Forward a live change of the preview period if the trainer supports it (``set_preview_every``)."""
@@ -150,41 +160,3 @@ class TrainingWorker(QObject):
         elif isinstance(event, RunCancelled):
             self._outcome_emitted = True
             self.cancelled.emit(event)
-
-
-class _LoaderSignals(QObject):
-    loaded = Signal(object, str)  # dataset, reference ("demo" or the path)
-    failed = Signal(object, str)  # exception, traceback text
-
-
-class DatasetLoader(QRunnable):
-    """Loads a dataset (``load_dataset(path)``) or the demo (``make_demo_dataset()``) in the global thread pool.
-
-    Connect to ``loader.signals.loaded(dataset, ref)`` / ``loader.signals.failed(exc, traceback)`` before
-    :meth:`submit`.
-    """
-
-    def __init__(self, source: str, demo_kwargs: dict | None = None):
-        super().__init__()
-        self.source = source
-        self.demo_kwargs = dict(demo_kwargs or {})
-        self.signals = _LoaderSignals()
-        self.setAutoDelete(False)
-
-    def run(self) -> None:
-        try:
-            if self.source == "demo":
-                from ..data import make_demo_dataset
-
-                ds = make_demo_dataset(**self.demo_kwargs)
-            else:
-                from ..data import load_dataset
-
-                ds = load_dataset(self.source)
-        except Exception as exc:  # noqa: BLE001 - reported to the user in plain words
-            self.signals.failed.emit(exc, traceback.format_exc())
-            return
-        self.signals.loaded.emit(ds, self.source)
-
-    def submit(self, pool: QThreadPool | None = None) -> None:
-        (pool or QThreadPool.globalInstance()).start(self)

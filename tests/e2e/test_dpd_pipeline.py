@@ -468,19 +468,19 @@ def test_every_family_trains_as_pa_and_as_dpd(family, demo_gru_pa, demo_small):
 def test_window_run_dpd_action(pipeline, qtbot, tmp_path):
     from PySide6.QtCore import QSettings
 
-    from dpd_desktop.gui.main_window import MainWindow, RunState
+    from dpd_desktop.gui.main_window import MainWindow
+    from dpd_desktop.training.events import RunFinished
 
     ws, pa, dpd, ds = pipeline["ws"], pipeline["pa"], pipeline["dpd"], pipeline["ds"]
     w = MainWindow(workspace=ws, settings=QSettings(str(tmp_path / "w.ini"), QSettings.Format.IniFormat))
     w.write_plots_on_finish = False
     qtbot.addWidget(w)
     assert not w.act_run_dpd.isEnabled()
-    w._run_info = {"run_dir": str(pa.run_dir)}
-    w._set_state(RunState.FINISHED)
-    assert not w.act_run_dpd.isEnabled(), "a PA run cannot be run as a DPD"
-    w._run_info = {"run_dir": str(dpd.run_dir)}
-    w._set_state(RunState.FINISHED)
-    assert w.act_run_dpd.isEnabled()
+    for run, ready in ((pa, False), (dpd, True)):  # the session ends a run as the trainer's events say
+        w.session.start()
+        w.session.on_finished(RunFinished(run_id=run.run_id, run_dir=str(run.run_dir), best_epoch=0, val_metrics={},
+                                          test_metrics={}, wall_s=0.0))
+        assert w.act_run_dpd.isEnabled() is ready, "a PA run cannot be run as a DPD"
     w.set_dataset(ds, str(DPA_160))
     out = tmp_path / "gui_u.h5"
     with qtbot.waitSignal(w.dpdExportEnded, timeout=60_000) as blocker:

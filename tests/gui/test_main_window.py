@@ -8,10 +8,11 @@ import time
 
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSettings, Qt
 
 from dpd_desktop.config import ExperimentConfig
-from dpd_desktop.gui.main_window import PREVIEW_WARNING, RunState
+from dpd_desktop.gui.jobs import PlotSaveJob
+from dpd_desktop.gui.main_window import PREVIEW_WARNING, MainWindow
 from dpd_desktop.gui.panels import AMAMPanel, AMPMPanel, LearningPanel, PSDPanel, TimeDomainPanel
 
 from gui_fakes import FakeDataset, FakeRunRecord, FakeWorkspace, fake_factory, make_plotdata, make_row
@@ -44,13 +45,17 @@ def test_preview_warning_only_while_ticked(make_window):
 
 def test_idle_state_controls(make_window):
     w = make_window()
-    assert w.state == RunState.IDLE
+    assert w.state is None and w.session.state is None
     assert w.act_start.isEnabled() and not w.act_stop.isEnabled()
+    assert w.act_open.isEnabled() and w.act_demo.isEnabled()
+    assert not w.act_run_dpd.isEnabled(), "no ended DPD run yet"
+    assert not w.pa_run_combo.isEnabled(), "PA step: no PA run to choose"
     assert w.form.model_box.isEnabled() and w.form.training_box.isEnabled()
+    assert w.progress_label.text() == "Idle" and w.progress_bar.value() == 0
     assert w.act_start.shortcut().toString() == "Ctrl+R"
     assert w.act_stop.shortcut().toString() == "Esc"
     assert w.act_export.shortcut().toString() == "Ctrl+E"
-    assert w.act_open.shortcut().matches(w.act_open.shortcut()) and w.act_open.shortcut().toString() == "Ctrl+O"
+    assert w.act_open.shortcut().toString() == "Ctrl+O"
     labels = [w.form.backbone.itemText(i) for i in range(w.form.backbone.count())]
     assert labels == ["GRU", "DGRU", "LSTM", "TRes-GRU", "RVTDCNN"]
 
@@ -93,7 +98,7 @@ def test_config_error_in_plain_words(make_window):
     w.set_dataset(FakeDataset())
     w.step_dpd.setChecked(True)  # no PA run in the empty workspace
     assert not w.start_run()
-    assert w.state == RunState.IDLE
+    assert w.state is None
     assert w.banner.isVisible() and "PA run" in w.banner.message
     assert w.form.error_label.isVisible()
 
@@ -164,15 +169,20 @@ def test_fake_run_fills_everything(make_window, qtbot):
     w = make_window(trainer_factory=factory)
     w.set_dataset(FakeDataset())
     w.set_form_from_config(_tiny_config(epochs=3))
+    states, render_threads = [], set()
+    w.stateChanged.connect(states.append)
+    w.session.subscribe(lambda s: render_threads.add(threading.get_ident()))
     with qtbot.waitSignal(w.runEnded, timeout=20_000) as blocker:
         assert w.start_run()
-        assert w.state == RunState.RUNNING
+        assert w.state == "running"
         assert not w.act_start.isEnabled() and w.act_stop.isEnabled()
         assert not w.form.model_box.isEnabled()
         assert not w.start_run(), "double start must be refused"
-    assert blocker.args == ["finished"]
-    assert w.state == RunState.FINISHED
+    assert blocker.args == ["succeeded"]
+    assert w.state == "succeeded" and states == ["running", "succeeded"]
+    assert w.progress_bar.value() == 1000 and w.progress_label.text().startswith("Finished · 3 epochs · ")
     assert threading.main_thread().ident not in factory.created[0].thread_ids  # trained off the GUI thread
+    assert render_threads == {threading.main_thread().ident}  # every event reached the window on its thread
     assert w.epoch_table.rowCount() == 3
     assert w.epoch_table.item(w.epoch_table.best_row, 0).text() == "★"
     for p in w.panels:
@@ -195,8 +205,9 @@ def test_fake_run_stop_is_clean(make_window, qtbot):
         qtbot.keyClick(w, Qt.Key.Key_Escape)
     assert time.monotonic() - t0 < 2.0
     assert blocker.args == ["cancelled"]
-    assert w.state == RunState.CANCELLED
+    assert w.state == "cancelled"
     assert w.banner.kind == "warning" and "stopped" in w.banner.message.lower()
+    assert w.progress_label.text() == "Stopped · 0 epochs completed"
     assert w.act_start.isEnabled()
 
 
@@ -206,7 +217,7 @@ def test_fake_run_failure_shows_plain_words_with_details(make_window, qtbot):
     w.set_form_from_config(_tiny_config())
     with qtbot.waitSignal(w.runEnded, timeout=10_000):
         w.start_run()
-    assert w.state == RunState.FAILED
+    assert w.state == "failed"
     assert "lower the batch size" in w.banner.message
     assert "Traceback" not in w.banner.message
     assert w.banner.details_button.isVisible() and not w.banner.detail.isVisible()
@@ -222,7 +233,7 @@ def test_trainer_construction_error_is_reported(make_window, qtbot):
     w.set_dataset(FakeDataset())
     with qtbot.waitSignal(w.runEnded, timeout=5000):
         w.start_run(_tiny_config())
-    assert w.state == RunState.FAILED and "frame_length" in w.banner.message
+    assert w.state == "failed" and "frame_length" in w.banner.message
 
 
 def test_close_mid_run_requests_cancel_and_waits(make_window, qtbot):
@@ -230,7 +241,7 @@ def test_close_mid_run_requests_cancel_and_waits(make_window, qtbot):
     w = make_window(trainer_factory=factory)
     w.set_dataset(FakeDataset())
     w.start_run(_tiny_config(epochs=50))
-    qtbot.waitUntil(lambda: w.state == RunState.RUNNING and bool(factory.created), timeout=5000)
+    qtbot.waitUntil(lambda: w.state == "running" and bool(factory.created), timeout=5000)
     worker = w._worker
     t0 = time.monotonic()
     w.close()
@@ -285,16 +296,16 @@ def test_window_writes_run_plots_off_the_gui_thread(make_window, qtbot, tmp_path
     written, or the error when the folder cannot be written (then the status bar says so)."""
     import threading
 
-    from dpd_desktop.gui import export
+    from dpd_desktop.gui import jobs
 
     threads = []
-    real_save = export.save_images
+    real_save = jobs.save_images
 
     def recording_save(images, out_dir):
         threads.append(threading.current_thread())
         return real_save(images, out_dir)
 
-    monkeypatch.setattr(export, "save_images", recording_save)
+    monkeypatch.setattr(jobs, "save_images", recording_save)
     w = make_window(write_plots=True)
     w._history_rows = [make_row(e, 3) for e in range(3)]
     with qtbot.waitSignal(w.plotsWritten, timeout=20000) as sig:
@@ -303,7 +314,7 @@ def test_window_writes_run_plots_off_the_gui_thread(make_window, qtbot, tmp_path
                                                           "time_domain.png"])
     assert all(p.stat().st_size > 2000 for p in sig.args[0])
     assert len(threads) == 5 and threading.main_thread() not in threads  # one pool job per image
-    assert w._plot_jobs == []
+    assert w.jobs.active(PlotSaveJob) == []
 
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("x")
@@ -313,11 +324,21 @@ def test_window_writes_run_plots_off_the_gui_thread(make_window, qtbot, tmp_path
     assert "Could not write the plot PNGs" in w.statusBar().currentMessage()
 
 
-def test_settings_do_not_leak(make_window, settings, tmp_path):
+def test_window_geometry_saved_to_its_settings_and_restored(make_window, settings, qtbot):
+    """The window writes its geometry and splitter states to the QSettings it was given (nothing to the
+    application's default settings) and a new window restores them."""
     w = make_window()
+    w.resize(1234, 650)  # the offscreen screen is 800 px high: restoreGeometry keeps a window within it
+    w.main_splitter.setSizes([420, 800])
+    state = bytes(w.main_splitter.saveState())
     w.close()
-    assert settings.fileName().startswith(str(tmp_path))
-    assert settings.value("window/geometry") is not None
+    settings.sync()
+    assert set(settings.allKeys()) >= {"window/geometry", "window/main_splitter", "window/right_splitter"}
+    assert not QSettings().contains("window/geometry"), "geometry leaked into the default settings"
+    w2 = MainWindow(workspace=w.workspace, settings=settings)
+    qtbot.addWidget(w2)
+    assert abs(w2.height() - 650) <= 5, "geometry not restored (the default is 1600 × 1000)"
+    assert bytes(settings.value("window/main_splitter")) == state
 
 
 # ------------------------------------------------------------------------------------------------------ real trainer
@@ -337,13 +358,14 @@ def test_real_demo_run(make_window, qtbot, workspace):
     w.set_form_from_config(_tiny_config())
     with qtbot.waitSignal(w.runEnded, timeout=120_000) as blocker:
         assert w.start_run()
-    assert blocker.args == ["finished"], w.banner.message + "\n" + w.banner.detail.toPlainText()
+    assert blocker.args == ["succeeded"], w.banner.message + "\n" + w.banner.detail.toPlainText()
     assert w.epoch_table.rowCount() == 2
     for p in w.panels:
         assert p.has_data(), p.title
-    assert w.fastpath_label.text().startswith("CUDA graph: ")
-    assert "off" in w.fastpath_label.text() or "on" in w.fastpath_label.text()
+    # a CPU run: the fast path is off and the status bar says why
+    assert w.fastpath_label.text() == "CUDA graph: off — CPU device (CUDA graphs need a CUDA GPU)"
     assert w.banner.run_dir and str(workspace.root) in w.banner.run_dir
+    assert w.session.run_dir == w.banner.run_dir and w.progress_label.text().startswith("Finished · 2 epochs · ")
 
 
 @needs_trainer
@@ -359,7 +381,7 @@ def test_real_run_stop_mid_run(make_window, qtbot):
     stop_s = time.monotonic() - t0
     assert stop_s < 2.0, f"stop took {stop_s:.2f} s"
     assert blocker.args == ["cancelled"]
-    assert w.state == RunState.CANCELLED
+    assert w.state == "cancelled"
 
 
 @needs_trainer
@@ -382,13 +404,13 @@ def test_real_pa_then_dpd_from_the_window(make_window, qtbot):
     w.set_form_from_config(_tiny_config(epochs=1))
     with qtbot.waitSignal(w.runEnded, timeout=120_000) as blocker:
         w.start_run()
-    assert blocker.args == ["finished"], w.banner.message
+    assert blocker.args == ["succeeded"], w.banner.message
     pa_run_dir = w.banner.run_dir
     w.step_dpd.setChecked(True)
     assert w.pa_run_combo.count() == 1 and w.pa_run_combo.currentData() in pa_run_dir
     with qtbot.waitSignal(w.runEnded, timeout=120_000) as blocker:
         assert w.start_run()
-    assert blocker.args == ["finished"], w.banner.message + w.banner.detail.toPlainText()
+    assert blocker.args == ["succeeded"], w.banner.message + w.banner.detail.toPlainText()
     assert "ACLR" in w.best_label.text()
     assert "DPD output u" in w.signal_legend.names
     for p in w.panels:
@@ -409,16 +431,6 @@ def test_open_measured_dataset_folder(make_window, qtbot):
     assert "800 MHz" in fields and "23,040" in fields
     assert "DPA_200MHz" in w.windowTitle()
     assert w.config_from_form().dataset == str(folder)
-
-
-def test_none_refcount_guard_active_when_pyside_leaks():
-    import sys
-
-    import dpd_desktop.gui  # noqa: F401 - applies the guard
-    from dpd_desktop.gui._pyside_compat import pyside_leaks_none
-
-    if sys.version_info < (3, 12) and pyside_leaks_none():
-        assert sys.getrefcount(None) > 2**40, "PySide6 leaks None references and the guard is not applied"
 
 
 def _cuda_available() -> bool:
@@ -443,12 +455,12 @@ def test_every_family_trains_as_pa_and_dpd_from_the_window(make_window, qtbot, b
     assert w.config_from_form().device == device
     with qtbot.waitSignal(w.runEnded, timeout=120_000) as blocker:
         assert w.start_run()
-    assert blocker.args == ["finished"], w.banner.message
+    assert blocker.args == ["succeeded"], w.banner.message
     w.step_dpd.setChecked(True)
     assert w.pa_run_combo.count() == 1
     with qtbot.waitSignal(w.runEnded, timeout=120_000) as blocker:
         assert w.start_run()
-    assert blocker.args == ["finished"], w.banner.message + w.banner.detail.toPlainText()
+    assert blocker.args == ["succeeded"], w.banner.message + w.banner.detail.toPlainText()
     cfg = w.config_from_form()
     assert cfg.step == "dpd" and cfg.backbone == backbone
     for p in w.panels:

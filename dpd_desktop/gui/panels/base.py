@@ -12,6 +12,7 @@ from pyqtgraph.exporters import ImageExporter
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QColor
 
+from ...runs.artifacts import atomic_write_via
 from .. import theme
 
 LINE_OPTS = dict(clipToView=True, autoDownsample=True, downsampleMethod="peak", connect="finite")
@@ -264,8 +265,6 @@ def save_png_atomic(image, path: str | os.PathLike) -> Path:
     Raises:
         OSError: Qt could not encode or write the image (the message names ``path``).
     """
-    from ...runs.artifacts import atomic_write_via
-
     def write(tmp: str) -> None:
         if not image.save(tmp, "PNG"):
             raise OSError(f"could not write the PNG image {path}")

@@ -33,6 +33,8 @@ FIELD_LABELS = {
 
 def _registry_labels() -> dict[str, tuple[str, str]]:
     try:
+        # Imported here, not at the top: dpd_desktop.models imports torch (~1.1 s measured), and the form must
+        # build (with its static labels) where the model registry cannot be imported.
         from ...models import REGISTRY  # type: ignore[attr-defined]
     except Exception:  # noqa: BLE001 - the core may not be importable yet; static labels suffice
         return {}

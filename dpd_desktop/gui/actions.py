@@ -1,0 +1,172 @@
+"""The window's actions, toolbar, menus and status bar (a part of :class:`~dpd_desktop.gui.main_window.MainWindow`).
+
+The actions call the window's methods (``start_run``, ``stop_run``, ...); which of them are enabled follows the
+session model (:func:`dpd_desktop.gui.session.controls`).
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QHBoxLayout, QLabel, QMenu, QRadioButton, QStyle,
+                               QToolBar, QToolButton, QWidget)
+
+from .widgets.banner import warning_color
+
+PREVIEW_WARNING = "⚠ Batch preview runs extra inference and slows training"
+
+
+class WindowActions:
+    """Builds the actions, the toolbar (open, demo, step, start/stop, Run DPD, live preview), the menus and the
+    status bar's permanent read-outs (device, CUDA graph, run folder, best metric)."""
+
+    def _build_actions(self) -> None:
+        st = self.style()
+        self.act_open = QAction(st.standardIcon(QStyle.StandardPixmap.SP_DialogOpenButton), "Open dataset…", self)
+        self.act_open.setShortcut(QKeySequence.StandardKey.Open)
+        self.act_open.setToolTip("Open a .csv / .h5 / .hdf5 dataset file, or a folder's spec.json (Ctrl+O); "
+                                 "the arrow opens a folder. You can also drop a file or folder on the window.")
+        self.act_open.triggered.connect(lambda: self._on_open_triggered(folder=False))
+        self.act_open_folder = QAction("Open dataset folder…", self)
+        self.act_open_folder.triggered.connect(lambda: self._on_open_triggered(folder=True))
+        self.act_demo = QAction(st.standardIcon(QStyle.StandardPixmap.SP_ComputerIcon), "Demo data", self)
+        self.act_demo.setToolTip("Load the built-in synthetic PA (multi-carrier OFDM through a virtual PA)")
+        self.act_demo.triggered.connect(self.load_demo)
+        self.act_start = QAction(st.standardIcon(QStyle.StandardPixmap.SP_MediaPlay), "Start", self)
+        self.act_start.setShortcut(QKeySequence("Ctrl+R"))
+        self.act_start.setToolTip("Start training (Ctrl+R)")
+        self.act_start.triggered.connect(lambda: self.start_run())
+        self.act_stop = QAction(st.standardIcon(QStyle.StandardPixmap.SP_MediaStop), "Stop", self)
+        self.act_stop.setShortcut(QKeySequence(Qt.Key.Key_Escape))
+        self.act_stop.setToolTip("Stop after the current batch; completed epochs stay on disk (Esc)")
+        self.act_stop.triggered.connect(self.stop_run)
+        self.act_export = QAction("Export current plot…", self)
+        self.act_export.setShortcut(QKeySequence("Ctrl+E"))
+        self.act_export.setToolTip("Save the plot you last clicked as PNG (Ctrl+E)")
+        self.act_export.triggered.connect(lambda: self.export_current_plot())
+        self.act_run_dpd = QAction(st.standardIcon(QStyle.StandardPixmap.SP_DialogSaveButton), "Run DPD…", self)
+        self.act_run_dpd.setToolTip("Write u = DPD(x), the predistorted PA input, of the finished DPD run for its "
+                                    "test split: CSV, HDF5 or MAT, plus a .meta.json side-car")
+        self.act_run_dpd.triggered.connect(lambda: self.run_dpd_export())
+        self.act_run_dpd_saved = QAction("Run DPD of a saved DPD run…", self)
+        self.act_run_dpd_saved.setToolTip("Pick a DPD run folder and write u = DPD(x) for its test split")
+        self.act_run_dpd_saved.triggered.connect(self._on_run_dpd_saved)
+        self.act_quit = QAction("Quit", self)
+        self.act_quit.setShortcut(QKeySequence.StandardKey.Quit)
+        self.act_quit.triggered.connect(self.close)
+        for a in (self.act_open, self.act_start, self.act_stop, self.act_export, self.act_quit):
+            a.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            self.addAction(a)
+
+    def _build_toolbar(self) -> None:
+        tb = QToolBar("Main", self)
+        tb.setObjectName("main_toolbar")
+        tb.setMovable(False)
+        tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.addToolBar(tb)
+        self.toolbar = tb
+        tb.addAction(self.act_open)
+        # The button opens a file; its arrow offers a folder (split-CSV datasets are folders).
+        open_button = tb.widgetForAction(self.act_open)
+        if isinstance(open_button, QToolButton):
+            menu = QMenu(open_button)
+            menu.addAction("Open dataset file (.csv, .h5, .hdf5)…", lambda: self._on_open_triggered(folder=False))
+            menu.addAction(self.act_open_folder)
+            open_button.setMenu(menu)
+            open_button.setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
+        tb.addAction(self.act_demo)
+        tb.addSeparator()
+
+        step_box = QWidget()
+        sl = QHBoxLayout(step_box)
+        sl.setContentsMargins(6, 0, 6, 0)
+        sl.addWidget(QLabel("Step:"))
+        self.step_pa = QRadioButton("PA")
+        self.step_pa.setToolTip("Train a PA behavioral model: input x → measured output y")
+        self.step_dpd = QRadioButton("DPD")
+        self.step_dpd.setToolTip("Train a DPD through a frozen PA model from an earlier PA run")
+        self.step_group = QButtonGroup(self)
+        self.step_group.addButton(self.step_pa)
+        self.step_group.addButton(self.step_dpd)
+        self.step_pa.setChecked(True)
+        self.pa_run_combo = QComboBox()
+        self.pa_run_combo.setMinimumContentsLength(26)
+        self.pa_run_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.pa_run_combo.setToolTip("The PA run whose selected checkpoint the DPD trains through")
+        self.pa_run_combo.setPlaceholderText("PA run (for the DPD step)")
+        sl.addWidget(self.step_pa)
+        sl.addWidget(self.step_dpd)
+        sl.addWidget(self.pa_run_combo)
+        tb.addWidget(step_box)
+        self.step_dpd.toggled.connect(self._on_step_toggled)
+        tb.addSeparator()
+
+        tb.addAction(self.act_start)
+        tb.addAction(self.act_stop)
+        tb.addAction(self.act_run_dpd)
+        tb.addSeparator()
+
+        preview_box = QWidget()
+        pl = QHBoxLayout(preview_box)
+        pl.setContentsMargins(6, 0, 6, 0)
+        self.preview_check = QCheckBox("Live batch preview")
+        self.preview_check.setToolTip("Refresh the plots every N batches (set in Training → Preview every) from a "
+                                      "frozen copy of the model")
+        self.preview_warning = QLabel(PREVIEW_WARNING)
+        self.preview_warning.setObjectName("preview_warning")
+        self._style_warning()
+        self.preview_warning.setVisible(False)
+        pl.addWidget(self.preview_check)
+        pl.addWidget(self.preview_warning)
+        tb.addWidget(preview_box)
+        self.preview_check.toggled.connect(self._on_preview_toggled)
+
+    def _style_warning(self) -> None:
+        self.preview_warning.setStyleSheet(f"color: {warning_color()}; font-weight: 600;")
+
+    def _build_statusbar(self) -> None:
+        """Permanent read-outs (device, fast path, run folder, best metric); transient messages on the left."""
+        sb = self.statusBar()
+        self.device_label = QLabel("device: —")
+        self.fastpath_label = QLabel("CUDA graph: —")
+        self.run_folder_label = QLabel("")
+        self.run_folder_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.best_label = QLabel("")
+        for w in (self.device_label, self.fastpath_label, self.run_folder_label, self.best_label):
+            w.setContentsMargins(6, 0, 6, 0)
+            sb.addPermanentWidget(w)
+        if self.workspace is not None:
+            root = str(getattr(self.workspace, "root", ""))
+            self.run_folder_label.setText(self._elide_left(f"workspace {root}", 70))
+            self.run_folder_label.setToolTip(root)
+
+    @staticmethod
+    def _elide_left(text: str, n: int) -> str:
+        return text if len(text) <= n else "…" + text[-(n - 1):]
+
+    @staticmethod
+    def _elide(text: str, n: int) -> str:
+        return text if len(text) <= n else text[: n - 1] + "…"
+
+    def _show_fast_path(self, fast_path) -> None:
+        """Status bar text "CUDA graph: on" or "CUDA graph: off — <reason>" (full text in the tooltip)."""
+        fp = str(fast_path)
+        shown = "off — " + fp[4:].strip() if fp.startswith("off:") else fp
+        self.fastpath_label.setText(self._elide(f"CUDA graph: {shown}", 70))
+        self.fastpath_label.setToolTip(f"CUDA graph fast path: {fp}")
+        self._fast_path_shown = fp
+
+    def _build_menus(self) -> None:
+        mb = self.menuBar()
+        m = mb.addMenu("&File")
+        for a in (self.act_open, self.act_open_folder, self.act_demo):
+            m.addAction(a)
+        m.addSeparator()
+        m.addAction(self.act_export)
+        m.addSeparator()
+        m.addAction(self.act_quit)
+        r = mb.addMenu("&Run")
+        r.addAction(self.act_start)
+        r.addAction(self.act_stop)
+        r.addSeparator()
+        r.addAction(self.act_run_dpd)
+        r.addAction(self.act_run_dpd_saved)

@@ -1,0 +1,244 @@
+"""The window's plot area (a part of :class:`~dpd_desktop.gui.main_window.MainWindow`): the banner, the dataset and
+config column, the five plot panels with their shared legend, the progress read-out and the epoch table; drawing
+PlotData (latest value wins on a single-shot timer), exporting a plot, and writing a run's PNGs off the GUI thread.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QFileDialog, QGridLayout, QHBoxLayout, QLabel, QMessageBox, QProgressBar, QScrollArea,
+                               QSizePolicy, QSplitter, QVBoxLayout, QWidget)
+
+from .. import timing
+from .export import render_run_plots
+from .jobs import PlotSaveJob
+from .panels import AMAMPanel, AMPMPanel, LearningPanel, PSDPanel, TimeDomainPanel
+from .panels.base import PlotPanel, ordered
+from .widgets import ConfigForm, DatasetSummary, EpochTable, OutcomeBanner, SignalLegend
+
+
+class PlotArea:
+    """Builds the central widget and draws into it."""
+
+    def _build_central(self) -> None:
+        central = QWidget()
+        outer = QVBoxLayout(central)
+        outer.setContentsMargins(6, 6, 6, 0)
+        outer.setSpacing(6)
+        self.banner = OutcomeBanner()
+        outer.addWidget(self.banner)
+
+        # -- left column: dataset summary + forms
+        self.dataset_box = DatasetSummary()
+        self.form = ConfigForm()
+        left_inner = QWidget()
+        ll = QVBoxLayout(left_inner)
+        ll.setContentsMargins(0, 0, 4, 0)
+        ll.addWidget(self.dataset_box)
+        ll.addWidget(self.form)
+        ll.addStretch(1)
+        left = QScrollArea()
+        left.setWidgetResizable(True)
+        left.setWidget(left_inner)
+        left.setFrameShape(QScrollArea.Shape.NoFrame)
+        left.setMinimumWidth(left_inner.minimumSizeHint().width() + left.verticalScrollBar().sizeHint().width() + 4)
+        left.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.left_panel = left
+
+        # -- plots grid
+        # Signal colors are the same in every panel: one shared legend instead of one per plot.
+        self.learning_panel = LearningPanel()
+        self.psd_panel = PSDPanel(show_legend=False)
+        self.amam_panel = AMAMPanel(show_legend=False)
+        self.ampm_panel = AMPMPanel(show_legend=False)
+        self.time_panel = TimeDomainPanel(show_legend=False)
+        self.signal_legend = SignalLegend()
+        self.panels: list[PlotPanel] = [self.learning_panel, self.psd_panel, self.amam_panel, self.ampm_panel,
+                                        self.time_panel]
+        grid_w = QWidget()
+        grid = QGridLayout(grid_w)
+        grid.setContentsMargins(0, 0, 0, 0)
+        grid.setSpacing(4)
+        grid.addWidget(self.learning_panel, 0, 0, 3, 1)
+        grid.addWidget(self.signal_legend, 0, 1, 1, 2)
+        grid.addWidget(self.psd_panel, 1, 1)
+        grid.addWidget(self.amam_panel, 1, 2)
+        grid.addWidget(self.time_panel, 2, 1)
+        grid.addWidget(self.ampm_panel, 2, 2)
+        grid.setRowStretch(1, 1)
+        grid.setRowStretch(2, 1)
+        for c, s in enumerate((4, 4, 3)):
+            grid.setColumnStretch(c, s)
+        for p in self.panels:
+            p.activated.connect(self._set_current_panel)
+        self._current_panel: PlotPanel = self.learning_panel
+        self._set_current_panel(self.learning_panel)
+
+        # -- progress + epoch table
+        bottom = QWidget()
+        bl = QVBoxLayout(bottom)
+        bl.setContentsMargins(0, 0, 0, 0)
+        prow = QHBoxLayout()
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setRange(0, 1000)
+        self.progress_bar.setValue(0)
+        self.progress_bar.setTextVisible(False)
+        self.progress_bar.setMaximumHeight(14)
+        self.progress_bar.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.progress_label = QLabel("Idle")
+        self.progress_label.setMinimumWidth(420)
+        prow.addWidget(self.progress_label)
+        prow.addWidget(self.progress_bar, 1)
+        bl.addLayout(prow)
+        self.epoch_table = EpochTable()
+        bl.addWidget(self.epoch_table)
+
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(grid_w)
+        right.addWidget(bottom)
+        right.setStretchFactor(0, 5)
+        right.setStretchFactor(1, 1)
+        right.setSizes([800, 150])
+        right.setChildrenCollapsible(False)
+        self.right_splitter = right
+
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(left)
+        split.addWidget(right)
+        split.setStretchFactor(0, 0)
+        split.setStretchFactor(1, 1)
+        split.setSizes([max(left.minimumWidth(), 300), 1300])
+        split.setChildrenCollapsible(False)
+        self.main_splitter = split
+        outer.addWidget(split, 1)
+        self.setCentralWidget(central)
+
+    def _set_current_panel(self, panel: PlotPanel) -> None:
+        self._current_panel = panel
+        for p in self.panels:
+            p.setStyleSheet("border: 1px solid palette(highlight);" if p is panel
+                            else "border: 1px solid transparent;")
+
+    @property
+    def current_panel(self) -> PlotPanel:
+        return self._current_panel
+
+    def export_current_plot(self, path: str | os.PathLike | None = None) -> Path | None:
+        """Save the current plot (the one last clicked) as PNG; asks for a file name unless ``path`` is given."""
+        panel = self._current_panel
+        if path is None:
+            run_dir = self.session.run_dir
+            folder = Path(run_dir) / "plots" if run_dir else Path(
+                str(self._settings.value("paths/last_export_dir", str(Path.home()), type=str)))
+            suggested = str(folder / f"{panel.file_stem}.png")
+            path, _ = QFileDialog.getSaveFileName(self, f"Export {panel.title} as PNG", suggested, "PNG (*.png)")
+            if not path:
+                return None
+            if not path.lower().endswith(".png"):
+                path += ".png"
+            self._settings.setValue("paths/last_export_dir", str(Path(path).parent))
+        try:
+            out = panel.export_png(path, width=max(1200, panel.width()))
+        except Exception as exc:  # noqa: BLE001
+            QMessageBox.warning(self, "Export failed", f"Could not write {path}: {exc}")
+            return None
+        self.statusBar().showMessage(f"Saved {panel.title} to {out}", 6000)
+        return out
+
+    def _reset_run_views(self) -> None:
+        for p in self.panels:
+            p.clear_data()
+        self.epoch_table.clear_rows()
+        self._history_rows = []
+        self._last_plots = None
+        self._pending_plots = None
+        self._pending_progress = None
+        self.best_label.setText("")
+
+    def _on_preview_ready(self, ev) -> None:
+        if not self.preview_check.isChecked():
+            return
+        self._queue_plots(ev.plots, f"preview · epoch {ev.epoch} · batch {ev.batch:,}/{ev.batches:,}")
+        nmse = ev.metrics.get("NMSE") if ev.metrics else None
+        if nmse is not None:
+            self.statusBar().showMessage(f"Preview NMSE {nmse:.2f} dB (epoch {ev.epoch}, batch {ev.batch:,})", 3000)
+
+    def _queue_plots(self, plots, label: str) -> None:
+        """Latest value wins: only the newest PlotData is drawn when the timer fires."""
+        self._pending_plots = (plots, label)
+        if not self._plot_timer.isActive():
+            self._plot_timer.start()
+
+    def _flush_plots(self) -> None:
+        pending, self._pending_plots = self._pending_plots, None
+        if pending is None:
+            return
+        plots, label = pending
+        self.show_plots(plots, label)
+
+    def show_plots(self, plots, label: str = "") -> None:
+        """Draw one PlotData in every data panel (GUI thread; arrays are small)."""
+        self._last_plots = plots
+        self.signal_legend.set_signals(ordered(plots.psd.keys(), plots.target_name, plots.pred_name))
+        for p in (self.psd_panel, self.amam_panel, self.ampm_panel, self.time_panel):
+            try:
+                p.update_from(plots, label)
+            except Exception as exc:  # noqa: BLE001 - a malformed PlotData must not kill the run view
+                self.statusBar().showMessage(f"{p.title}: could not draw ({exc})", 8000)
+
+    def _write_plots(self, run_dir: str, plots) -> None:
+        """Render the run's default plots here (pyqtgraph needs the GUI thread); each image is encoded and written
+        on a pool thread as soon as it is rendered, overlapping the next panel's rendering. ``plotsWritten`` gets
+        the paths (in panel order) once all are on disk, or the first error."""
+        out_dir = Path(run_dir) / "plots"
+        names: list[str] = []
+        written: dict[str, Path] = {}
+        state: dict = {"rendered": False, "reported": False}
+
+        def report(result) -> None:
+            if state["reported"]:
+                return
+            state["reported"] = True
+            try:
+                if isinstance(result, Exception):
+                    self._plots_failed(result)
+                else:
+                    timing.mark("gui_png_written")
+                    self.statusBar().showMessage(f"Wrote {len(result)} plots to {out_dir}", 6000)
+                    self.plotsWritten.emit(result)
+            except RuntimeError:  # the window was deleted meanwhile: the files are written, nothing to show
+                pass
+
+        def finished(result, job) -> None:
+            self.jobs.discard(job)
+            if isinstance(result, Exception):
+                report(result)
+                return
+            written.update((p.name, p) for p in result)
+            if state["rendered"] and len(written) == len(names):
+                report([written[n] for n in names])
+
+        def submit(name: str, image) -> None:
+            names.append(name)
+            job = PlotSaveJob([(name, image)], out_dir)
+            self.jobs.add(job)
+            job.signals.done.connect(lambda result, job=job: finished(result, job))
+            job.signals.failed.connect(lambda exc, job=job: finished(exc, job))
+            job.submit()
+
+        try:
+            timing.mark("gui_png_render_start")
+            render_run_plots(self._history_rows, plots, on_image=submit)
+            timing.mark("gui_png_rendered")
+        except Exception as exc:  # noqa: BLE001 - the run itself succeeded; say so and move on
+            report(exc)
+            return
+        state["rendered"] = True
+        if len(written) == len(names):  # every save already reported back while rendering
+            report([written[n] for n in names])
+
+    def _plots_failed(self, exc: Exception) -> None:
+        self.statusBar().showMessage(f"Could not write the plot PNGs: {exc}", 10000)
+        self.plotsWritten.emit(exc)

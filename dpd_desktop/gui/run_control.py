@@ -1,0 +1,260 @@
+"""Starting, stopping and following a training run in the window, and Run DPD… (a part of
+:class:`~dpd_desktop.gui.main_window.MainWindow`).
+
+The run state, its texts and the enabled controls live in the session model (:mod:`.session`); this part turns the
+training worker's signals into session transitions and draws what the events carry (epoch table, learning curves,
+plots, banner). Training runs on the worker's QThread, Run DPD in the thread pool; both are registered jobs.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QFileDialog
+
+from .. import timing
+from ..config import ConfigError, ExperimentConfig
+from . import history
+from .jobs import DpdExportJob
+from .session import cancelled_message, failed_message, finished_message
+from .widgets.config_form import BACKBONES
+from .widgets.dataset_summary import describe_summary
+from .worker import TrainingWorker
+
+#: Output formats of "Run DPD…" (filter → extension added when the name has none).
+DPD_OUTPUT_FILTERS = {"CSV: I,Q,I_dpd,Q_dpd (*.csv)": ".csv", "HDF5: datasets x, u (*.h5 *.hdf5)": ".h5",
+                      "MATLAB: x, u (*.mat)": ".mat"}
+
+
+def same_dataset(a: str | None, b: str | None) -> bool:
+    """Whether two dataset references (``"demo"`` or paths) name the same data."""
+    if a is None or b is None:
+        return a is None and b is None or (a or b) == "demo"
+    if a == b:
+        return True
+    if "demo" in (a, b):
+        return False
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
+
+
+def validate_config(cfg: ExperimentConfig) -> ExperimentConfig:
+    """``cfg.validate()``; when the model registry cannot be imported yet, check the rest by hand."""
+    try:
+        return cfg.validate()
+    except ImportError:
+        known = {v for v, _, _ in BACKBONES}
+        if str(cfg.backbone).lower() not in known:
+            raise ConfigError("backbone", f"expected one of {tuple(sorted(known))}, got {cfg.backbone!r}")
+        if cfg.step == "dpd" and not cfg.pa_run:
+            raise ConfigError("pa_run", "a DPD run needs the PA run (id or folder) whose model it trains through")
+        return cfg
+
+
+class RunControl:
+    """Run control of the window: :meth:`start_run`, :meth:`stop_run`, the run events, :meth:`run_dpd_export`."""
+
+    # ------------------------------------------------------------------------------------------------ start / stop
+    def start_run(self, config: ExperimentConfig | None = None) -> bool:
+        """Start a training run (from the form unless ``config`` is given). Returns False when refused.
+
+        When the config's dataset is not the loaded one, or a dataset is still loading, the run is ``queued``: its
+        dataset is loaded first (the demo when the config says ``"demo"``) and the run starts when it arrives.
+        """
+        s = self.session
+        if s.state == "running" or self._worker is not None:
+            return False
+        if config is None and (s.state == "queued" or self._loader is not None):
+            return False
+        try:
+            cfg = config if config is not None else self.config_from_form()
+            if config is not None:
+                validate_config(cfg)
+        except ConfigError as err:
+            text = self.form.show_error(err)
+            self.banner.show_message("error", f"Cannot start: {text}")
+            return False
+        if self._loader is not None or self._dataset is None or not same_dataset(self._dataset_ref, cfg.dataset):
+            s.queue(cfg)
+            if self._loader is None:
+                if cfg.dataset in (None, "demo"):
+                    self.load_demo()
+                else:
+                    self.open_dataset(cfg.dataset)
+            return True
+        self.banner.setVisible(False)
+        self.form.clear_error()
+        self._reset_run_views()
+        worker = TrainingWorker(cfg, dataset=self._dataset, workspace=self.workspace,
+                                trainer_factory=self._trainer_factory)
+        worker.started.connect(self._on_run_started)
+        worker.batchProgress.connect(self._on_batch_progress)
+        worker.epochEnded.connect(self._on_epoch_ended)
+        worker.previewReady.connect(self._on_preview_ready)
+        worker.finished.connect(self._on_run_finished)
+        worker.failed.connect(self._on_run_failed)
+        worker.cancelled.connect(self._on_run_cancelled)
+        worker.done.connect(self._on_worker_done)
+        self._worker = self.jobs.add(worker)
+        s.start(cfg)
+        self.statusBar().showMessage("Starting…", 3000)
+        worker.start()
+        return True
+
+    def stop_run(self) -> None:
+        """Cooperative stop: the trainer ends at the next batch boundary and reports RunCancelled; a queued run ends
+        ``cancelled`` at once."""
+        s = self.session
+        if s.state == "queued":
+            s.request_cancel()
+            self.runEnded.emit(s.state)
+            return
+        if self._worker is None or not s.request_cancel():
+            return
+        self._worker.request_cancel()
+
+    # ------------------------------------------------------------------------------------------------ run events
+    def _on_run_started(self, ev) -> None:
+        name = str(ev.device_name or "")
+        dev = str(ev.device) + (f" · {name}" if name and name.lower() != str(ev.device).lower() else "")
+        self.device_label.setText(dev)
+        self.device_label.setToolTip(f"batched loader: {ev.batched_loader}")
+        self._show_fast_path(ev.fast_path)
+        self.run_folder_label.setText(self._elide_left(f"run {ev.run_dir}", 70))
+        self.run_folder_label.setToolTip(str(ev.run_dir))
+        if ev.dataset_summary and self._dataset is None:
+            self.dataset_box.set_fields(describe_summary(ev.dataset_summary))
+        self.session.on_started(ev)
+        self.statusBar().showMessage(f"Run {ev.run_id} started: {ev.n_train_frames:,} training frames", 5000)
+
+    def _on_batch_progress(self, ev) -> None:
+        self._pending_progress = ev
+        if not self._progress_timer.isActive():
+            self._progress_timer.start()
+
+    def _flush_progress(self) -> None:
+        ev, self._pending_progress = self._pending_progress, None
+        if ev is not None:
+            self.session.on_batch(ev)
+
+    def _on_epoch_ended(self, ev) -> None:
+        if ev.fast_path and ev.fast_path != getattr(self, "_fast_path_shown", None):
+            self._show_fast_path(ev.fast_path)  # e.g. the capture failed during the first epoch
+        row = dict(ev.row)
+        self._history_rows.append(row)
+        self.epoch_table.append_row(row, is_best=ev.is_best, epoch=ev.epoch, seconds=ev.epoch_seconds)
+        if not ev.is_best:
+            self.epoch_table.mark_best_epoch(ev.best_epoch)
+        self.learning_panel.append_row(row, is_best=ev.is_best)
+        self.learning_panel.set_best_epoch(ev.best_epoch)
+        name, unit = history.metric_label(ev.selection_metric)
+        self.best_label.setText(f"best {name} {history.fmt(ev.best_value)} {unit} (ep {ev.best_epoch})")
+        self.session.on_epoch(ev)
+        if ev.plots is not None:
+            self._queue_plots(ev.plots, f"validation · epoch {ev.epoch}")
+
+    def _on_run_finished(self, ev) -> None:
+        timing.mark("gui_run_finished")
+        if ev.plots is not None:
+            self._pending_plots = None
+            self.show_plots(ev.plots, f"{ev.plots.source} · selected epoch {ev.best_epoch}")
+        timing.mark("gui_final_plots_shown")
+        self.epoch_table.mark_best_epoch(ev.best_epoch)
+        self.learning_panel.set_best_epoch(ev.best_epoch)
+        self.banner.show_message("success", finished_message(ev), run_dir=ev.run_dir)
+        self.session.on_finished(ev)
+        if self.write_plots_on_finish and ev.run_dir:
+            QTimer.singleShot(0, lambda d=ev.run_dir, p=(ev.plots or self._last_plots): self._write_plots(d, p))
+
+    def _on_run_failed(self, ev) -> None:
+        self.banner.show_message("error", failed_message(ev), run_dir=ev.run_dir, detail=ev.detail)
+        self.session.on_failed(ev)
+
+    def _on_run_cancelled(self, ev) -> None:
+        self.banner.show_message("warning", cancelled_message(ev), run_dir=ev.run_dir)
+        self.session.on_cancelled(ev)
+
+    def _on_worker_done(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.wait(2000)
+            self.jobs.discard(worker)
+        ended = self.session.on_worker_done()  # no outcome event arrived (should not happen): do not stay stuck
+        if ended == "cancelled":
+            self.banner.show_message("warning", "Run stopped.", run_dir=self.session.run_dir)
+        elif ended == "failed":
+            self.banner.show_message("error", "The run ended without reporting an outcome.",
+                                     run_dir=self.session.run_dir)
+        self.runEnded.emit(self.session.state)
+
+    # ------------------------------------------------------------------------------------------------ Run DPD
+    def finished_dpd_run(self) -> str | None:
+        """The run folder of the current run when it ended (succeeded, or cancelled with a checkpoint) and is a DPD
+        run with a ``best.pt``; None otherwise."""
+        s = self.session
+        return s.run_dir if s.state in ("succeeded", "cancelled") and s.snapshot.dpd_run_ready else None
+
+    def _on_run_dpd_saved(self) -> None:
+        root = getattr(self.workspace, "runs_dir", None) or getattr(self.workspace, "root", None) or Path.home()
+        folder = QFileDialog.getExistingDirectory(self, "Choose a DPD run folder", str(root))
+        if folder:
+            self.run_dpd_export(run_dir=folder)
+
+    def run_dpd_export(self, out: str | os.PathLike | None = None, run_dir: str | os.PathLike | None = None,
+                       split: str = "test") -> bool:
+        """Write u = DPD(x) of a DPD run (default: the ended one) for ``split`` to ``out`` in the thread pool.
+
+        Asks for the output file (CSV / HDF5 / MAT) unless ``out`` is given. The outcome is shown in the banner and
+        signalled by :attr:`dpdExportEnded`. Returns False when nothing was started.
+        """
+        if self.session.snapshot.exporting:
+            return False
+        run_dir = str(run_dir) if run_dir is not None else self.finished_dpd_run()
+        if run_dir is None:
+            self.banner.show_message("error", "Run DPD needs a finished DPD run: train one (Step: DPD), or choose a "
+                                     "saved DPD run folder with Run → Run DPD of a saved DPD run….")
+            return False
+        if out is None:
+            start = str(self._settings.value("paths/last_dpd_dir", run_dir, type=str))
+            suggested = str(Path(start) / f"{Path(run_dir).name}_u_{split}.csv")
+            out, chosen = QFileDialog.getSaveFileName(self, f"Run DPD: write u = DPD(x) of the {split} split",
+                                                      suggested, ";;".join(DPD_OUTPUT_FILTERS))
+            if not out:
+                return False
+            if Path(out).suffix.lower() not in (".csv", ".h5", ".hdf5", ".mat"):
+                out += DPD_OUTPUT_FILTERS.get(chosen, ".csv")
+            self._settings.setValue("paths/last_dpd_dir", str(Path(out).parent))
+        job = DpdExportJob(self.workspace, run_dir, str(out), split=split, dataset=self._dataset)
+        job.signals.done.connect(lambda meta, job=job: self._on_dpd_export_done(meta, job))
+        job.signals.failed.connect(lambda exc, tb, job=job: self._on_dpd_export_failed(exc, tb, job))
+        self.jobs.add(job)
+        self.banner.show_message("info", f"Running the DPD of {Path(run_dir).name} on the {split} split → {out} …")
+        self.statusBar().showMessage("Run DPD: computing u = DPD(x)…")
+        self.session.update(exporting=True)
+        job.submit()
+        return True
+
+    def _on_dpd_export_done(self, meta, job=None) -> None:
+        self.jobs.discard(job)
+        what = f"the {meta.get('split')} split" if meta.get("split") else f"{meta.get('input_file')}"
+        text = (f"Wrote u = DPD(x) of {what} ({meta.get('samples', 0):,} samples; peak |x| "
+                f"{meta.get('peak_abs_x', float('nan')):.4g}, peak |u| {meta.get('peak_abs_u', float('nan')):.4g}) "
+                f"to {meta.get('file')}\nMetadata: {meta.get('file')}.meta.json")
+        if meta.get("nonfinite_u_samples"):
+            self.banner.show_message("warning", text + f"\n{meta['nonfinite_u_samples']} samples of u are not finite.")
+        else:
+            self.banner.show_message("success", text)
+        self.statusBar().showMessage(f"Run DPD: wrote {meta.get('file')}", 8000)
+        self.session.update(exporting=False)
+        self.dpdExportEnded.emit("succeeded")
+
+    def _on_dpd_export_failed(self, exc, tb: str, job=None) -> None:
+        self.jobs.discard(job)
+        msg = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+        self.banner.show_message("error", f"Run DPD failed: {msg}", detail=tb)
+        self.statusBar().showMessage("Run DPD failed", 8000)
+        self.session.update(exporting=False)
+        self.dpdExportEnded.emit("failed")

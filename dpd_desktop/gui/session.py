@@ -1,0 +1,341 @@
+"""The window's session model, free of Qt: the run state, the progress read-out and its ETA, which controls are
+enabled, and the texts the window shows. Tests drive it without a QApplication; the window renders it.
+
+The run state uses the core's one vocabulary (:data:`dpd_desktop.runs.states.RUN_STATES`): ``None`` while no run
+has been started, ``queued`` while a started run waits for its dataset to load, then ``running`` and one of the
+final states. A requested stop is the flag :attr:`Session.cancel_requested`, not a state of its own.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+from ..runs.dpd_export import is_dpd_run
+from ..runs.states import LIVE_STATES
+from . import history
+
+STOPPING_SUFFIX = " · stopping after this batch…"
+IDLE_TEXT = "Idle"
+PREPARING_TEXT = "Preparing data and model…"
+QUEUED_TEXT = "Waiting for the dataset to load…"
+
+
+def format_duration(seconds: float | None) -> str:
+    """A time span in words: "42 s", "5 min", "1 h 12 min"; "—" for None, NaN, inf or a negative value."""
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return "—"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    h, m = divmod(int(round(seconds / 60)), 60)
+    return f"{h} h {m} min"
+
+
+def epoch_pace_s(batch: int, batches: int, elapsed_s: float | None, sec_per_epoch: float | None) -> float | None:
+    """Seconds per epoch: the last completed epoch's duration when there is one, else (first epoch) the pace so far
+    extrapolated to the whole epoch, ``elapsed_s / batch * batches``; None when neither is known."""
+    if sec_per_epoch:
+        return sec_per_epoch
+    if elapsed_s:
+        return elapsed_s / max(batch, 1) * batches
+    return None
+
+
+def remaining_s(epoch: int, epochs: int, batch: int, batches: int, elapsed_s: float | None,
+                eta_s: float | None, sec_per_epoch: float | None) -> float | None:
+    """Seconds left in the run at batch ``batch`` (1-based) of epoch ``epoch`` (0-based) out of ``epochs``.
+
+    The rest of this epoch (the trainer's ``eta_s`` when it gives one, else the pace times the fraction of batches
+    left) plus the later epochs at the pace of :func:`epoch_pace_s`. None when no pace is known yet.
+    """
+    pace = epoch_pace_s(batch, batches, elapsed_s, sec_per_epoch)
+    if pace is None:
+        return None
+    this_epoch = eta_s if eta_s is not None else pace * (1 - batch / max(batches, 1))
+    return this_epoch + (epochs - epoch - 1) * pace
+
+
+@dataclass(frozen=True)
+class Controls:
+    """Which of the window's controls are enabled."""
+
+    start: bool
+    stop: bool
+    open_dataset: bool  # Open dataset…, Open dataset folder…, Demo data, dropping a file
+    form_editable: bool  # the Model and Training forms
+    step_choice: bool  # the PA / DPD step buttons
+    pa_run_choice: bool  # the PA run combo of the DPD step
+    preview_period: bool  # the "Preview every" field
+    run_dpd: bool  # Run DPD… of the ended run
+    run_dpd_saved: bool  # Run DPD of a saved DPD run…
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """Everything the controls depend on.
+
+    ``run``: None or one of RUN_STATES. ``loading``: a dataset loader is in flight. ``exporting``: a Run DPD job is
+    in flight. ``step``: "pa" or "dpd" as chosen in the toolbar. ``pa_run_available``: the PA run combo lists at
+    least one usable PA run. ``preview``: "Live batch preview" is ticked. ``dpd_run_ready``: the ended run is a DPD
+    run with a selected checkpoint (the core's :func:`~dpd_desktop.runs.dpd_export.is_dpd_run`).
+    """
+
+    run: str | None = None
+    cancel_requested: bool = False
+    loading: bool = False
+    exporting: bool = False
+    step: str = "pa"
+    pa_run_available: bool = False
+    preview: bool = False
+    dpd_run_ready: bool = False
+
+
+def controls(s: SessionState) -> Controls:
+    """The enabled controls as a function of ``s`` (no other input)."""
+    live = s.run in LIVE_STATES
+    busy = live or s.loading
+    return Controls(
+        start=not busy,
+        stop=live and not s.cancel_requested,
+        open_dataset=not busy,
+        form_editable=not live,
+        step_choice=not live,
+        pa_run_choice=not live and s.step == "dpd" and s.pa_run_available,
+        preview_period=s.preview and not live,
+        run_dpd=not live and not s.exporting and s.run in ("succeeded", "cancelled") and s.dpd_run_ready,
+        run_dpd_saved=not s.exporting,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------- outcome texts
+def finished_message(ev) -> str:
+    """The banner text of a ``RunFinished``: duration, selected epoch, val/test NMSE [dB], test ACLR [dBc], EVM."""
+    v, t = dict(ev.val_metrics or {}), dict(ev.test_metrics or {})
+    bits = [f"Run finished in {format_duration(ev.wall_s)}. Selected epoch {ev.best_epoch}"]
+    if "NMSE" in v:
+        bits.append(f"val NMSE {history.fmt(history.to_float(v['NMSE']))} dB")
+    if "NMSE" in t:
+        bits.append(f"test NMSE {history.fmt(history.to_float(t['NMSE']))} dB")
+    if "ACLR_AVG" in t and math.isfinite(history.to_float(t["ACLR_AVG"])):
+        bits.append(f"test ACLR {history.to_float(t['ACLR_AVG']):.2f} dBc")
+    if "EVM" in t and math.isfinite(history.to_float(t["EVM"])):
+        bits.append(f"test EVM {history.to_float(t['EVM']):.2f} dB")
+    return " · ".join(bits) + "."
+
+
+def cancelled_message(ev) -> str:
+    """The banner text of a ``RunCancelled``: epochs completed and whether a checkpoint is kept."""
+    best = (f"; the best checkpoint so far (epoch {ev.best_epoch}) is kept" if ev.best_epoch is not None
+            else "; no epoch completed, so there is no checkpoint")
+    n = ev.epochs_completed
+    return f"Run stopped after {n} completed epoch{'s' if n != 1 else ''}{best}."
+
+
+def failed_message(ev) -> str:
+    """The banner text of a ``RunFailed`` (its message is already in plain words)."""
+    return f"The run failed: {ev.message}"
+
+
+# ---------------------------------------------------------------------------------------------------- the session
+class Session:
+    """The run state of the window and what follows from it; listeners are called after every change.
+
+    Args:
+        dpd_run_check: ``check(run_dir) -> bool``, whether a run folder is a DPD run with a checkpoint; asked once
+            when a run ends (default: the core's ``is_dpd_run``).
+    """
+
+    def __init__(self, dpd_run_check: Callable[[str], bool] = is_dpd_run):
+        self._dpd_run_check = dpd_run_check
+        self._state = SessionState()
+        self._listeners: list[Callable[[Session], None]] = []
+        self.config: Any = None  # the ExperimentConfig of the current/last run
+        self.run_id: str | None = None
+        self.run_dir: str | None = None
+        self.epochs = 0
+        self.epochs_done = 0
+        self.sec_per_epoch: float | None = None
+        self.lr: float | None = None
+        self.progress = 0.0  # fraction of the run done, 0..1
+        self._text = IDLE_TEXT
+
+    # -- reading ---------------------------------------------------------------------------------------------------
+    @property
+    def snapshot(self) -> SessionState:
+        return self._state
+
+    @property
+    def state(self) -> str | None:
+        """None (no run yet) or one of RUN_STATES."""
+        return self._state.run
+
+    @property
+    def is_live(self) -> bool:
+        """A run is queued or running (a cancel may be in progress)."""
+        return self._state.run in LIVE_STATES
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self._state.cancel_requested
+
+    def controls(self) -> Controls:
+        return controls(self._state)
+
+    @property
+    def progress_text(self) -> str:
+        """The progress read-out; while a stop is pending it says so."""
+        if self._state.cancel_requested and self.is_live:
+            return self._text + STOPPING_SUFFIX
+        return self._text
+
+    def subscribe(self, listener: Callable[[Session], None]) -> None:
+        self._listeners.append(listener)
+
+    def _changed(self) -> None:
+        for fn in list(self._listeners):
+            fn(self)
+
+    def update(self, **flags) -> None:
+        """Set SessionState fields other than the run state (``loading``, ``exporting``, ``step``,
+        ``pa_run_available``, ``preview``). Raises ValueError for ``run``/``cancel_requested``/unknown names."""
+        if {"run", "cancel_requested"} & flags.keys():
+            raise ValueError("the run state changes only through the session's transitions")
+        new = replace(self._state, **flags)
+        if new != self._state:
+            self._state = new
+            self._changed()
+
+    # -- transitions -----------------------------------------------------------------------------------------------
+    def _set_run(self, run: str | None, cancel_requested: bool = False, **flags) -> None:
+        self._state = replace(self._state, run=run, cancel_requested=cancel_requested, **flags)
+        self._changed()
+
+    def _reset(self, config) -> None:
+        self.config = config
+        self.run_id = self.run_dir = None
+        self.epochs = int(getattr(config, "epochs", 0) or 0)
+        self.epochs_done = 0
+        self.sec_per_epoch = self.lr = None
+        self.progress = 0.0
+
+    def queue(self, config=None) -> bool:
+        """A start that waits for its dataset: → ``queued``. False (nothing changes) while a run is live."""
+        if self.is_live:
+            return False
+        self._reset(config)
+        self._text = QUEUED_TEXT
+        self._set_run("queued", dpd_run_ready=False)
+        return True
+
+    def start(self, config=None) -> bool:
+        """→ ``running`` (from no run, a final state or ``queued``). False while running: no double start."""
+        if self._state.run == "running":
+            return False
+        if self._state.run != "queued" or config is not None:
+            self._reset(config if config is not None else self.config)
+        self._text = PREPARING_TEXT
+        self._set_run("running", dpd_run_ready=False)
+        return True
+
+    def request_cancel(self) -> bool:
+        """Stop: a queued run ends ``cancelled`` at once; a running one sets the flag (the trainer stops at its next
+        batch boundary and reports). False when there is nothing to stop or a stop is already pending."""
+        if self._state.run == "queued":
+            self._text = "Stopped before it started"
+            self._set_run("cancelled")
+            return True
+        if self._state.run != "running" or self._state.cancel_requested:
+            return False
+        self._set_run("running", cancel_requested=True)
+        return True
+
+    def fail_queued(self, message: str = "the dataset could not be loaded") -> bool:
+        """The dataset of a queued run could not be loaded: → ``failed`` ("Not started: <message>"). False when no
+        run is queued."""
+        if self._state.run != "queued":
+            return False
+        self._text = f"Not started: {message}"
+        self._set_run("failed")
+        return True
+
+    # -- the trainer's events (plain dataclasses of dpd_desktop.training.events) ----------------------------------
+    def on_started(self, ev) -> None:
+        """RunStarted: "Epoch 1/E · B batches per epoch · P parameters"."""
+        self.run_id, self.run_dir, self.epochs = ev.run_id, ev.run_dir, ev.epochs
+        self._text = (f"Epoch 1/{ev.epochs} · {ev.batches_per_epoch:,} batches per epoch · "
+                      f"{ev.n_params:,} parameters")
+        self._changed()
+
+    def on_batch(self, ev) -> None:
+        """BatchProgress: progress fraction, "Epoch e/E · batch b/B · s/epoch · time left · lr". Ignored unless
+        running."""
+        if self._state.run != "running":
+            return
+        frac = (ev.epoch + ev.batch / max(ev.batches, 1)) / max(ev.epochs, 1)
+        self.progress = min(max(frac, 0.0), 1.0)
+        left = remaining_s(ev.epoch, ev.epochs, ev.batch, ev.batches, ev.elapsed_s, ev.eta_s, self.sec_per_epoch)
+        parts = [f"Epoch {ev.epoch + 1}/{ev.epochs}", f"batch {ev.batch:,}/{ev.batches:,}"]
+        if self.sec_per_epoch:
+            parts.append(f"{self.sec_per_epoch:.1f} s/epoch")
+        if left is not None:
+            parts.append(f"{format_duration(left)} left")
+        if self.lr is not None:
+            parts.append(f"lr {self.lr:.3g}")
+        self._text = " · ".join(parts)
+        self._changed()
+
+    def on_epoch(self, ev) -> None:
+        """EpochEnded: the pace (this epoch's seconds), the lr of its row, "Epoch e/E done · … left"."""
+        self.epochs_done += 1
+        if ev.epoch_seconds and ev.epoch_seconds > 0:
+            self.sec_per_epoch = ev.epoch_seconds
+        lr = history.value(ev.row, "lr")
+        if math.isfinite(lr):
+            self.lr = lr
+        self.progress = min((ev.epoch + 1) / max(ev.epochs, 1), 1.0)
+        parts = [f"Epoch {ev.epoch + 1}/{ev.epochs} done"]
+        if self.sec_per_epoch:
+            left = (ev.epochs - ev.epoch - 1) * self.sec_per_epoch
+            parts += [f"{self.sec_per_epoch:.1f} s/epoch", f"{format_duration(left)} left"]
+        if self.lr is not None:
+            parts.append(f"lr {self.lr:.3g}")
+        self._text = " · ".join(parts)
+        self._changed()
+
+    def _end(self, state: str, run_dir: str | None) -> None:
+        if run_dir:
+            self.run_dir = str(run_dir)
+        ready = bool(state in ("succeeded", "cancelled") and self.run_dir and self._dpd_run_check(self.run_dir))
+        self._set_run(state, dpd_run_ready=ready)
+
+    def on_finished(self, ev) -> None:
+        """RunFinished → ``succeeded``: "Finished · N epochs · duration", progress 1."""
+        self.progress = 1.0
+        self._text = f"Finished · {self.epochs_done} epochs · {format_duration(ev.wall_s)}"
+        self._end("succeeded", ev.run_dir)
+
+    def on_failed(self, ev) -> None:
+        """RunFailed → ``failed``."""
+        self._text = "Failed"
+        self._end("failed", ev.run_dir)
+
+    def on_cancelled(self, ev) -> None:
+        """RunCancelled → ``cancelled``: "Stopped · N epochs completed"."""
+        self._text = f"Stopped · {ev.epochs_completed} epochs completed"
+        self._end("cancelled", ev.run_dir)
+
+    def on_worker_done(self) -> str | None:
+        """The training thread ended. When no outcome event arrived (should not happen) the run ends ``cancelled``
+        if a stop was requested, else ``failed``; returns that state, or None when an outcome had arrived."""
+        if self._state.run != "running":
+            return None
+        state = "cancelled" if self._state.cancel_requested else "failed"
+        self._text = "Stopped" if state == "cancelled" else "Failed"
+        self._end(state, None)
+        return state
+
+
+__all__ = ["Controls", "Session", "SessionState", "cancelled_message", "controls", "epoch_pace_s", "failed_message",
+           "finished_message", "format_duration", "remaining_s"]
