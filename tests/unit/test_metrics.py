@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from scipy.signal import welch
 
 from dpd_desktop.metrics import (
     METRIC_KEYS,
@@ -22,6 +23,7 @@ from dpd_desktop.metrics import (
     nmse_db,
     psd_db,
 )
+from dpd_desktop.training.plotdata import PSD_NPERSEG_MAX, build_plot_data
 
 DATASETS = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
 
@@ -150,8 +152,6 @@ def f32_nmse(p, r):
 
 
 def f32_aclr(p, fs, bw, nsc):
-    from scipy.signal import welch
-
     n = p.shape[1]
     rows = []
     for s in range(p.shape[0]):
@@ -237,8 +237,6 @@ def test_channel_bins_apa_edges_not_on_channel_edges():
 
 
 def test_channel_bins_grid_matches_welch_frequencies_even_and_odd():
-    from scipy.signal import welch
-
     for n in (2560, 2561, 999):
         z = np.ones(n, dtype=np.complex64)
         f, _ = welch(z, 800e6, nperseg=n, return_onesided=False, scaling="spectrum")
@@ -542,8 +540,6 @@ def test_psd_db_shapes_floor_no_detrend_and_errors():
 
 
 def test_plot_data_psd_is_the_metrics_psd_capped_at_2048():
-    from dpd_desktop.training.plotdata import PSD_NPERSEG_MAX, build_plot_data
-
     rng = np.random.default_rng(7)
     x = iq(ofdm_like(1, 3 * 2560, FS, B, NSC, rng)).reshape(-1, 2)
     y = (x * 1.5 + 0.01 * rng.standard_normal(x.shape)).astype(np.float32)
