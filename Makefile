@@ -4,8 +4,15 @@ VENV ?= .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
+# The OpenDPD reference sources that tests/unit/test_models_vs_reference.py compares against (git-ignored, from the
+# package registry; none of its code is committed). Its models.py is the stamp: the tree is unpacked beside it and
+# moved into place whole, so a present models.py means a complete tree and the rule does nothing.
+REF_VER := 2.2.1
+REF_DIR := .ref/opendpd-$(REF_VER)
+REF_STAMP := $(REF_DIR)/models.py
+REF_TMP := .ref/.prepare-$(REF_VER)
 
-.PHONY: run test venv clean gpu-test bench
+.PHONY: run test venv clean gpu-test bench reference
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -21,12 +28,28 @@ $(TSTAMP): $(STAMP)
 	$(VPY) -m pip install -q -e ".[test]"
 	touch $@
 
+# The wheel's sources without its datasets' data folders, the Studio's static web files and the dist-info (the
+# benchmarks add a dataset themselves; see benchmarks/bench_gpu.py).
+$(REF_STAMP): | $(VPY)
+	rm -rf $(REF_TMP)
+	mkdir -p $(REF_TMP)
+	$(VPY) -m pip download -q --no-deps -d $(REF_TMP) "opendpd==$(REF_VER)"
+	$(VPY) -c "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); \
+	  skip = lambda n: n.startswith(('opendpd/studio/static/', 'opendpd-')) or (n.startswith('datasets/') and n.count('/') > 1); \
+	  z.extractall(sys.argv[2], [n for n in z.namelist() if not skip(n)])" $(REF_TMP)/opendpd-$(REF_VER)-*.whl $(REF_TMP)/tree
+	test -f $(REF_TMP)/tree/models.py && test -d $(REF_TMP)/tree/backbones
+	rm -rf $(REF_DIR)
+	mv $(REF_TMP)/tree $(REF_DIR)
+	rm -rf $(REF_TMP)
+
+reference: $(REF_STAMP)
+
 venv: $(STAMP)
 
 run: $(STAMP)
 	$(VPY) -m dpd_desktop demo
 
-test: $(TSTAMP)
+test: $(TSTAMP) $(REF_STAMP)
 	QT_QPA_PLATFORM=offscreen $(VPY) -m pytest -q
 
 gpu-test: $(TSTAMP)

@@ -8,13 +8,20 @@ steady-state epoch interval (median over epochs ≥ 1 of one epoch's first batch
 kernels alone (graph replays, timed with CUDA events) × 4,605. Also checks, for each workload, that our selected
 checkpoint and our history metrics are bitwise equal to the reference's.
 
+Like for like (issue 9): both sides run with compiled bytecode, as a pip install leaves it. Before the timed runs,
+``python -m compileall`` compiles the standard library, every site-packages folder of each interpreter used (torch
+included: it ships no .pyc), our package and the reference's tree into one ``PYTHONPYCACHEPREFIX`` folder; every timed
+child reads it with ``PYTHONDONTWRITEBYTECODE=1`` (Python reads existing bytecode even then, and writes none). The
+cold first start is its own row per side (PA): a fresh, empty ``PYTHONPYCACHEPREFIX``, so everything imported is
+compiled in memory at start. Ratios are reference wall / ours wall of this one run.
+
     python3 benchmarks/bench_gpu.py --ref .ref --dataset .ref/datasets/DPA_160MHz --out benchmarks/results/x.md
     python3 benchmarks/bench_gpu.py --families ...    # every family as PA, ours vs reference (issue 3)
+    python3 benchmarks/bench_gpu.py --dry-run --dataset ../shared/datasets/DPA_200MHz   # CPU plumbing check
 
-Needs the reference prepared with ../shared/bench/prepare-reference.sh (folder .ref, git-ignored).
-On the GPU machine, `source benchmarks/gpu_gui_env.sh` first (carry .qtcarry): it puts platformdirs on the path, which
-our bytecode cache needs (dpd_desktop/_entry.py). The run starts with a first launch on an empty cache (its time to
-first batch is printed); the timed runs reuse the cache.
+Needs the reference prepared with ../shared/bench/prepare-reference.sh (folder .ref with run-reference.sh and the
+dataset; git-ignored). ``--dry-run`` needs no GPU and no reference: ours only, on CPU, one epoch on 2,000 samples,
+bytecode of our package only, no floor and no bitwise checks.
 """
 from __future__ import annotations
 
@@ -30,7 +37,16 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the script runs from benchmarks/; the floor measurement uses our package
+
+from dpd_desktop.data import load_dataset  # noqa: E402
+from dpd_desktop.data.framing import FrameLoader  # noqa: E402
+from dpd_desktop.models import Cascade, build_model  # noqa: E402
+from dpd_desktop.training.fast_path import CudaGraphStep  # noqa: E402
+from dpd_desktop.training.optim import make_adamw  # noqa: E402
 METRIC_COLS = ["TRAIN_LOSS", "VAL_LOSS", "VAL_NMSE", "VAL_EVM", "VAL_ACLR_L", "VAL_ACLR_R", "VAL_ACLR_AVG",
                "TEST_LOSS", "TEST_NMSE", "TEST_EVM", "TEST_ACLR_L", "TEST_ACLR_R", "TEST_ACLR_AVG", "LR"]
 
@@ -45,7 +61,7 @@ def run_child(cmd, env, cwd=None, log_path=None):
     return wall, ru.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status), t0
 
 
-STARTUP_MARKS = ("cli_start", "dataset_prefetch_wait", "dataset_load_start", "torch_imported", "setup_start", "data_loaded",
+STARTUP_MARKS = ("cli_start", "dataset_load_start", "torch_imported", "setup_start", "data_loaded",
                  "tensors_on_device", "model_built", "setup_done", "first_batch")
 
 
@@ -71,28 +87,76 @@ def timing_summary(path, t0):
             if len(train_starts) > 1 else None}
 
 
-def ours(step, dataset, work, *, fast, extra=(), pa_run=None, epochs=4, backbone="gru", hidden=23, env_extra=None):
+_PATHS_CODE = ("import json, site, sysconfig; p = [sysconfig.get_path(k) for k in ('stdlib', 'platstdlib', 'purelib', "
+               "'platlib')]; p += site.getsitepackages() + [site.getusersitepackages()]; print(json.dumps(p))")
+
+
+def interpreters(ref_python: str | None) -> list[str]:
+    """Our interpreter and the reference's (``python3`` on PATH, as run-reference.sh calls it), each once."""
+    out = [os.path.realpath(sys.executable)]
+    if ref_python and os.path.realpath(ref_python) not in out:
+        out.append(os.path.realpath(ref_python))
+    return out
+
+
+def compile_bytecode(prefix: Path, pythons: list[str], project_dirs: list[Path], *, installed: bool = True) -> dict:
+    """Compile bytecode into ``prefix`` (PYTHONPYCACHEPREFIX) as an install would; return its cost and size.
+
+    ``installed``: also the standard library and all site-packages of each interpreter (and PYTHONPATH entries);
+    without it only ``project_dirs`` (the dry run)."""
+    if prefix.exists():
+        shutil.rmtree(prefix)
+    prefix.mkdir(parents=True)
+    env = dict(os.environ, PYTHONPYCACHEPREFIX=str(prefix))
+    t0 = time.time()
+    rcs = []
+    for py in pythons:
+        dirs = [str(d) for d in project_dirs]
+        if installed:
+            dirs += json.loads(subprocess.run([py, "-c", _PATHS_CODE], capture_output=True, text=True,
+                                              check=True).stdout)
+            dirs += os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        dirs = sorted({os.path.realpath(d) for d in dirs if d and os.path.isdir(d)})
+        with open(prefix.parent / f"compileall-{Path(py).name}.log", "w") as log:
+            # exit 1 when a few files do not compile (test data, other Python versions' sources): not an error here
+            rcs.append(subprocess.run([py, "-m", "compileall", "-q", "-j", "0", *dirs], env=env, stdout=log,
+                                      stderr=subprocess.STDOUT).returncode)
+    pyc = list(prefix.rglob("*.pyc"))
+    return {"seconds": time.time() - t0, "files": len(pyc), "mib": sum(p.stat().st_size for p in pyc) / 2**20,
+            "rc": rcs}
+
+
+def bytecode_env(prefix: Path) -> dict:
+    """Child environment: read bytecode from ``prefix`` only, write none (an empty prefix = a cold start)."""
+    prefix.mkdir(parents=True, exist_ok=True)
+    return {"PYTHONPYCACHEPREFIX": str(prefix), "PYTHONDONTWRITEBYTECODE": "1",
+            # while dpd_desktop/_entry.py still exists: its private bytecode cache stays off (no-op once removed)
+            "DPD_DESKTOP_NO_BYTECODE_CACHE": "1"}
+
+
+def ours(step, dataset, work, *, fast, extra=(), pa_run=None, epochs=4, backbone="gru", hidden=23, env_extra=None,
+         pyc_env=None, device="cuda", label=""):
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
-    tag = f"{'fast' if fast else 'eager'}-{backbone}" + ("-" + "-".join(env_extra) if env_extra else "")
+    tag = f"{'fast' if fast else 'eager'}-{backbone}" + ("-" + "-".join(env_extra) if env_extra else "") + label
     timing = work / f"timing-{step}-{tag}.jsonl"
     if timing.exists():
         timing.unlink()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-               DPD_DESKTOP_TIMING=str(timing), PYTHONUNBUFFERED="1", **(env_extra or {}))
+               DPD_DESKTOP_TIMING=str(timing), PYTHONUNBUFFERED="1", **(pyc_env or {}), **(env_extra or {}))
     if not fast:
         env["DPD_DESKTOP_DISABLE_CUDA_GRAPH"] = "1"
     cmd = [sys.executable, "-m", "dpd_desktop", "--workspace", str(work / "ws"), f"train-{step}",
            "--dataset", str(dataset), "--backbone", backbone, "--hidden-size", str(hidden), "--epochs", str(epochs),
-           "--device", "cuda", "--no-plots", "--quiet", *extra]
+           "--device", device, "--no-plots", "--quiet", *extra]
     if pa_run:
         cmd += ["--pa-run", pa_run]
     log = work / f"ours-{step}-{tag}.log"
     wall, rss, rc, t0 = run_child(cmd, env, log_path=log)
     runs = sorted((work / "ws" / "runs").glob(f"*-{step}-{backbone}{hidden}*"), key=os.path.getmtime)
     run_dir = runs[-1] if runs else None
-    who = f"ours {'CUDA graph' if fast else 'eager'}" + (f" ({' '.join(f'{k}={v}' for k, v in env_extra.items())})"
-                                                         if env_extra else "")
+    who = f"ours {'CUDA graph' if fast and device != 'cpu' else 'eager'}" + (
+        f" ({' '.join(f'{k}={v}' for k, v in env_extra.items())})" if env_extra else "") + (f", {label}" if label else "")
     out = {"who": who, "wall_s": wall, "rss_mib": rss, "rc": rc,
            "run_dir": str(run_dir), **timing_summary(timing, t0)}
     if rc != 0:
@@ -107,14 +171,11 @@ def ours(step, dataset, work, *, fast, extra=(), pa_run=None, epochs=4, backbone
     return out
 
 
-def reference(step, ref, work, extra=(), epochs=4, pycache=None):
-    """Run the reference (``pycache``: a folder for its bytecode, for the informative row with a bytecode cache)."""
+def reference(step, ref, work, extra=(), epochs=4, pyc_env=None, label=""):
+    """Run the reference through run-reference.sh (``pyc_env``: see :func:`bytecode_env`)."""
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, EPOCHS=str(epochs))
-    if pycache:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    env = dict(os.environ, EPOCHS=str(epochs), **(pyc_env or {}))
     cmd = ["bash", str(Path(ref) / "run-reference.sh"), step, str(work), *extra]
     log = Path(str(work) + f"-ref-{step}.log")
     wall, rss, rc, t0 = run_child(cmd, env, log_path=log)
@@ -123,8 +184,8 @@ def reference(step, ref, work, extra=(), epochs=4, pycache=None):
         hist = [h for h in hist if "train_dpd" in h]
     else:
         hist = [h for h in hist if "train_pa" in h]
-    out = {"who": "reference 2.2.1" + (" with a bytecode cache (not as shipped)" if pycache else ""), "wall_s": wall, "rss_mib": rss, "rc": rc, "first_batch_s": None,
-           "epoch_interval_s": None}
+    out = {"who": "reference 2.2.1" + (f", {label}" if label else ""), "wall_s": wall, "rss_mib": rss, "rc": rc,
+           "first_batch_s": None, "epoch_interval_s": None}
     if rc != 0:
         out["log_tail"] = open(log).read()[-3000:]
     if hist:
@@ -137,8 +198,6 @@ def reference(step, ref, work, extra=(), epochs=4, pycache=None):
 
 def compare(ours_r, ref_r, step):
     """Bitwise checks: history metric columns textually equal; selected checkpoint tensors torch.equal."""
-    import torch
-
     res = {}
     ho, hr = ours_r.get("history"), ref_r.get("history")
     if ho and hr:
@@ -176,15 +235,6 @@ def floor_time(dataset, step, n=2000):
     The captured step is what the trainer replays: gather, forward, loss, backward, clipping and — when the
     AdamW update is captured too (fast_path.CudaGraphStep.optimizer_in_graph) — the optimizer. Also returned: the
     same step without the optimizer (the reference's floor figure captures no optimizer)."""
-    import torch
-
-    sys.path.insert(0, str(ROOT))
-    from dpd_desktop.data import load_dataset
-    from dpd_desktop.data.framing import FrameLoader
-    from dpd_desktop.models import Cascade, build_model
-    from dpd_desktop.training.fast_path import CudaGraphStep
-    from dpd_desktop.training.optim import make_adamw
-
     ds = load_dataset(dataset)
     dev = torch.device("cuda:0")
     torch.backends.cudnn.benchmark = True
@@ -245,7 +295,7 @@ def table_rows(name, rows, ref_wall, floor):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ref", default=".ref")
     ap.add_argument("--dataset", default=".ref/datasets/DPA_160MHz")
     ap.add_argument("--work", default="/tmp/dpdbench")
@@ -253,31 +303,54 @@ def main():
     ap.add_argument("--epochs", type=int, default=4)
     ap.add_argument("--families", action="store_true", help="every family as PA, ours vs reference (metrics only)")
     ap.add_argument("--skip-eager", action="store_true")
+    ap.add_argument("--no-cold", action="store_true", help="leave out the cold-first-start rows (empty bytecode cache)")
+    ap.add_argument("--ref-python", default=shutil.which("python3"),
+                    help="the interpreter run-reference.sh uses (python3 on PATH); its bytecode is compiled too")
     ap.add_argument("--extra-env", default=None, metavar="NAME=VALUE",
                     help="also run ours (CUDA graph) with this environment variable set, as an extra row")
-    ap.add_argument("--reference-bytecode-cache", action="store_true",
-                    help="also run the reference PA with a filled bytecode cache (PYTHONPYCACHEPREFIX), an extra row")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="CPU plumbing check: ours only, 1 epoch on 2,000 samples, our bytecode only; no reference, "
+                         "no floor, no bitwise checks")
     a = ap.parse_args()
     work = Path(a.work)
-    # Our processes keep compiled bytecode in the user cache folder when Python may not write it (dpd_desktop/_entry.py,
-    # bytecode_cache): give them a fresh one, and fill it with one short first launch whose start-up is reported.
-    xdg = work / "xdg-cache"
-    if xdg.exists():
-        shutil.rmtree(xdg)
-    os.environ["XDG_CACHE_HOME"] = str(xdg)
-    lines = [f"# GPU benchmark ({time.strftime('%Y-%m-%d %H:%M')})", "",
+    work.mkdir(parents=True, exist_ok=True)
+    lines = [f"# GPU benchmark ({time.strftime('%Y-%m-%d %H:%M')})" + (" — dry run on CPU" if a.dry_run else ""), "",
              f"command: `python3 benchmarks/bench_gpu.py {' '.join(sys.argv[1:])}`", ""]
-    import torch
-
-    lines.append(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
-                 f"cuDNN {torch.backends.cudnn.version()}, python {sys.version.split()[0]}")
+    device = "cpu" if a.dry_run else "cuda"
+    lines.append((f"device: {torch.cuda.get_device_name(0)}, " if device == "cuda" else "device: CPU, ")
+                 + f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, python {sys.version.split()[0]}, "
+                 f"PYTHONDONTWRITEBYTECODE in the environment: {os.environ.get('PYTHONDONTWRITEBYTECODE')!r}")
     lines.append("")
+    ref_tree = Path(a.ref) / "opendpd-2.2.1"
+    pythons = interpreters(None if a.dry_run else a.ref_python)
+    # Cold first start first (nothing compiled yet), then the compiled bytecode every timed run reads.
+    cold_env = None if a.no_cold else bytecode_env(work / "pyc-cold-empty")
+    warm = work / "pyc-compiled"
+    comp = None  # filled by compiled_env(), after the cold rows
+    small = ["--max-train-samples", "2000"] if a.dry_run else []
+    epochs = 1 if a.dry_run else a.epochs
+
+    def compiled_env():
+        nonlocal comp
+        if comp is None:
+            comp = compile_bytecode(warm, pythons, [ROOT / "dpd_desktop"] + ([] if a.dry_run else [ref_tree]),
+                                    installed=not a.dry_run)
+        return bytecode_env(warm)
+
+    def bytecode_note():
+        return (f"- bytecode: `compileall` of {'our package only (dry run)' if a.dry_run else 'the standard library, site-packages, our package and the reference tree'} "
+                f"for {', '.join(pythons)} into {warm}: {comp['files']} files, {comp['mib']:.0f} MiB, "
+                f"{comp['seconds']:.1f} s (compileall exit {comp['rc']}); every timed run reads it with "
+                f"PYTHONDONTWRITEBYTECODE=1")
+
     if a.families:
+        pyc = compiled_env()
         lines += ["| family (PA, H=23) | ours wall s | ref wall s | history bitwise | checkpoint bitwise | "
                   "max |Δ| dB | ours sel. epoch | ours test NMSE | ref test NMSE |", "|---|---|---|---|---|---|---|---|---|"]
         for bb in ["gru", "lstm", "dgru", "tres_gru", "rvtdcnn"]:
-            o = ours("pa", a.dataset, work / f"fam-{bb}", fast=True, backbone=bb, epochs=a.epochs)
-            r = reference("pa", a.ref, work / f"fam-{bb}-ref", extra=["--PA_backbone", bb], epochs=a.epochs)
+            o = ours("pa", a.dataset, work / f"fam-{bb}", fast=True, backbone=bb, epochs=a.epochs, pyc_env=pyc)
+            r = reference("pa", a.ref, work / f"fam-{bb}-ref", extra=["--PA_backbone", bb], epochs=a.epochs,
+                          pyc_env=pyc)
             c = compare(o, r, "pa")
             so, sr = c.get("ours_selected") or {}, c.get("ref_selected") or {}
             lines.append(f"| {bb} | {fmt(o['wall_s'])} | {fmt(r['wall_s'])} | {c.get('history_equal')} | "
@@ -290,65 +363,81 @@ def main():
                 lines.append(f"\n{bb} first differences: {c['history_diffs'][:4]}\n")
             print("\n".join(lines[-1:]), flush=True)
             write_out(a.out, "\n".join(lines) + "\n")  # after every family: a cut run keeps its rows
+        lines += ["", bytecode_note()]
     else:
-        first = ours("pa", a.dataset, work / "first-launch", fast=True, epochs=1, extra=["--max-train-samples", "20000"])
-        pyc = list(xdg.rglob("*.pyc"))
-        first_launch = (f"- first launch (empty bytecode cache; train-pa, 1 epoch on 20,000 samples): first batch at "
-                        f"{fmt(first.get('first_batch_s'))} s; it left {len(pyc)} compiled modules "
-                        f"({sum(p.stat().st_size for p in pyc) / 2**20:.0f} MiB) in {xdg}/dpd-desktop/pycache, which "
-                        f"the runs below reuse (PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE')!r} "
-                        f"on this machine)")
-        print(first_launch, flush=True)
         lines += ["| workload | who | whole process s | to first batch s | epoch interval s | train loop s | "
                   "interval / floor | peak host MiB | sel. epoch | val NMSE | test NMSE | test EVM | test ACLR avg | "
                   "ref wall / wall |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         floors = {}
         checks = []
+        ratios = []
+        cold_rows = {}
+        if cold_env is not None:
+            cold_rows["ours"] = ours("pa", a.dataset, work / "cold", fast=True, epochs=epochs, extra=small,
+                                     pyc_env=cold_env, device=device, label="cold first start")
+            if not a.dry_run:
+                cold_rows["ref"] = reference("pa", a.ref, work / "refwork-cold", epochs=epochs, pyc_env=cold_env,
+                                             label="cold first start")
+            if any((work / "pyc-cold-empty").iterdir()):
+                checks.append("- WARNING: the cold runs wrote bytecode into their empty cache (not a cold start)")
+        pyc = compiled_env()
         pa_run = None
         for step in ("pa", "dpd"):
-            ref_r = reference(step, a.ref, work / "refwork", epochs=a.epochs)
+            ref_r = None if a.dry_run else reference(step, a.ref, work / "refwork", epochs=epochs, pyc_env=pyc)
             rows = []
+            dpd_kw = {"pa_run": pa_run} if step == "dpd" else {}
+            fast = ours(step, a.dataset, work / "fast", fast=True, epochs=epochs, extra=small, pyc_env=pyc,
+                        device=device, **dpd_kw)
             if step == "pa":
-                fast = ours("pa", a.dataset, work / "fast", fast=True, epochs=a.epochs)
                 pa_run = fast.get("run_dir")
-            else:
-                fast = ours("dpd", a.dataset, work / "fast", fast=True, pa_run=pa_run, epochs=a.epochs)
             rows.append(fast)
             if a.extra_env:
                 k, v = a.extra_env.split("=", 1)
-                rows.append(ours(step, a.dataset, work / "extra", fast=True, epochs=a.epochs, env_extra={k: v},
-                                 pa_run=pa_run if step == "dpd" else None))
-                rows[-1]["selected"] = compare(rows[-1], ref_r, step).get("ours_selected")
+                rows.append(ours(step, a.dataset, work / "extra", fast=True, epochs=epochs, env_extra={k: v},
+                                 extra=small, pyc_env=pyc, device=device, **dpd_kw))
             eager = None
-            if not a.skip_eager:
-                eager = ours(step, a.dataset, work / "eager", fast=False, epochs=a.epochs,
-                             pa_run=pa_run if step == "dpd" else None)
+            if not a.skip_eager and not a.dry_run:
+                eager = ours(step, a.dataset, work / "eager", fast=False, epochs=epochs, pyc_env=pyc, **dpd_kw)
                 rows.append(eager)
-            rows.append(ref_r)
-            if step == "pa" and a.reference_bytecode_cache:
-                cache = work / "ref-pycache"
-                reference(step, a.ref, work / "refwork-fill", epochs=1, pycache=cache)  # fills the cache
-                ref_c = reference(step, a.ref, work / "refwork-cached", epochs=a.epochs, pycache=cache)
-                ref_c["selected"] = compare(fast, ref_c, step).get("ref_selected")
-                rows.append(ref_c)
-                checks.append(f"- PA: the reference with a filled bytecode cache took {fmt(ref_c['wall_s'])} s (as shipped "
-                              f"{fmt(ref_r['wall_s'])} s); ours (CUDA graph) vs that: "
-                              f"{fmt(ref_c['wall_s'] / fast['wall_s'] if fast['wall_s'] else None)}×")
-            c = compare(fast, ref_r, step)
-            fast["selected"], ref_r["selected"] = c.get("ours_selected"), c.get("ref_selected")
-            if eager is not None:
-                eager["selected"] = compare(eager, ref_r, step).get("ours_selected")
-            floors[step] = floor_time(a.dataset, step)
-            lines += table_rows(step.upper() + " GRU-23", rows, ref_r["wall_s"], floors[step]["floor_s"])
-            checks.append(f"- {step.upper()}: ours (CUDA graph) vs reference — history metrics bitwise equal: "
-                          f"{c.get('history_equal')}; selected checkpoint bitwise equal: {c.get('checkpoint_equal')}; "
-                          f"max |Δ| of dB metrics {fmt(c.get('max_abs_db_diff'), '{:.2e}')}")
+            if ref_r is not None:
+                rows.append(ref_r)
+            if step == "pa":
+                rows += [cold_rows[k] for k in ("ours", "ref") if k in cold_rows]
+            if ref_r is not None:
+                c = compare(fast, ref_r, step)
+                ref_r["selected"] = c.get("ref_selected")
+                for r in rows:
+                    if r is not ref_r and "reference" not in r["who"]:
+                        r["selected"] = compare(r, ref_r, step).get("ours_selected")
+                    elif r is not ref_r:
+                        r["selected"] = compare(fast, r, step).get("ref_selected")
+                checks.append(f"- {step.upper()}: ours (CUDA graph) vs reference — history metrics bitwise equal: "
+                              f"{c.get('history_equal')}; selected checkpoint bitwise equal: "
+                              f"{c.get('checkpoint_equal')}; max |Δ| of dB metrics "
+                              f"{fmt(c.get('max_abs_db_diff'), '{:.2e}')}")
+                if c.get("history_diffs"):
+                    checks.append(f"  first differences: {c['history_diffs'][:4]}")
+                ratios.append(f"- {step.upper()}, both sides with compiled bytecode: reference {fmt(ref_r['wall_s'])} s"
+                              f" / ours (CUDA graph) {fmt(fast['wall_s'])} s = "
+                              f"{fmt(ref_r['wall_s'] / fast['wall_s'] if fast['wall_s'] else None)}×")
+                if step == "pa" and "ours" in cold_rows and "ref" in cold_rows:
+                    co, cr = cold_rows["ours"], cold_rows["ref"]
+                    ratios.append(f"- PA, cold first start (empty bytecode cache) of both: reference "
+                                  f"{fmt(cr['wall_s'])} s / ours {fmt(co['wall_s'])} s = "
+                                  f"{fmt(cr['wall_s'] / co['wall_s'] if co['wall_s'] else None)}×; "
+                                  f"ours' first batch at {fmt(co.get('first_batch_s'))} s cold vs "
+                                  f"{fmt(fast.get('first_batch_s'))} s compiled")
+            else:
+                for r in rows:
+                    r["selected"] = compare(r, {}, step).get("ours_selected")
             if eager is not None:
                 ce = compare(fast, eager, step)
                 checks.append(f"- {step.upper()}: ours CUDA graph vs ours eager — history bitwise equal: "
                               f"{ce.get('history_equal')}")
-            if c.get("history_diffs"):
-                checks.append(f"  first differences: {c['history_diffs'][:4]}")
+            if device == "cuda":
+                floors[step] = floor_time(a.dataset, step)
+            ref_wall = ref_r["wall_s"] if ref_r is not None else None
+            lines += table_rows(step.upper() + " GRU-23", rows, ref_wall, floors.get(step, {}).get("floor_s"))
             for r in rows:
                 if r.get("rc"):
                     checks.append(f"\n{r['who']} {step} failed (exit {r['rc']}):\n```\n{r.get('log_tail', '')}\n```")
@@ -360,11 +449,12 @@ def main():
                                   f"epoch starts {r.get('epoch_starts')}")
             print("\n".join(lines[-len(rows):]), flush=True)
         lines.append("")
+        lines += ratios
         for step, f in floors.items():
             lines.append(f"- floor {step.upper()}: captured step (optimizer {f['optimizer']}) {f['step_us']:.1f} µs "
                          f"× 4,605 = {f['floor_s']:.3f} s (the same step without the optimizer: "
                          f"{f['step_no_opt_us']:.1f} µs → {f['floor_no_opt_s']:.3f} s)")
-        lines += ["", first_launch] + checks
+        lines += ["", bytecode_note()] + checks
     text = "\n".join(lines) + "\n"
     print(text)
     write_out(a.out, text)

@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+
 ROOT = Path(__file__).resolve().parents[1]
 COLS = ["LR", "TRAIN_LOSS", "VAL_LOSS", "VAL_NMSE", "VAL_EVM", "VAL_ACLR_L", "VAL_ACLR_R", "VAL_ACLR_AVG",
         "TEST_LOSS", "TEST_NMSE", "TEST_EVM", "TEST_ACLR_L", "TEST_ACLR_R", "TEST_ACLR_AVG", "N_PARAM"]
@@ -33,8 +35,6 @@ def run(cmd, cwd=None, env=None):
 
 
 def compare(ours_dir: Path, ref_hist: str, ref_ckpt: str):
-    import torch
-
     ho = list(csv.DictReader(open(ours_dir / "history.csv")))
     hr = list(csv.DictReader(open(ref_hist)))
     diffs = [(a["EPOCH"], c, a[c], b[c]) for a, b in zip(ho, hr) for c in COLS if a[c] != b[c]]
@@ -71,8 +71,6 @@ def main():
     ours_common = ["--hidden-size", str(a.hidden), "--epochs", str(a.epochs), "--frame-length", str(a.frame),
                    "--stride", str(a.stride), "--device", "cpu", "--no-plots", "--quiet"]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    import torch
-
     lines = [f"# Ours vs reference OpenDPD 2.2.1 on CPU ({time.strftime('%Y-%m-%d %H:%M')})", "",
              f"command: `python benchmarks/compare_reference_cpu.py {' '.join(sys.argv[1:])}`", "",
              f"{name}, {a.epochs} epochs, hidden {a.hidden}, frame {a.frame}, stride {a.stride}, batch 64, seed 0; "

@@ -11,8 +11,10 @@ ratio GUI / headless, and per run the trainer's epoch starts (DPD_DESKTOP_TIMING
 run's plots written as PNGs (the command line writes them after the run, the window when the run finishes).
 """
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,8 +36,6 @@ def main():
     ap.add_argument("--mode", default=None, choices=("gui", "headless"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.mode is None:
-        import subprocess
-
         heads, guis = [], []
         for i in range(a.repeats):
             for mode, acc in (("headless", heads), ("gui", guis)):
@@ -54,6 +54,7 @@ def main():
         h, g = statistics.median(heads), statistics.median(guis)
         print(f"median headless {h:.2f} s, GUI {g:.2f} s, GUI / headless = {g / h:.3f}")
         return
+    # Qt and our package only in the child modes (the parent only starts them): after QT_QPA_PLATFORM is set
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QEventLoop, QTimer
 
@@ -116,8 +117,6 @@ def main():
 
 def marks_summary(path) -> str:
     """Epoch starts and the end of the run, in seconds from the run's start (the trainer's DPD_DESKTOP_TIMING marks)."""
-    import json
-
     if not Path(path).exists():
         return "no timing marks"
     marks = [json.loads(line) for line in open(path)]

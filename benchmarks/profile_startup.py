@@ -12,7 +12,15 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the script runs from benchmarks/
+
+from dpd_desktop.data import load_dataset  # noqa: E402
+from dpd_desktop.data.framing import segment  # noqa: E402
+from dpd_desktop.metrics import compute_metrics  # noqa: E402  (SciPy itself loads at the first call, timed below)
+from dpd_desktop.models import build_model  # noqa: E402
 
 
 def timed(code):
@@ -44,11 +52,6 @@ def main():
         m = json.loads(line)
         print(f"  {m['mark']:18s} {m['t'] - t0:7.3f} s  {m.get('epoch', '')}")
 
-    import torch
-    sys.path.insert(0, str(ROOT))
-    from dpd_desktop.data import load_dataset
-    from dpd_desktop.data.framing import segment
-    from dpd_desktop.models import build_model
     ds = load_dataset(a.dataset)
     dev = torch.device("cuda")
     torch.manual_seed(0)
@@ -74,7 +77,6 @@ def main():
         torch.cuda.synchronize()
         t3 = time.perf_counter() - t
         print(f"val and test on two streams {t3*1e3:.1f} ms; equal: {torch.equal(a2, a6) and torch.equal(b2, b6)}")
-        from dpd_desktop.metrics import compute_metrics
         p = a6.cpu().numpy(); r = segment(ds.val.y, 16384)
         t = time.perf_counter(); compute_metrics(p, r, ds.spec); print(f"metrics (first, incl. scipy import) {1e3*(time.perf_counter()-t):.1f} ms")
         t = time.perf_counter(); compute_metrics(p, r, ds.spec); print(f"metrics {1e3*(time.perf_counter()-t):.1f} ms")

@@ -1,7 +1,7 @@
 """Process start → first training batch (and epoch 0), with and without a change, alternating fresh processes.
 
-    python3 benchmarks/startup_ab.py --dataset .ref/datasets/DPA_160MHz --env DPD_DESKTOP_NO_EARLY_CUDA=1 --pairs 3
-    python3 benchmarks/startup_ab.py --dataset .ref/datasets/DPA_160MHz --env DPD_DESKTOP_GIL_SWITCH_S=0.0002 \
+    python3 benchmarks/startup_ab.py --dataset .ref/datasets/DPA_160MHz --env DPD_DESKTOP_DISABLE_BATCHED_LOADER=1 --pairs 3
+    python3 benchmarks/startup_ab.py --dataset .ref/datasets/DPA_160MHz --env DPD_DESKTOP_DISABLE_CUDA_GRAPH=1 \
         --epochs 2 --max-train-samples 0 --pairs 2        # epoch 0 vs epoch 1 on the whole split
 
 Each run is ``dpd-desktop train-pa`` (default: 1 epoch on the first 20,000 training samples, CUDA) in a fresh
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-KEYS = ("dataset_prefetch_wait", "torch_imported", "setup_start", "tensors_on_device", "model_built", "first_batch",
+KEYS = ("torch_imported", "setup_start", "tensors_on_device", "model_built", "first_batch",
         "capture_optimizer_checked", "capture_warmup_done", "graph_captured", "warm_imports_done")
 
 

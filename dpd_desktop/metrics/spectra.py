@@ -1,8 +1,12 @@
-"""Frequency grids, channel geometry and PSD helpers.
+"""Channel geometry and the one plot PSD.
 
 ``channel_bins`` is the channel geometry shared by the legacy ACLR and EVM ("OpenDPD 2.2.1 reference §6.2
-(utils/metrics.py)", steps 2-3). ``psd_db`` is for plots only (it follows the Studio plot settings of reference §8.2,
-not the ACLR numerics). SciPy is imported lazily inside functions.
+(utils/metrics.py)", steps 2-3). ``psd_db`` is the PSD of every plot and of results.h5 (it follows the Studio plot
+settings of reference §8.2, not the ACLR numerics).
+
+SciPy is imported inside ``psd_db``, not here: ``import scipy.signal`` takes ~0.6 s (``python -X importtime``, 2-core
+dev machine) and this module is imported when a dataset is loaded (``data/spec.py`` checks its channel geometry),
+before the first batch.
 """
 
 from __future__ import annotations
@@ -14,10 +18,7 @@ import numpy as np
 __all__ = [
     "ChannelBins",
     "channel_bins",
-    "channel_edges",
     "psd_db",
-    "band_power_db",
-    "downsample_peaks",
     "DB_FLOOR",
 ]
 
@@ -76,29 +77,6 @@ class ChannelBins:
         """True when both adjacent channels lie fully inside the grid (required by ``aclr_db``)."""
         return self.iL - self.W >= 0 and self.iR + self.W <= self.n
 
-    def edges_hz(self) -> dict[str, tuple[float, float]]:
-        """Band edges in Hz, as ``(f_first_bin, f_last_bin + df)`` for main, adjacent and each sub-channel band.
-
-        For plots/overlays. Keys: ``main``, ``left``, ``right``, ``sub0`` ... ``sub{n_sub_ch-1}``. Bands partly
-        outside the grid are clipped to it.
-        """
-
-        def span(sl: slice) -> tuple[float, float]:
-            a = max(sl.start, 0)
-            b = min(sl.stop, self.n)
-            if b <= a:
-                return (float("nan"), float("nan"))
-            return (float(self.freqs_hz[a]), float(self.freqs_hz[b - 1] + self.df))
-
-        out = {
-            "main": span(slice(self.iL, self.iR + 1)),
-            "left": span(self.left_slice),
-            "right": span(self.right_slice),
-        }
-        for c in range(self.n_sub_ch):
-            out[f"sub{c}"] = span(self.sub_slice(c))
-        return out
-
 
 def _check_geometry_args(fs, bw_main, n_sub_ch, n) -> tuple[float, float, int, int]:
     try:
@@ -154,12 +132,7 @@ def channel_bins(fs: float, bw_main: float, n_sub_ch: int, n: int) -> ChannelBin
     return ChannelBins(iL=iL, iR=iR, W=int(W), freqs_hz=freqs, df=fs_f / nn, n=nn, n_sub_ch=nsc, fs=fs_f, bw_main=bw_f)
 
 
-def channel_edges(fs: float, bw_main: float, n_sub_ch: int, n: int) -> ChannelBins:
-    """Alias of :func:`channel_bins` (name used in docs/CONTRACTS.md); use ``.edges_hz()`` for band edges in Hz."""
-    return channel_bins(fs, bw_main, n_sub_ch, n)
-
-
-def _to_complex_sequence(sig, n_valid: int | None) -> np.ndarray:
+def _to_complex_sequence(sig) -> np.ndarray:
     """(N,2)/(S,N,2) real I/Q or (N,)/(S,N) complex -> 1-D complex128 sequence (segments concatenated in order)."""
     a = np.asarray(sig)
     if np.iscomplexobj(a):
@@ -171,10 +144,6 @@ def _to_complex_sequence(sig, n_valid: int | None) -> np.ndarray:
             raise ValueError(f"real signal must be (N, 2) or (S, N, 2) I/Q, got shape {a.shape}")
         a = a.astype(np.float64).reshape(-1, 2)
         z = a[:, 0] + 1j * a[:, 1]
-    if n_valid is not None:
-        if int(n_valid) < 1:
-            raise ValueError(f"n_valid must be >= 1, got {n_valid!r}")
-        z = z[: int(n_valid)]
     if z.size < 2:
         raise ValueError(f"signal needs at least 2 samples for a PSD, got {z.size}")
     return z
@@ -187,44 +156,14 @@ def _to_db(lin: np.ndarray) -> np.ndarray:
     return np.maximum(out, DB_FLOOR)
 
 
-def downsample_peaks(x: np.ndarray, y: np.ndarray, max_points: int) -> tuple[np.ndarray, np.ndarray]:
-    """Peak-preserving downsampling for plots: split into <= max_points contiguous buckets, keep each bucket's max.
-
-    Returns ``(x[idx], y[idx])`` where idx is the argmax of y in each bucket, so x stays in its original order and
-    every returned point is an original sample. Inputs with ``len <= max_points`` are returned unchanged (copies).
-    """
-    x = np.asarray(x)
-    y = np.asarray(y)
-    if x.shape != y.shape or x.ndim != 1:
-        raise ValueError(f"x and y must be 1-D of equal length, got {x.shape} and {y.shape}")
-    if int(max_points) < 1:
-        raise ValueError(f"max_points must be >= 1, got {max_points!r}")
-    n = y.size
-    m = int(max_points)
-    if n <= m:
-        return x.copy(), y.copy()
-    bounds = np.linspace(0, n, m + 1).astype(np.int64)
-    idx = np.array([a + int(np.argmax(y[a:b])) for a, b in zip(bounds[:-1], bounds[1:]) if b > a], dtype=np.int64)
-    return x[idx], y[idx]
-
-
-def psd_db(
-    sig,
-    fs: float,
-    nperseg: int,
-    ref_power: float | None = None,
-    *,
-    max_points: int | None = None,
-    n_valid: int | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Two-sided Welch power spectral density in dB, frequencies ascending from -fs/2 - for plots.
+def psd_db(sig, fs: float, nperseg: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two-sided Welch power spectral density in dB, frequencies ascending from -fs/2 - for plots and results.h5.
 
     What it is: ``scipy.signal.welch`` of the complex signal with a periodic Hann window of ``nperseg`` samples,
     50 % overlap (``nperseg//2``), **no** detrend, ``scaling='density'`` (power per Hz), two-sided, reordered
     ascending (fftshift), then ``10*log10`` with a floor at -300 dB. These are the Studio plot settings of
     "OpenDPD 2.2.1 reference §8.2 (opendpd/core/plots.py)". A segment array (S, N, 2) is flattened back to one
-    sequence in order (as Studio display plots do, reference §2.2) and optionally cut to ``n_valid`` samples to drop
-    zero padding; Welch then averages its overlapping windows.
+    sequence in order (as Studio display plots do, reference §2.2); Welch then averages its overlapping windows.
 
     What it is NOT: not the ACLR PSD (that one is 'spectrum' scaling, constant detrend, one window per segment;
     see ``aclr.segment_psd``) - do not integrate this curve to reproduce the logged ACLR.
@@ -232,25 +171,26 @@ def psd_db(
     Args:
         sig: (N, 2) or (S, N, 2) real I/Q, or (N,) / (S, N) complex.
         fs: sample rate, Hz.
-        nperseg: Welch window length; reduced to the signal length when longer.
-        ref_power: if given, the PSD is divided by it (e.g. a carrier power) so the result is relative (dB re ref).
-        max_points: if given, peak-preserving downsampling to at most this many points (see ``downsample_peaks``).
-        n_valid: keep only the first n_valid samples of the flattened sequence.
+        nperseg: Welch window length; reduced to the signal length when longer. Callers cap it for plots
+            (``training.plotdata.PSD_NPERSEG_MAX`` = 2048 bins).
 
     Returns:
-        ``(freq_hz, psd_db)``: float64 arrays, Hz and dB (dB/Hz re 1 unit^2, or dB re ``ref_power``).
+        ``(freq_hz, psd_db)``: float64 arrays of ``min(nperseg, len)`` points, Hz and dB/Hz re 1 unit^2.
 
     Raises:
-        ValueError: bad shape, fs <= 0, nperseg < 2, ref_power <= 0, max_points < 1.
+        ValueError: bad shape, fewer than 2 samples, fs not a positive number, nperseg < 2.
     """
-    from scipy.signal import welch
+    from scipy.signal import welch  # ~0.6 s import: see the module docstring
 
-    fs_f = float(fs)
+    try:
+        fs_f = float(fs)
+    except (TypeError, ValueError):
+        raise ValueError(f"fs must be a positive number of Hz, got {fs!r}") from None
     if not np.isfinite(fs_f) or fs_f <= 0:
         raise ValueError(f"fs must be a positive number of Hz, got {fs!r}")
     if int(nperseg) < 2:
         raise ValueError(f"nperseg must be >= 2, got {nperseg!r}")
-    z = _to_complex_sequence(sig, n_valid)
+    z = _to_complex_sequence(sig)
     nps = min(int(nperseg), z.size)
     f, pxx = welch(
         z,
@@ -264,29 +204,4 @@ def psd_db(
     )
     f = np.fft.fftshift(f)
     pxx = np.fft.fftshift(pxx).astype(np.float64)
-    if ref_power is not None:
-        rp = float(ref_power)
-        if not rp > 0:
-            raise ValueError(f"ref_power must be > 0, got {ref_power!r}")
-        pxx = pxx / rp
-    out = _to_db(pxx)
-    if max_points is not None:
-        f, out = downsample_peaks(f, out, max_points)
-    return f, out
-
-
-def band_power_db(freq_hz, psd_db_values, lo_hz: float, hi_hz: float) -> float:
-    """Power in the band [lo_hz, hi_hz) from a *density* PSD in dB (as returned by ``psd_db`` without downsampling).
-
-    Sums the linear PSD over bins whose centre frequency lies in [lo_hz, hi_hz) times the bin spacing (taken from
-    the grid), returns ``10*log10`` (floor -300 dB). Same band rule as the Studio general profile (reference §6.4);
-    it is NOT the legacy ACLR band rule (``channel_bins``). Needs a uniform grid (do not pass downsampled curves).
-    """
-    f = np.asarray(freq_hz, dtype=np.float64)
-    p = np.asarray(psd_db_values, dtype=np.float64)
-    if f.shape != p.shape or f.ndim != 1 or f.size < 2:
-        raise ValueError(f"freq_hz and psd_db_values must be equal-length 1-D arrays (>=2), got {f.shape}, {p.shape}")
-    df = float(f[1] - f[0])
-    mask = (f >= lo_hz) & (f < hi_hz)
-    lin = np.sum(10.0 ** (p[mask] / 10.0)) * df
-    return float(_to_db(np.asarray(lin)))
+    return f, _to_db(pxx)

@@ -1,6 +1,8 @@
 """Build the small, downsampled :class:`PlotData` of the default panels from one pass of predictions.
 
 Runs on the training thread (never the GUI thread). Cost on DPA_160MHz validation (98,304 samples): a few ms.
+The spectra are :func:`dpd_desktop.metrics.spectra.psd_db` (reference §8.2 plot settings) with the Welch window
+capped at ``PSD_NPERSEG_MAX`` bins.
 """
 from __future__ import annotations
 
@@ -8,26 +10,17 @@ from typing import Mapping
 
 import numpy as np
 
+from ..metrics.spectra import psd_db
 from .events import PlotData
 
 AMAM_POINTS = 2000
+#: Welch window cap of the plotted PSDs (bins): the spectra are drawn with at most this many points.
 PSD_NPERSEG_MAX = 2048
 TIME_WINDOW = 256
 
 
 def _complex(a: np.ndarray) -> np.ndarray:
     return a[..., 0].astype(np.float64) + 1j * a[..., 1].astype(np.float64)
-
-
-def psd_db(sig_c: np.ndarray, fs: float, nperseg: int) -> tuple[np.ndarray, np.ndarray]:
-    """Two-sided Welch PSD (Hann, density scaling, scipy.signal.welch) of a complex series, fftshifted, in dB/Hz."""
-    from scipy.signal import welch
-
-    nps = int(min(nperseg, PSD_NPERSEG_MAX, len(sig_c)))
-    f, p = welch(sig_c, fs=fs, nperseg=nps, return_onesided=False, scaling="density")
-    f = np.fft.fftshift(f)
-    p = np.fft.fftshift(p)
-    return f, 10.0 * np.log10(np.maximum(p, 1e-30))
 
 
 def build_plot_data(source: str, x: np.ndarray, signals: Mapping[str, np.ndarray], spec, *,
@@ -56,16 +49,15 @@ def build_plot_data(source: str, x: np.ndarray, signals: Mapping[str, np.ndarray
         ampm[name] = np.degrees(np.angle(sc / safe_x)).astype(np.float32)
 
     fs = spec.sample_rate_hz or 1.0
+    nps = min(spec.nperseg, PSD_NPERSEG_MAX)
     psd = {}
-    freq = None
-    f, p = psd_db(xc, fs, spec.nperseg)
+    freq, p = psd_db(xc, fs, nps)
     psd["input x"] = p.astype(np.float32)
-    freq = f
     for name, s in signals.items():
-        _, p = psd_db(_complex(s), fs, spec.nperseg)
+        _, p = psd_db(_complex(s), fs, nps)
         psd[name] = p.astype(np.float32)
     if error_of is not None:
-        _, p = psd_db(_complex(signals[error_of[0]]) - _complex(signals[error_of[1]]), fs, spec.nperseg)
+        _, p = psd_db(_complex(signals[error_of[0]]) - _complex(signals[error_of[1]]), fs, nps)
         psd["error"] = p.astype(np.float32)
 
     bands = {}

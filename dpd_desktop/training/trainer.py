@@ -799,9 +799,9 @@ class Trainer:
                 g.attrs["loss"] = ev["loss"]
                 for k, v in ev["metrics"].items():
                     g.attrs[k] = float(v)
-                from .plotdata import psd_db
+                from ..metrics.spectra import psd_db
 
-                fz, p = psd_db(_c(unsegment(ev["pred"], n)), spec.sample_rate_hz, spec.nperseg)
+                fz, p = psd_db(unsegment(ev["pred"], n), spec.sample_rate_hz, min(spec.nperseg, 2048))
                 g.create_dataset("psd_freq_hz", data=fz)
                 g.create_dataset("psd_prediction_db", data=p)
 

@@ -12,17 +12,18 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from scipy.signal import welch
 
 from dpd_desktop.metrics import (
     METRIC_KEYS,
     aclr_db,
-    band_power_db,
     channel_bins,
     compute_metrics,
     evm_db,
     nmse_db,
     psd_db,
 )
+from dpd_desktop.training.plotdata import PSD_NPERSEG_MAX, build_plot_data
 
 DATASETS = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
 
@@ -151,8 +152,6 @@ def f32_nmse(p, r):
 
 
 def f32_aclr(p, fs, bw, nsc):
-    from scipy.signal import welch
-
     n = p.shape[1]
     rows = []
     for s in range(p.shape[0]):
@@ -238,8 +237,6 @@ def test_channel_bins_apa_edges_not_on_channel_edges():
 
 
 def test_channel_bins_grid_matches_welch_frequencies_even_and_odd():
-    from scipy.signal import welch
-
     for n in (2560, 2561, 999):
         z = np.ones(n, dtype=np.complex64)
         f, _ = welch(z, 800e6, nperseg=n, return_onesided=False, scaling="spectrum")
@@ -260,9 +257,6 @@ def test_channel_bins_leftover_bins_and_slices():
     assert (cb.iL, cb.iR, cb.W) == (768, 1280, 51)
     assert cb.sub_slices[-1] == slice(768 + 459, 768 + 510)
     assert cb.left_slice == slice(717, 768) and cb.right_slice == slice(1280, 1331)
-    e = cb.edges_hz()
-    assert e["main"] == (-100e6, 100e6 + cb.df)
-    assert e["left"][1] == -100e6 and e["right"][0] == 100e6
 
 
 @pytest.mark.parametrize(
@@ -497,6 +491,11 @@ def test_compute_metrics_full_and_missing_spec(ofdm_pair):
 # ----------------------------------------------------------------------------------------------------------------
 
 
+def _total_power(f, p_db):
+    """Integral of a density PSD in dB over its whole (uniform) grid, linear."""
+    return float(np.sum(10.0 ** (p_db / 10.0)) * (f[1] - f[0]))
+
+
 def test_psd_db_tone_and_noise_power():
     fs, n = 1000.0, 256
     rng = np.random.default_rng(5)
@@ -506,31 +505,53 @@ def test_psd_db_tone_and_noise_power():
     assert f.shape == p.shape == (n,) and np.all(np.diff(f) > 0) and f[0] == -fs / 2
     assert f[np.argmax(p)] == 125.0
     # density: integrating over all bins gives the total power (1.0 -> 0 dB)
-    assert band_power_db(f, p, -fs, fs) == pytest.approx(0.0, abs=0.01)
+    assert _total_power(f, p) == pytest.approx(1.0, rel=0.002)
     noise = (rng.standard_normal((4, n * 8)) + 1j * rng.standard_normal((4, n * 8))) * math.sqrt(0.5)
     f2, p2 = psd_db(iq(noise), fs, n)  # (S, N, 2) -> flattened sequence
-    assert band_power_db(f2, p2, -fs, fs) == pytest.approx(0.0, abs=0.1)
+    assert 10 * math.log10(_total_power(f2, p2)) == pytest.approx(0.0, abs=0.1)
     assert np.median(p2) == pytest.approx(10 * math.log10(1 / fs), abs=0.5)
 
 
-def test_psd_db_shapes_ref_power_floor_and_downsampling():
+def test_psd_db_shapes_floor_no_detrend_and_errors():
     fs, n = 800e6, 512
     rng = np.random.default_rng(6)
     seg = iq(ofdm_like(3, n * 2, fs, 200e6, 4, rng))  # (3, 1024, 2)
     f1, p1 = psd_db(seg, fs, n)
     f2, p2 = psd_db(seg.reshape(-1, 2), fs, n)
     assert np.array_equal(f1, f2) and np.array_equal(p1, p2)
-    _, p3 = psd_db(seg, fs, n, ref_power=10.0)
-    assert np.allclose(p3, p1 - 10.0)
+    z = seg.reshape(-1, 2).astype(np.float64) @ np.array([1.0, 1j])
+    _, p3 = psd_db(z, fs, n)  # complex (N,) input is the same signal
+    assert np.allclose(p3, p1, atol=1e-9)
     _, pz = psd_db(np.zeros((n, 2), np.float32), fs, n)
     assert np.all(pz == -300.0)
-    fd, pd = psd_db(seg, fs, n, max_points=100)
-    assert len(fd) <= 100 and np.all(np.diff(fd) > 0)
-    assert pd.max() == p1.max() and set(fd).issubset(set(f1))
-    fv, _ = psd_db(seg, fs, 4096, n_valid=1000)  # nperseg reduced to the 1000 valid samples
-    assert fv.shape == (1000,)
+    # no detrend (reference §8.2): a constant I/Q offset of 1 is a DC line of density 1/df, not removed per segment
+    fd, pdc = psd_db(np.ones((4 * n, 2), np.float32), fs, n)
+    k0 = int(np.flatnonzero(fd == 0.0)[0])
+    assert pdc[k0] == pytest.approx(10 * math.log10(2.0 / (fs / n) * 2 / 3), abs=1e-6)  # |1+1j|^2 = 2, Hann ENBW 1.5
+    fv, _ = psd_db(seg, fs, 4096)  # nperseg reduced to the 3072 samples
+    assert fv.shape == (3072,)
     with pytest.raises(ValueError):
         psd_db(np.zeros((3, 5, 4)), fs, n)
+    for bad_fs in (None, 0.0, float("nan"), "x"):
+        with pytest.raises(ValueError):
+            psd_db(seg, bad_fs, n)
+    with pytest.raises(ValueError):
+        psd_db(seg, fs, 1)
+
+
+def test_plot_data_psd_is_the_metrics_psd_capped_at_2048():
+    rng = np.random.default_rng(7)
+    x = iq(ofdm_like(1, 3 * 2560, FS, B, NSC, rng)).reshape(-1, 2)
+    y = (x * 1.5 + 0.01 * rng.standard_normal(x.shape)).astype(np.float32)
+    spec = SimpleNamespace(sample_rate_hz=FS, bw_main_hz=B, n_sub_ch=NSC, nperseg=N)
+    pd = build_plot_data("validation", x, {"y": y, "pred": x}, spec, target_name="y", pred_name="pred",
+                         error_of=("pred", "y"))
+    assert PSD_NPERSEG_MAX == 2048 and pd.psd_freq_mhz.shape == (2048,)
+    f, p = psd_db(y, FS, 2048)
+    assert np.array_equal(pd.psd_freq_mhz, (f / 1e6).astype(np.float32))
+    assert np.array_equal(pd.psd["y"], p.astype(np.float32))
+    assert np.array_equal(pd.psd["input x"], psd_db(x, FS, 2048)[1].astype(np.float32))
+    assert np.array_equal(pd.psd["error"], psd_db(x - y.astype(np.float64), FS, 2048)[1].astype(np.float32))
 
 
 def test_import_is_light():

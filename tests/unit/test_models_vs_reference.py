@@ -1,7 +1,8 @@
 """Bitwise comparison of dpd_desktop.models against the OpenDPD 2.2.1 reference sources (reference §2.4–§3.6).
 
 The reference sources are git-ignored and live at ``<repo>/.ref/opendpd-2.2.1`` (``models.py``, ``backbones/``);
-without them every test here is skipped (CI does not have them). With them, for every family this checks, on CPU in
+``make test`` (and ``make reference``) downloads them from the package registry first. Without them every test here
+is skipped, which tests/conftest.py allows only outside CI. With them, for every family this checks, on CPU in
 float32, that ``build_model(bb, H, layers)`` after ``torch.manual_seed(s)`` and the reference's
 ``CoreModel(input_size=2, hidden_size=H, num_layers=layers, backbone_type=bb, window_size=4, num_dvr_units=4,
 thx=0, thh=0)`` after the same seed give
@@ -39,8 +40,7 @@ _REF_BACKBONE_MODULES = ("gru", "lstm", "dgru", "tres_gru", "rvtdcnn", "cuda_gra
 
 pytestmark = pytest.mark.skipif(
     not (REF_DIR / "models.py").is_file() or not (REF_DIR / "backbones").is_dir(),
-    reason=f"OpenDPD 2.2.1 reference sources not found at {REF_DIR} (git-ignored; unpack them there to run the "
-           "bitwise comparison against the reference)",
+    reason=f"OpenDPD 2.2.1 reference sources not found at {REF_DIR} (git-ignored; `make reference` downloads them)",
 )
 
 FAMILIES = ("gru", "lstm", "dgru", "tres_gru", "rvtdcnn")
