@@ -12,6 +12,9 @@ A run folder (ARCHITECTURE.md, "What a run leaves on disk") holds ``config.json`
 ``config.json`` carries ``schema`` (:data:`SCHEMA`). Schema 1 is what the first releases wrote (no ``schema`` field;
 the demo dataset's identity was the pseudo-path ``"<synthetic demo seed=N>"`` in ``dataset.source``): the reader
 translates it once, here. Schema 2 records the demo's generator settings in ``dataset.demo`` and its source as null.
+
+(A little over 600 lines, on purpose: the reader and the writer are twins, kept in one module so that a change to
+the one is made beside the other; the round trip is tested in tests/unit/test_record.py.)
 """
 from __future__ import annotations
 

@@ -17,14 +17,11 @@ Differences from the reference, all deliberate:
 from __future__ import annotations
 
 import contextlib
-import copy
-import json
 import logging
 import math
 import threading
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -34,24 +31,24 @@ import torch
 
 from .. import timing
 from ..config import ConfigError, ExperimentConfig
-from ..data import DatasetError, load_dataset, make_demo_dataset
 from ..data import framing
 from ..data.framing import FrameLoader, PlainFrameLoader, draw_dataloader_iterator_seed
-from ..metrics import nmse_db
 from ..models import Cascade, build_model, count_parameters
-from ..runs.record import HISTORY_COLUMNS, HISTORY_METRICS, DatasetRef, RunWriter  # noqa: F401 - re-exported
+from ..runs.record import HISTORY_COLUMNS, HISTORY_METRICS, RunWriter  # noqa: F401 - re-exported
 from ..runs.workspace import Workspace
-from .device import (cudnn_settings, deterministic_convolutions, device_name, reference_determinism,
-                     resolve_device, seed_everything, versions)
+from .dataset_checks import load_dataset_for, require_finite_gain, require_whole_segment
+from .device import deterministic_convolutions, device_name, reference_determinism, resolve_device, seed_everything
 from .errors import Cancelled, TrainingError
 from .evaluation import Evaluator, scaled_target
 from .events import (BatchProgress, CheckpointReady, EpochEnded, LogLine, PreviewReady, ResultsReady,
                      RunCancelled, RunFailed, RunFinished, RunPrepared, RunStarted)
 from .fast_path import make_fast_step
 from .optim import make_optimizer, make_plateau
+from .overlap import EpochEndOverlap, lr_may_change, optimizer_state
 from .pa_source import check_pa_run, load_pa_for_dpd
-from .plotdata import build_plot_data
 from .preview import BatchPreview
+from .record_payload import checkpoint_meta, results_attrs, setup_blocks
+from .report import describe_error, finite_or_none, float_map, format_row
 
 __all__ = ["Trainer", "RunResult", "TrainingError", "Cancelled", "load_dataset_for", "resolve_device",
            "seed_everything", "describe_error", "check_pa_run", "load_pa_for_dpd", "lr_may_change",
@@ -139,10 +136,7 @@ class Trainer:
         self.best_value: float | None = None
         self._best_state: dict[str, torch.Tensor] | None = None  # the selected epoch's model tensors, on the CPU
         self._start_time: float | None = None
-        self._pool: ThreadPoolExecutor | None = None
-        self._pending = None
-        self._shadow = None
-        self._eval_stream = None
+        self._overlap = EpochEndOverlap()  # CUDA: epoch ends on a worker thread (see overlap.py)
         # --- live batch preview
         self._preview: BatchPreview | None = None  # the frozen copy is made on the first preview
         self._preview_every: int | None = config.preview_every
@@ -183,7 +177,7 @@ class Trainer:
                 fast_path=self.fast_path_status, batched_loader=self.loader_status, n_params=self.n_params,
                 n_params_model=self.n_params_model,
                 n_train_frames=self.loader.n_frames, batches_per_epoch=self.loader.n_batches,
-                epochs=self.config.epochs, dataset_summary=self._dataset_summary(), setup=self._record_setup()))
+                epochs=self.config.epochs, dataset_summary=self._dataset_summary(), setup=setup_blocks(self)))
             timing.mark("setup_done")
             self._log(f"training: {self.loader.n_frames} frames, {self.loader.n_batches} batches/epoch, "
                       f"device {self.device} ({self.device_name}), CUDA graph: {self.fast_path_status}")
@@ -226,10 +220,10 @@ class Trainer:
         timing.mark("data_loaded")
         ds = self.dataset
         ds.spec.require_metrics(str(ds.source))
-        _require_whole_segment(ds)
+        require_whole_segment(ds)
         self.fingerprint = ds.fingerprint()  # before the PA is loaded: a DPD checks it against the PA's dataset
         if cfg.step == "dpd":  # a bad PA run is refused before a run folder exists (the real load comes later)
-            _require_finite_gain(ds)
+            require_finite_gain(ds)
             check_pa_run(self.workspace, cfg.pa_run, dataset=ds, fingerprint=self.fingerprint,
                          allow_dataset_mismatch=cfg.allow_dataset_mismatch)
 
@@ -322,24 +316,6 @@ class Trainer:
         self.fast_path_optimizer = ("decided at the first batch" if self.fast_step is not None
                                     else "eager (no CUDA graph)")
 
-    def _record_setup(self) -> dict[str, Any]:
-        """config.json's blocks besides the experiment (RunStarted.setup), in the order of the file."""
-        cfg = self.config
-        return {
-            "dataset": DatasetRef.from_dataset(self.dataset, self.fingerprint).to_dict(),
-            "gain": {"value": self.gain, "rule": "max|y_train| / max|x_train| (reference §1.4)"},
-            "model": {"n_params": self.n_params_model, "n_params_total": self.n_params,
-                      "model_id": f"{cfg.model_id}_P_{self.n_params_model}"},
-            "pa": self.pa_info,
-            "selection_metric": self.selection_metric,
-            "device": {"device": str(self.device), "name": self.device_name,
-                       "fast_path": self.fast_path_status, "fast_path_optimizer": self.fast_path_optimizer,
-                       "batched_loader": self.loader_status, "cudnn": cudnn_settings(self.cudnn_note)},
-            "versions": versions(),
-            "training": {"n_frames": self.loader.n_frames, "batches_per_epoch": self.loader.n_batches,
-                         "torch_threads": torch.get_num_threads(), "optimizer": self.optimizer_impl},
-        }
-
     def _dataset_summary(self) -> dict[str, Any]:
         ds = self.dataset
         try:
@@ -375,8 +351,8 @@ class Trainer:
             draw_dataloader_iterator_seed()  # test iterator
             last = epoch == cfg.epochs - 1
             if overlap and not last and not lr_may_change(self.scheduler):
-                snap = self._snapshot()
-                self._pending = self._executor().submit(self._epoch_end, epoch, lr, train_loss, te, snap)
+                snap = self._overlap.snapshot(self.net, self.optimizer, self.device)
+                self._overlap.submit(self._epoch_end, epoch, lr, train_loss, te, snap)
             else:
                 self._epoch_end(epoch, lr, train_loss, te, None)
             if self._cancel.is_set():
@@ -395,42 +371,12 @@ class Trainer:
             self._log(f"CUDA graph: {status}")
         self.fast_path_status, self.fast_path_optimizer = status, opt_note
 
-    def _executor(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpd-epoch-end")
-        return self._pool
-
-    def _drain(self) -> None:
-        """Wait for the pending epoch end (re-raising its error, if any)."""
-        fut, self._pending = self._pending, None
-        if fut is not None:
-            fut.result()
-
-    def _snapshot(self) -> dict[str, Any]:
-        """Copy weights and optimizer state on the training stream; returns what the epoch-end worker needs."""
-        if self._shadow is None:
-            self._shadow = copy.deepcopy(self.net)
-            for p in self._shadow.parameters():
-                p.requires_grad_(False)
-            for m in self._shadow.modules():
-                if isinstance(m, torch.nn.RNNBase):
-                    m.flatten_parameters()
-            self._eval_stream = torch.cuda.Stream(self.device)
-        with torch.no_grad():
-            for ps, pl in zip(self._shadow.parameters(), self.net.parameters()):
-                ps.copy_(pl)
-            opt_state = {k: (v.clone() if torch.is_tensor(v) else v) for k, v in _opt_state_tensors(self.optimizer)}
-        ready = torch.cuda.Event()
-        ready.record()
-        return {"net": self._shadow, "event": ready, "opt_state": opt_state,
-                "opt_groups": copy.deepcopy(self.optimizer.state_dict()["param_groups"])}
-
     def _epoch_end(self, epoch: int, lr: float, train_loss: float, te: float, snap: dict[str, Any] | None) -> None:
         """Evaluate, select, emit the checkpoint and the row, step the scheduler for one epoch (reference §4.7)."""
         cfg = self.config
         if snap is not None:
             net = snap["net"]
-            stream = self._eval_stream
+            stream = self._overlap.eval_stream
             stream.wait_event(snap["event"])
             ctx = torch.cuda.stream(stream)
         else:
@@ -455,11 +401,11 @@ class Trainer:
         if is_best:
             self.best_value, self.best_epoch, self._best_state = value, epoch, model_state
         self._emit(CheckpointReady(epoch=epoch, row=row, is_best=is_best, model_state=model_state,
-                                   optimizer_state=self._optimizer_state(snap),
-                                   scheduler_state=self.scheduler.state_dict(), meta=self._ckpt_meta(epoch, row)))
+                                   optimizer_state=optimizer_state(self.optimizer, self.trainable, snap),
+                                   scheduler_state=self.scheduler.state_dict(), meta=checkpoint_meta(self, epoch, row)))
         seconds = time.perf_counter() - te
         row_out = dict(row, EPOCH_SECONDS=seconds)
-        self._log(_format_row(row))
+        self._log(format_row(row))
         plots = self._plots("validation", val, "val", net)
         timing.mark("epoch_end", epoch=epoch)
         self._emit(EpochEnded(epoch=epoch, epochs=cfg.epochs, row=row_out, is_best=is_best,
@@ -468,24 +414,6 @@ class Trainer:
                               fast_path=self.fast_path_status, fast_path_optimizer=self.fast_path_optimizer))
         # Reference §4.4/§4.7: scheduler stepped after logging/checkpointing, on the validation metric.
         self.scheduler.step(value)
-
-    def _optimizer_state(self, snap: dict[str, Any] | None) -> dict[str, Any]:
-        """The optimizer's state dict as of this epoch's end (from the snapshot when the worker runs it)."""
-        if snap is None:
-            return self.optimizer.state_dict()
-        ids = {id(p): i for i, p in enumerate(self.trainable)}
-        state: dict[int, dict[str, Any]] = {}
-        for (pid, key), v in snap["opt_state"].items():
-            state.setdefault(ids[pid], {})[key] = v.detach().cpu() if hasattr(v, "detach") else v
-        return {"state": state, "param_groups": snap["opt_groups"]}
-
-    def _ckpt_meta(self, epoch: int, row: dict[str, Any]) -> dict[str, Any]:
-        cfg = self.config
-        return {"format": "dpd-desktop-checkpoint-1", "role": cfg.step, "backbone": cfg.backbone,
-                "hidden_size": cfg.hidden_size, "num_layers": cfg.num_layers, "epoch": epoch,
-                "selection_metric": self.selection_metric, "value": float(row[self.selection_metric]),
-                "run_id": self.run_id, "n_params": self.n_params_model,
-                "dataset_fingerprint": self.fingerprint, "gain": self.gain}
 
     def _train_epoch(self, epoch: int) -> float:
         cfg = self.config
@@ -564,16 +492,7 @@ class Trainer:
         try:
             if self._preview is None:
                 self._preview = BatchPreview(self.net, self.eval_sets["val"], self.device)
-            pred = self._preview.run(self.net)
-            es = self.eval_sets["val"]
-            n = min(es["n"], pred.shape[1])
-            t_seg0 = es["t_seg"][:1]
-            nmse = float(nmse_db(pred, t_seg0))
-            x0 = es["x_seg"][0][:n]
-            tname, pname = self.evaluator.signal_names()
-            sig = {tname: t_seg0[0][:n], pname: pred[0][:n]}
-            plots = build_plot_data("preview", x0, sig, self.dataset.spec, target_name=tname, pred_name=pname,
-                                    error_of=(pname, tname))
+            plots, nmse = self._preview.plots(self.net, self.dataset.spec, self.evaluator.signal_names())
             self._emit(PreviewReady(epoch=epoch, batch=batch, batches=n_batches, plots=plots,
                                     metrics={"NMSE": nmse}))
         except Exception as exc:  # noqa: BLE001
@@ -593,7 +512,7 @@ class Trainer:
             if extra["power_warning"]:
                 self._log(f"WARNING: cascade RMS output with DPD differs from without DPD by "
                           f"{extra['rms_out_diff_db']:+.2f} dB (> 0.5 dB): the DPD changes the gain")
-        self._emit(ResultsReady(attrs=self._results_attrs(extra),
+        self._emit(ResultsReady(attrs=results_attrs(self, extra),
                                 splits={name: self.evaluator.split_results(name, ev)
                                         for name, ev in (("val", val), ("test", test))}))
         timing.mark("results_written")
@@ -603,22 +522,11 @@ class Trainer:
         self._log(f"finished in {wall:.1f} s; selected epoch {self.best_epoch}; test " +
                   ", ".join(f"{k} {float(v):.4f}" for k, v in test["metrics"].items()))
         res = RunResult("succeeded", self.run_id, self.run_dir, self.best_epoch, self.history,
-                        _fmap(val["metrics"]), _fmap(test["metrics"]), wall_s=wall, extra=extra)
+                        float_map(val["metrics"]), float_map(test["metrics"]), wall_s=wall, extra=extra)
         self._emit(RunFinished(run_id=self.run_id, run_dir=str(self.run_dir), best_epoch=self.best_epoch,
                                val_metrics=res.val_metrics, test_metrics=res.test_metrics, wall_s=wall,
-                               plots=plots, extra=extra, best_value=_f(self.best_value)))
+                               plots=plots, extra=extra, best_value=finite_or_none(self.best_value)))
         return res
-
-    def _results_attrs(self, extra: dict[str, Any]) -> dict[str, Any]:
-        """results.h5's root attributes: the run, its configuration and spec (self-describing), the DPD report."""
-        attrs: dict[str, Any] = {"run_id": self.run_id, "config_json": json.dumps(self.config.to_dict()),
-                                 "selected_epoch": int(self.best_epoch), "selection_metric": self.selection_metric,
-                                 "gain": self.gain}
-        for k, v in DatasetRef.from_dataset(self.dataset, self.fingerprint).spec.items():
-            if v is not None and not isinstance(v, dict):
-                attrs[f"spec_{k}"] = v
-        attrs.update(extra)
-        return attrs
 
     def _on_cancel(self, t0: float) -> RunResult:
         try:
@@ -654,10 +562,12 @@ class Trainer:
         return RunResult("failed", self.run_id, self.run_dir, self.best_epoch, self.history, message=msg,
                          wall_s=time.perf_counter() - t0)
 
+    def _drain(self) -> None:
+        """Wait for the pending epoch end (re-raising its error, if any)."""
+        self._overlap.drain()
+
     def _teardown(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        self._overlap.shutdown()
         self.writer.close()
 
     # ------------------------------------------------------------------ events and log
@@ -688,45 +598,6 @@ class Trainer:
 
 
 # ---------------------------------------------------------------------- module helpers
-def load_dataset_for(spec: str):
-    """``"demo"`` → the embedded synthetic dataset; anything else → :func:`dpd_desktop.data.load_dataset`."""
-    if spec == "demo":
-        return make_demo_dataset()
-    return load_dataset(spec)
-
-
-def _require_finite_gain(ds) -> None:
-    """A DPD's target is g·x with g = max|y_train| / max|x_train| (reference §1.4): the training split's input and
-    output must not be all zeros.
-
-    Raises:
-        DatasetError: naming the dataset and the split whose peak is 0.
-    """
-    g = ds.gain
-    if not (math.isfinite(g) and g > 0):
-        which = "input x (max|x_train| = 0)" if not math.isfinite(g) else "output y (max|y_train| = 0)"
-        raise DatasetError(f"the training split's {which} is all zeros, so the DPD target gain "
-                           "g = max|y_train| / max|x_train| is undefined", path=ds.source,
-                           field="train_input" if not math.isfinite(g) else "train_output",
-                           expected="measured, non-zero training data")
-
-
-def _require_whole_segment(ds) -> None:
-    """Val and test must hold at least one ``nperseg``-sample segment: they are evaluated (and their PSD, ACLR and
-    EVM computed) in whole segments, a shorter split would be mostly zero padding (reference §2.2).
-
-    Raises:
-        DatasetError: naming the dataset, the split, its length and the spec field ``nperseg``.
-    """
-    nps = int(ds.spec.nperseg)
-    for name in ("val", "test"):
-        n = int(getattr(ds, name).x.shape[0])
-        if n < nps:
-            raise DatasetError(f"the {name} split has {n} samples, fewer than one evaluation segment "
-                               f"(spec field nperseg = {nps})", path=ds.source, field="nperseg",
-                               expected="val and test of at least nperseg samples, or a smaller nperseg")
-
-
 def _warm_imports_in_background() -> None:
     """Import what the first epoch end and the end of the run need (scipy.signal, h5py) on a daemon thread
     while the GPU trains, so that neither the first evaluation nor the results file waits for an import."""
@@ -747,65 +618,5 @@ def _warm_imports_in_background() -> None:
     threading.Thread(target=work, name="dpd-warm-imports", daemon=True).start()
 
 
-def lr_may_change(sched) -> bool:
-    """Whether the next ``ReduceLROnPlateau.step`` could lower any learning rate, whatever the metric.
-
-    It cannot while in cooldown, while one more bad epoch would not exceed the patience, or when every LR is
-    already within ``eps`` of its minimum (PyTorch's ReduceLROnPlateau rules).
-    """
-    if getattr(sched, "cooldown_counter", 0) > 0:
-        return False
-    if sched.num_bad_epochs + 1 <= sched.patience:
-        return False
-    for group, min_lr in zip(sched.optimizer.param_groups, sched.min_lrs):
-        old = float(group["lr"])
-        if old - max(old * sched.factor, min_lr) > sched.eps:
-            return True
-    return False
-
-
 def _model_of(net, step: str):
     return net if step == "pa" else net.dpd
-
-
-def _opt_state_tensors(optimizer):
-    """(param id, key) → value pairs of the optimizer state (for a device-side snapshot)."""
-    for p, st in optimizer.state.items():
-        for k, v in st.items():
-            yield (id(p), k), v
-
-
-def describe_error(exc: BaseException) -> str:
-    """Plain-words message for a run failure (out-of-memory gets advice)."""
-    text = str(exc) or type(exc).__name__
-    low = text.lower()
-    if "out of memory" in low:
-        return ("the GPU ran out of memory: reduce the batch size, the frame length or the hidden size, or train "
-                f"on the CPU ({text.splitlines()[0]})")
-    if isinstance(exc, (ConfigError, TrainingError)):
-        return text
-    if exc.__class__.__name__ in ("DatasetError", "CheckpointError", "RecordError"):
-        return text
-    return f"{type(exc).__name__}: {text}"
-
-
-def _f(v) -> float | None:
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
-def _fmap(m: dict[str, Any]) -> dict[str, float]:
-    return {k: float(v) for k, v in m.items()}
-
-
-def _format_row(row: dict[str, Any]) -> str:
-    def g(k):
-        v = row.get(k)
-        return f"{float(v):.4f}" if v is not None else "-"
-
-    return (f"epoch {row['EPOCH']}: lr {row['LR']:.2e} train {row['TRAIN_LOSS']:.3e} val {row['VAL_LOSS']:.3e} "
-            f"val NMSE {g('VAL_NMSE')} dB, ACLR {g('VAL_ACLR_AVG')} dBc, EVM {g('VAL_EVM')} dB; "
-            f"test NMSE {g('TEST_NMSE')} dB")
