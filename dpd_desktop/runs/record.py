@@ -18,6 +18,7 @@ the one is made beside the other; the round trip is tested in tests/unit/test_re
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..config import ConfigError, ExperimentConfig
+from ..data import load_dataset, make_demo_dataset
+from ..data.synthetic import demo_settings
 from . import artifacts
 from .states import LIVE_STATES, UNREADABLE
 from .owner import owner_gone, process_identity
@@ -86,8 +89,6 @@ class DatasetRef:
     @classmethod
     def from_dataset(cls, ds, fingerprint: str | None = None) -> "DatasetRef":
         """The reference of a loaded :class:`~dpd_desktop.data.IQDataset` (``fingerprint`` computed when None)."""
-        from ..data.synthetic import demo_settings
-
         spec = _spec_dict(ds.spec)
         demo = demo_settings(ds)
         kind = "demo" if demo is not None else _KIND_OF_FORMAT.get(spec.get("dataset_format"),
@@ -139,8 +140,6 @@ class DatasetRef:
                                      f"'dataset.fingerprint' in {where})")
             return dataset
         if self.kind == "demo":
-            from ..data import make_demo_dataset
-
             try:
                 ds = make_demo_dataset(**dict(self.demo or {}))
             except (ValueError, TypeError) as exc:
@@ -150,8 +149,6 @@ class DatasetRef:
             raise DatasetUnavailable(f"{where}: field 'dataset.source' missing, so the run's dataset cannot be "
                                      "reloaded")
         else:
-            from ..data import load_dataset
-
             try:
                 ds = load_dataset(self.source)
             except (ValueError, OSError) as exc:
@@ -198,8 +195,6 @@ def _v1_demo_settings(spec: dict, samples: dict, seed: int) -> dict[str, Any]:
 
 
 def _spec_dict(spec) -> dict[str, Any]:
-    import dataclasses
-
     try:
         return dataclasses.asdict(spec)
     except TypeError:

@@ -24,6 +24,8 @@ def default_root() -> Path:
     env = os.environ.get("DPD_DESKTOP_WORKSPACE")
     if env:
         return Path(env).expanduser()
+    # here, not at the top: only the default workspace needs platformdirs; a run given its workspace root (tests,
+    # the GPU benchmark machine, whose image has no platformdirs) does not
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("dpd-desktop", appauthor=False))

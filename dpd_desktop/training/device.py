@@ -9,6 +9,7 @@ import numpy as np
 import scipy
 import torch
 
+from .. import __version__
 from .errors import TrainingError
 
 
@@ -74,8 +75,6 @@ def cudnn_settings(note: str | None) -> dict:
 
 def versions() -> dict[str, str]:
     """Library versions recorded in config.json."""
-    from .. import __version__  # the package's own __init__ (a cycle at the top: dpd_desktop imports nothing here)
-
     out = {"dpd_desktop": __version__, "python": sys.version.split()[0], "torch": torch.__version__,
            "numpy": np.__version__, "scipy": scipy.__version__}
     if torch.cuda.is_available():

@@ -36,7 +36,7 @@ def _adam_functions():
     Raises:
         PrivateApiChanged: naming the missing function or parameter.
     """
-    try:
+    try:  # imported here on purpose: this import is the check (a torch release may not have them)
         from torch.optim import adam as _adam
         from torch.optim.optimizer import _default_to_fused_or_foreach
 
