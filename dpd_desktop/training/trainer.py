@@ -57,6 +57,8 @@ __all__ = ["Trainer", "RunResult", "TrainingError", "Cancelled", "load_dataset_f
 log = logging.getLogger("dpd_desktop.trainer")
 
 PROGRESS_INTERVAL_S = 0.1
+#: CUDA: overlap an epoch's end with the next epoch's training (overlap.py); tests turn it off to compare
+OVERLAP_EPOCH_ENDS = True
 RECORD_EVENTS = (RunPrepared, LogLine, CheckpointReady, ResultsReady)
 
 
@@ -333,7 +335,7 @@ class Trainer:
         are the same as evaluating inline: the same kernels run on the same weights; the global RNG draws stay on
         this thread, in the reference's order (train iterator, sampler, val iterator, test iterator)."""
         cfg = self.config
-        overlap = self.device.type == "cuda"
+        overlap = self.device.type == "cuda" and OVERLAP_EPOCH_ENDS
         self._start_time = time.time()
         for epoch in range(cfg.epochs):
             te = time.perf_counter()
