@@ -8,7 +8,6 @@ ReduceLROnPlateau on the validation selection metric (factor 0.5, patience 5, mi
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -84,7 +83,9 @@ class ExperimentConfig:
 
     def validate(self) -> "ExperimentConfig":
         """Check every field; return self. Raises :class:`ConfigError` naming the first bad field."""
-        from .models import BACKBONES  # local: keeps config import light
+        # here, not at the top: dpd_desktop.models imports torch (0.9 s, python -X importtime), and the record
+        # reader and the command line's argument parsing import this module without needing it
+        from .models import BACKBONES
 
         if self.step not in STEPS:
             raise ConfigError("step", f"expected one of {STEPS}, got {self.step!r}")
@@ -136,15 +137,14 @@ class ExperimentConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ExperimentConfig":
-        """Build from a dict (e.g. a saved ``config.json``'s ``experiment`` block); unknown keys → ConfigError."""
+        """Build from a dict (a saved ``config.json``'s ``experiment`` block, read by runs/record.py); unknown keys →
+        ConfigError naming the first. Fields left out take their defaults; nothing is validated here (call
+        :meth:`validate`)."""
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - names)
         if unknown:
             raise ConfigError(unknown[0], f"unknown configuration field (known: {', '.join(sorted(names))})")
         return cls(**data)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     @property
     def model_id(self) -> str:

@@ -2,7 +2,10 @@
 
 The trainer knows nothing of plots, progress bars or Qt: each consumer (the CLI's progress bar, the GUI worker that
 turns events into Qt signals, tests) is an observer, a callable ``observer(event) -> None`` called on the training
-thread. Arrays inside events are small (downsampled in the trainer) so that forwarding them to a GUI is cheap.
+thread. Arrays inside the events a GUI forwards are small (downsampled in the trainer) so that forwarding them is
+cheap. The record events (:class:`RunPrepared`, :class:`LogLine`, :class:`CheckpointReady`, :class:`ResultsReady`)
+carry what the run record's writer (runs/record.py ``RunWriter``) needs to write the run folder; other observers
+ignore them.
 """
 from __future__ import annotations
 
@@ -68,6 +71,9 @@ class RunStarted:
     epochs: int
     dataset_summary: Mapping[str, Any]
     n_params_model: int | None = None  # the trained model alone (DPD: without the frozen PA); n_params = total
+    #: config.json's blocks besides the experiment: dataset, gain, model, pa, selection_metric, device, versions,
+    #: training (see runs/record.py)
+    setup: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,7 @@ class EpochEnded:
     epoch_seconds: float
     plots: PlotData | None
     fast_path: str | None = None
+    fast_path_optimizer: str | None = None  # where the AdamW update runs with the fast path (config.json device)
 
 
 @dataclass(frozen=True)
@@ -126,6 +133,7 @@ class RunFinished:
     wall_s: float
     plots: PlotData | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    best_value: float | None = None  # the selection metric's value at best_epoch (None when not finite)
 
 
 @dataclass(frozen=True)
@@ -136,6 +144,8 @@ class RunFailed:
     run_dir: str | None
     message: str
     detail: str = ""
+    epochs_completed: int = 0
+    best_epoch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -148,5 +158,67 @@ class RunCancelled:
     best_epoch: int | None
 
 
+@dataclass(frozen=True)
+class RunPrepared:
+    """The run folder exists (created after the checks that refuse a run, before the seeded set-up)."""
+
+    run_id: str
+    run_dir: str
+    step: str
+    selection_metric: str
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One line of the run's log (log.txt); ``level`` is a :mod:`logging` level, ``clock`` the local "HH:MM:SS"."""
+
+    text: str
+    level: int
+    clock: str
+
+
+@dataclass(frozen=True)
+class CheckpointReady:
+    """One epoch's end, for the record (emitted just before :class:`EpochEnded`).
+
+    ``row`` is the history row (history.csv columns); ``model_state`` the trained model's tensors on the CPU;
+    ``optimizer_state`` / ``scheduler_state`` in ``torch.optim``'s state-dict format as of this epoch's end (before
+    its scheduler step); ``meta`` the checkpoints' plain metadata; ``is_best``: this epoch is the selected one.
+    """
+
+    epoch: int
+    row: Mapping[str, Any]
+    is_best: bool
+    model_state: Mapping[str, Any]
+    optimizer_state: Mapping[str, Any]
+    scheduler_state: Mapping[str, Any]
+    meta: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class SplitResults:
+    """The selected checkpoint on one split: (N, 2) float32 ``x``, ``target``, ``prediction`` (and the DPD output
+    ``dpd_output`` for a DPD), the loss, the metrics (dB / dBc) and the prediction's Welch PSD (Hz, dB/Hz)."""
+
+    x: np.ndarray
+    target: np.ndarray
+    prediction: np.ndarray
+    dpd_output: np.ndarray | None
+    loss: float
+    metrics: Mapping[str, float]
+    psd_freq_hz: np.ndarray
+    psd_prediction_db: np.ndarray
+
+
+@dataclass(frozen=True)
+class ResultsReady:
+    """What results.h5 holds (emitted just before :class:`RunFinished`): root ``attrs`` and one
+    :class:`SplitResults` per split ("val", "test")."""
+
+    attrs: Mapping[str, Any]
+    splits: Mapping[str, SplitResults]
+
+
+RecordEvent = RunPrepared | LogLine | CheckpointReady | ResultsReady
 Event = RunStarted | BatchProgress | EpochEnded | PreviewReady | RunFinished | RunFailed | RunCancelled
 Observer = Callable[[Event], None]

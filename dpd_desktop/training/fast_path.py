@@ -24,6 +24,12 @@ from __future__ import annotations
 import logging
 import os
 
+import torch
+
+from .. import timing
+from ..models import Cascade, CoreModel
+from .optim import GraphAdamW
+
 log = logging.getLogger("dpd_desktop.fast_path")
 
 DISABLE_CUDA_GRAPH = os.environ.get("DPD_DESKTOP_DISABLE_CUDA_GRAPH") == "1"
@@ -32,10 +38,6 @@ WARMUP_ITERS = 2
 
 def eligibility(net, criterion, optimizer, trainable, device) -> str | None:
     """Return None when the fast path may be used, else the reason it may not (plain words)."""
-    import torch
-
-    from ..models import Cascade, CoreModel
-
     if device.type != "cuda":
         return f"{device.type.upper()} device (CUDA graphs need a CUDA GPU)"
     if DISABLE_CUDA_GRAPH:
@@ -93,8 +95,6 @@ class CudaGraphStep:
     """
 
     def __init__(self, net, criterion, trainable, clip, device, loader, batch_size, optimizer=None):
-        import torch
-
         self.net, self.criterion, self.trainable = net, criterion, list(trainable)
         self.clip, self.device, self.loader, self.batch_size = clip, device, loader, batch_size
         self.optimizer = optimizer
@@ -164,8 +164,6 @@ class CudaGraphStep:
 
     def _setup_optimizer(self) -> None:
         """Decide once whether the optimizer update goes into the graph (see optim.GraphAdamW)."""
-        from .optim import GraphAdamW
-
         if self.optimizer is None or self.graph_opt is not None or self.optimizer_note != "not set up yet":
             return
         reason = GraphAdamW.eligibility(self.optimizer)
@@ -181,8 +179,6 @@ class CudaGraphStep:
 
     # ------------------------------------------------------------------ capture
     def _forward_backward(self):
-        import torch
-
         for p in self.trainable:
             p.grad.zero_()
         if self.index_mode:
@@ -208,10 +204,6 @@ class CudaGraphStep:
         return tuple((p.data_ptr(), p.grad.data_ptr() if p.grad is not None else 0) for p in self.trainable)
 
     def _capture(self) -> None:
-        import torch
-
-        from .. import timing
-
         with torch.cuda.device(self.device), torch.random.fork_rng(devices=[self.device]):
             for m in self.net.modules():
                 if isinstance(m, torch.nn.RNNBase):
@@ -245,8 +237,6 @@ class CudaGraphStep:
 
     # ------------------------------------------------------------------ per batch
     def __call__(self, b: int, batch) -> bool:
-        import torch
-
         if self.failed_reason is not None:
             return False
         if not self.net.training or not torch.is_grad_enabled() or self.loader.batch_len(batch) != self.batch_size:

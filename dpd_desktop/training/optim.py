@@ -8,7 +8,7 @@ implementation choice: the multi-tensor "foreach" kernels on CUDA, the per-tenso
 ``torch.optim.adam`` (``_multi_tensor_adam`` / ``_single_tensor_adam``, decoupled weight decay) with the same
 arguments, so the parameters, optimizer state and learning rates are bitwise identical to ``torch.optim``'s
 (tests/unit/test_optim.py checks this step by step). Where those functions are missing or their signature
-differs (another torch release), :func:`make_adamw` falls back to ``torch.optim.AdamW`` itself.
+differs (another torch release), :func:`make_optimizer` falls back to ``torch.optim.AdamW`` itself and says so.
 """
 from __future__ import annotations
 
@@ -16,20 +16,41 @@ import inspect
 import math
 from typing import Any, Iterable
 
+import torch  # constructing a torch.optim optimizer (not importing torch) is what imports torch._dynamo
+
+
+#: The torch releases this module is tested on (pyproject pins torch to this range): the private functions below
+#: are not a public API and may change in any release (tests/unit/test_optim.py fails loudly when they do).
+TESTED_TORCH = (">=2.11", "<2.14")
+#: config.json's ``training.optimizer`` for our AdamW (see :func:`make_optimizer`)
+PRIVATE_IMPL = "torch-private-functions (torch.optim.adam._multi_tensor_adam / _single_tensor_adam)"
+
+
+class PrivateApiChanged(RuntimeError):
+    """torch.optim.adam's private update functions are missing or have another signature in this torch release."""
+
 
 def _adam_functions():
-    """Return (multi_tensor, single_tensor, default_to_foreach) from torch.optim, or None when unusable."""
-    try:
+    """Return (multi_tensor, single_tensor, default_to_foreach) from torch.optim.
+
+    Raises:
+        PrivateApiChanged: naming the missing function or parameter.
+    """
+    try:  # imported here on purpose: this import is the check (a torch release may not have them)
         from torch.optim import adam as _adam
         from torch.optim.optimizer import _default_to_fused_or_foreach
 
         multi, single = _adam._multi_tensor_adam, _adam._single_tensor_adam
-        for fn in (multi, single):
-            if "decoupled_weight_decay" not in inspect.signature(fn).parameters:
-                return None
-        return multi, single, _default_to_fused_or_foreach
-    except (ImportError, AttributeError, ValueError, TypeError):
-        return None
+    except (ImportError, AttributeError) as exc:
+        raise PrivateApiChanged(f"torch.optim's private AdamW functions are unavailable ({exc})") from exc
+    for fn in (multi, single):
+        try:
+            params = inspect.signature(fn).parameters
+        except (ValueError, TypeError) as exc:
+            raise PrivateApiChanged(f"torch.optim.adam.{fn.__name__}: no signature ({exc})") from exc
+        if "decoupled_weight_decay" not in params:
+            raise PrivateApiChanged(f"torch.optim.adam.{fn.__name__} has no parameter 'decoupled_weight_decay'")
+    return multi, single, _default_to_fused_or_foreach
 
 
 class AdamW:
@@ -47,10 +68,7 @@ class AdamW:
 
     def __init__(self, params: Iterable, lr: float, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.01):
-        fns = _adam_functions()
-        if fns is None:
-            raise RuntimeError("torch.optim.adam's update functions are unavailable in this torch release")
-        self._multi, self._single, self._default = fns
+        self._multi, self._single, self._default = _adam_functions()
         self.params = list(params)
         if not self.params:
             raise ValueError("optimizer got an empty parameter list")
@@ -72,8 +90,6 @@ class AdamW:
     @staticmethod
     def _new_state(p) -> dict[str, Any]:
         """torch.optim.AdamW's initial state of one parameter: step 0 (CPU scalar), zero moments."""
-        import torch
-
         return {"step": torch.tensor(0.0, dtype=torch.float64 if torch.get_default_dtype() == torch.float64
                                      else torch.float32),
                 "exp_avg": torch.zeros_like(p, memory_format=torch.preserve_format),
@@ -88,8 +104,6 @@ class AdamW:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear gradients: set them to None, or zero them in place (keeping their storage)."""
-        import torch
-
         grads = []
         for p in self.params:
             if p.grad is None:
@@ -107,8 +121,6 @@ class AdamW:
 
     def step(self) -> None:
         """One AdamW update of every parameter that has a gradient (exactly ``torch.optim.AdamW.step``)."""
-        import torch
-
         self.sync_steps()
         g = self.param_groups[0]
         params, grads, exp_avgs, exp_avg_sqs, steps = [], [], [], [], []
@@ -180,8 +192,6 @@ class GraphAdamW:
     """
 
     def __init__(self, opt: "AdamW", max_steps: int):
-        import torch
-
         opt.ensure_state()
         self.opt = opt
         g = opt.param_groups[0]
@@ -198,8 +208,6 @@ class GraphAdamW:
     @staticmethod
     def eligibility(opt) -> str | None:
         """None when :class:`GraphAdamW` can stand in for ``opt.step()``, else the reason (plain words)."""
-        import torch
-
         if not isinstance(opt, AdamW):
             return f"optimizer {type(opt).__name__} (only our AdamW is captured)"
         g = opt.param_groups[0]
@@ -222,8 +230,6 @@ class GraphAdamW:
 
     def load(self, first_step: int, n: int, lr: float) -> None:
         """Fill rows 0..n-1 with the numbers of steps ``first_step`` … ``first_step + n − 1`` at learning rate lr."""
-        import torch
-
         if n > self.max_steps:
             raise ValueError(f"{n} steps > table size {self.max_steps}")
         rows = [self.scalars(float(first_step + i), lr, self.beta1, self.beta2, self.weight_decay) for i in range(n)]
@@ -238,8 +244,6 @@ class GraphAdamW:
                      sc[0], sc[1], sc[2])
 
     def _update(self, params, grads, exp_avgs, exp_avg_sqs, ones, wd, bc2_sqrt, step_size) -> None:
-        import torch
-
         with torch.no_grad():
             if self.weight_decay != 0:
                 torch._foreach_mul_(params, wd)
@@ -256,8 +260,6 @@ class GraphAdamW:
         """Run torch's foreach AdamW and :meth:`_update` side by side on scratch copies (same shapes, synthetic values
         where a rounding difference of the final fused multiply-add would show); None when bitwise equal for
         ``steps`` steps, else the reason. Also loads every kernel the capture will use."""
-        import torch
-
         try:
             gen = torch.Generator(device=self.device).manual_seed(1234)
             shapes = [tuple(p.shape) for p in self.params] + [(65536,)]
@@ -338,15 +340,21 @@ class ReduceLROnPlateau:
         vars(self).update(sd)
 
 
-def make_adamw(params, lr: float, weight_decay: float):
-    """Our :class:`AdamW` when torch's update functions are usable here, else ``torch.optim.AdamW``."""
+def make_optimizer(params, lr: float, weight_decay: float):
+    """``(optimizer, implementation)``: our :class:`AdamW` (implementation :data:`PRIVATE_IMPL`) when torch's
+    private update functions are usable here, else ``torch.optim.AdamW`` (implementation
+    ``"torch.optim fallback: <why>"``; same arithmetic, plus torch._dynamo's import cost). The trainer logs the
+    fallback and records the implementation in config.json (``training.optimizer``)."""
     params = list(params)
     try:
-        return AdamW(params, lr=lr, weight_decay=weight_decay)
-    except RuntimeError:
-        import torch
+        return AdamW(params, lr=lr, weight_decay=weight_decay), PRIVATE_IMPL
+    except PrivateApiChanged as exc:
+        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay), f"torch.optim fallback: {exc}"
 
-        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+
+def make_adamw(params, lr: float, weight_decay: float):
+    """The optimizer of :func:`make_optimizer`, without its implementation note."""
+    return make_optimizer(params, lr, weight_decay)[0]
 
 
 def make_plateau(optimizer, *, factor: float, patience: int, min_lr: float):
@@ -354,8 +362,6 @@ def make_plateau(optimizer, *, factor: float, patience: int, min_lr: float):
     if isinstance(optimizer, AdamW):
         return ReduceLROnPlateau(optimizer, factor=factor, patience=patience, threshold=1e-4, min_lr=min_lr,
                                  eps=1e-8, cooldown=0)
-    import torch
-
     return torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="min", factor=factor, patience=patience,
                                                       threshold=1e-4, threshold_mode="rel", cooldown=0,
                                                       min_lr=min_lr, eps=1e-8)

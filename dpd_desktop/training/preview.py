@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import copy
 
+import torch
+
+from ..metrics import nmse_db
+from .events import PlotData
+from .plotdata import build_plot_data
+
 
 class BatchPreview:
     """Shadow model for previews. ``run(live_net) -> (1, N, 2) float32 numpy`` prediction of val segment 0."""
 
     def __init__(self, net, val_set, device):
-        import torch
-
         self.shadow = copy.deepcopy(net)
         self.shadow.eval()
         for p in self.shadow.parameters():
@@ -25,10 +29,22 @@ class BatchPreview:
             if isinstance(m, torch.nn.RNNBase):
                 m.flatten_parameters()
         self.x0 = val_set["x"][:1]
+        self.val_set = val_set
 
     def run(self, live_net):
-        import torch
-
         with torch.inference_mode():
             self.shadow.load_state_dict(live_net.state_dict())
             return self.shadow(self.x0).cpu().numpy()
+
+    def plots(self, live_net, spec, names: tuple[str, str]) -> tuple[PlotData, float]:
+        """(plot data, NMSE [dB]) of the live weights on val segment 0; ``names`` = (target, prediction) names."""
+        pred = self.run(live_net)
+        es = self.val_set
+        n = min(es["n"], pred.shape[1])
+        t_seg0 = es["t_seg"][:1]
+        nmse = float(nmse_db(pred, t_seg0))
+        tname, pname = names
+        sig = {tname: t_seg0[0][:n], pname: pred[0][:n]}
+        plots = build_plot_data("preview", es["x_seg"][0][:n], sig, spec, target_name=tname, pred_name=pname,
+                                error_of=(pname, tname))
+        return plots, nmse

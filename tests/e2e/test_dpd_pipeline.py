@@ -394,6 +394,7 @@ def test_run_dpd_never_overwrites_run_files_dataset_files_or_read_only_files(pip
     """--out naming a file of a run folder (this run's results.h5, another run's best.csv, a plot), a file of the
     run's dataset, or a read-only file: exit 2, file unchanged. A previous export is replaced as before."""
     from dpd_desktop.runs.dpd_export import _check_out_overwrites
+    from dpd_desktop.runs.record import DatasetRef
 
     ws, dpd, ds = pipeline["ws"], pipeline["dpd"], pipeline["ds"]
     run_dirs = [p for p in (ws.root / "runs").iterdir() if p.is_dir()]
@@ -411,8 +412,9 @@ def test_run_dpd_never_overwrites_run_files_dataset_files_or_read_only_files(pip
     (data / "test_input.csv").write_text("I,Q\n0,0\n")
     for source, target in ((data, data / "test_input.csv"), (data / "test_input.csv", data / "test_input.csv")):
         with pytest.raises(DpdExportError, match="is a file of the run's dataset"):
-            _check_out_overwrites(target, {"dataset": {"source": str(source)}})
-    _check_out_overwrites(tmp_path / "elsewhere.csv", {"dataset": {"source": str(data)}})  # new file: fine
+            _check_out_overwrites(target, DatasetRef(kind="split-folder", source=str(source), fingerprint=None))
+    _check_out_overwrites(tmp_path / "elsewhere.csv",  # a new file: fine
+                          DatasetRef(kind="split-folder", source=str(data), fingerprint=None))
     # read-only
     ro = tmp_path / "ro.csv"
     ro.write_text("keep")

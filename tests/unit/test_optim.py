@@ -1,4 +1,5 @@
 """Our AdamW / ReduceLROnPlateau are bitwise torch.optim's, and avoid importing torch._dynamo."""
+import inspect
 import math
 import subprocess
 import sys
@@ -100,3 +101,66 @@ def test_no_dynamo_import():
             "print('torch._dynamo' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
+
+
+def test_private_torch_functions_are_there_and_torch_is_in_the_tested_range():
+    """Fails (never skips) when torch's private AdamW functions change or disappear, or when torch is outside the
+    range pyproject pins and optim.TESTED_TORCH states: then re-run this file's bitwise tests on the new release,
+    widen the pin, or let the fallback (torch.optim.AdamW, logged and recorded) take over."""
+    import re
+    from pathlib import Path
+
+    from dpd_desktop.training import optim
+
+    multi, single, default = optim._adam_functions()  # raises PrivateApiChanged naming what changed
+    for fn in (multi, single):
+        params = inspect.signature(fn).parameters
+        for name in ("params", "grads", "exp_avgs", "exp_avg_sqs", "state_steps", "lr", "beta1", "beta2",
+                     "weight_decay", "eps", "decoupled_weight_decay"):
+            assert name in params, f"torch.optim.adam.{fn.__name__} lost its parameter {name!r}"
+    opt, impl = optim.make_optimizer(_params(0), lr=1e-3, weight_decay=0.01)
+    assert isinstance(opt, AdamW) and impl == optim.PRIVATE_IMPL
+
+    def version(text):
+        return tuple(int(v) for v in re.match(r"(\d+)\.(\d+)", text).groups())
+
+    lo, hi = (version(b.lstrip("<>=")) for b in optim.TESTED_TORCH)
+    here = version(torch.__version__)
+    assert lo <= here < hi, f"torch {torch.__version__} is outside the tested range {optim.TESTED_TORCH}"
+    pin = re.search(r'"torch([^"]*)"', (Path(__file__).parents[2] / "pyproject.toml").read_text()).group(1)
+    assert pin == "".join(optim.TESTED_TORCH).replace("<", ",<"), pin
+
+
+def test_fallback_to_torch_optim_is_logged_and_recorded(tmp_path, monkeypatch):
+    import json
+
+    from dpd_desktop.config import ExperimentConfig
+    from dpd_desktop.data import make_demo_dataset
+    from dpd_desktop.runs.workspace import Workspace
+    from dpd_desktop.training import optim
+    from dpd_desktop.training.trainer import Trainer
+
+    def gone():
+        raise optim.PrivateApiChanged("torch.optim.adam._multi_tensor_adam is gone (test)")
+
+    monkeypatch.setattr(optim, "_adam_functions", gone)
+    opt, impl = optim.make_optimizer(_params(0), lr=1e-3, weight_decay=0.01)
+    assert type(opt) is torch.optim.AdamW and impl == "torch.optim fallback: torch.optim.adam._multi_tensor_adam " \
+                                                      "is gone (test)"
+    ds = make_demo_dataset(seed=2, n_train=3000, n_val=1024, n_test=1024, nperseg=256)
+    threads = torch.get_num_threads()
+    config = ExperimentConfig(hidden_size=4, epochs=2, frame_length=40, stride=16, batch_size=32, device="cpu",
+                              threads=1)
+    try:
+        res = Trainer(config, dataset=ds, workspace=Workspace(tmp_path)).run()
+        monkeypatch.undo()
+        ours = Trainer(config, dataset=ds, workspace=Workspace(tmp_path)).run()
+    finally:
+        torch.set_num_threads(threads)
+    assert res.state == ours.state == "succeeded", res.message
+    # the fallback computes the same numbers (CPU: torch.optim's per-tensor loop, which our AdamW calls too)
+    assert [r["TRAIN_LOSS"] for r in res.history] == [r["TRAIN_LOSS"] for r in ours.history]
+    assert json.loads((ours.run_dir / "config.json").read_text())["training"]["optimizer"] == optim.PRIVATE_IMPL
+    cfg = json.loads((res.run_dir / "config.json").read_text())
+    assert cfg["training"]["optimizer"] == impl
+    assert f"WARNING: optimizer: {impl}" in (res.run_dir / "log.txt").read_text()

@@ -1,0 +1,626 @@
+"""The run record: the one writer and the one reader of a run folder.
+
+A run folder (ARCHITECTURE.md, "What a run leaves on disk") holds ``config.json``, ``status.json``,
+``history.csv``, ``best.pt``, ``best.csv``, ``last.pt``, ``results.h5`` and ``log.txt``.
+
+* :class:`RunWriter` is an observer of the trainer's events (training/events.py) and writes every one of those
+  files, each atomically (runs/artifacts.py); the trainer itself writes no file.
+* :class:`RunRecord` reads a folder back: the typed :class:`~dpd_desktop.config.ExperimentConfig` (built with
+  ``ExperimentConfig.from_dict``), the :class:`DatasetRef`, the state (runs/states.py vocabulary), the history and
+  the checkpoint paths.
+
+``config.json`` carries ``schema`` (:data:`SCHEMA`). Schema 1 is what the first releases wrote (no ``schema`` field;
+the demo dataset's identity was the pseudo-path ``"<synthetic demo seed=N>"`` in ``dataset.source``): the reader
+translates it once, here. Schema 2 records the demo's generator settings in ``dataset.demo`` and its source as null.
+
+(A little over 600 lines, on purpose: the reader and the writer are twins, kept in one module so that a change to
+the one is made beside the other; the round trip is tested in tests/unit/test_record.py.)
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..config import ConfigError, ExperimentConfig
+from ..data import load_dataset, make_demo_dataset
+from ..data.synthetic import demo_settings
+from . import artifacts
+from .states import LIVE_STATES, UNREADABLE
+from .owner import owner_gone, process_identity
+
+#: config.json schema written by :class:`RunWriter`; the reader reads 1 and 2.
+SCHEMA = 2
+READABLE_SCHEMAS = (1, 2)
+FORMAT = "dpd-desktop-run-1"  # the folder's format name, unchanged since schema 1 (schema says the revision)
+ARCH_FIELDS = artifacts.ARCH_FIELDS  # ("backbone", "hidden_size", "num_layers")
+# history.csv columns, the reference's (§4.8), in the order of the trainer's rows
+HISTORY_METRICS = ("NMSE", "EVM", "ACLR_L", "ACLR_R", "ACLR_AVG")
+HISTORY_COLUMNS = ("EPOCH", "N_EPOCH", "TIME:", "LR", "BATCH_SIZE", "N_PARAM", "FRAME_LENGTH", "BACKBONE",
+                   "HIDDEN_SIZE", "TRAIN_LOSS", "VAL_LOSS", *(f"VAL_{k}" for k in HISTORY_METRICS), "TEST_LOSS",
+                   *(f"TEST_{k}" for k in HISTORY_METRICS))
+# dataset kinds: from the spec's dataset_format (data/spec.py DATASET_FORMATS), plus the synthetic demo
+_KIND_OF_FORMAT = {"split_csv": "split-folder", "single_csv": "single-csv", "hdf5": "hdf5"}
+DATASET_KINDS = ("split-folder", "single-csv", "hdf5", "demo")
+_V1_DEMO_PREFIX, _V1_DEMO_SUFFIX = "<synthetic demo seed=", ">"
+
+
+class RecordError(ValueError):
+    """A folder is not a run, or its record is damaged; the message names the file and the field."""
+
+
+class DatasetUnavailable(RecordError):
+    """The run's dataset cannot be reloaded (no source, a reader error, the demo cannot be regenerated)."""
+
+
+class DatasetChanged(RecordError):
+    """The dataset found is not the one the run recorded (its fingerprint differs)."""
+
+
+# ====================================================================================================== dataset
+@dataclass(frozen=True)
+class DatasetRef:
+    """What a run recorded of its dataset.
+
+    Attributes:
+        kind: "split-folder", "single-csv", "hdf5" or "demo".
+        source: the resolved path that was loaded (None for the demo).
+        fingerprint: :meth:`IQDataset.fingerprint` (SHA-256 hex) or None when not recorded.
+        name: display name.
+        demo: for the demo, the keyword arguments of :func:`~dpd_desktop.data.make_demo_dataset` (incl. ``seed``)
+            that regenerate it; None otherwise.
+        spec: the normalized spec as a dict (data/spec.py ``DatasetSpec`` fields).
+        samples: ``{"train": N, "val": N, "test": N}``.
+        recorded_in: the config.json it was read from (for messages; None for a fresh reference).
+    """
+
+    kind: str
+    source: str | None
+    fingerprint: str | None
+    name: str | None = None
+    demo: Mapping[str, Any] | None = None
+    spec: Mapping[str, Any] = field(default_factory=dict)
+    samples: Mapping[str, int] = field(default_factory=dict)
+    recorded_in: str | None = field(default=None, compare=False)
+
+    @classmethod
+    def from_dataset(cls, ds, fingerprint: str | None = None) -> "DatasetRef":
+        """The reference of a loaded :class:`~dpd_desktop.data.IQDataset` (``fingerprint`` computed when None)."""
+        spec = _spec_dict(ds.spec)
+        demo = demo_settings(ds)
+        kind = "demo" if demo is not None else _KIND_OF_FORMAT.get(spec.get("dataset_format"),
+                                                                    str(spec.get("dataset_format")))
+        return cls(kind=kind, source=None if demo is not None else str(ds.source),
+                   fingerprint=fingerprint or ds.fingerprint(), name=ds.name, demo=demo, spec=spec,
+                   samples={k: int(getattr(ds, k).x.shape[0]) for k in ("train", "val", "test")})
+
+    def to_dict(self) -> dict[str, Any]:
+        """config.json's ``dataset`` block (schema 2)."""
+        return {"kind": self.kind, "name": self.name, "source": self.source, "fingerprint": self.fingerprint,
+                "demo": dict(self.demo) if self.demo is not None else None, "spec": dict(self.spec),
+                "samples": dict(self.samples)}
+
+    @classmethod
+    def from_record(cls, block: Any, schema: int, experiment_dataset: str | None = None,
+                    recorded_in: str | None = None) -> "DatasetRef":
+        """Read config.json's ``dataset`` block; schema 1's demo pseudo-path is translated here, once."""
+        b = block if isinstance(block, dict) else {}
+        spec = b.get("spec") if isinstance(b.get("spec"), dict) else {}
+        samples = b.get("samples") if isinstance(b.get("samples"), dict) else {}
+        source = b.get("source")
+        source = str(source) if source not in (None, "") else None
+        demo = b.get("demo") if isinstance(b.get("demo"), dict) else None
+        kind = b.get("kind")
+        if schema == 1:
+            seed = _v1_demo_seed(source)
+            if seed is not None or (experiment_dataset == "demo" and source is None):
+                demo, source, kind = _v1_demo_settings(spec, samples, seed or 0), None, "demo"
+            else:
+                kind = _KIND_OF_FORMAT.get(spec.get("dataset_format"), str(spec.get("dataset_format")))
+        elif kind not in DATASET_KINDS:
+            kind = "demo" if demo is not None else _KIND_OF_FORMAT.get(spec.get("dataset_format"), str(kind))
+        return cls(kind=str(kind), source=source, fingerprint=b.get("fingerprint"), name=b.get("name"),
+                   demo=demo, spec=spec, samples=samples, recorded_in=recorded_in)
+
+    def load(self, dataset=None):
+        """The run's dataset: ``dataset`` when given (checked), else reloaded from ``source`` or, for the demo,
+        regenerated from ``demo``. The fingerprint must be the recorded one (when one was recorded).
+
+        Raises:
+            DatasetUnavailable: no source recorded, the reader failed, the demo cannot be regenerated.
+            DatasetChanged: the dataset's fingerprint differs from the recorded one.
+        """
+        where = self.recorded_in or "config.json"
+        if dataset is not None:
+            if self.fingerprint and dataset.fingerprint() != self.fingerprint:
+                raise DatasetChanged(f"the dataset given is not the run's dataset (its fingerprint differs from "
+                                     f"'dataset.fingerprint' in {where})")
+            return dataset
+        if self.kind == "demo":
+            try:
+                ds = make_demo_dataset(**dict(self.demo or {}))
+            except (ValueError, TypeError) as exc:
+                raise DatasetUnavailable(f"the run's demo dataset cannot be regenerated from {where} "
+                                         f"({type(exc).__name__}: {exc})") from exc
+        elif not self.source:
+            raise DatasetUnavailable(f"{where}: field 'dataset.source' missing, so the run's dataset cannot be "
+                                     "reloaded")
+        else:
+            try:
+                ds = load_dataset(self.source)
+            except (ValueError, OSError) as exc:
+                raise DatasetUnavailable(f"cannot reload the run's dataset from {self.source} (recorded in "
+                                         f"{where}): {exc}") from exc
+        if self.fingerprint and ds.fingerprint() != self.fingerprint:
+            raise DatasetChanged(f"the dataset at {self.source or 'the demo settings'} has changed since the run "
+                                 f"(its fingerprint differs from 'dataset.fingerprint' in {where}), or the run "
+                                 "trained on a subset of it; the exported u would not be the one scored by the run")
+        return ds
+
+    @property
+    def shown(self) -> str:
+        """Where the data came from, for messages: the source path, or the demo and its seed."""
+        if self.kind == "demo":
+            return f"synthetic demo, seed {(self.demo or {}).get('seed', 0)}"
+        return self.source or "?"
+
+
+def _v1_demo_seed(source: str | None) -> int | None:
+    if source and source.startswith(_V1_DEMO_PREFIX) and source.endswith(_V1_DEMO_SUFFIX):
+        digits = source[len(_V1_DEMO_PREFIX):-len(_V1_DEMO_SUFFIX)]
+        if digits.isdigit():
+            return int(digits)
+    return None
+
+
+def _v1_demo_settings(spec: dict, samples: dict, seed: int) -> dict[str, Any]:
+    """make_demo_dataset's keyword arguments of a schema-1 demo record (sizes, nperseg, QAM order, noise)."""
+    extra = spec.get("extra") if isinstance(spec.get("extra"), dict) else {}
+    syn = extra.get("synthetic") if isinstance(extra.get("synthetic"), dict) else {}
+    kw: dict[str, Any] = {"seed": int(syn.get("seed", seed))}
+    for k in ("train", "val", "test"):
+        if isinstance(samples.get(k), int):
+            kw[f"n_{k}"] = samples[k]
+    if isinstance(spec.get("nperseg"), int):
+        kw["nperseg"] = spec["nperseg"]
+    mod = str(extra.get("modulation", ""))
+    if mod.endswith("QAM") and mod[:-3].isdigit():
+        kw["qam_order"] = int(mod[:-3])
+    if isinstance(syn.get("noise_db"), (int, float)):
+        kw["noise_db"] = float(syn["noise_db"])
+    return kw
+
+
+def _spec_dict(spec) -> dict[str, Any]:
+    try:
+        return dataclasses.asdict(spec)
+    except TypeError:
+        return dict(vars(spec))
+
+
+# ====================================================================================================== reader
+class RunRecord:
+    """One run folder, read back. Open with :meth:`open` (strict) or :meth:`read` (never raises, for listings).
+
+    A record read leniently (:meth:`read`) from a ``config.json`` that does not make a configuration has ``config``
+    None; ``step``, ``backbone``, ``hidden_size`` come from its raw ``experiment`` object ("?" / None when absent),
+    and ``state`` is "unreadable" when config.json is not even JSON with an ``experiment`` object.
+    """
+
+    def __init__(self, run_dir: Path, doc: dict[str, Any] | None, config: ExperimentConfig | None,
+                 dataset: DatasetRef | None, state: str, status: dict[str, Any]):
+        self.run_dir = Path(run_dir)
+        self.run_id = self.run_dir.name
+        self.doc = doc or {}
+        self.config = config
+        self.dataset = dataset
+        self.state = state
+        self.status_doc = status
+        self.schema = int(self.doc.get("schema", 1)) if doc else None
+
+    # ---------------------------------------------------------------- opening
+    @classmethod
+    def open(cls, path: str | Path) -> "RunRecord":
+        """Read the run folder ``path``.
+
+        Raises:
+            RecordError: ``path`` holds no config.json, or config.json is unreadable, not JSON, not an object, has
+                no ``experiment`` object, lacks an architecture field, or has a field ExperimentConfig does not know;
+                the message names the file and the field. A damaged ``status.json`` is not an error: the state is
+                "unreadable".
+        """
+        run_dir = Path(path)
+        cfg_path = run_dir / "config.json"
+        if not cfg_path.is_file():
+            raise RecordError(f"{run_dir}: not a run folder (no config.json)")
+        doc, config, dataset = _read_config(cfg_path)
+        state, status = _read_state(run_dir)
+        return cls(run_dir, doc, config, dataset, state, status)
+
+    @classmethod
+    def read(cls, path: str | Path) -> "RunRecord | None":
+        """Like :meth:`open` but never raises: None when ``path`` is not a run folder (no config.json), a record in
+        state "unreadable" when config.json is damaged."""
+        run_dir = Path(path)
+        if not (run_dir / "config.json").is_file():
+            return None
+        try:
+            return cls.open(run_dir)
+        except (RecordError, OSError):
+            pass
+        # config.json that is JSON with an "experiment" object but does not make a config (a field missing or
+        # unknown): listed with what it says and the state of its status.json; anything else: "unreadable"
+        try:
+            doc = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            doc = None
+        if isinstance(doc, dict) and isinstance(doc.get("experiment"), dict):
+            state, status = _read_state(run_dir)
+            return cls(run_dir, doc, None, None, state, status)
+        return cls(run_dir, None, None, None, UNREADABLE, {})
+
+    # ---------------------------------------------------------------- the experiment (stored once, in config)
+    def _exp(self, key: str, default):
+        if self.config is not None:
+            return getattr(self.config, key)
+        exp = _block(self.doc, "experiment") or {}
+        return exp.get(key, default)
+
+    @property
+    def step(self) -> str:
+        return self._exp("step", "?")
+
+    @property
+    def backbone(self) -> str:
+        return self._exp("backbone", "?")
+
+    @property
+    def hidden_size(self) -> int | None:
+        return self._exp("hidden_size", None)
+
+    @property
+    def num_layers(self) -> int | None:
+        return self._exp("num_layers", None)
+
+    @property
+    def arch(self) -> dict[str, Any]:
+        """``{"backbone", "hidden_size", "num_layers"}`` as recorded (what checkpoints are checked against)."""
+        return {k: getattr(self.config, k) for k in ARCH_FIELDS} if self.config else {}
+
+    # ---------------------------------------------------------------- config.json blocks
+    @property
+    def config_path(self) -> Path:
+        return self.run_dir / "config.json"
+
+    @property
+    def device(self) -> dict[str, Any]:
+        return _block(self.doc, "device") or {}
+
+    @property
+    def pa(self) -> dict[str, Any] | None:
+        return _block(self.doc, "pa")
+
+    @property
+    def model(self) -> dict[str, Any]:
+        return _block(self.doc, "model") or {}
+
+    @property
+    def gain(self) -> float | None:
+        return (_block(self.doc, "gain") or {}).get("value")
+
+    @property
+    def gain_rule(self) -> str | None:
+        return (_block(self.doc, "gain") or {}).get("rule")
+
+    @property
+    def selection_metric(self) -> str | None:
+        return self.doc.get("selection_metric") or self.status_doc.get("selection_metric")
+
+    @property
+    def training(self) -> dict[str, Any]:
+        return _block(self.doc, "training") or {}
+
+    # ---------------------------------------------------------------- status.json
+    @property
+    def status(self) -> str:
+        """Alias of :attr:`state` (the listing's callers read ``r.status``)."""
+        return self.state
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The raw status.json (alias kept for callers of the former workspace record)."""
+        return self.status_doc
+
+    @property
+    def best_epoch(self) -> int | None:
+        return self.status_doc.get("best_epoch")
+
+    @property
+    def best_value(self) -> float | None:
+        return self.status_doc.get("best_value")
+
+    @property
+    def test_metrics(self) -> dict[str, float]:
+        return dict(self.status_doc.get("test_metrics") or {})
+
+    @property
+    def val_metrics(self) -> dict[str, float]:
+        return dict(self.status_doc.get("val_metrics") or {})
+
+    @property
+    def message(self) -> str | None:
+        return self.status_doc.get("message")
+
+    @property
+    def label(self) -> str:
+        best = self.best_value
+        best_s = f" · best {best:.2f}" if isinstance(best, (int, float)) else ""
+        return f"{self.run_id} ({self.state}{best_s})"
+
+    # ---------------------------------------------------------------- files
+    @property
+    def best_checkpoint(self) -> Path:
+        return self.run_dir / "best.pt"
+
+    @property
+    def last_checkpoint(self) -> Path:
+        return self.run_dir / "last.pt"
+
+    @property
+    def results_path(self) -> Path:
+        return self.run_dir / "results.h5"
+
+    @property
+    def log_path(self) -> Path:
+        return self.run_dir / "log.txt"
+
+    @property
+    def history_path(self) -> Path:
+        return self.run_dir / "history.csv"
+
+    def history(self) -> list[dict[str, Any]]:
+        """history.csv's rows, numbers parsed (int where integral text, float otherwise, text as is); [] when the
+        file is missing. Raises RecordError for an unreadable file."""
+        p = self.history_path
+        if not p.is_file():
+            return []
+        try:
+            rows = artifacts.read_history_csv(p)
+        except (OSError, ValueError) as exc:
+            raise RecordError(f"{p}: cannot read the history ({exc})") from exc
+        return [{k: _number(v) for k, v in r.items()} for r in rows]
+
+    def __repr__(self) -> str:
+        return f"RunRecord({self.run_id!r}, step={self.step!r}, state={self.state!r})"
+
+
+def _block(doc: dict, key: str) -> dict | None:
+    v = doc.get(key)
+    return v if isinstance(v, dict) else None
+
+
+def _number(text: str):
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _read_config(cfg_path: Path) -> tuple[dict, ExperimentConfig, DatasetRef]:
+    try:
+        doc = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RecordError(f"{cfg_path}: cannot read the run's configuration ({exc})") from exc
+    except ValueError as exc:
+        raise RecordError(f"{cfg_path}: not valid JSON ({exc})") from exc
+    exp = doc.get("experiment") if isinstance(doc, dict) else None
+    if not isinstance(exp, dict):
+        raise RecordError(f"{cfg_path}: field 'experiment' is missing or not an object (not a run's configuration)")
+    schema = doc.get("schema", 1)
+    if schema not in READABLE_SCHEMAS:
+        raise RecordError(f"{cfg_path}: field 'schema' is {schema!r}; this version reads schemas "
+                          f"{', '.join(map(str, READABLE_SCHEMAS))}")
+    for k in ("step", *ARCH_FIELDS):
+        if k not in exp:
+            raise RecordError(f"{cfg_path}: field 'experiment.{k}' is missing")
+    for k in ("hidden_size", "num_layers"):
+        v = exp[k]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise RecordError(f"{cfg_path}: field 'experiment.{k}' is {v!r}, expected a positive integer")
+    try:
+        config = ExperimentConfig.from_dict(exp)
+    except ConfigError as exc:
+        raise RecordError(f"{cfg_path}: field 'experiment.{exc.field}': {exc}") from exc
+    except TypeError as exc:
+        raise RecordError(f"{cfg_path}: field 'experiment': {exc}") from exc
+    dataset = DatasetRef.from_record(doc.get("dataset"), schema, exp.get("dataset"), recorded_in=str(cfg_path))
+    return doc, config, dataset
+
+
+def _read_state(run_dir: Path) -> tuple[str, dict[str, Any]]:
+    """(state, raw status.json). No status.json: "interrupted" (the process died before writing it); one that
+    cannot be read or is not an object: "unreadable"; queued/running whose recorded process is gone: "interrupted"."""
+    p = run_dir / "status.json"
+    try:
+        st = json.loads(p.read_text(encoding="utf-8"))
+        if not isinstance(st, dict):
+            raise ValueError("not an object")
+    except (OSError, ValueError):
+        return (UNREADABLE if p.exists() else "interrupted"), {}
+    state = st.get("state", "unknown")
+    if not isinstance(state, str):
+        return UNREADABLE, st
+    if state in LIVE_STATES and owner_gone(st):
+        state = "interrupted"
+    return state, st
+
+
+def list_records(runs_dir: Path, step: str | None = None) -> list[RunRecord]:
+    """Every run folder under ``runs_dir``, newest first (folder names start with the date); ``step`` filters by
+    "pa"/"dpd". Never raises for a damaged run: it is listed as "unreadable"."""
+    out: list[RunRecord] = []
+    if not runs_dir.is_dir():
+        return out
+    for d in sorted(runs_dir.iterdir(), reverse=True):
+        if not d.is_dir():
+            continue
+        rec = RunRecord.read(d)
+        if rec is None or (step and rec.step != step):
+            continue
+        out.append(rec)
+    return out
+
+
+# ====================================================================================================== writer
+class RunWriter:
+    """Observer of the trainer's events that writes the run folder, every file atomically (runs/artifacts.py).
+
+    ``RunPrepared`` → status.json "running", a header-only history.csv, log.txt opened; ``LogLine`` → one log line;
+    ``RunStarted`` → config.json; ``CheckpointReady`` → history.csv, best.pt + best.csv (selected epoch), last.pt;
+    ``EpochEnded`` → config.json again when the fast path's state changed, then status.json (epochs completed);
+    ``ResultsReady`` → results.h5; ``RunFinished`` / ``RunCancelled`` / ``RunFailed`` → the final status.json.
+    Status is written after the files it describes, so it never says more than the disk holds.
+
+    Errors propagate (an unwritable run folder fails the run); the trainer calls the writer before any other
+    observer. Call :meth:`close` when the run is over (closes log.txt; idempotent).
+    """
+
+    def __init__(self) -> None:
+        self.run_id: str | None = None
+        self.run_dir: Path | None = None
+        self.step: str | None = None
+        self.selection_metric: str | None = None
+        self.history: list[Mapping[str, Any]] = []
+        self.config_doc: dict[str, Any] | None = None
+        self.epochs_written = 0  # epochs whose history row and checkpoints are on disk
+        self._log_fh = None
+
+    def __call__(self, event) -> None:
+        handler = _WRITER_HANDLERS.get(type(event).__name__)
+        if handler is not None:
+            handler(self, event)
+
+    def close(self) -> None:
+        fh, self._log_fh = self._log_fh, None
+        if fh is not None:
+            fh.close()
+
+    # ---------------------------------------------------------------- handlers
+    def _prepared(self, ev) -> None:
+        self.run_id, self.run_dir = ev.run_id, Path(ev.run_dir)
+        self.step, self.selection_metric = ev.step, ev.selection_metric
+        self._log_fh = open(self.run_dir / "log.txt", "a", encoding="utf-8")
+        self.write_status("running")
+        # every run folder has a history.csv, header-only until the first epoch ends (cancel/failure before it)
+        artifacts.write_history_csv(self.run_dir / "history.csv", [], header=HISTORY_COLUMNS)
+
+    def _log_line(self, ev) -> None:
+        if self._log_fh is not None:
+            self._log_fh.write(f"{ev.clock} {ev.text}\n")
+            self._log_fh.flush()
+
+    def _started(self, ev) -> None:
+        self.config_doc = {"format": FORMAT, "schema": SCHEMA, "run_id": self.run_id,
+                           "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "experiment": dict(ev.config),
+                           **dict(ev.setup)}
+        self._write_config()
+
+    def _checkpoint(self, ev) -> None:
+        d = self.run_dir
+        self.history.append(ev.row)
+        artifacts.write_history_csv(d / "history.csv", self.history)
+        if ev.is_best:
+            artifacts.save_checkpoint(d / "best.pt", ev.model_state, ev.meta)
+            artifacts.write_history_csv(d / "best.csv", [ev.row])
+        artifacts.save_training_state(d / "last.pt", {
+            "epoch": ev.epoch, "model": dict(ev.model_state), "optimizer": ev.optimizer_state,
+            "scheduler": ev.scheduler_state, "meta": dict(ev.meta)})
+        self.epochs_written = ev.epoch + 1
+
+    def _epoch_ended(self, ev) -> None:
+        dev = (self.config_doc or {}).get("device")
+        if isinstance(dev, dict):
+            changed = False
+            for key, value in (("fast_path", ev.fast_path), ("fast_path_optimizer", ev.fast_path_optimizer)):
+                if value is not None and dev.get(key) != value:
+                    dev[key], changed = value, True
+            if changed:
+                self._write_config()
+        self.write_status("running", epochs_completed=ev.epoch + 1)
+
+    def _results(self, ev) -> None:
+        artifacts.atomic_write_via(self.run_dir / "results.h5", lambda tmp: _fill_results(tmp, ev))
+
+    def _finished(self, ev) -> None:
+        self.write_status("succeeded", best_epoch=ev.best_epoch, best_value=ev.best_value,
+                          test_metrics=dict(ev.test_metrics), val_metrics=dict(ev.val_metrics), wall_s=ev.wall_s,
+                          **dict(ev.extra))
+        self.close()
+
+    def _cancelled(self, ev) -> None:
+        self.write_status("cancelled", epochs_completed=min(ev.epochs_completed, self.epochs_written),
+                          best_epoch=ev.best_epoch)
+        self.close()
+
+    def _failed(self, ev) -> None:
+        try:
+            if self.run_dir is not None:
+                # never more epochs than the disk holds (a failed write of an epoch's files is not counted)
+                self.write_status("failed", message=ev.message,
+                                  epochs_completed=min(ev.epochs_completed, self.epochs_written),
+                                  best_epoch=ev.best_epoch if self.epochs_written else None)
+        finally:
+            self.close()
+
+    # ---------------------------------------------------------------- files
+    def write_status(self, state: str, **kw) -> None:
+        """status.json: the state, the run, who runs it (pid, host, process start: lets a reader tell a live run
+        from one whose process was killed) and ``kw``."""
+        if self.run_dir is None:
+            return
+        doc = {"state": state, "run_id": self.run_id, "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+               "step": self.step, "selection_metric": self.selection_metric}
+        doc.update(process_identity())
+        doc.update(kw)
+        artifacts.atomic_write_json(self.run_dir / "status.json", doc)
+
+    def _write_config(self) -> None:
+        artifacts.atomic_write_json(self.run_dir / "config.json", self.config_doc)
+
+
+_WRITER_HANDLERS = {"RunPrepared": RunWriter._prepared, "LogLine": RunWriter._log_line,
+                    "RunStarted": RunWriter._started, "CheckpointReady": RunWriter._checkpoint,
+                    "EpochEnded": RunWriter._epoch_ended, "ResultsReady": RunWriter._results,
+                    "RunFinished": RunWriter._finished, "RunCancelled": RunWriter._cancelled,
+                    "RunFailed": RunWriter._failed}
+
+
+def _fill_results(tmp: str, ev) -> None:
+    """results.h5: root attributes, then per split the datasets x, target, prediction (dpd_output), psd_freq_hz,
+    psd_prediction_db and the attributes loss and the metrics."""
+    # h5py is imported here, not at the top: its import (0.07 s alone, python -X importtime) would sit on every start-up path
+    # that imports the record (the command line's `runs`, the window); the trainer warms it on a thread.
+    import h5py
+
+    with h5py.File(tmp, "w") as f:
+        for k, v in ev.attrs.items():
+            f.attrs[k] = v
+        for name, sr in ev.splits.items():
+            g = f.create_group(name)
+            g.create_dataset("x", data=sr.x)
+            g.create_dataset("target", data=sr.target)
+            g.create_dataset("prediction", data=sr.prediction)
+            if sr.dpd_output is not None:
+                g.create_dataset("dpd_output", data=sr.dpd_output)
+            g.attrs["loss"] = sr.loss
+            for k, v in sr.metrics.items():
+                g.attrs[k] = float(v)
+            g.create_dataset("psd_freq_hz", data=sr.psd_freq_hz)
+            g.create_dataset("psd_prediction_db", data=sr.psd_prediction_db)

@@ -1,0 +1,161 @@
+"""Evaluation of a network on the val/test segments (reference §4.7 net_eval), plot data and the results arrays.
+
+The splits are cut into ``nperseg``-sample segments, each evaluated from a zero state (reference §2.2); losses are
+the criterion of each eval batch, averaged in float64 (NumPy) like the reference.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..data.framing import segment, unsegment
+from ..metrics import aclr_db, compute_metrics
+from ..metrics.spectra import psd_db
+from .events import SplitResults
+from .plotdata import PSD_NPERSEG_MAX, build_plot_data
+
+
+def scaled_target(split, gain: float) -> np.ndarray:
+    """g·x in float64 from the float64 samples when the reader kept them, then cast to float32 (reference §2.3)."""
+    x64 = getattr(split, "x64", None)
+    if x64 is None:
+        x64 = split.x.astype(np.float64)
+    return np.ascontiguousarray((gain * x64).astype(np.float32))
+
+
+def aclr_pair(seg: np.ndarray, spec) -> tuple[float, float]:
+    """(left, right) ACLR in dBc of (S, N, 2) segments (reference §6.2)."""
+    left, right, _ = aclr_db(seg, spec.sample_rate_hz, spec.bw_main_hz, spec.n_sub_ch)
+    return float(left), float(right)
+
+
+class Evaluator:
+    """The val and test splits on the device, and what is computed from predictions on them.
+
+    Args:
+        dataset: the run's :class:`~dpd_desktop.data.IQDataset` (its spec gives nperseg and the metric bands).
+        targets: split name → (N, 2) float32 target (y for a PA, g·x for a DPD).
+        step: "pa" or "dpd".
+        criterion: the training loss module.
+        batch_size_eval: segments per forward call.
+        device: where the segments live.
+    """
+
+    def __init__(self, dataset, targets: dict[str, np.ndarray], step: str, criterion, batch_size_eval: int,
+                 device) -> None:
+        self.spec = dataset.spec
+        self.step = step
+        self.criterion = criterion
+        self.batch_size = batch_size_eval
+        nps = dataset.spec.nperseg
+        self.sets: dict[str, dict[str, Any]] = {}
+        for name in ("val", "test"):
+            split = getattr(dataset, name)
+            xs = segment(split.x, nps)
+            ts = segment(targets[name], nps)
+            self.sets[name] = {"x": torch.from_numpy(xs).to(device), "t": torch.from_numpy(ts).to(device),
+                               "x_np": split.x, "t_np": targets[name], "t_seg": ts, "x_seg": xs,
+                               "n": split.x.shape[0]}
+        # DPD baselines (PA without DPD) and the targets' ACLR are computed once, on first use (off the start-up
+        # path): the PA is frozen (§5.3) and the targets never change.
+        self._baselines: dict[str, np.ndarray] = {}
+        self._target_aclr: dict[str, tuple[float, float]] = {}
+
+    def forward_segments(self, module, x_seg) -> np.ndarray:
+        """Run ``module`` in eval mode under inference mode on (S, N, 2) segments in eval batches; returns numpy."""
+        was_training = module.training
+        module.eval()
+        bs = self.batch_size
+        with torch.inference_mode():
+            out = torch.cat([module(x_seg[i:i + bs]) for i in range(0, x_seg.shape[0], bs)], dim=0)
+        module.train(was_training)
+        return out.cpu().numpy()
+
+    def evaluate(self, name: str, net) -> dict[str, Any]:
+        """Evaluate ``net`` on the val or test segments: ``{"loss", "metrics", "pred"}`` (+ ``"u"``, the DPD output,
+        for a DPD). Draws no random numbers (the trainer draws the iterator seeds)."""
+        es = self.sets[name]
+        net.eval()
+        bs = self.batch_size
+        preds, losses, dpd_out = [], [], []
+        hook = None
+        if self.step == "dpd":
+            hook = net.dpd.register_forward_hook(lambda m, i, o: dpd_out.append(o))
+        try:
+            with torch.inference_mode():
+                for i in range(0, es["x"].shape[0], bs):
+                    out = net(es["x"][i:i + bs])
+                    losses.append(self.criterion(out, es["t"][i:i + bs]))
+                    preds.append(out)
+        finally:
+            if hook is not None:
+                hook.remove()
+        pred = torch.cat(preds, dim=0).cpu().numpy()
+        loss = float(np.mean(torch.stack(losses).cpu().tolist()))
+        metrics = compute_metrics(pred, es["t_seg"], self.spec)
+        res = {"loss": loss, "metrics": metrics, "pred": pred}
+        if dpd_out:
+            res["u"] = torch.cat(dpd_out, dim=0).cpu().numpy()
+        return res
+
+    def baseline(self, split: str, net) -> np.ndarray:
+        """PA(x) without DPD on the (S, N, 2) segments of ``split`` (computed once; the PA is frozen). ``net`` is the
+        cascade to take the PA from (the epoch-end worker passes its snapshot, never the live network)."""
+        if split not in self._baselines:
+            self._baselines[split] = self.forward_segments(net.pa, self.sets[split]["x"])
+        return self._baselines[split]
+
+    def target_aclr(self, split: str) -> tuple[float, float]:
+        if split not in self._target_aclr:
+            self._target_aclr[split] = aclr_pair(self.sets[split]["t_seg"], self.spec)
+        return self._target_aclr[split]
+
+    def signal_names(self) -> tuple[str, str]:
+        """(reference, model output) names in the plot data: measured y / ŷ for PA, g·x / PA(DPD(x)) for DPD."""
+        return ("measured y", "predicted ŷ") if self.step == "pa" else ("target g·x", "PA(DPD(x))")
+
+    def plots(self, source: str, ev: dict[str, Any], split: str, net):
+        """PlotData of one evaluation (no extra inference except the DPD's once-computed baseline)."""
+        es = self.sets[split]
+        n = es["n"]
+        pred = unsegment(ev["pred"], n)
+        aclr = {}
+        m = ev["metrics"]
+        tname, pname = self.signal_names()
+        if self.step == "pa":
+            signals = {tname: es["t_np"], pname: pred}
+        else:
+            signals = {tname: es["t_np"], pname: pred, "PA(x) no DPD": unsegment(self.baseline(split, net), n)}
+            if "u" in ev:
+                signals["DPD output u"] = unsegment(ev["u"], n)
+            aclr["PA(x) no DPD"] = aclr_pair(self.baseline(split, net), self.spec)
+        aclr[pname] = (m["ACLR_L"], m["ACLR_R"])
+        aclr[tname] = self.target_aclr(split)
+        return build_plot_data(source, es["x_np"], signals, self.spec, target_name=tname, pred_name=pname,
+                               aclr=aclr, error_of=(pname, tname))
+
+    def output_power_report(self, test: dict[str, Any], net) -> dict[str, Any]:
+        """RMS output of the cascade with and without DPD on the test split and their difference in dB (a DPD must
+        not "linearize" by changing the gain); ``power_warning`` above 0.5 dB."""
+        n = self.sets["test"]["n"]
+        with_dpd = unsegment(test["pred"], n).astype(np.float64)
+        without = unsegment(self.baseline("test", net), n).astype(np.float64)
+        rms = lambda a: math.sqrt(float(np.mean(a[:, 0] ** 2 + a[:, 1] ** 2)))  # noqa: E731
+        r1, r0 = rms(with_dpd), rms(without)
+        diff = 20 * math.log10(r1 / r0) if r0 > 0 and r1 > 0 else float("nan")
+        return {"rms_out_with_dpd": r1, "rms_out_without_dpd": r0, "rms_out_diff_db": diff,
+                "power_warning": bool(not abs(diff) <= 0.5)}
+
+    def split_results(self, name: str, ev: dict[str, Any]) -> SplitResults:
+        """results.h5's arrays of one split; the PSD is the plots' (:func:`dpd_desktop.metrics.spectra.psd_db`,
+        at most ``PSD_NPERSEG_MAX`` bins) of the prediction."""
+        es = self.sets[name]
+        n = es["n"]
+        pred = unsegment(ev["pred"], n)
+        fz, p = psd_db(pred, self.spec.sample_rate_hz, min(int(self.spec.nperseg), PSD_NPERSEG_MAX))
+        return SplitResults(x=es["x_np"], target=es["t_np"], prediction=pred,
+                            dpd_output=unsegment(ev["u"], n) if "u" in ev else None, loss=ev["loss"],
+                            metrics=dict(ev["metrics"]), psd_freq_hz=fz, psd_prediction_db=p)

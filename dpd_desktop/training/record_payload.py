@@ -1,0 +1,54 @@
+"""What the trainer tells the run record besides the events' own fields: config.json's blocks, the checkpoints'
+metadata and results.h5's root attributes (runs/record.py writes them). ``tr`` is the set-up
+:class:`~dpd_desktop.training.trainer.Trainer`."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import torch
+
+from ..runs.record import DatasetRef
+from .device import cudnn_settings, versions
+
+
+def setup_blocks(tr) -> dict[str, Any]:
+    """config.json's blocks besides the experiment (RunStarted.setup), in the order of the file."""
+    cfg = tr.config
+    return {
+        "dataset": DatasetRef.from_dataset(tr.dataset, tr.fingerprint).to_dict(),
+        "gain": {"value": tr.gain, "rule": "max|y_train| / max|x_train| (reference §1.4)"},
+        "model": {"n_params": tr.n_params_model, "n_params_total": tr.n_params,
+                  "model_id": f"{cfg.model_id}_P_{tr.n_params_model}"},
+        "pa": tr.pa_info,
+        "selection_metric": tr.selection_metric,
+        "device": {"device": str(tr.device), "name": tr.device_name,
+                   "fast_path": tr.fast_path_status, "fast_path_optimizer": tr.fast_path_optimizer,
+                   "batched_loader": tr.loader_status, "cudnn": cudnn_settings(tr.cudnn_note)},
+        "versions": versions(),
+        "training": {"n_frames": tr.loader.n_frames, "batches_per_epoch": tr.loader.n_batches,
+                     "torch_threads": torch.get_num_threads(), "optimizer": tr.optimizer_impl},
+    }
+
+
+def checkpoint_meta(tr, epoch: int, row: dict[str, Any]) -> dict[str, Any]:
+    """best.pt's and last.pt's plain metadata (loads with weights_only=True); the architecture fields are kept here
+    too, because a checkpoint is checked against its record's config.json when it is loaded."""
+    cfg = tr.config
+    return {"format": "dpd-desktop-checkpoint-1", "role": cfg.step, "backbone": cfg.backbone,
+            "hidden_size": cfg.hidden_size, "num_layers": cfg.num_layers, "epoch": epoch,
+            "selection_metric": tr.selection_metric, "value": float(row[tr.selection_metric]),
+            "run_id": tr.run_id, "n_params": tr.n_params_model,
+            "dataset_fingerprint": tr.fingerprint, "gain": tr.gain}
+
+
+def results_attrs(tr, extra: dict[str, Any]) -> dict[str, Any]:
+    """results.h5's root attributes: the run, its configuration and spec (self-describing), the DPD report."""
+    attrs: dict[str, Any] = {"run_id": tr.run_id, "config_json": json.dumps(tr.config.to_dict()),
+                             "selected_epoch": int(tr.best_epoch), "selection_metric": tr.selection_metric,
+                             "gain": tr.gain}
+    for k, v in DatasetRef.from_dataset(tr.dataset, tr.fingerprint).spec.items():
+        if v is not None and not isinstance(v, dict):
+            attrs[f"spec_{k}"] = v
+    attrs.update(extra)
+    return attrs
