@@ -11,10 +11,12 @@ import torch
 
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
+from dpd_desktop.metrics.spectra import psd_db
 from dpd_desktop.runs import artifacts
 from dpd_desktop.runs.record import (SCHEMA, DatasetChanged, DatasetRef, DatasetUnavailable, RecordError, RunRecord,
                                      RunWriter)
 from dpd_desktop.runs.workspace import Workspace
+from dpd_desktop.training.plotdata import PSD_NPERSEG_MAX
 from dpd_desktop.training.trainer import Trainer
 
 V1 = Path(__file__).parent / "data" / "records_v1"
@@ -141,8 +143,8 @@ def test_writer_writes_what_the_first_release_wrote(fresh, which):
     assert rows(new / "history.csv") == rows(old / "history.csv")
     assert rows(new / "best.csv") == rows(old / "best.csv")
     for name in ("best.pt", "last.pt"):
-        a = torch.load(old / name, weights_only=False)
-        b = torch.load(new / name, weights_only=False)
+        a = torch.load(old / name, weights_only=True)
+        b = torch.load(new / name, weights_only=True)
         sa, sb = (a["state_dict"], b["state_dict"]) if name == "best.pt" else (a["model"], b["model"])
         assert set(sa) == set(sb) and all(torch.equal(sa[k], sb[k]) for k in sa), name
         ma, mb = a["meta"], b["meta"]
@@ -165,6 +167,14 @@ def test_writer_writes_what_the_first_release_wrote(fresh, which):
         for g in fa:
             assert set(fa[g]) == set(fb[g]) and dict(fa[g].attrs) == dict(fb[g].attrs)
             for d in fa[g]:
+                if d == "psd_prediction_db":
+                    # the one deliberate change: the plots' PSD (no detrend, reference §8.2) replaced the
+                    # first release's own copy (scipy's default constant detrend)
+                    _, want = psd_db(fb[g]["prediction"][()], fb.attrs["spec_sample_rate_hz"],
+                                     min(int(fb.attrs["spec_nperseg"]), PSD_NPERSEG_MAX))
+                    assert np.array_equal(fb[g][d][()], want), (g, d)
+                    assert fb[g][d].shape == fa[g][d].shape, (g, d)
+                    continue
                 assert np.array_equal(fa[g][d][()], fb[g][d][()]), (g, d)
 
 
