@@ -92,10 +92,13 @@ _PATHS_CODE = ("import json, site, sysconfig; p = [sysconfig.get_path(k) for k i
 
 
 def interpreters(ref_python: str | None) -> list[str]:
-    """Our interpreter and the reference's (``python3`` on PATH, as run-reference.sh calls it), each once."""
-    out = [os.path.realpath(sys.executable)]
-    if ref_python and os.path.realpath(ref_python) not in out:
-        out.append(os.path.realpath(ref_python))
+    """Our interpreter and the reference's (``python3`` on PATH, as run-reference.sh calls it), each once.
+
+    Paths are kept as given (not resolved): a virtual environment's python is a link to its base interpreter but
+    has its own site-packages."""
+    out = [os.path.abspath(sys.executable)]
+    if ref_python and os.path.abspath(ref_python) not in out:
+        out.append(os.path.abspath(ref_python))
     return out
 
 
@@ -284,7 +287,8 @@ def table_rows(name, rows, ref_wall, floor):
     lines = []
     for r in rows:
         sel = r.get("selected") or {}
-        ratio = ref_wall / r["wall_s"] if r["wall_s"] and ref_wall else None
+        rw = r.get("ref_wall_s", ref_wall)  # a cold row is compared with the reference's cold row
+        ratio = rw / r["wall_s"] if r["wall_s"] and rw else None
         fl = (r["epoch_interval_s"] / floor) if r.get("epoch_interval_s") and floor else None
         lines.append(f"| {name} | {r['who']} | {fmt(r['wall_s'])} | {fmt(r.get('first_batch_s'))} | "
                      f"{fmt(r.get('epoch_interval_s'), '{:.3f}')} | {fmt(r.get('train_loop_s'), '{:.3f}')} | "
@@ -308,6 +312,7 @@ def main():
                     help="the interpreter run-reference.sh uses (python3 on PATH); its bytecode is compiled too")
     ap.add_argument("--extra-env", default=None, metavar="NAME=VALUE",
                     help="also run ours (CUDA graph) with this environment variable set, as an extra row")
+    ap.add_argument("--device", default="cuda", help="our runs' device (cpu: no floor; the reference's is ACCEL)")
     ap.add_argument("--dry-run", action="store_true",
                     help="CPU plumbing check: ours only, 1 epoch on 2,000 samples, our bytecode only; no reference, "
                          "no floor, no bitwise checks")
@@ -316,7 +321,7 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     lines = [f"# GPU benchmark ({time.strftime('%Y-%m-%d %H:%M')})" + (" — dry run on CPU" if a.dry_run else ""), "",
              f"command: `python3 benchmarks/bench_gpu.py {' '.join(sys.argv[1:])}`", ""]
-    device = "cpu" if a.dry_run else "cuda"
+    device = "cpu" if a.dry_run else a.device
     lines.append((f"device: {torch.cuda.get_device_name(0)}, " if device == "cuda" else "device: CPU, ")
                  + f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, python {sys.version.split()[0]}, "
                  f"PYTHONDONTWRITEBYTECODE in the environment: {os.environ.get('PYTHONDONTWRITEBYTECODE')!r}")
@@ -367,7 +372,7 @@ def main():
     else:
         lines += ["| workload | who | whole process s | to first batch s | epoch interval s | train loop s | "
                   "interval / floor | peak host MiB | sel. epoch | val NMSE | test NMSE | test EVM | test ACLR avg | "
-                  "ref wall / wall |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "ref wall / wall (same bytecode state) |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         floors = {}
         checks = []
         ratios = []
@@ -397,12 +402,16 @@ def main():
                                  extra=small, pyc_env=pyc, device=device, **dpd_kw))
             eager = None
             if not a.skip_eager and not a.dry_run:
-                eager = ours(step, a.dataset, work / "eager", fast=False, epochs=epochs, pyc_env=pyc, **dpd_kw)
+                eager = ours(step, a.dataset, work / "eager", fast=False, epochs=epochs, pyc_env=pyc, device=device,
+                             **dpd_kw)
                 rows.append(eager)
             if ref_r is not None:
                 rows.append(ref_r)
             if step == "pa":
                 rows += [cold_rows[k] for k in ("ours", "ref") if k in cold_rows]
+                if "ref" in cold_rows:
+                    for k in ("ours", "ref"):
+                        cold_rows[k]["ref_wall_s"] = cold_rows["ref"]["wall_s"]
             if ref_r is not None:
                 c = compare(fast, ref_r, step)
                 ref_r["selected"] = c.get("ref_selected")
@@ -411,14 +420,14 @@ def main():
                         r["selected"] = compare(r, ref_r, step).get("ours_selected")
                     elif r is not ref_r:
                         r["selected"] = compare(fast, r, step).get("ref_selected")
-                checks.append(f"- {step.upper()}: ours (CUDA graph) vs reference — history metrics bitwise equal: "
+                checks.append(f"- {step.upper()}: {fast['who']} vs reference — history metrics bitwise equal: "
                               f"{c.get('history_equal')}; selected checkpoint bitwise equal: "
                               f"{c.get('checkpoint_equal')}; max |Δ| of dB metrics "
                               f"{fmt(c.get('max_abs_db_diff'), '{:.2e}')}")
                 if c.get("history_diffs"):
                     checks.append(f"  first differences: {c['history_diffs'][:4]}")
                 ratios.append(f"- {step.upper()}, both sides with compiled bytecode: reference {fmt(ref_r['wall_s'])} s"
-                              f" / ours (CUDA graph) {fmt(fast['wall_s'])} s = "
+                              f" / {fast['who']} {fmt(fast['wall_s'])} s = "
                               f"{fmt(ref_r['wall_s'] / fast['wall_s'] if fast['wall_s'] else None)}×")
                 if step == "pa" and "ours" in cold_rows and "ref" in cold_rows:
                     co, cr = cold_rows["ours"], cold_rows["ref"]
