@@ -12,7 +12,6 @@ Jobs: :class:`DatasetLoader` (a dataset file/folder or the demo), :class:`DpdExp
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -21,10 +20,12 @@ import traceback
 import warnings
 from pathlib import Path
 
+import torch
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from ..data import load_dataset, make_demo_dataset
 from ..runs.dpd_export import run_dpd
+from ..runs.record import RunRecord
 from .export import save_images
 
 log = logging.getLogger(__name__)
@@ -138,38 +139,24 @@ class DpdExportJob(PoolJob):
         self.dataset = dataset
         self.signals = _DpdExportSignals()
 
-    def _recorded(self) -> dict:
-        try:
-            return json.loads((Path(self.run_dir) / "config.json").read_text())
-        except (OSError, ValueError):
-            return {}
-
-    def _device(self, cfg: dict) -> str:
-        dev = str((cfg.get("device") or {}).get("device", "cpu"))
-        if dev.startswith("cuda"):
-            try:
-                # Imported here (on the pool thread), not at the top: torch takes ~1.1 s to import (measured) and
-                # this module is imported when the window starts.
-                import torch
-
-                if torch.cuda.is_available():
-                    return "cuda"
-            except ImportError:  # pragma: no cover
-                pass
-        return "cpu"
+    @staticmethod
+    def _device(recorded: dict) -> str:
+        """The run's own device type when this machine has it (so that u is bit for bit the scored one), else cpu."""
+        dev = str(recorded.get("device", "cpu"))
+        return "cuda" if dev.startswith("cuda") and torch.cuda.is_available() else "cpu"
 
     def work(self) -> None:
         if self.stop_requested:
             return
         try:
-            cfg = self._recorded()
+            record = RunRecord.open(self.run_dir)
             ds = self.dataset
-            want = (cfg.get("dataset") or {}).get("fingerprint")
+            want = record.dataset.fingerprint
             if ds is not None and not (want and callable(getattr(ds, "fingerprint", None))
                                        and ds.fingerprint() == want):
                 ds = None
             meta = run_dpd(self.workspace, self.run_dir, out=self.out, split=self.split,
-                           device=self._device(cfg), dataset=ds)
+                           device=self._device(record.device), dataset=ds)
         except Exception as exc:  # noqa: BLE001 - shown to the user in plain words
             self.signals.failed.emit(exc, traceback.format_exc())
             return
