@@ -36,6 +36,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator
 
+import h5py
 import numpy as np
 
 from .errors import DatasetError
@@ -660,13 +661,6 @@ def _load_single_csv(path: Path, spec: DatasetSpec) -> dict[str, Split]:
 # =====================================================================================================================
 # HDF5
 # =====================================================================================================================
-def _import_h5py(path: Path):
-    try:
-        import h5py  # lazy: heavy import, only needed for HDF5
-    except ImportError as exc:  # pragma: no cover - h5py is a dependency
-        raise DatasetError("h5py is not installed", path=path, expected="the h5py package for .h5/.hdf5 files") from exc
-    return h5py
-
 
 def _attr_value(v: Any) -> Any:
     """HDF5 attribute → plain Python value (numpy scalars/arrays → Python, bytes → str, JSON object/array strings
@@ -720,7 +714,6 @@ def _h5_to_iq(ds: Any, path: Path, where: str) -> np.ndarray:
 
 
 def _load_hdf5(path: Path) -> tuple[str, DatasetSpec, dict[str, Split]]:
-    h5py = _import_h5py(path)
     try:
         f = h5py.File(path, "r")
     except OSError as exc:
@@ -807,7 +800,6 @@ def save_hdf5(dataset: IQDataset, path: str | Path, *, complex_samples: bool = F
         raise DatasetError(
             f"unsupported file extension '{p.suffix}' for HDF5 output", path=p, expected="'.h5' or '.hdf5'"
         )
-    h5py = _import_h5py(p)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = _atomic_target(p)
     try:

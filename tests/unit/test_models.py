@@ -21,6 +21,7 @@ from dpd_desktop.models import dgru as dgru_mod
 from dpd_desktop.models import gru as gru_mod
 from dpd_desktop.models import rvtdcnn as rvtdcnn_mod
 from dpd_desktop.models import tres_gru as tres_mod
+from dpd_desktop.models.base import safe_amplitude
 
 ALL = ("gru", "dgru", "lstm", "tres_gru", "rvtdcnn")
 
@@ -478,8 +479,6 @@ def test_dgru_guard_is_bitwise_neutral_for_nonzero_samples():
 
 
 def test_safe_amplitude_bitwise_and_zero_gradient():
-    from dpd_desktop.models.base import safe_amplitude
-
     torch.manual_seed(0)
     x = torch.randn(2, 16, 2)
     x[:, -3:] = 0.0
