@@ -78,8 +78,6 @@ def test_backbones_and_registry():
     assert set(BACKBONES) == set(ALL)
     labels = {n: REGISTRY[n].label for n in ALL}
     assert labels == {"gru": "GRU", "dgru": "DGRU", "lstm": "LSTM", "tres_gru": "TRes-GRU", "rvtdcnn": "RVTDCNN"}
-    defaults = {n: REGISTRY[n].default_hidden for n in ALL}
-    assert defaults == {"gru": 23, "dgru": 23, "lstm": 23, "tres_gru": 27, "rvtdcnn": 23}
     assert {n: REGISTRY[n].n_features for n in ALL} == {"gru": 2, "dgru": 6, "lstm": 2, "tres_gru": 6, "rvtdcnn": 5}
     assert [n for n in ALL if not REGISTRY[n].has_layers] == ["rvtdcnn"]
     x = torch.randn(2, 9, 2)
