@@ -281,6 +281,26 @@ def test_ctrl_c_closes_the_window(tmp_path):
     assert "closing the window" in err and "Traceback" not in err
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_second_ctrl_c_quits_the_window_at_once(tmp_path):
+    """The window's Ctrl+C is the command line's mechanism with closing as its first action: a second Ctrl+C right
+    after the first quits at once, status 130 as the shell reports it: our abort (exit 130, one line) while the
+    window is still closing, or SIGINT's default action when the second one finds Python already finalizing."""
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "config"))
+    proc = subprocess.Popen([sys.executable, "-m", "dpd_desktop", "--workspace", str(tmp_path), "gui"], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)  # the window is up
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.05)  # two signals sent before the first is delivered are merged by the kernel into one
+    proc.send_signal(signal.SIGINT)
+    t = time.monotonic()
+    out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - t < 3
+    assert proc.returncode in (130, -signal.SIGINT), (proc.returncode, err)
+    assert err.count("aborted (second Ctrl+C)") == (proc.returncode == 130) and "Traceback" not in err
+
+
 # ------------------------------------------------------------------------------------------------ 10. --workspace
 def test_workspace_accepted_before_and_after_the_sub_command():
     p = build_parser()
