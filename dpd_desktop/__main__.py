@@ -1,5 +1,5 @@
-"""``python -m dpd_desktop`` → the command line (window by default)."""
-from ._entry import run  # first: installs the provisional Ctrl+C handler
+"""``python -m dpd_desktop`` → the command line (window by default): :func:`dpd_desktop.cli.run`."""
+from .cli import run
 
 if __name__ == "__main__":
     run()

@@ -9,7 +9,7 @@ Public API::
     make_demo_dataset, write_demo_dataset    # synthetic 4-carrier OFDM through a virtual PA
     save_hdf5, save_split_csv                # writers (HDF5 layout: docs/hdf5-layout.md)
 
-No Qt imports; h5py is imported lazily (only for HDF5).
+No Qt or PyTorch imports (``dpd_desktop.data.framing``, the batch loader, imports PyTorch and is not imported here).
 """
 
 from .errors import DatasetError

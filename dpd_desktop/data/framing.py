@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
+import torch
+from torch.utils.data import DataLoader
 
 DISABLE_BATCHED_LOADER = os.environ.get("DPD_DESKTOP_DISABLE_BATCHED_LOADER") == "1"
 
@@ -59,8 +61,6 @@ def frames(series: np.ndarray, frame_length: int, stride: int) -> np.ndarray:
 
 def draw_dataloader_iterator_seed():
     """Consume the global torch RNG exactly as creating a ``DataLoader`` iterator does (one int64 base-seed draw)."""
-    import torch
-
     return torch.empty((), dtype=torch.int64).random_()
 
 
@@ -70,8 +70,6 @@ def epoch_permutation(n: int):
     Consumes one int64 draw of the global torch generator, seeds a private CPU generator with it and returns
     ``torch.randperm(n)`` (int64, CPU).
     """
-    import torch
-
     seed = int(torch.empty((), dtype=torch.int64).random_().item())
     g = torch.Generator()
     g.manual_seed(seed)
@@ -92,15 +90,13 @@ class FrameLoader:
     (B, L, 2) float32 tensors on the series' device, gathered with one indexing operation each.
     """
 
-    x: "object"
-    y: "object"
+    x: torch.Tensor
+    y: torch.Tensor
     frame_length: int
     stride: int
     batch_size: int
 
     def __post_init__(self):
-        import torch
-
         self.n_frames = n_frames(int(self.x.shape[0]), self.frame_length, self.stride)
         self.n_batches = -(-self.n_frames // self.batch_size)
         self._offsets = torch.arange(self.frame_length, device=self.x.device)
@@ -155,9 +151,6 @@ class PlainFrameLoader:
     """
 
     def __init__(self, x_cpu, y_cpu, frame_length: int, stride: int, batch_size: int, device):
-        import torch
-        from torch.utils.data import DataLoader
-
         self.device = device
         self.frame_length, self.stride, self.batch_size = frame_length, stride, batch_size
         ds = _FrameViews(x_cpu, y_cpu, frame_length, stride)
@@ -170,7 +163,7 @@ class PlainFrameLoader:
         return iter(self._loader)
 
     def gather(self, batch):
-        nb = torch_device_type(self.device) == "cuda"
+        nb = torch.device(self.device).type == "cuda"
         return batch[0].to(self.device, non_blocking=nb), batch[1].to(self.device, non_blocking=nb)
 
     @staticmethod
@@ -179,9 +172,3 @@ class PlainFrameLoader:
 
     def __len__(self) -> int:
         return self.n_batches
-
-
-def torch_device_type(device) -> str:
-    import torch
-
-    return torch.device(device).type

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..metrics.spectra import channel_bins
 from .errors import DatasetError
 
 __all__ = [
@@ -236,8 +238,6 @@ class DatasetSpec:
                 f"bw_main_ch < input_signal_fs; with one adjacent channel of bw_main_ch/n_sub_ch on each side, "
                 f"bw_main_ch <= {mhz(fs * n_sub / (n_sub + 2))} for n_sub_ch = {n_sub}",
             )
-        from ..metrics.spectra import channel_bins  # numpy only; imported here to keep `import dpd_desktop.data` light
-
         try:
             bins = channel_bins(fs, bw, n_sub, nps)
         except ValueError as exc:
@@ -324,8 +324,6 @@ def _parse_float(value: Any, key: str, source: str, path: Path | None, *, hz: bo
         v = float(m.group(1)) * _UNIT[(m.group(2) or "").lower()]
     else:
         try:  # numpy scalars (HDF5 attributes)
-            import numbers
-
             if isinstance(value, numbers.Real):
                 v = float(value)
             else:
@@ -353,8 +351,6 @@ def _parse_int(value: Any, key: str, source: str, path: Path | None, what: str) 
             raise _err(f"expected {expected}, got {_show(value)}", key=key, source=source, path=path)
         v = float(m.group(1))
     else:
-        import numbers
-
         if not isinstance(value, numbers.Real):
             raise _err(
                 f"expected {expected}, got {type(value).__name__} {_show(value)}", key=key, source=source, path=path
@@ -415,8 +411,6 @@ def _parse_ratios(value: Any, source: str, path: Path | None) -> dict[str, float
                 raise _err(f"expected a number in [0, 1), got {_show(v)}", key=sub, source=source, path=path)
             f = float(m.group(1))
         else:
-            import numbers
-
             if not isinstance(v, numbers.Real):
                 raise _err(f"expected a number in [0, 1), got {_show(v)}", key=sub, source=source, path=path)
             f = float(v)

@@ -2,19 +2,22 @@
 following it, antialiasing) and the main window, then runs the event loop."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
+import threading
 
 from PySide6.QtCore import QCoreApplication, Qt, QTimer
 from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication
 
+from ..process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display
+from .main_window import MainWindow
+from .theme import configure_pyqtgraph
+
 APP_NAME = "DPD Desktop"
 ORG_NAME = "dpd-desktop"
-
-
-def _no_display() -> bool:
-    return sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+CLOSING = "closing the window (Ctrl+C again to quit at once)"
 
 
 def ensure_app(argv: list[str] | None = None, headless: bool | None = None) -> QApplication:
@@ -24,7 +27,7 @@ def ensure_app(argv: list[str] | None = None, headless: bool | None = None) -> Q
         if not isinstance(app, QApplication):
             raise RuntimeError("a QCoreApplication without widgets is running; plots need a QApplication")
         return app
-    if headless or (headless is None and _no_display()):
+    if headless or (headless is None and detect_display() is Display.NONE):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     QGuiApplication.setHighDpiScaleFactorRoundingPolicy(Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
     QCoreApplication.setOrganizationName(ORG_NAME)
@@ -35,8 +38,6 @@ def ensure_app(argv: list[str] | None = None, headless: bool | None = None) -> Q
     icon = _icon_path()
     if icon:
         app.setWindowIcon(QIcon(icon))
-    from .theme import configure_pyqtgraph
-
     configure_pyqtgraph()
     return app
 
@@ -64,15 +65,10 @@ def main(argv: list[str] | None = None, dataset=None, autostart_config=None, wor
     no screen and block forever: a message says so and the exit code is 2.
     """
     explicit_platform = any(a == "-platform" or a.startswith("-platform=") for a in (argv or ()))
-    if QApplication.instance() is None and not explicit_platform:
-        from ..cli import NO_DISPLAY_MESSAGE, window_unavailable
-
-        if window_unavailable():
-            print(NO_DISPLAY_MESSAGE, file=sys.stderr)
-            return 2
+    if QApplication.instance() is None and not explicit_platform and detect_display() is Display.NONE:
+        print(NO_DISPLAY_MESSAGE, file=sys.stderr)
+        return Exit.USAGE
     app = ensure_app(argv)
-    from .main_window import MainWindow
-
     win = MainWindow(workspace=workspace)
     if autostart_config is not None:
         win.set_form_from_config(autostart_config)
@@ -85,8 +81,6 @@ def main(argv: list[str] | None = None, dataset=None, autostart_config=None, wor
         else:
             win.set_dataset(dataset)
         if autostart_config is not None:
-            import dataclasses
-
             ref = "demo" if str(dataset) == "demo" else (
                 str(dataset) if isinstance(dataset, (str, os.PathLike)) else win._dataset_ref)
             autostart_config = dataclasses.replace(autostart_config, dataset=ref)
@@ -104,27 +98,12 @@ def main(argv: list[str] | None = None, dataset=None, autostart_config=None, wor
 
 def _close_on_ctrl_c(win) -> None:
     """Ctrl+C in the terminal that started the window closes it as the close button does (a running training is
-    cancelled and its run stays readable); a second Ctrl+C quits at once (exit 130). Python runs signal handlers
-    only when the interpreter gets control, which Qt's event loop does not give it: a 200 ms timer does."""
-    import signal
-    import threading
-
+    cancelled and its run stays readable); a second Ctrl+C quits at once (exit 130): :data:`~dpd_desktop.process.
+    CTRL_C` with closing as its first action. Python runs signal handlers only when the interpreter gets control,
+    which Qt's event loop does not give it: a 200 ms timer does."""
     if threading.current_thread() is not threading.main_thread():
         return
-    state = {"count": 0}
-
-    def on_sigint(signum, frame):
-        state["count"] += 1
-        if state["count"] >= 2:
-            from ..cli import abort_second_ctrl_c
-
-            abort_second_ctrl_c()
-        os.write(2, b"\nclosing the window (Ctrl+C again to quit at once)\n")
-        QTimer.singleShot(0, win.close)
-
-    try:
-        signal.signal(signal.SIGINT, on_sigint)
-    except (ValueError, OSError):
+    if not CTRL_C.install(lambda: QTimer.singleShot(0, win.close), CLOSING):
         return
     heartbeat = QTimer(win)
     heartbeat.timeout.connect(lambda: None)

@@ -20,7 +20,6 @@ class ModelFamily:
     Attributes:
         name: registry key / ``backbone`` argument of :func:`build_model` (lower case).
         label: display name (``"TRes-GRU"``, ...).
-        default_hidden: Studio registry default hidden size for both roles (§3.7).
         n_features: features per time step seen by the network (§2.4).
         features: feature names in order (§2.4).
         has_layers: whether ``num_layers`` is meaningful (False for RVTDCNN, §3.6).
@@ -33,7 +32,6 @@ class ModelFamily:
 
     name: str
     label: str
-    default_hidden: int
     n_features: int
     features: tuple[str, ...]
     has_layers: bool
@@ -54,14 +52,14 @@ REGISTRY: dict[str, ModelFamily] = {
     f.name: f
     for f in (
         ModelFamily(
-            name="gru", label="GRU", default_hidden=23, n_features=gru.N_FEATURES, features=("I", "Q"),
+            name="gru", label="GRU", n_features=gru.N_FEATURES, features=("I", "Q"),
             has_layers=True, lookahead=_CAUSAL,
             description="nn.GRU(2, H) + linear head H→2 (§3.2)",
             feature_fn=gru.features, backbone_cls=gru.GRUBackbone,
             formula=lambda h, n: 3 * h * h + 14 * h + 2 + (n - 1) * (6 * h * h + 6 * h),
         ),
         ModelFamily(
-            name="dgru", label="DGRU", default_hidden=23, n_features=dgru.N_FEATURES,
+            name="dgru", label="DGRU", n_features=dgru.N_FEATURES,
             features=("I", "Q", "|x|", "|x|^3", "sin(phi)", "cos(phi)"),
             has_layers=True, lookahead=_CAUSAL,
             description="polar-feature GRU(6, H) → ReLU(H→H) → [a; features] → 2, feature skip (§3.4)",
@@ -69,14 +67,14 @@ REGISTRY: dict[str, ModelFamily] = {
             formula=lambda h, n: 4 * h * h + 27 * h + 14 + (n - 1) * (6 * h * h + 6 * h),
         ),
         ModelFamily(
-            name="lstm", label="LSTM", default_hidden=23, n_features=lstm.N_FEATURES, features=("I", "Q"),
+            name="lstm", label="LSTM", n_features=lstm.N_FEATURES, features=("I", "Q"),
             has_layers=True, lookahead=_CAUSAL,
             description="nn.LSTM(2, H) + linear head H→2 (§3.3)",
             feature_fn=lstm.features, backbone_cls=lstm.LSTMBackbone,
             formula=lambda h, n: 4 * h * h + 18 * h + 2 + (n - 1) * (8 * h * h + 8 * h),
         ),
         ModelFamily(
-            name="tres_gru", label="TRes-GRU", default_hidden=27, n_features=tres_gru.N_FEATURES,
+            name="tres_gru", label="TRes-GRU", n_features=tres_gru.N_FEATURES,
             features=("I", "Q", "|x|", "|x|^3", "I(t+1)", "Q(t+1)"),
             has_layers=True,
             lookahead="17 samples: 16 (dilated TCN conv) + 1 (next-sample features, circular within the frame)",
@@ -85,7 +83,7 @@ REGISTRY: dict[str, ModelFamily] = {
             formula=lambda h, n: 3 * h * h + 20 * h + 24 + (n - 1) * (6 * h * h),
         ),
         ModelFamily(
-            name="rvtdcnn", label="RVTDCNN", default_hidden=23, n_features=rvtdcnn.N_FEATURES,
+            name="rvtdcnn", label="RVTDCNN", n_features=rvtdcnn.N_FEATURES,
             features=("I", "Q", "|x|", "|x|^2", "|x|^3"),
             has_layers=False,
             lookahead="not characterised (4-sample memory; circular pre-pad makes the first 3 outputs of a frame "

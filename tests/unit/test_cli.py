@@ -1,6 +1,7 @@
 """The command line: Ctrl+C at any moment, exit codes, workspace and display errors, option placement, output."""
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -14,14 +15,15 @@ import pytest
 
 from dpd_desktop import cli
 from dpd_desktop.cli import build_parser, main as cli_main
+from dpd_desktop.process import CTRL_C
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY_TRAIN = ["train-pa", "--dataset", "demo", "--epochs", "50", "--device", "cpu", "--hidden-size", "4",
               "--frame-length", "40", "--stride", "64"]
 
 
-def _spawn(ws: Path, *args: str) -> subprocess.Popen:
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+def _spawn(ws: Path, *args: str, **env_vars: str) -> subprocess.Popen:
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", **env_vars)
     return subprocess.Popen([sys.executable, "-m", "dpd_desktop", "--workspace", str(ws), *args], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -31,12 +33,22 @@ def _run_dirs(ws: Path) -> list[Path]:
 
 
 # ------------------------------------------------------------------------------------------------ 1. Ctrl+C
+def _wait_for_handler(proc: subprocess.Popen, timing: Path, timeout: float = 60) -> None:
+    """Until run() has installed the Ctrl+C handler (its cli_start mark): before that, Python's default applies."""
+    end = time.monotonic() + timeout
+    while not (timing.exists() and "cli_start" in timing.read_text()):
+        assert proc.poll() is None and time.monotonic() < end, proc.communicate()
+        time.sleep(0.01)
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-@pytest.mark.parametrize("delay", [0.1, 0.5, 1.5])
+@pytest.mark.parametrize("delay", [0.0, 0.4, 1.5])
 def test_ctrl_c_at_any_moment_is_a_plain_cancel(tmp_path, delay):
-    """SIGINT while torch imports, while the data loads or while training: exit 3, no traceback; a run folder,
-    when one was made, says cancelled and has a history.csv."""
-    proc = _spawn(tmp_path, *TINY_TRAIN)
+    """SIGINT once the handler is installed — while torch imports, while the data loads or while training: exit 3,
+    no traceback; a run folder, when one was made, says cancelled and has a history.csv."""
+    timing = tmp_path / "t.jsonl"
+    proc = _spawn(tmp_path, *TINY_TRAIN, DPD_DESKTOP_TIMING=str(timing))
+    _wait_for_handler(proc, timing)
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=180)
@@ -52,175 +64,74 @@ def test_ctrl_c_at_any_moment_is_a_plain_cancel(tmp_path, delay):
         assert "cancelled before training started" in err
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-def test_ctrl_c_during_the_first_imports_is_replayed_as_a_cancel(tmp_path):
-    """Importing dpd_desktop._entry installs a counting handler at once; a Ctrl+C that arrives before the command line
-    module is imported is handled by it as a cancel (exit 3, 'cancelling', no traceback, no run folder)."""
-    code = ("import os, signal, sys, _signal\n"
-            "import dpd_desktop._entry as e\n"
-            "assert _signal.getsignal(signal.SIGINT) is e._count_sigint\n"
-            "os.kill(os.getpid(), signal.SIGINT)\n"
-            "assert e._EARLY == [signal.SIGINT]\n"
-            "assert 'dpd_desktop.cli' not in sys.modules\n"
-            f"sys.argv = ['dpd-desktop', '--workspace', {str(tmp_path)!r}, *{TINY_TRAIN!r}]\n"
-            "e.run()\n")
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, QT_QPA_PLATFORM="offscreen"))
-    assert r.returncode == 3, r.stderr
-    assert "cancelling" in r.stderr and "Traceback" not in r.stderr
-    assert _run_dirs(tmp_path) == []
-
-
-# ------------------------------------------------------------------------------------------------ bytecode cache
-_BYTECODE_PROBE = ("import sys\n"
-                   "from dpd_desktop import _entry\n"
-                   "print(_entry.bytecode_cache())\n"
-                   "sys.path.insert(0, sys.argv[1])\n"
-                   "import probe_mod\n"
-                   "assert probe_mod.VALUE == 42\n")
-
-
-def _bytecode_probe(tmp_path: Path, **env: str) -> tuple[str, Path, Path]:
-    """Run the probe in a fresh interpreter; returns (printed prefix, the probe's source folder, cache home)."""
-    src = tmp_path / "src"
-    if not src.exists():  # once: a rewritten source (new mtime) would rightly be compiled again
-        src.mkdir()
-        (src / "probe_mod.py").write_text("VALUE = 42\n")
-    cache_home = tmp_path / "cache"
-    e = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX",
-                                                           "DPD_DESKTOP_NO_BYTECODE_CACHE")}
-    e.update(XDG_CACHE_HOME=str(cache_home), PYTHONPATH=str(ROOT), **env)
-    r = subprocess.run([sys.executable, "-c", _BYTECODE_PROBE, str(src)], cwd=tmp_path, env=e, capture_output=True,
-                       text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    return r.stdout.strip(), src, cache_home
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG_CACHE_HOME decides platformdirs' folder on Linux")
-def test_bytecode_cache_when_python_may_not_write_bytecode(tmp_path):
-    """PYTHONDONTWRITEBYTECODE=1 (and the opt-out variable at "0"): compiled modules go to
-    <user cache>/dpd-desktop/pycache (mirroring the source path), nothing next to the source, and a second start
-    reuses the file instead of compiling again."""
-    prefix, src, cache_home = _bytecode_probe(tmp_path, PYTHONDONTWRITEBYTECODE="1", DPD_DESKTOP_NO_BYTECODE_CACHE="0")
-    assert prefix == str(cache_home / "dpd-desktop" / "pycache")
-    pyc = Path(prefix + str(src.resolve())) / f"probe_mod.{sys.implementation.cache_tag}.pyc"
-    assert pyc.is_file()
-    assert not (src / "__pycache__").exists()
-    stamp = pyc.stat().st_mtime_ns
-    time.sleep(0.05)
-    _bytecode_probe(tmp_path, PYTHONDONTWRITEBYTECODE="1")
-    assert pyc.stat().st_mtime_ns == stamp
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG_CACHE_HOME decides platformdirs' folder on Linux")
-@pytest.mark.parametrize("damage", [b"", b"garbage"], ids=["truncated-after-header", "overwritten"])
-def test_damaged_bytecode_cache_file_is_compiled_again(tmp_path, damage):
-    """A cached .pyc cut after its 16-byte header (marshal: EOFError) or overwritten after it (ValueError), for a
-    module imported at start-up (the command line) or later (any module): the import compiles the source instead,
-    the damaged file is removed, and the next start writes a good one. No traceback, no failed command."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPYCACHEPREFIX", "DPD_DESKTOP_NO_BYTECODE_CACHE")}
-    env.update(PYTHONDONTWRITEBYTECODE="1", XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, "-m", "dpd_desktop", "--workspace", str(tmp_path), "runs"]
-    assert subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, timeout=120).returncode == 0
-    prefix = tmp_path / "cache" / "dpd-desktop" / "pycache"
-    (pyc,) = prefix.rglob(f"dpd_desktop/cli.{sys.implementation.cache_tag}.pyc")
-    pyc.write_bytes(pyc.read_bytes()[:16] + damage)
-    r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
-    assert not pyc.exists()
-    assert subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, timeout=120).returncode == 0
-    assert pyc.is_file() and len(pyc.read_bytes()) > 16 + len(damage)
-    # a module imported late, through the same hook (the probe imports it after bytecode_cache())
-    _bytecode_probe(tmp_path, PYTHONDONTWRITEBYTECODE="1")
-    (late,) = prefix.rglob(f"probe_mod.{sys.implementation.cache_tag}.pyc")
-    late.write_bytes(late.read_bytes()[:16] + damage)
-    _bytecode_probe(tmp_path, PYTHONDONTWRITEBYTECODE="1")  # asserts exit 0 and VALUE == 42
-    assert not late.exists()
-    _bytecode_probe(tmp_path, PYTHONDONTWRITEBYTECODE="1")
-    assert late.is_file()
-
-
-@pytest.mark.parametrize("env", [{"PYTHONDONTWRITEBYTECODE": "1", "DPD_DESKTOP_NO_BYTECODE_CACHE": "1"},
-                                 {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": "USER"},
-                                 {}], ids=["opted-out", "user-prefix", "bytecode-allowed"])
-def test_bytecode_cache_stays_off_otherwise(tmp_path, env):
-    """Opted out, a prefix chosen by the user, or Python already writing bytecode: we change nothing."""
-    env = {k: (str(tmp_path / "user-prefix") if v == "USER" else v) for k, v in env.items()}
-    prefix, src, cache_home = _bytecode_probe(tmp_path, **env)
-    assert prefix == "None"
-    assert not (cache_home / "dpd-desktop").exists()
-    assert not list(tmp_path.rglob(f"probe_mod.{sys.implementation.cache_tag}.pyc")) or not env
-    assert (src / "__pycache__").exists() == (not env)
-
-
-def test_second_ctrl_c_aborts_with_one_line(tmp_path):
-    proc = _spawn(tmp_path, *TINY_TRAIN)
-    time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
-    time.sleep(0.6)  # signals that arrive while the main thread is inside one C call are delivered as one
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=180)
-    assert "Traceback" not in err, err
-    assert proc.returncode in (130, 3), (proc.returncode, err)
-    if proc.returncode == 130:
-        assert "aborted (second Ctrl+C)" in err
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-def test_second_ctrl_c_aborts_at_once_during_a_long_call(tmp_path):
-    """The main thread inside one long C call (a big batch in PyTorch; here a PBKDF2 of ~10 s, which never checks
-    for signals): the first Ctrl+C is noted, the second aborts within a second (exit 130, one line), although
-    Python cannot run its handler until the call returns."""
-    code = ("import hashlib, sys\n"
-            "from dpd_desktop import cli\n"
-            "assert cli._install_sigint()\n"
-            "print('ready', flush=True)\n"
-            "hashlib.pbkdf2_hmac('sha256', b'x', b'y', 40_000_000)\n"
-            "print('finished', flush=True)\n")
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    assert proc.stdout.readline().strip() == "ready"
-    time.sleep(0.3)
-    proc.send_signal(signal.SIGINT)
-    time.sleep(0.3)
-    proc.send_signal(signal.SIGINT)
-    t = time.monotonic()
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, (proc.returncode, err)
-    assert time.monotonic() - t < 1.5
-    assert "aborted (second Ctrl+C)" in err and "Traceback" not in err and "finished" not in out
-
-
 def test_keyboard_interrupt_reaching_run_is_a_cancel(monkeypatch, capsys):
     def interrupted(argv=None):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "main", interrupted)
+    monkeypatch.setattr(cli, "execute", interrupted)
     monkeypatch.setattr(sys, "argv", ["dpd-desktop", "runs"])
     try:
         with pytest.raises(SystemExit) as exc:
             cli.run()
     finally:
-        cli._restore_sigint()
+        CTRL_C.uninstall()
     assert exc.value.code == 3
     assert "cancelled" in capsys.readouterr().err
 
 
 def test_sigint_before_the_trainer_exists_cancels_it(tmp_path, capsys):
-    """The flag set by a Ctrl+C during the imports is honored: no run starts (exit 3, no run folder)."""
+    """A Ctrl+C that came before the run (during the imports) is honored: no run starts (exit 3, no run folder)."""
     from dpd_desktop.config import ExperimentConfig
     from dpd_desktop.runs.workspace import Workspace
 
-    assert cli._install_sigint()
+    assert CTRL_C.install()
     try:
-        cli._on_sigint(signal.SIGINT, None)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        assert CTRL_C.pressed.is_set()
         rc = cli.run_training(ExperimentConfig(dataset="demo", epochs=1, device="cpu"), Workspace(tmp_path))
     finally:
-        cli._restore_sigint()
+        CTRL_C.uninstall()
     assert rc == 3
     assert "cancelled before training started" in capsys.readouterr().err
     assert _run_dirs(tmp_path) == []
+
+
+@pytest.mark.parametrize("argv,skip", [(["runs"], False), (["train-pa", "--dataset", "demo", "--seed", "-1"], False),
+                                       ([*TINY_TRAIN, "--epochs", "1", "--no-plots", "--quiet"], True)])
+def test_teardown_is_skipped_only_after_a_headless_command_ran(tmp_path, argv, skip):
+    """The command decides (cli.Outcome), not a scan of sys.argv: a refused train-pa keeps the teardown."""
+    outcome = cli.execute(["--workspace", str(tmp_path), *argv])
+    assert outcome.status == 0 if argv[0] == "runs" or skip else outcome.status == 2
+    assert outcome.skip_teardown is skip
+
+
+def test_command_line_and_window_modules_do_not_import_each_other():
+    """No import cycle; the command line's module imports neither PyTorch nor Qt (see its import note)."""
+    code = ("import sys\n"
+            "import dpd_desktop.cli\n"
+            "heavy = sorted(m for m in ('torch', 'PySide6', 'dpd_desktop.gui.app') if m in sys.modules)\n"
+            "assert not heavy, heavy\n"
+            "for m in [m for m in sys.modules if m.startswith('dpd_desktop')]:\n"
+            "    del sys.modules[m]\n"
+            "import dpd_desktop.gui.app\n"
+            "assert 'dpd_desktop.cli' not in sys.modules\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, QT_QPA_PLATFORM="offscreen"))
+    assert r.returncode == 0, r.stderr
+
+
+def test_hidden_size_default_is_the_configs_for_each_step():
+    from dpd_desktop.config import default_hidden_size
+
+    p = build_parser()
+    assert p.parse_args(["train-pa", "--dataset", "demo"]).hidden_size == default_hidden_size("pa") == 23
+    assert p.parse_args(["train-dpd", "--dataset", "demo", "--pa-run", "x"]).hidden_size == \
+        default_hidden_size("dpd") == 15
+    sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+    for step, size in (("train-pa", 23), ("train-dpd", 15)):
+        text = " ".join(sub.choices[step].format_help().split())
+        assert f"hidden size (default {size}: the reference command line's for this step, the window's too)" in text
 
 
 # ------------------------------------------------------------------------------------------------ 2. mismatch
@@ -368,6 +279,26 @@ def test_ctrl_c_closes_the_window(tmp_path):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, (proc.returncode, err)
     assert "closing the window" in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_second_ctrl_c_quits_the_window_at_once(tmp_path):
+    """The window's Ctrl+C is the command line's mechanism with closing as its first action: a second Ctrl+C right
+    after the first quits at once, status 130 as the shell reports it: our abort (exit 130, one line) while the
+    window is still closing, or SIGINT's default action when the second one finds Python already finalizing."""
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "config"))
+    proc = subprocess.Popen([sys.executable, "-m", "dpd_desktop", "--workspace", str(tmp_path), "gui"], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)  # the window is up
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.05)  # two signals sent before the first is delivered are merged by the kernel into one
+    proc.send_signal(signal.SIGINT)
+    t = time.monotonic()
+    out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - t < 3
+    assert proc.returncode in (130, -signal.SIGINT), (proc.returncode, err)
+    assert err.count("aborted (second Ctrl+C)") == (proc.returncode == 130) and "Traceback" not in err
 
 
 # ------------------------------------------------------------------------------------------------ 10. --workspace

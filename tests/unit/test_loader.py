@@ -4,7 +4,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from dpd_desktop.data.framing import FrameLoader, draw_dataloader_iterator_seed, frames, n_frames, segment, unsegment
+from dpd_desktop.data.framing import (FrameLoader, PlainFrameLoader, draw_dataloader_iterator_seed, frames, n_frames,
+                                      segment, unsegment)
 
 
 @pytest.mark.parametrize("n,L,S", [(1000, 200, 1), (997, 50, 7), (64, 64, 1), (23040, 200, 1)])
@@ -69,8 +70,6 @@ def test_batches_equal_dataloader(n, L, S, B, epochs):
 
 
 def test_plain_loader_matches_batched_loader():
-    from dpd_desktop.data.framing import PlainFrameLoader
-
     rng = np.random.default_rng(4)
     x = torch.from_numpy(rng.standard_normal((900, 2)).astype(np.float32))
     y = torch.from_numpy(rng.standard_normal((900, 2)).astype(np.float32))

@@ -21,6 +21,7 @@ from dpd_desktop.models import dgru as dgru_mod
 from dpd_desktop.models import gru as gru_mod
 from dpd_desktop.models import rvtdcnn as rvtdcnn_mod
 from dpd_desktop.models import tres_gru as tres_mod
+from dpd_desktop.models.base import safe_amplitude
 
 ALL = ("gru", "dgru", "lstm", "tres_gru", "rvtdcnn")
 
@@ -77,8 +78,6 @@ def test_backbones_and_registry():
     assert set(BACKBONES) == set(ALL)
     labels = {n: REGISTRY[n].label for n in ALL}
     assert labels == {"gru": "GRU", "dgru": "DGRU", "lstm": "LSTM", "tres_gru": "TRes-GRU", "rvtdcnn": "RVTDCNN"}
-    defaults = {n: REGISTRY[n].default_hidden for n in ALL}
-    assert defaults == {"gru": 23, "dgru": 23, "lstm": 23, "tres_gru": 27, "rvtdcnn": 23}
     assert {n: REGISTRY[n].n_features for n in ALL} == {"gru": 2, "dgru": 6, "lstm": 2, "tres_gru": 6, "rvtdcnn": 5}
     assert [n for n in ALL if not REGISTRY[n].has_layers] == ["rvtdcnn"]
     x = torch.randn(2, 9, 2)
@@ -478,8 +477,6 @@ def test_dgru_guard_is_bitwise_neutral_for_nonzero_samples():
 
 
 def test_safe_amplitude_bitwise_and_zero_gradient():
-    from dpd_desktop.models.base import safe_amplitude
-
     torch.manual_seed(0)
     x = torch.randn(2, 16, 2)
     x[:, -3:] = 0.0

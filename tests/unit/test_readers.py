@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
+from dataclasses import replace
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 
@@ -24,6 +28,8 @@ from dpd_desktop.data import (
     save_hdf5,
     save_split_csv,
 )
+from dpd_desktop.data.readers import _h5_to_iq
+from dpd_desktop.metrics import channel_bins
 
 DATASETS = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
 SPLIT_FILES = [f"{s}_{r}.csv" for s in ("train", "val", "test") for r in ("input", "output")]
@@ -73,7 +79,6 @@ def _write_single(path: Path, n: int, columns=("I_in", "Q_in", "I_out", "Q_out")
 
 
 def _h5_write(path: Path, splits: dict, attrs: dict | None = None) -> None:
-    h5py = pytest.importorskip("h5py")
     with h5py.File(path, "w") as f:
         for k, v in (attrs or {}).items():
             f.attrs[k] = v
@@ -266,12 +271,10 @@ def test_float32_overflow_in_a_single_file_and_hdf5(tmp_path, recwarn):
     p.write_text("I,Q\n0.5,0.25\n-3e38,1\n0.1,-4e38\n")
     with pytest.raises(DatasetError, match=r"^u\.csv line 4: value -4e\+38 in column 2 \(Q\) .* overflows float32"):
         read_iq_csv(p)
-    h5 = pytest.importorskip("h5py")
+    h5 = h5py
     f = tmp_path / "d.h5"
     with h5.File(f, "w") as fh:
         fh["x"] = np.array([[0.1, 0.2], [1e39, 0.0]])
-    from dpd_desktop.data.readers import _h5_to_iq
-
     with h5.File(f, "r") as fh, pytest.raises(DatasetError, match="value overflowing float32 at sample index 1"):
         _h5_to_iq(fh["x"], f, "/x")
     assert not [w for w in recwarn if "overflow" in str(w.message)]
@@ -408,7 +411,6 @@ def test_hdf5_round_trip(tmp_path, complex_samples):
     ds = make_demo_dataset(seed=1, n_train=4096, n_val=1024, n_test=1536, nperseg=512)
     p = save_hdf5(ds, tmp_path / "sub" / "demo.h5", complex_samples=complex_samples)
     assert p.is_file() and [q.name for q in p.parent.iterdir()] == ["demo.h5"]  # no temp file left
-    h5py = pytest.importorskip("h5py")
     with h5py.File(p, "r") as f:
         assert f["train/x"].dtype == (np.complex64 if complex_samples else np.float32)
         assert f.attrs["input_signal_fs"] == 640e6 and f.attrs["n_sub_ch"] == 4
@@ -508,8 +510,6 @@ def test_require_metrics_adjacent_channels_outside_grid(tmp_path):
 
 
 def test_require_metrics_adjacent_rule_is_the_metrics_grid_rule():
-    from dpd_desktop.metrics import channel_bins
-
     for bw in np.linspace(100e6, 790e6, 70):
         for nps in (16, 64, 2560):
             s = DatasetSpec(sample_rate_hz=800e6, bw_main_hz=float(bw), n_sub_ch=4, nperseg=nps)
@@ -837,8 +837,6 @@ def test_iqdataset_summary_and_fingerprint_sensitivity():
     x[0, 0] = np.nextafter(x[0, 0], np.float32(2))
     changed = IQDataset(ds.name, ds.source, ds.spec, Split(x, ds.train.y), ds.val, ds.test)
     assert changed.fingerprint() != fp
-    from dataclasses import replace
-
     respec = IQDataset(ds.name, ds.source, replace(ds.spec, nperseg=256), ds.train, ds.val, ds.test)
     assert respec.fingerprint() != fp
     s = ds.summary()
@@ -847,11 +845,8 @@ def test_iqdataset_summary_and_fingerprint_sensitivity():
 
 
 def test_import_is_light():
-    """h5py (and Qt) are not imported by ``import dpd_desktop.data`` (lazy heavy imports, docs/CONTRACTS.md)."""
-    import subprocess
-    import sys
-
-    code = "import sys, dpd_desktop.data; print(sorted(m for m in ('h5py', 'PySide6', 'torch') if m in sys.modules))"
+    """``import dpd_desktop.data`` (which the command line imports at start) brings neither PyTorch nor Qt."""
+    code = "import sys, dpd_desktop.data; print(sorted(m for m in ('PySide6', 'torch') if m in sys.modules))"
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
