@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 
 
@@ -91,6 +92,7 @@ class CtrlC:
         self._previous = None
         self._installed = False
         self._writer: socket.socket | None = None
+        self._aborting = threading.Lock()
 
     @property
     def installed(self) -> bool:
@@ -139,11 +141,14 @@ class CtrlC:
             self._writer.close()  # the watchdog reads end-of-file and ends
             self._writer = None
 
-    @staticmethod
-    def abort() -> None:
-        """Say so on stderr and end the process at once with :attr:`Exit.ABORTED` (no clean-up runs)."""
-        say("\n" + ABORT_MESSAGE)
-        os._exit(Exit.ABORTED)
+    def abort(self) -> None:
+        """Say so on stderr and end the process at once with :attr:`Exit.ABORTED` (no clean-up runs). The
+        Python-level handler and the watchdog may both get here for one second Ctrl+C: only the first says it."""
+        if self._aborting.acquire(blocking=False):
+            say("\n" + ABORT_MESSAGE)
+            os._exit(Exit.ABORTED)
+        while True:  # the other thread is ending the process
+            time.sleep(1)
 
     def _handle(self, signum, frame) -> None:
         self._handled += 1

@@ -1,5 +1,5 @@
-"""Application entry point: ``main()`` creates the QApplication (high-DPI, platform palette, pyqtgraph background
-following it, antialiasing) and the main window, then runs the event loop."""
+"""Application entry point: ``main()`` creates the QApplication (:mod:`.qt_app`) and the main window, then runs the
+event loop."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,48 +7,14 @@ import os
 import sys
 import threading
 
-from PySide6.QtCore import QCoreApplication, Qt, QTimer
-from PySide6.QtGui import QGuiApplication, QIcon
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
 from ..process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display
 from .main_window import MainWindow
-from .theme import configure_pyqtgraph
+from .qt_app import ensure_app  # noqa: F401 - also the entry point's public name for callers
 
-APP_NAME = "DPD Desktop"
-ORG_NAME = "dpd-desktop"
 CLOSING = "closing the window (Ctrl+C again to quit at once)"
-
-
-def ensure_app(argv: list[str] | None = None, headless: bool | None = None) -> QApplication:
-    """Return the running QApplication or create one (offscreen when there is no display or ``headless``)."""
-    app = QApplication.instance()
-    if app is not None:
-        if not isinstance(app, QApplication):
-            raise RuntimeError("a QCoreApplication without widgets is running; plots need a QApplication")
-        return app
-    if headless or (headless is None and detect_display() is Display.NONE):
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    QGuiApplication.setHighDpiScaleFactorRoundingPolicy(Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
-    QCoreApplication.setOrganizationName(ORG_NAME)
-    QCoreApplication.setApplicationName(APP_NAME)
-    app = QApplication(list(argv) if argv is not None else sys.argv[:1])
-    app.setApplicationDisplayName(APP_NAME)
-    app.setDesktopFileName("dpd-desktop")
-    icon = _icon_path()
-    if icon:
-        app.setWindowIcon(QIcon(icon))
-    configure_pyqtgraph()
-    return app
-
-
-def _icon_path() -> str | None:
-    here = os.path.dirname(os.path.abspath(__file__))
-    for cand in (os.path.join(here, "..", "resources", "icon.png"),
-                 os.path.join(here, "..", "..", "resources", "icon.png")):
-        if os.path.exists(cand):
-            return os.path.normpath(cand)
-    return None
 
 
 def main(argv: list[str] | None = None, dataset=None, autostart_config=None, workspace=None) -> int:
@@ -85,13 +51,8 @@ def main(argv: list[str] | None = None, dataset=None, autostart_config=None, wor
                 str(dataset) if isinstance(dataset, (str, os.PathLike)) else win._dataset_ref)
             autostart_config = dataclasses.replace(autostart_config, dataset=ref)
     win.show()
-    if autostart_config is not None:
-        def _go():
-            if win._loader is not None:  # a dataset is still loading: start when it lands
-                win._pending_start = autostart_config
-            else:
-                win.start_run(autostart_config)
-        QTimer.singleShot(0, _go)
+    if autostart_config is not None:  # start_run queues the run while the dataset is still loading
+        QTimer.singleShot(0, lambda: win.start_run(autostart_config))
     _close_on_ctrl_c(win)
     return int(app.exec())
 

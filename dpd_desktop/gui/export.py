@@ -7,7 +7,6 @@ uses its two halves, :func:`render_run_plots` (GUI thread) and :func:`save_image
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -15,7 +14,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from . import history
-from .app import ensure_app
+from .qt_app import ensure_app
 from .panels import AMAMPanel, AMPMPanel, LearningPanel, PSDPanel, TimeDomainPanel
 from .panels.base import save_png_atomic
 
@@ -50,7 +49,7 @@ def render_run_plots(history_rows: Sequence[Mapping], plots=None, size: tuple[in
     QApplication when none exists. Plots are drawn on a light background regardless of the desktop theme (they end
     up in reports).
     """
-    app = ensure_app(headless=True if _no_display() else None)
+    app = ensure_app()  # offscreen where there is no display (process.detect_display)
     saved_opts = {k: pg.getConfigOption(k) for k in ("background", "foreground", "antialias")}
     pg.setConfigOptions(background="w", foreground="k", antialias=True)
     images: list[tuple[str, object]] = []
@@ -107,7 +106,3 @@ def _best_epoch(rows: Sequence[Mapping]) -> float | None:
             ep = history.value(row, "epoch")
             best, best_v = (ep if ep == ep else float(i)), v
     return best
-
-
-def _no_display() -> bool:
-    return sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))

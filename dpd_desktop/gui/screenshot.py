@@ -17,7 +17,7 @@ from PySide6.QtCore import QEventLoop, QTimer
 from ..config import ExperimentConfig
 from ..data import make_demo_dataset
 from ..runs.workspace import Workspace
-from .app import ensure_app
+from .qt_app import ensure_app
 from .main_window import MainWindow
 from .panels.base import save_png_atomic
 

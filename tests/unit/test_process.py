@@ -17,6 +17,8 @@ from dpd_desktop.process import CTRL_C, CtrlC, Display, Exit, detect_display
 
 ROOT = Path(__file__).resolve().parents[2]
 POSIX = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+LONG_BATCHES = ["train-pa", "--dataset", "demo", "--epochs", "5", "--device", "cpu", "--hidden-size", "64",
+                "--frame-length", "1000", "--stride", "16", "--batch-size", "256", "--no-plots"]
 LONG_TRAIN = ["train-pa", "--dataset", "demo", "--epochs", "200", "--device", "cpu", "--hidden-size", "4",
               "--frame-length", "40", "--stride", "64", "--no-plots"]
 
@@ -119,9 +121,9 @@ def test_second_ctrl_c_aborts_at_once_during_a_long_call():
     assert err.count(process.ABORT_MESSAGE) == 1 and "Traceback" not in err and "finished" not in out
 
 
-def _start_training(ws: Path, timing: Path) -> subprocess.Popen:
+def _start_training(ws: Path, timing: Path, args=LONG_TRAIN) -> subprocess.Popen:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", DPD_DESKTOP_TIMING=str(timing))
-    return subprocess.Popen([sys.executable, "-m", "dpd_desktop", "--workspace", str(ws), *LONG_TRAIN], cwd=ROOT,
+    return subprocess.Popen([sys.executable, "-m", "dpd_desktop", "--workspace", str(ws), *args], cwd=ROOT,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -155,8 +157,10 @@ def test_first_ctrl_c_during_training_cancels_with_the_run_readable(tmp_path):
 
 @POSIX
 def test_second_ctrl_c_during_training_aborts(tmp_path):
-    proc = _start_training(tmp_path, tmp_path / "t.jsonl")
+    proc = _start_training(tmp_path, tmp_path / "t.jsonl", LONG_BATCHES)
     _wait_for_mark(proc, tmp_path / "t.jsonl", "first_batch")
+    # long batches (~0.5 s on 2 cores): the second Ctrl+C comes while the first one's cancel still waits for the
+    # batch to end (with tiny batches the cancel may end the run, exit 3, before the second arrives)
     proc.send_signal(signal.SIGINT)
     time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
