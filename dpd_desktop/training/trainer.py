@@ -13,6 +13,10 @@ Differences from the reference, all deliberate:
 - A ``last.pt`` training state is written every epoch for resuming; a ``results.h5`` holds the selected checkpoint's
   predictions, metrics and spectra.
 - Cancellation is checked between batches (the reference checks at epoch end only, §9.18).
+
+(A little over 600 lines, on purpose: the set-up steps and the epoch loop stay in one module so that the reference's
+RNG order reads in one place; evaluation, the CUDA epoch-end overlap, PA loading, device handling and the record's
+payload are modules of their own beside it.)
 """
 from __future__ import annotations
 
