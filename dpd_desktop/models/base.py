@@ -1,6 +1,6 @@
 """Common model wrapper and shared initialization / feature helpers.
 
-Behavioral source: ``/work/shared/reference/opendpd-reference.md`` (OpenDPD 2.2.1 spec), sections 2.4, 2.5, 3.1 and 3.2.
+Behavioral source: ``../shared/reference/opendpd-reference.md`` (OpenDPD 2.2.1 spec), sections 2.4, 2.5, 3.1 and 3.2.
 Nothing here is copied from OpenDPD; the code re-implements the documented behavior.
 
 Conventions used by every family in this package:
