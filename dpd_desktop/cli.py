@@ -395,8 +395,8 @@ def run() -> None:
 
     Ctrl+C is cooperative from here on (:data:`~dpd_desktop.process.CTRL_C`: first cancels, second aborts); a
     KeyboardInterrupt that still gets through (Python's default handler, before this point or in ``runs`` and
-    ``run-dpd``) is a plain cancel (exit status 3), never a traceback. The process ends with ``os._exit`` when the
-    command allows it (:attr:`Outcome.skip_teardown`).
+    ``run-dpd``) is a plain cancel (exit status 3), never a traceback; nor is a standard output closed by its reader
+    (exit status 0). The process ends with ``os._exit`` when the command allows it (:attr:`Outcome.skip_teardown`).
     """
     CTRL_C.install()
     mark("cli_start")
@@ -405,6 +405,9 @@ def run() -> None:
     except KeyboardInterrupt:
         print("\ncancelled", file=sys.stderr)
         outcome = Outcome(Exit.CANCELLED)
+    except BrokenPipeError:  # stdout closed by its reader (`dpd-desktop runs | head`): what was wanted was read
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at the final flush
+        outcome = Outcome(Exit.OK)
     if outcome.skip_teardown:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -227,6 +227,10 @@ class Trainer:
         ds = self.dataset
         ds.spec.require_metrics(str(ds.source))
         require_whole_segment(ds)
+        n_train = min(ds.train.x.shape[0], cfg.max_train_samples or ds.train.x.shape[0])
+        if n_train < cfg.frame_length:  # refused before a run folder exists
+            raise ConfigError("frame_length", f"{cfg.frame_length} is longer than the training split "
+                              f"({n_train} samples of {ds.name})")
         self.fingerprint = ds.fingerprint()  # before the PA is loaded: a DPD checks it against the PA's dataset
         if cfg.step == "dpd":  # a bad PA run is refused before a run folder exists (the real load comes later)
             require_finite_gain(ds)
@@ -256,9 +260,6 @@ class Trainer:
         x_train, y_train = ds.train.x, targets["train"]
         if cfg.max_train_samples:
             x_train, y_train = x_train[:cfg.max_train_samples], y_train[:cfg.max_train_samples]
-        if x_train.shape[0] < cfg.frame_length:
-            raise ConfigError("frame_length", f"{cfg.frame_length} is longer than the training split "
-                              f"({x_train.shape[0]} samples of {ds.source})")
         dev = self.device
         x_cpu = torch.from_numpy(np.ascontiguousarray(x_train))
         y_cpu = torch.from_numpy(np.ascontiguousarray(y_train))

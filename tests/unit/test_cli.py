@@ -174,6 +174,33 @@ def test_seed_out_of_range_is_refused_before_a_run_folder(tmp_path, capsys, seed
     assert _run_dirs(tmp_path) == []
 
 
+def test_frame_longer_than_the_training_split_is_refused_before_a_run_folder(tmp_path, capsys):
+    """The demo's training split has 61,440 samples: a 100,000-sample frame is exit 2 naming the field and the
+    split's length, and no run folder (was exit 1 with a folder lacking config.json)."""
+    argv = ["--workspace", str(tmp_path), "train-pa", "--dataset", "demo", "--epochs", "1", "--device", "cpu",
+            "--frame-length", "100000"]
+    assert cli_main(argv) == 2
+    assert "frame_length: 100000 is longer than the training split (61440 samples" in capsys.readouterr().err
+    assert _run_dirs(tmp_path) == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX pipes")
+def test_runs_into_a_closed_pipe_is_quiet(tmp_path):
+    """`dpd-desktop runs | head -1`: the reader closes the pipe early; no BrokenPipeError traceback, exit 0."""
+    for i in range(300):
+        d = tmp_path / "runs" / f"2026-01-01-{i:06d}-pa-gru4"
+        d.mkdir(parents=True)
+        (d / "config.json").write_text('{"experiment": {"step": "pa", "backbone": "gru", "hidden_size": 4}}')
+        (d / "status.json").write_text('{"state": "succeeded"}')
+    proc = subprocess.Popen([sys.executable, "-m", "dpd_desktop", "--workspace", str(tmp_path), "runs"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = proc.stdout.readline()
+    proc.stdout.close()  # like head -1
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0, err
+    assert first.startswith("2026-01-01-000299-pa-gru4") and "Traceback" not in err and "Broken" not in err
+
+
 def test_runs_on_an_empty_workspace_says_so(tmp_path, capsys):
     assert cli_main(["--workspace", str(tmp_path), "runs"]) == 0
     assert "no runs" in capsys.readouterr().err
