@@ -373,6 +373,11 @@ def _load_hdf5(path: Path) -> tuple[str, DatasetSpec, dict[str, Split]]:
     try:
         f = h5py.File(path, "r")
     except OSError as exc:
+        if "lock" in str(exc).lower():  # HDF5's file lock: another process has it open for writing
+            raise DatasetError(
+                f"in use by another process (it holds the HDF5 file lock of {path}, e.g. while writing it)", path=path,
+                expected="a file no other program is writing: close that program, or wait until it has finished",
+            ) from exc
         raise DatasetError(
             f"cannot open as HDF5 ({exc})", path=path, expected="an HDF5 file (layout in docs/hdf5-layout.md)"
         ) from exc

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -29,7 +30,7 @@ from ..config import ConfigError, ExperimentConfig
 from ..data import load_dataset, make_demo_dataset
 from ..data.synthetic import demo_settings
 from . import artifacts
-from .states import LIVE_STATES, UNREADABLE
+from .states import DAMAGED, LIVE_STATES, UNREADABLE
 from .owner import owner_gone, process_identity
 
 #: config.json schema written by :class:`RunWriter`; the reader reads 1 and 2.
@@ -446,7 +447,9 @@ def _read_config(cfg_path: Path) -> tuple[dict, ExperimentConfig, DatasetRef]:
 
 def _read_state(run_dir: Path) -> tuple[str, dict[str, Any]]:
     """(state, raw status.json). No status.json: "interrupted" (the process died before writing it); one that
-    cannot be read or is not an object: "unreadable"; queued/running whose recorded process is gone: "interrupted"."""
+    cannot be read or is not an object: "unreadable"; queued/running whose recorded process is gone: "interrupted";
+    a final state with a selected epoch whose ``best.pt`` is missing or not a checkpoint file (torch.save's zip
+    container, checked without torch: a truncated or overwritten file has no zip directory): "damaged"."""
     p = run_dir / "status.json"
     try:
         st = json.loads(p.read_text(encoding="utf-8"))
@@ -459,7 +462,16 @@ def _read_state(run_dir: Path) -> tuple[str, dict[str, Any]]:
         return UNREADABLE, st
     if state in LIVE_STATES and owner_gone(st):
         state = "interrupted"
+    elif state not in LIVE_STATES and st.get("best_epoch") is not None and not _is_checkpoint_file(run_dir / "best.pt"):
+        state = DAMAGED
     return state, st
+
+
+def _is_checkpoint_file(path: Path) -> bool:
+    try:
+        return path.is_file() and zipfile.is_zipfile(path)
+    except OSError:
+        return False
 
 
 def list_records(runs_dir: Path, step: str | None = None) -> list[RunRecord]:

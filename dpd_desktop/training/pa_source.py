@@ -6,6 +6,7 @@ import torch
 from ..models import build_model
 from ..runs import artifacts
 from ..runs.record import RecordError, RunRecord
+from ..runs.states import UNREADABLE
 from ..runs.workspace import Workspace
 from .errors import TrainingError
 
@@ -37,9 +38,9 @@ def load_pa_for_dpd(workspace: Workspace, pa_run: str, dataset=None, fingerprint
     ``allow_dataset_mismatch`` (then ``info["dataset_mismatch_allowed"]`` is True). A PA run without a recorded
     fingerprint is not checked.
 
-    A PA run that is still queued or running, that failed, or whose ``status.json`` is unreadable is refused; a
-    cancelled or interrupted one (its ``best.pt`` is the best of the epochs it completed) is accepted; its state is
-    recorded (``info["run_state"]``) and the trainer writes a warning to the run's log.
+    A PA run that is still queued or running, that failed, or whose ``status.json`` is unreadable is refused (one
+    whose ``best.pt`` is damaged fails the checkpoint load, which names the file); a cancelled or interrupted one
+    (its ``best.pt`` is the best of the epochs it completed) is accepted; its state is recorded (``info["run_state"]``) and the trainer writes a warning to the run's log.
 
     Raises:
         TrainingError: the PA run, its ``config.json`` or ``best.pt`` is missing, it is not a PA run, it is running
@@ -61,7 +62,7 @@ def load_pa_for_dpd(workspace: Workspace, pa_run: str, dataset=None, fingerprint
     if state in ("queued", "running"):
         raise TrainingError(f"pa_run: the PA run {run_dir.name} is still {state} ({status_path}); its "
                             "selected checkpoint may still change: wait until it has finished")
-    if state in ("failed", "unreadable"):
+    if state in ("failed", UNREADABLE):  # a "damaged" run is refused below by the load of its best.pt, named
         raise TrainingError(f"pa_run: the PA run {run_dir.name} is {state} ({status_path}"
                             + (f": {record.message}" if record.message else "")
                             + "); train the DPD through a PA run that succeeded")

@@ -406,6 +406,26 @@ def test_hdf5_read_external_file(tmp_path, complex_):
             np.testing.assert_array_equal(a, exp.astype(np.float32))
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX file locks")
+def test_hdf5_locked_by_another_process_is_reported_in_use(tmp_path):
+    """Another process holds the file open for writing (HDF5's file lock): the error says the file is in use and
+    names it (was "expected an HDF5 file")."""
+    p = tmp_path / "locked.h5"
+    _h5_write(p, _h5_valid(12), attrs={"fs": 640e6, "bw_main_ch": 160e6, "n_sub_ch": 4, "nperseg": 6})
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, h5py; f = h5py.File(sys.argv[1], 'a'); "
+                               "print('open', flush=True); sys.stdin.read()", str(p)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        with pytest.raises(DatasetError) as ei:
+            load_dataset(p)
+        msg = str(ei.value)
+        assert str(p) in msg and "in use by another process" in msg and "expected an HDF5 file" not in msg
+    finally:
+        holder.communicate("", timeout=30)
+    assert load_dataset(p).name == "locked"  # readable again once the other process has closed it
+
+
 @pytest.mark.parametrize("complex_samples", [True, False], ids=["complex64", "float32_Nx2"])
 def test_hdf5_round_trip(tmp_path, complex_samples):
     ds = make_demo_dataset(seed=1, n_train=4096, n_val=1024, n_test=1536, nperseg=512)

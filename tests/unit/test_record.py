@@ -322,3 +322,25 @@ def test_dataset_ref_of_a_folder_dataset(tmp_path):
     assert ref.kind == "split-folder" and ref.demo is None and ref.source == str(ds.source)
     back = DatasetRef.from_record(ref.to_dict(), SCHEMA)
     assert back == ref and back.load().fingerprint() == ds.fingerprint()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "overwritten", "missing"])
+def test_a_run_whose_best_checkpoint_is_damaged_is_listed_damaged_and_refused_as_pa(tmp_path, demo, damage):
+    """A succeeded run whose best.pt is cut short, overwritten or gone reads "damaged" (not succeeded), in the
+    listing too, and a DPD refuses it as its PA before a run folder exists."""
+    d = _copy(tmp_path)
+    assert RunRecord.open(d).state == "succeeded"
+    best = d / "best.pt"
+    if damage == "truncated":
+        best.write_bytes(best.read_bytes()[:200])
+    elif damage == "overwritten":
+        best.write_bytes(b"\0" * 4096)
+    else:
+        best.unlink()
+    assert RunRecord.open(d).state == "damaged"
+    assert [r.state for r in Workspace(tmp_path).list_runs()] == ["damaged"]
+    res = Trainer(ExperimentConfig(step="dpd", pa_run=d.name, hidden_size=3, **BASE), dataset=demo,
+                  workspace=Workspace(tmp_path)).run()
+    assert res.state == "failed" and res.run_dir is None and str(best) in res.message
+    assert ("checkpoint file not found" if damage == "missing" else "not a readable checkpoint") in res.message
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [d.name]
