@@ -20,6 +20,12 @@ LOSSES = ("l2", "l1")
 DEFAULT_HIDDEN_SIZE = {"pa": 23, "dpd": 15}
 
 
+#: Upper bounds of the model size: the reference's models use hidden sizes of 8-64 and 1-2 layers; far beyond these a
+#: model only exhausts memory (hidden 10,000,000: a 1.2 PB allocation) or hangs in construction (100,000 layers).
+MAX_HIDDEN_SIZE = 4096
+MAX_NUM_LAYERS = 16
+
+
 def default_hidden_size(step: str) -> int:
     """The default hidden size for ``step`` ("pa" or "dpd"), see :data:`DEFAULT_HIDDEN_SIZE`."""
     return DEFAULT_HIDDEN_SIZE[step]
@@ -96,6 +102,10 @@ class ExperimentConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(name, f"expected a positive integer, got {v!r}")
+        for name, top in (("hidden_size", MAX_HIDDEN_SIZE), ("num_layers", MAX_NUM_LAYERS)):
+            if getattr(self, name) > top:
+                raise ConfigError(name, f"expected at most {top} (a PA/DPD model of this size would not fit in "
+                                  f"memory or train in a lab's time), got {getattr(self, name)}")
         if not isinstance(self.patience, int) or self.patience < 0:
             raise ConfigError("patience", f"expected an integer >= 0, got {self.patience!r}")
         if not isinstance(self.dataset, str) or not self.dataset.strip():

@@ -248,6 +248,12 @@ def _check_equal_length(a: np.ndarray, b: np.ndarray, pa: Path, pb: Path) -> Non
 
 def _load_split_folder(folder: Path, spec: DatasetSpec) -> dict[str, Split]:
     missing = [f for f in SPLIT_CSV_FILES if not (folder / f).is_file()]
+    folders = [f for f in missing if (folder / f).is_dir()]
+    if folders:
+        raise DatasetError(
+            f"{folders[0]} in folder {folder} is a folder, not a file", path=folder / folders[0], field=None,
+            expected="the six split files " + ", ".join(SPLIT_CSV_FILES) + " as CSV files",
+        )
     if missing:
         hint = ""
         if len(missing) == 6:
@@ -303,6 +309,9 @@ def _f64(a: np.ndarray) -> np.ndarray | None:
 
 
 def _load_single_csv(path: Path, spec: DatasetSpec) -> dict[str, Split]:
+    if path.is_dir():
+        raise DatasetError(f"{path.name} in folder {path.parent} is a folder, not a file", path=path,
+                           field="csv_filename", expected="the single CSV named by spec.json 'csv_filename'")
     if not path.is_file():
         raise DatasetError(
             f"missing file {path.name} in folder {path.parent}",

@@ -529,6 +529,11 @@ class RunWriter:
         self.run_id, self.run_dir = ev.run_id, Path(ev.run_dir)
         self.step, self.selection_metric = ev.step, ev.selection_metric
         self._log_fh = open(self.run_dir / "log.txt", "a", encoding="utf-8")
+        # config.json with the experiment alone until RunStarted completes it: a run that fails or is killed in its
+        # set-up is still a readable run (listed failed / interrupted), not a folder the reader skips
+        self.config_doc = self._config_head(ev.config)
+        if ev.config:
+            self._write_config()
         self.write_status("running")
         # every run folder has a history.csv, header-only until the first epoch ends (cancel/failure before it)
         artifacts.write_history_csv(self.run_dir / "history.csv", [], header=HISTORY_COLUMNS)
@@ -539,10 +544,13 @@ class RunWriter:
             self._log_fh.flush()
 
     def _started(self, ev) -> None:
-        self.config_doc = {"format": FORMAT, "schema": SCHEMA, "run_id": self.run_id,
-                           "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "experiment": dict(ev.config),
+        self.config_doc = {**(self.config_doc or self._config_head(ev.config)), "experiment": dict(ev.config),
                            **dict(ev.setup)}
         self._write_config()
+
+    def _config_head(self, experiment) -> dict[str, Any]:
+        return {"format": FORMAT, "schema": SCHEMA, "run_id": self.run_id,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "experiment": dict(experiment or {})}
 
     def _checkpoint(self, ev) -> None:
         d = self.run_dir

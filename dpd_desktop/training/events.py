@@ -160,12 +160,14 @@ class RunCancelled:
 
 @dataclass(frozen=True)
 class RunPrepared:
-    """The run folder exists (created after the checks that refuse a run, before the seeded set-up)."""
+    """The run folder exists (created after the checks that refuse a run, before the seeded set-up); ``config`` is
+    the experiment (``ExperimentConfig.to_dict()``), recorded at once so that a run failing in its set-up is listed."""
 
     run_id: str
     run_dir: str
     step: str
     selection_metric: str
+    config: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -241,7 +241,7 @@ class Trainer:
         self.selection_metric = "VAL_NMSE" if cfg.step == "pa" else "VAL_ACLR_AVG"
         self.run_id, self.run_dir = self.workspace.new_run_dir(f"{cfg.step}-{cfg.backbone}{cfg.hidden_size}")
         self._emit(RunPrepared(run_id=self.run_id, run_dir=str(self.run_dir), step=cfg.step,
-                               selection_metric=self.selection_metric))
+                               selection_metric=self.selection_metric, config=cfg.to_dict()))
         self._log(f"run {self.run_id}: {cfg.step.upper()} {cfg.backbone} H={cfg.hidden_size} on {self.dataset.name}")
 
     def _setup_seed(self, cfg: ExperimentConfig) -> None:

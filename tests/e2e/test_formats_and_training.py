@@ -13,8 +13,9 @@ from dpd_desktop.data.readers import save_hdf5, save_split_csv
 from dpd_desktop.runs.artifacts import load_checkpoint, read_history_csv
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.training.trainer import Trainer
+from datasets_dir import DATASETS  # tests/datasets_dir.py
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
+SHARED = DATASETS
 TINY = ["--hidden-size", "6", "--epochs", "1", "--frame-length", "40", "--stride", "16", "--device", "cpu",
         "--no-plots", "--quiet"]
 

@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+
 from PySide6.QtCore import QSettings, Qt
 
 from dpd_desktop.config import ExperimentConfig
@@ -16,6 +17,7 @@ from dpd_desktop.gui.main_window import PREVIEW_WARNING, MainWindow
 from dpd_desktop.gui.panels import AMAMPanel, AMPMPanel, LearningPanel, PSDPanel, TimeDomainPanel
 
 from gui_fakes import FakeDataset, FakeRunRecord, FakeWorkspace, fake_factory, make_plotdata, make_row
+from datasets_dir import DATASETS  # tests/datasets_dir.py
 
 
 def _real_trainer_available() -> bool:
@@ -421,7 +423,7 @@ def test_real_pa_then_dpd_from_the_window(make_window, qtbot):
 def test_open_measured_dataset_folder(make_window, qtbot):
     from pathlib import Path
 
-    folder = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "DPA_200MHz"
+    folder = DATASETS / "DPA_200MHz"
     if not folder.is_dir():
         pytest.skip(f"{folder} not present")
     w = make_window()

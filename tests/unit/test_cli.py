@@ -174,6 +174,33 @@ def test_seed_out_of_range_is_refused_before_a_run_folder(tmp_path, capsys, seed
     assert _run_dirs(tmp_path) == []
 
 
+@pytest.mark.parametrize("option,value,top", [("--hidden-size", "10000000", 4096), ("--num-layers", "100000", 16)])
+def test_a_model_too_large_to_train_is_refused_before_a_run_folder(tmp_path, capsys, option, value, top):
+    """Hidden 10,000,000 used to fail with the allocator's raw message after a run folder existed; 100,000 layers
+    hung in model construction: both are exit 2 naming the field and its bound."""
+    assert cli_main(["--workspace", str(tmp_path), *TINY_TRAIN, option, value]) == 2
+    field = option[2:].replace("-", "_")
+    assert f"{field}: expected at most {top}" in capsys.readouterr().err
+    assert _run_dirs(tmp_path) == []
+
+
+def test_a_run_failing_in_its_set_up_is_listed_failed(tmp_path, capsys, monkeypatch):
+    """A failure after the run folder exists (here: the model cannot be built) leaves a run that `runs` lists as
+    failed, with its experiment (config.json holds it from the folder's creation on)."""
+    import dpd_desktop.training.trainer as trainer_mod
+
+    def broken(*a, **k):
+        raise RuntimeError("can't allocate memory: you tried to allocate 1200000000000000 bytes")
+
+    monkeypatch.setattr(trainer_mod, "build_model", broken)
+    assert cli_main(["--workspace", str(tmp_path), *TINY_TRAIN, "--no-plots", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "the computer ran out of memory: reduce the batch size" in err
+    assert cli_main(["--workspace", str(tmp_path), "runs"]) == 0
+    (row,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.strip()]
+    assert row.split()[1:] == ["pa", "gru", "H=4", "failed"]
+
+
 def test_frame_longer_than_the_training_split_is_refused_before_a_run_folder(tmp_path, capsys):
     """The demo's training split has 61,440 samples: a 100,000-sample frame is exit 2 naming the field and the
     split's length, and no run folder (was exit 1 with a folder lacking config.json)."""

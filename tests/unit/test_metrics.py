@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+
 from scipy.signal import welch
 
 from dpd_desktop.metrics import (
@@ -24,8 +25,8 @@ from dpd_desktop.metrics import (
     psd_db,
 )
 from dpd_desktop.training.plotdata import PSD_NPERSEG_MAX, build_plot_data
+from datasets_dir import DATASETS  # tests/datasets_dir.py
 
-DATASETS = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
 
 # DPA_200MHz geometry: fs 800 MHz, N 2560, B 200 MHz, 10 sub-channels -> iL 960, iR 1600, W 64.
 FS, N, B, NSC = 800e6, 2560, 200e6, 10

@@ -30,15 +30,15 @@ from dpd_desktop.data import (
 )
 from dpd_desktop.data.readers import _h5_to_iq
 from dpd_desktop.metrics import channel_bins
+from datasets_dir import DATASETS  # tests/datasets_dir.py
 
-DATASETS = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
 SPLIT_FILES = [f"{s}_{r}.csv" for s in ("train", "val", "test") for r in ("input", "output")]
 
 
 def _need(name: str) -> Path:
     p = DATASETS / name
     if not (p / "train_input.csv").is_file():
-        pytest.skip(f"measured dataset {name} not found at {p} (../shared/datasets is absent in this checkout)")
+        pytest.skip(f"measured dataset {name} not found at {p} (set DPD_DESKTOP_DATASETS, or lay ../shared/datasets beside the checkout)")
     return p
 
 
@@ -677,6 +677,21 @@ def _case_missing_file(t):
     return f, ["val_output.csv", "missing file", "expected the six split files"]
 
 
+def _case_split_file_is_a_folder(t):
+    f = make_split_folder(t / "ds")
+    (f / "test_input.csv").unlink()
+    (f / "test_input.csv").mkdir()
+    return f, ["test_input.csv", "is a folder, not a file", "expected the six split files"]
+
+
+def _case_single_csv_is_a_folder(t):
+    f = t / "ds"
+    f.mkdir()
+    (f / "spec.json").write_text(json.dumps({"dataset_format": "single_csv", "csv_filename": "pa.csv"}))
+    (f / "pa.csv").mkdir()
+    return f, ["pa.csv", "is a folder, not a file", "field 'csv_filename'", "expected the single CSV"]
+
+
 def _case_broken_json(t):
     f = make_split_folder(t / "ds")
     (f / "spec.json").write_text('{\n  "input_signal_fs": 640e6,\n  "nperseg": 16384,,\n}\n')
@@ -803,6 +818,8 @@ MALFORMED = [
     _case_header_only,
     _case_length_mismatch,
     _case_missing_file,
+    _case_split_file_is_a_folder,
+    _case_single_csv_is_a_folder,
     _case_broken_json,
     _case_spec_fs_abc,
     _case_spec_negative_nperseg,

@@ -10,7 +10,7 @@ from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QLabel, QSpinBox, QVBoxLayout,
                                QWidget)
 
-from ...config import ConfigError, ExperimentConfig
+from ...config import MAX_HIDDEN_SIZE, MAX_NUM_LAYERS, ConfigError, ExperimentConfig
 
 #: The five families offered in the form (value, label, tooltip) — labels from the model registry when present.
 BACKBONES: tuple[tuple[str, str, str], ...] = (
@@ -106,8 +106,8 @@ class ConfigForm(QWidget):
             label, desc = labels.get(value, (label, tip))
             self.backbone.addItem(label, value)
             self.backbone.setItemData(self.backbone.count() - 1, desc or tip, Qt.ItemDataRole.ToolTipRole)
-        self.hidden_size = _spin(1, 4096, "Hidden units per layer")
-        self.num_layers = _spin(1, 16, "Number of recurrent layers")
+        self.hidden_size = _spin(1, MAX_HIDDEN_SIZE, "Hidden units per layer")
+        self.num_layers = _spin(1, MAX_NUM_LAYERS, "Number of recurrent layers")
         mf.addRow("Backbone", self.backbone)
         mf.addRow("Hidden size", self.hidden_size)
         mf.addRow("Layers", self.num_layers)
