@@ -38,7 +38,7 @@ def _digest(run_dir: Path) -> dict:
     t = rows[0].split(",").index("TIME:")
     out["history"] = [[v for i, v in enumerate(r.split(",")) if i != t] for r in rows]
     for name in ("best.pt", "last.pt"):
-        obj = torch.load(run_dir / name, weights_only=False)
+        obj = torch.load(run_dir / name, weights_only=True)
         obj.get("meta", {}).pop("run_id", None)
         h = hashlib.sha256()
         tensors(obj, h)

@@ -115,7 +115,7 @@ def test_round_trip_writer_to_reader(fresh, demo):
         assert got["VAL_NMSE"] == pytest.approx(row["VAL_NMSE"], abs=1e-8)
     state, meta = artifacts.load_checkpoint(rec.best_checkpoint)
     assert meta["epoch"] == pa.best_epoch and meta["run_id"] == pa.run_id
-    last = torch.load(rec.last_checkpoint, weights_only=False)
+    last = torch.load(rec.last_checkpoint, weights_only=True)
     assert last["epoch"] == 1 and set(last["model"]) == set(state)
     assert rec.training["optimizer"].startswith("torch-private")
     # hidden_size is stored once in config.json (the experiment block), not again in its model block
@@ -187,7 +187,7 @@ def test_status_is_written_after_the_files_it_describes(tmp_path, demo):
             d = Path(res_dir[0])
             st = json.loads((d / "status.json").read_text())
             seen.append((st["epochs_completed"], len(artifacts.read_history_csv(d / "history.csv")),
-                         torch.load(d / "last.pt", weights_only=False)["epoch"] + 1))
+                         torch.load(d / "last.pt", weights_only=True)["epoch"] + 1))
         elif type(ev).__name__ == "RunStarted":
             res_dir.append(ev.run_dir)
 
