@@ -3,8 +3,8 @@
 #   1. the bundle's --self-test (QT_QPA_PLATFORM=offscreen, `env -i`, PATH = a folder holding no python)
 #   2. runs cross over: the bundle trains the demo and the pip-installed app (the build venv's `pip install .`)
 #      lists the run and trains a DPD through it; the reverse, with the bundle also writing u = DPD(x)
-#   3. the .deb: as root a real `dpkg -i`, the installed command's --self-test, `dpkg -r`, and a check that nothing
-#      is left under /opt/dpd-desktop, /usr/bin/dpd-desktop, the .desktop entry and the icons; not as root, the
+#   3. the .deb: as root a real `dpkg -i`, the installed command's --self-test, `dpkg -r` (then --purge), and a
+#      check that nothing is left under /opt/dpd-desktop, /usr/bin/dpd-desktop, the .desktop entry and the icons; not as root, the
 #      .deb unpacked into a scratch root (dpkg -x) and its file list checked
 # Prints one "ok: …" line per check; exits non-zero at the first failure.
 set -euo pipefail
@@ -19,7 +19,7 @@ DEB=$(ls "$OUT"/dpd-desktop_*.deb 2>/dev/null | head -1 || true)
 SCRATCH=$(mktemp -d /tmp/dpd-desktop-pkgtest.XXXXXX)
 INSTALLED=0
 # on any exit: a .deb this script installed is removed again, the scratch folder goes
-trap '[ "$INSTALLED" = 1 ] && dpkg -r dpd-desktop > /dev/null 2>&1; rm -rf "$SCRATCH"' EXIT
+trap '[ "$INSTALLED" = 1 ] && dpkg --purge dpd-desktop > /dev/null 2>&1; rm -rf "$SCRATCH"' EXIT
 NOPY=$SCRATCH/bin  # the only PATH entry: no python, no venv
 mkdir -p "$NOPY" "$SCRATCH/home"
 fail() { echo "FAILED: $*" >&2; exit 1; }
@@ -80,7 +80,10 @@ for p in /opt/dpd-desktop/dpd-desktop /usr/bin/dpd-desktop /usr/share/applicatio
 done
 ok ".deb $(basename "$DEB") ($(du -h "$DEB" | cut -f1)) holds the bundle, the command, the .desktop entry, $(echo "$ICONS" | wc -l) icons"
 if [ "$(id -u)" = 0 ] && [ "${PKG_TEST_SCRATCH_ONLY:-0}" != 1 ]; then
-  dpkg -s dpd-desktop >/dev/null 2>&1 && fail "dpd-desktop is already installed here: not touching it"
+  case "$(dpkg-query -W -f='${Status}' dpd-desktop 2>/dev/null || true)" in
+    *" installed") fail "dpd-desktop is already installed here: not touching it" ;;
+    *config-files) dpkg --purge dpd-desktop > /dev/null ;;  # removed but not purged by an earlier run: its record only
+  esac
   for p in "${PATHS[@]}"; do [ -e "$p" ] && fail "$p exists before the install"; done
   missing=$(dpkg-deb -f "$DEB" Depends | tr ',' '\n' | sed 's/(.*)//; s/ //g' | while read -r d; do
     dpkg -s "$d" >/dev/null 2>&1 || echo "$d"; done)
@@ -97,9 +100,11 @@ if [ "$(id -u)" = 0 ] && [ "${PKG_TEST_SCRATCH_ONLY:-0}" != 1 ]; then
   dpkg -r dpd-desktop > /dev/null || fail "dpkg -r"
   INSTALLED=0
   for p in "${PATHS[@]}" $ICONS; do [ -e "$p" ] || [ -L "$p" ] && fail "$p is left after dpkg -r"; done
-  dpkg -s dpd-desktop >/dev/null 2>&1 && [ "$(dpkg-query -W -f='${Status}' dpd-desktop)" != "deinstall ok config-files" ] \
-    && fail "dpd-desktop still registered after dpkg -r"
-  ok "dpkg -r left nothing under /opt/dpd-desktop, /usr/bin/dpd-desktop, the .desktop entry or the icons"
+  [ "$(dpkg-query -W -f='${Status}' dpd-desktop 2>/dev/null)" = "deinstall ok config-files" ] \
+    || fail "dpd-desktop's state after dpkg -r: $(dpkg-query -W -f='${Status}' dpd-desktop 2>&1)"
+  dpkg --purge dpd-desktop > /dev/null || fail "dpkg --purge"
+  dpkg-query -W dpd-desktop > /dev/null 2>&1 && fail "dpd-desktop still known to dpkg after --purge"
+  ok "dpkg -r left nothing under /opt/dpd-desktop, /usr/bin/dpd-desktop, the .desktop entry or the icons; purged"
 else
   ROOTFS=$SCRATCH/root
   dpkg -x "$DEB" "$ROOTFS"
