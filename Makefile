@@ -56,7 +56,7 @@ gpu-test: $(TSTAMP)
 	$(VPY) -m pytest -q tests/gpu
 
 # The Linux bundle (PyInstaller, one folder), its .tar.gz and the .deb under build/pkg, from this checkout in a fresh
-# virtual environment (build/pkg-venv); then their checks (packaging/README.md). The build takes ~4 min here.
+# virtual environment (build/pkg-venv); then their checks (packaging/README.md). The build takes 5-7 min here.
 package:
 	PY=$(PY) bash packaging/build-linux.sh
 
