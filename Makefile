@@ -12,7 +12,7 @@ REF_DIR := .ref/opendpd-$(REF_VER)
 REF_STAMP := $(REF_DIR)/models.py
 REF_TMP := .ref/.prepare-$(REF_VER)
 
-.PHONY: run test venv clean gpu-test bench reference
+.PHONY: run test venv clean gpu-test bench reference package package-test
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -54,6 +54,14 @@ test: $(TSTAMP) $(REF_STAMP)
 
 gpu-test: $(TSTAMP)
 	$(VPY) -m pytest -q tests/gpu
+
+# The Linux bundle (PyInstaller, one folder), its .tar.gz and the .deb under build/pkg, from this checkout in a fresh
+# virtual environment (build/pkg-venv); then their checks (packaging/README.md). The build takes 5-7 min here.
+package:
+	PY=$(PY) bash packaging/build-linux.sh
+
+package-test:
+	bash packaging/test-linux.sh
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -6,6 +6,7 @@
     dpd-desktop train-dpd --dataset PATH --pa-run RUN [options]
     dpd-desktop run-dpd --run RUN [--input FILE | --split test] --out FILE.{csv,h5,mat}
     dpd-desktop runs                    list the runs of the workspace
+    dpd-desktop --self-test             check the installation (dpd_desktop.selftest); with --workspace the run stays
 
 ``--workspace DIR`` is a global option, placed before the sub-command (it is accepted after it too).
 
@@ -87,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
                                        "130 aborted (second Ctrl+C).")
     p.add_argument("--version", action="version", version=f"dpd-desktop {__version__}")
     p.add_argument("--workspace", default=None, help=WORKSPACE_HELP)
+    p.add_argument("--self-test", action="store_true",
+                   help="check this installation: PyTorch, one demo epoch on the CPU, the run reopened, the window "
+                        "offscreen (into a temporary workspace unless --workspace is given); exit 0 when it passed")
     sub = p.add_subparsers(dest="command")
 
     def add(name: str, **kw) -> argparse.ArgumentParser:
@@ -357,6 +361,11 @@ def main(argv=None) -> int:
 def execute(argv=None) -> Outcome:
     """:func:`main`, also saying whether the process may skip the interpreter's teardown (:class:`Outcome`)."""
     args = build_parser().parse_args(argv)
+    if args.self_test:
+        from .selftest import main as self_test  # PyTorch and Qt: see the note under the imports
+
+        CTRL_C.uninstall()
+        return Outcome(self_test(workspace=args.workspace), skip_teardown=True)
     cmd = args.command or "gui"
     if cmd not in TRAINING_COMMANDS and CTRL_C.installed:
         # only training stops cooperatively; run-dpd and runs keep Python's default Ctrl+C (KeyboardInterrupt,
@@ -375,7 +384,7 @@ def execute(argv=None) -> Outcome:
         if detect_display() is Display.NONE:
             print(NO_DISPLAY_MESSAGE, file=sys.stderr)
             return Outcome(Exit.USAGE)
-        return Outcome(_window(ws, dataset=args.dataset))
+        return Outcome(_window(ws, dataset=getattr(args, "dataset", None)))  # no sub-command: no --dataset
     if cmd == "demo":
         cfg = ExperimentConfig(step="pa", dataset="demo", epochs=args.epochs, device=args.device, hidden_size=16,
                                frame_length=100, stride=4)

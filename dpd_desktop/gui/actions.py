@@ -5,11 +5,14 @@ session model (:func:`dpd_desktop.gui.session.controls`).
 """
 from __future__ import annotations
 
+import PySide6
+import torch
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QHBoxLayout, QLabel, QMenu, QRadioButton, QStyle,
-                               QToolBar, QToolButton, QWidget)
+from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QHBoxLayout, QLabel, QMenu, QMessageBox,
+                               QRadioButton, QStyle, QToolBar, QToolButton, QWidget)
 
+from .. import __version__
 from .widgets.banner import warning_color
 
 PREVIEW_WARNING = "⚠ Batch preview runs extra inference and slows training"
@@ -53,6 +56,8 @@ class WindowActions:
         self.act_quit = QAction("Quit", self)
         self.act_quit.setShortcut(QKeySequence.StandardKey.Quit)
         self.act_quit.triggered.connect(self.close)
+        self.act_about = QAction("About DPD Desktop", self)
+        self.act_about.triggered.connect(self.show_about)
         for a in (self.act_open, self.act_start, self.act_stop, self.act_export, self.act_quit):
             a.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
             self.addAction(a)
@@ -170,3 +175,23 @@ class WindowActions:
         r.addSeparator()
         r.addAction(self.act_run_dpd)
         r.addAction(self.act_run_dpd_saved)
+        h = mb.addMenu("&Help")
+        h.addAction(self.act_about)
+
+    def about_text(self) -> str:
+        """The About box's text: the app's version and the versions of the libraries it runs on (rich text)."""
+        return (f"<h3>DPD Desktop {__version__}</h3>"
+                "<p>Neural PA behavioral modeling and digital predistortion for measured I/Q data.</p>"
+                f"<p>PyTorch {torch.__version__} · Qt (PySide6) {PySide6.__version__}</p>"
+                "<p>License: Apache-2.0</p>")
+
+    def show_about(self) -> None:
+        """Help → About: a modeless box with :meth:`about_text`."""
+        box = QMessageBox(QMessageBox.Icon.Information, "About DPD Desktop", self.about_text(),
+                          QMessageBox.StandardButton.Ok, self)
+        box.setTextFormat(Qt.TextFormat.RichText)
+        if not self.windowIcon().isNull():
+            box.setIconPixmap(self.windowIcon().pixmap(64, 64))
+        box.setModal(False)
+        box.open()
+        self.about_box = box

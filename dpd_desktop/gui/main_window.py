@@ -15,6 +15,7 @@ from typing import Any, Callable
 from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QApplication, QMainWindow
 
+from .. import __version__
 from ..config import ExperimentConfig, default_hidden_size
 from ..runs.workspace import Workspace
 from . import theme
@@ -115,7 +116,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self._pending_progress = None
         self.write_plots_on_finish = True
 
-        self.setWindowTitle("DPD Desktop")
+        self.setWindowTitle(f"DPD Desktop {__version__}")
         self._build_actions()
         self._build_toolbar()
         self._build_central()
@@ -223,7 +224,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         label = dict((v, l) for v, l, _ in BACKBONES).get(self.form.backbone.currentData(),
                                                           str(self.form.backbone.currentText()))
         parts.append(f"{label}-{self.form.hidden_size.value()}")
-        self.setWindowTitle("DPD Desktop — " + " · ".join(parts))
+        self.setWindowTitle(f"DPD Desktop {__version__} — " + " · ".join(parts))
 
     def _on_step_toggled(self, dpd: bool) -> None:
         new, old = ("dpd", "pa") if dpd else ("pa", "dpd")
