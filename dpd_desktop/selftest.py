@@ -79,6 +79,7 @@ def check_run(run_dir: Path) -> str:
     from .models import build_model
     from .runs.artifacts import load_state_checked
     from .runs.record import RecordError, RunRecord
+    from .runs.states import DAMAGED
 
     try:
         rec = RunRecord.open(run_dir)
@@ -87,6 +88,8 @@ def check_run(run_dir: Path) -> str:
     for name in RUN_FILES:
         f = run_dir / name
         _check(f.is_file() and f.stat().st_size > 0, "files", f"{f} is missing or empty")
+    _check(rec.state != DAMAGED, "checkpoint", f"{rec.best_checkpoint}: not a checkpoint file (the run reads "
+           f"'{DAMAGED}')")
     _check(rec.state == "succeeded", "reopen", f"state {rec.state!r}, expected 'succeeded'")
     rows = rec.history()
     _check(len(rows) == SELF_TEST_CONFIG["epochs"], "reopen", f"history.csv has {len(rows)} rows")
