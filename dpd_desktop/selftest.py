@@ -7,7 +7,8 @@ best checkpoint; open the main window offscreen on that workspace and check that
 every step passed, 1 with a line ``self-test FAILED at <step>: <reason>`` otherwise.
 
 PyTorch is imported before Qt: on some Windows builds torch imported after Qt fails to load c10.dll
-(pytorch#166628).
+(pytorch#166628). That is why each step imports what it checks inside its own function (not at the top): the order
+is the steps' order, and an import that fails is that step's finding.
 """
 from __future__ import annotations
 
