@@ -143,10 +143,6 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         return self.session.state
 
     @property
-    def is_running(self) -> bool:
-        return self.session.state == "running"
-
-    @property
     def _pending_start(self) -> ExperimentConfig | None:
         """The config of a run queued for its dataset (kept for gui/app.py; ``start_run(config)`` queues itself)."""
         return self.session.config if self.session.state == "queued" else None

@@ -98,12 +98,6 @@ def palette_colors() -> tuple[QColor, QColor]:
     return pal.color(QPalette.ColorRole.Base), pal.color(QPalette.ColorRole.Text)
 
 
-def is_dark() -> bool:
-    """True when the application palette is dark."""
-    bg, _ = palette_colors()
-    return bg.lightness() < 128
-
-
 def configure_pyqtgraph(background: QColor | str | None = None, foreground: QColor | str | None = None) -> None:
     """Global pyqtgraph options: antialiasing, background/foreground following the palette unless given."""
     bg, fg = palette_colors()

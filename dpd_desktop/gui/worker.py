@@ -103,9 +103,6 @@ class TrainingWorker(QObject):
         if callable(setter):
             setter(n)
 
-    def is_running(self) -> bool:
-        return self.thread is not None and self.thread.isRunning()
-
     def wait(self, timeout_ms: int) -> bool:
         """Join the thread for at most ``timeout_ms``; True when it has ended."""
         if self.thread is None:

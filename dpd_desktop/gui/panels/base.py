@@ -101,7 +101,6 @@ class PlotPanel(pg.GraphicsLayoutWidget):
         self.setMinimumSize(260, 200)
         self.ci.setContentsMargins(4, 4, 18, 4)
         self._plots: list[pg.PlotItem] = []
-        self._texts: list[pg.TextItem] = []
 
     # -- building helpers ------------------------------------------------------------------------------------------
     def _add_plot(self, row: int = 0, col: int = 0, title: str | None = None, left: str = "", bottom: str = "",
@@ -129,16 +128,6 @@ class PlotPanel(pg.GraphicsLayoutWidget):
         legend.setBrush(pg.mkBrush(c))
         legend.setLabelTextColor(fg)
         return legend
-
-    def _add_corner_text(self, plot: pg.PlotItem, anchor=(0, 0)) -> pg.TextItem:
-        """A text read-out pinned to the top-left corner of the plot's view (pixel coordinates)."""
-        _, fg = theme.palette_colors()
-        text = pg.TextItem("", color=fg, anchor=anchor)
-        text.setParentItem(plot.vb)
-        text.setPos(6, 4)
-        text.setZValue(50)
-        self._texts.append(text)
-        return text
 
     # -- data -----------------------------------------------------------------------------------------------------
     def update_from(self, plots, label: str = "") -> None:  # pragma: no cover - overridden
@@ -183,8 +172,6 @@ class PlotPanel(pg.GraphicsLayoutWidget):
                 plot.legend.setLabelTextColor(fg)
                 for _, label in plot.legend.items:  # pyqtgraph stores the color but does not re-render
                     label.setText(label.text)
-        for t in self._texts:
-            t.setColor(fg)
         for item in self.ci.items:  # LabelItems of the layout (e.g. the PSD's ACLR read-out)
             if isinstance(item, pg.LabelItem) and item not in [p.titleLabel for p in self._plots]:
                 item.setAttr("color", fg)
@@ -245,11 +232,6 @@ class IntegerAxis(pg.AxisItem):
             lo, hi = int(np.ceil(minVal)), int(np.floor(maxVal))
             out = [(1.0, [float(v) for v in range(lo, hi + 1)])]
         return out
-
-
-def iq_magnitude(iq) -> np.ndarray:
-    a = np.asarray(iq, dtype=np.float64)
-    return np.hypot(a[..., 0], a[..., 1]) if a.ndim == 2 else np.abs(a)
 
 
 def ordered(names: Iterable[str], target: str, pred: str) -> list[str]:
