@@ -11,6 +11,12 @@ REF_VER := 2.2.1
 REF_DIR := .ref/opendpd-$(REF_VER)
 REF_STAMP := $(REF_DIR)/models.py
 REF_TMP := .ref/.prepare-$(REF_VER)
+# OpenDPD 2.4.2, for its metric profiles and its polynomial (MP-LS) baseline (tests/unit/test_*_vs_opendpd24.py):
+# the `opendpd` package alone (it imports with pydantic); its Studio's static files and arena assets are left out.
+REF24_VER := 2.4.2
+REF24_DIR := .ref/opendpd-$(REF24_VER)
+REF24_STAMP := $(REF24_DIR)/opendpd/__init__.py
+REF24_TMP := .ref/.prepare-$(REF24_VER)
 
 .PHONY: run test venv clean gpu-test bench reference package package-test
 
@@ -42,14 +48,26 @@ $(REF_STAMP): | $(VPY)
 	mv $(REF_TMP)/tree $(REF_DIR)
 	rm -rf $(REF_TMP)
 
-reference: $(REF_STAMP)
+$(REF24_STAMP): | $(VPY)
+	rm -rf $(REF24_TMP)
+	mkdir -p $(REF24_TMP)
+	$(VPY) -m pip download -q --no-deps -d $(REF24_TMP) "opendpd==$(REF24_VER)"
+	$(VPY) -c "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); \
+	  keep = lambda n: n.startswith('opendpd/') and not n.startswith(('opendpd/studio/static/', 'opendpd/arena_assets/')); \
+	  z.extractall(sys.argv[2], [n for n in z.namelist() if keep(n)])" $(REF24_TMP)/opendpd-$(REF24_VER)-*.whl $(REF24_TMP)/tree
+	test -f $(REF24_TMP)/tree/opendpd/__init__.py
+	rm -rf $(REF24_DIR)
+	mv $(REF24_TMP)/tree $(REF24_DIR)
+	rm -rf $(REF24_TMP)
+
+reference: $(REF_STAMP) $(REF24_STAMP)
 
 venv: $(STAMP)
 
 run: $(STAMP)
 	$(VPY) -m dpd_desktop demo
 
-test: $(TSTAMP) $(REF_STAMP)
+test: $(TSTAMP) $(REF_STAMP) $(REF24_STAMP)
 	QT_QPA_PLATFORM=offscreen $(VPY) -m pytest -q
 
 gpu-test: $(TSTAMP)

@@ -4,7 +4,7 @@ The trainer knows nothing of plots, progress bars or Qt: each consumer (the CLI'
 turns events into Qt signals, tests) is an observer, a callable ``observer(event) -> None`` called on the training
 thread. Arrays inside the events a GUI forwards are small (downsampled in the trainer) so that forwarding them is
 cheap. The record events (:class:`RunPrepared`, :class:`LogLine`, :class:`CheckpointReady`, :class:`ResultsReady`)
-carry what the run record's writer (runs/record.py ``RunWriter``) needs to write the run folder; other observers
+carry what the run record's writer (runs/writer.py ``RunWriter``) needs to write the run folder; other observers
 ignore them.
 """
 from __future__ import annotations

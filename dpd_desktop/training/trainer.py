@@ -1,5 +1,5 @@
 """The trainer: epochs, validation, test, checkpoint selection, events. It writes no file: the run record's writer
-(runs/record.py ``RunWriter``) observes its events and writes the run folder.
+(runs/writer.py ``RunWriter``) observes its events and writes the run folder.
 
 Behavioral spec: OpenDPD 2.2.1 reference §2 (framing), §4 (training loop), §5 (DPD through a frozen PA) and §6
 (metrics). With the same seed, settings and library versions, a PA run reproduces the reference's selected
@@ -38,7 +38,8 @@ from ..config import ConfigError, ExperimentConfig
 from ..data import framing
 from ..data.framing import FrameLoader, PlainFrameLoader, draw_dataloader_iterator_seed
 from ..models import Cascade, build_model, count_parameters
-from ..runs.record import HISTORY_COLUMNS, HISTORY_METRICS, RunWriter  # noqa: F401 - re-exported
+from ..runs.record import HISTORY_COLUMNS, HISTORY_METRICS  # noqa: F401 - re-exported
+from ..runs.writer import RunWriter
 from ..runs.workspace import Workspace
 from .dataset_checks import load_dataset_for, require_finite_gain, require_whole_segment
 from .device import deterministic_convolutions, device_name, reference_determinism, resolve_device, seed_everything

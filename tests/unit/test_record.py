@@ -13,8 +13,8 @@ from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
 from dpd_desktop.metrics.spectra import psd_db
 from dpd_desktop.runs import artifacts
-from dpd_desktop.runs.record import (SCHEMA, DatasetChanged, DatasetRef, DatasetUnavailable, RecordError, RunRecord,
-                                     RunWriter)
+from dpd_desktop.runs.record import SCHEMA, DatasetChanged, DatasetRef, DatasetUnavailable, RecordError, RunRecord
+from dpd_desktop.runs.writer import RunWriter
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.training.plotdata import PSD_NPERSEG_MAX
 from dpd_desktop.training.trainer import Trainer
@@ -219,16 +219,16 @@ def test_a_writer_error_fails_the_run_and_status_says_failed(tmp_path, demo):
         def _checkpoint(self, ev):
             raise OSError(28, "No space left on device")
 
-    import dpd_desktop.runs.record as record
+    import dpd_desktop.runs.writer as writer
 
-    handlers = dict(record._WRITER_HANDLERS)
-    record._WRITER_HANDLERS["CheckpointReady"] = Broken._checkpoint
+    handlers = dict(writer._WRITER_HANDLERS)
+    writer._WRITER_HANDLERS["CheckpointReady"] = Broken._checkpoint
     try:
         res = Trainer(ExperimentConfig(step="pa", hidden_size=4, **BASE), dataset=demo,
                       workspace=Workspace(tmp_path)).run()
     finally:
-        record._WRITER_HANDLERS.clear()
-        record._WRITER_HANDLERS.update(handlers)
+        writer._WRITER_HANDLERS.clear()
+        writer._WRITER_HANDLERS.update(handlers)
     assert res.state == "failed" and "No space left on device" in res.message
     rec = RunRecord.open(res.run_dir)
     assert rec.state == "failed" and "No space left" in rec.message and rec.status_doc["epochs_completed"] == 0

@@ -1,0 +1,169 @@
+"""The run record's writer: the one writer of a run folder (runs/record.py is its reader, the twin).
+
+:class:`RunWriter` is an observer of the trainer's events (training/events.py) and writes every file of a run
+folder (ARCHITECTURE.md, "What a run leaves on disk"), each atomically (runs/artifacts.py); the trainer itself
+writes no file. The round trip writer → reader is tested in tests/unit/test_record.py.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from . import artifacts
+from .owner import process_identity
+from .record import FORMAT, HISTORY_COLUMNS, SCHEMA
+
+class RunWriter:
+    """Observer of the trainer's events that writes the run folder, every file atomically (runs/artifacts.py).
+
+    ``RunPrepared`` → status.json "running", a header-only history.csv, log.txt opened; ``LogLine`` → one log line;
+    ``RunStarted`` → config.json; ``CheckpointReady`` → history.csv, best.pt + best.csv (selected epoch), last.pt;
+    ``EpochEnded`` → config.json again when the fast path's state changed, then status.json (epochs completed);
+    ``ResultsReady`` → results.h5; ``RunFinished`` / ``RunCancelled`` / ``RunFailed`` → the final status.json.
+    Status is written after the files it describes, so it never says more than the disk holds.
+
+    Errors propagate (an unwritable run folder fails the run); the trainer calls the writer before any other
+    observer. Call :meth:`close` when the run is over (closes log.txt; idempotent).
+    """
+
+    def __init__(self) -> None:
+        self.run_id: str | None = None
+        self.run_dir: Path | None = None
+        self.step: str | None = None
+        self.selection_metric: str | None = None
+        self.history: list[Mapping[str, Any]] = []
+        self.config_doc: dict[str, Any] | None = None
+        self.epochs_written = 0  # epochs whose history row and checkpoints are on disk
+        self._log_fh = None
+
+    def __call__(self, event) -> None:
+        handler = _WRITER_HANDLERS.get(type(event).__name__)
+        if handler is not None:
+            handler(self, event)
+
+    def close(self) -> None:
+        fh, self._log_fh = self._log_fh, None
+        if fh is not None:
+            fh.close()
+
+    # ---------------------------------------------------------------- handlers
+    def _prepared(self, ev) -> None:
+        self.run_id, self.run_dir = ev.run_id, Path(ev.run_dir)
+        self.step, self.selection_metric = ev.step, ev.selection_metric
+        self._log_fh = open(self.run_dir / "log.txt", "a", encoding="utf-8")
+        # config.json with the experiment alone until RunStarted completes it: a run that fails or is killed in its
+        # set-up is still a readable run (listed failed / interrupted), not a folder the reader skips
+        self.config_doc = self._config_head(ev.config)
+        if ev.config:
+            self._write_config()
+        self.write_status("running")
+        # every run folder has a history.csv, header-only until the first epoch ends (cancel/failure before it)
+        artifacts.write_history_csv(self.run_dir / "history.csv", [], header=HISTORY_COLUMNS)
+
+    def _log_line(self, ev) -> None:
+        if self._log_fh is not None:
+            self._log_fh.write(f"{ev.clock} {ev.text}\n")
+            self._log_fh.flush()
+
+    def _started(self, ev) -> None:
+        self.config_doc = {**(self.config_doc or self._config_head(ev.config)), "experiment": dict(ev.config),
+                           **dict(ev.setup)}
+        self._write_config()
+
+    def _config_head(self, experiment) -> dict[str, Any]:
+        return {"format": FORMAT, "schema": SCHEMA, "run_id": self.run_id,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "experiment": dict(experiment or {})}
+
+    def _checkpoint(self, ev) -> None:
+        d = self.run_dir
+        self.history.append(ev.row)
+        artifacts.write_history_csv(d / "history.csv", self.history)
+        if ev.is_best:
+            artifacts.save_checkpoint(d / "best.pt", ev.model_state, ev.meta)
+            artifacts.write_history_csv(d / "best.csv", [ev.row])
+        artifacts.save_training_state(d / "last.pt", {
+            "epoch": ev.epoch, "model": dict(ev.model_state), "optimizer": ev.optimizer_state,
+            "scheduler": ev.scheduler_state, "meta": dict(ev.meta)})
+        self.epochs_written = ev.epoch + 1
+
+    def _epoch_ended(self, ev) -> None:
+        dev = (self.config_doc or {}).get("device")
+        if isinstance(dev, dict):
+            changed = False
+            for key, value in (("fast_path", ev.fast_path), ("fast_path_optimizer", ev.fast_path_optimizer)):
+                if value is not None and dev.get(key) != value:
+                    dev[key], changed = value, True
+            if changed:
+                self._write_config()
+        self.write_status("running", epochs_completed=ev.epoch + 1)
+
+    def _results(self, ev) -> None:
+        artifacts.atomic_write_via(self.run_dir / "results.h5", lambda tmp: _fill_results(tmp, ev))
+
+    def _finished(self, ev) -> None:
+        self.write_status("succeeded", best_epoch=ev.best_epoch, best_value=ev.best_value,
+                          test_metrics=dict(ev.test_metrics), val_metrics=dict(ev.val_metrics), wall_s=ev.wall_s,
+                          **dict(ev.extra))
+        self.close()
+
+    def _cancelled(self, ev) -> None:
+        self.write_status("cancelled", epochs_completed=min(ev.epochs_completed, self.epochs_written),
+                          best_epoch=ev.best_epoch)
+        self.close()
+
+    def _failed(self, ev) -> None:
+        try:
+            if self.run_dir is not None:
+                # never more epochs than the disk holds (a failed write of an epoch's files is not counted)
+                self.write_status("failed", message=ev.message,
+                                  epochs_completed=min(ev.epochs_completed, self.epochs_written),
+                                  best_epoch=ev.best_epoch if self.epochs_written else None)
+        finally:
+            self.close()
+
+    # ---------------------------------------------------------------- files
+    def write_status(self, state: str, **kw) -> None:
+        """status.json: the state, the run, who runs it (pid, host, process start: lets a reader tell a live run
+        from one whose process was killed) and ``kw``."""
+        if self.run_dir is None:
+            return
+        doc = {"state": state, "run_id": self.run_id, "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+               "step": self.step, "selection_metric": self.selection_metric}
+        doc.update(process_identity())
+        doc.update(kw)
+        artifacts.atomic_write_json(self.run_dir / "status.json", doc)
+
+    def _write_config(self) -> None:
+        artifacts.atomic_write_json(self.run_dir / "config.json", self.config_doc)
+
+
+_WRITER_HANDLERS = {"RunPrepared": RunWriter._prepared, "LogLine": RunWriter._log_line,
+                    "RunStarted": RunWriter._started, "CheckpointReady": RunWriter._checkpoint,
+                    "EpochEnded": RunWriter._epoch_ended, "ResultsReady": RunWriter._results,
+                    "RunFinished": RunWriter._finished, "RunCancelled": RunWriter._cancelled,
+                    "RunFailed": RunWriter._failed}
+
+
+def _fill_results(tmp: str, ev) -> None:
+    """results.h5: root attributes, then per split the datasets x, target, prediction (dpd_output), psd_freq_hz,
+    psd_prediction_db and the attributes loss and the metrics."""
+    # h5py is imported here, not at the top: its import (0.07 s alone, python -X importtime) would sit on every start-up path
+    # that imports the record (the command line's `runs`, the window); the trainer warms it on a thread.
+    import h5py
+
+    with h5py.File(tmp, "w") as f:
+        for k, v in ev.attrs.items():
+            f.attrs[k] = v
+        for name, sr in ev.splits.items():
+            g = f.create_group(name)
+            g.create_dataset("x", data=sr.x)
+            g.create_dataset("target", data=sr.target)
+            g.create_dataset("prediction", data=sr.prediction)
+            if sr.dpd_output is not None:
+                g.create_dataset("dpd_output", data=sr.dpd_output)
+            g.attrs["loss"] = sr.loss
+            for k, v in sr.metrics.items():
+                g.attrs[k] = float(v)
+            g.create_dataset("psd_freq_hz", data=sr.psd_freq_hz)
+            g.create_dataset("psd_prediction_db", data=sr.psd_prediction_db)
