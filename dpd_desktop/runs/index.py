@@ -205,8 +205,11 @@ class RunIndex:
         """The index of ``workspace`` (a :class:`~dpd_desktop.runs.workspace.Workspace`, or its root folder),
         checked and, when missing or damaged, rebuilt; then synced (:meth:`sync`) unless ``sync`` is False.
         Never raises for a workspace that cannot hold the file: the index is then in memory (``in_memory``)."""
-        root = Path(getattr(workspace, "root", workspace))
-        runs_dir = Path(getattr(workspace, "runs_dir", root / "runs"))
+        if isinstance(workspace, (str, os.PathLike)):  # a root folder (a Path's own .root is "/": not that)
+            root = Path(workspace)
+            runs_dir = root / "runs"
+        else:
+            root, runs_dir = Path(workspace.root), Path(workspace.runs_dir)
         path = root / INDEX_FILE
         try:
             root.mkdir(parents=True, exist_ok=True)
