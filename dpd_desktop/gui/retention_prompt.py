@@ -21,6 +21,9 @@ from ..runs.writer import set_pinned
 from .jobs import PoolJob
 
 
+MAX_ROWS = 6  # rows the list shows before it scrolls
+
+
 class _Signals(QObject):
     done = Signal(object)  # RetentionPlan / RemovalReport / list of pinned run ids
     failed = Signal(object, str)  # exception, traceback text
@@ -121,7 +124,6 @@ class RetentionPrompt(QFrame):
         self.list = QTreeWidget()
         self.list.setHeaderLabels(["Run", "State", "Ended", "Size"])
         self.list.setRootIsDecorated(False)
-        self.list.setMaximumHeight(140)
         self.list.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Maximum)
         self.remove_button = QPushButton("Remove now")
         self.remove_button.setToolTip("Delete these run folders now (only those still due)")
@@ -169,6 +171,11 @@ class RetentionPrompt(QFrame):
             self.list.addTopLevelItem(row)
         for c in range(4):
             self.list.resizeColumnToContents(c)
+        # as tall as its rows, at most MAX_ROWS (then it scrolls)
+        shown = max(1, min(len(plan.due), MAX_ROWS))
+        row_h = self.list.sizeHintForRow(0) if len(plan.due) else 18
+        self.list.setFixedHeight(self.list.header().sizeHint().height() + shown * row_h
+                                 + 2 * self.list.frameWidth() + 2)
         n = len(plan.due)
         self.text.setText(f"{n} scratch run{'s' if n != 1 else ''} ended more than {plan.retention_hours:g} h ago "
                           f"and will be removed ({retention.format_size(plan.due_bytes)}). Kept (pinned) runs, live "
