@@ -5,13 +5,17 @@
 are due, the prompt lists them (run, state, age, size) with three choices: "Remove now" (a
 :class:`RetentionRemoveJob`: ``remove_due``, which removes only the runs shown that are still due, and updates the
 index), "Keep them (pin)" (a :class:`RetentionPinJob`: ``set_pinned`` on each) and "Not now" (nothing happens; asked
-again at the next start). Nothing is removed without the click. The prompt is not modal.
+again at the next start). Nothing is removed without the click. The prompt is not modal. It also adds Run ▸ "Keep
+this run (pin)" for the run that last ended in the window.
 """
 from __future__ import annotations
 
 import traceback
 
+from pathlib import Path
+
 from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QTreeWidget, QTreeWidgetItem,
                                QVBoxLayout)
 
@@ -76,20 +80,22 @@ class RetentionRemoveJob(PoolJob):
 
 
 class RetentionPinJob(PoolJob):
-    """Pins (keeps) the named run folders (``set_pinned``), then refreshes their index rows."""
+    """Pins (keeps; ``pinned`` False: unpins) the named run folders (``set_pinned``), then refreshes their index
+    rows."""
 
     name = "pin runs"
 
-    def __init__(self, workspace, folders):
+    def __init__(self, workspace, folders, pinned: bool = True):
         super().__init__()
         self.workspace = workspace
-        self.folders = list(folders)
+        self.folders = [Path(f) for f in folders]
+        self.pinned = pinned
         self.signals = _Signals()
 
     def work(self) -> None:
         try:
             for f in self.folders:
-                set_pinned(f, True)
+                set_pinned(f, self.pinned)
             with RunIndex.open(self.workspace, sync=False) as idx:
                 idx.refresh([f.name for f in self.folders])
         except Exception as exc:  # noqa: BLE001
@@ -118,6 +124,7 @@ class RetentionPrompt(QFrame):
         self._status = status or (lambda text: None)
         self.plan = None
         self.report = None
+        self.pin_action: QAction | None = None  # Run ▸ Keep this run (pin), set by install_retention_prompt
 
         self.text = QLabel()
         self.text.setWordWrap(True)
@@ -235,6 +242,21 @@ class RetentionPrompt(QFrame):
         self._status(f"Kept {len(run_ids)} run(s): retention will not remove them")
         self.finished.emit("pinned")
 
+    # ---------------------------------------------------------------- the current run
+    def pin_current(self, run_dir, pinned: bool) -> RetentionPinJob:
+        """Keep (or make scratch again) the window's current run, off the GUI thread."""
+        job = RetentionPinJob(self.workspace, [run_dir], pinned)
+        job.signals.done.connect(self._on_pinned_current)
+        job.signals.failed.connect(self._on_failed)
+        self.jobs.add(job)
+        job.submit()
+        return job
+
+    @Slot(object)
+    def _on_pinned_current(self, run_ids) -> None:
+        self._status(f"{run_ids[0]}: " + ("kept (retention never removes it)" if self.pin_action.isChecked()
+                                          else "scratch again (removed once older than the retention time)"))
+
     @Slot(object, str)
     def _on_failed(self, exc, tb: str) -> None:
         self._enable(True)
@@ -253,4 +275,12 @@ def install_retention_prompt(window) -> RetentionPrompt | None:
     layout.insertWidget(layout.indexOf(window.banner) + 1, prompt)
     if ws.runs_dir.is_dir():
         prompt.scan()
+    # Run ▸ Keep this run (pin): for the run that last ended in this window (a new run is scratch)
+    act = prompt.pin_action = QAction("Keep this run (pin)", window, checkable=True, enabled=False)
+    act.setToolTip("Keep the last run: retention never removes a kept run")
+    act.triggered.connect(lambda on: window.session.run_dir and prompt.pin_current(window.session.run_dir, on))
+    window.runEnded.connect(lambda *_: (act.setChecked(False), act.setEnabled(bool(window.session.run_dir))))
+    for m in window.menuBar().actions():
+        if m.menu() is not None and m.text() == "&Run":
+            m.menu().addAction(act)
     return prompt

@@ -98,3 +98,20 @@ def test_no_scan_for_a_workspace_without_runs(make_window, workspace):
     w = make_window()
     assert w.retention_prompt is not None and w.retention_prompt.plan is None and not w.retention_prompt.isVisible()
     assert not workspace.runs_dir.exists()
+
+
+def test_run_menu_keeps_the_run_that_ended(make_window, qtbot, workspace):
+    run = make_run(workspace, "2026-01-01-000001-pa-gru4", ended_h=0.1)
+    w = make_window()
+    act = w.retention_prompt.pin_action
+    assert act in w.menuBar().actions()[1].menu().actions() and not act.isEnabled()
+    w.session.run_dir = str(run)  # what the session holds once a run has ended
+    w.runEnded.emit("succeeded")
+    assert act.isEnabled() and not act.isChecked()
+    for on in (True, False):
+        act.trigger()
+        assert act.isChecked() is on
+        qtbot.waitUntil(lambda: RunRecord.read(run).pinned is on, timeout=10000)
+        qtbot.waitUntil(lambda: not w.jobs.active(), timeout=10000)
+    with RunIndex.open(workspace) as idx:
+        assert idx.get(run.name).pinned is False
