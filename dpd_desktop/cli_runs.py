@@ -122,6 +122,9 @@ def _pin(args, ws, pinned: bool = True) -> int:
     for run in args.run:
         try:
             folder = ws.resolve(run)
+            if retention.inside_runs_dir(folder, ws.runs_dir) is not None:
+                raise FileNotFoundError(f"{folder}: not a run folder of the workspace {ws.root} (only its runs "
+                                        "are kept or removed)")
             set_pinned(folder, pinned)
         except OSError as exc:
             print(f"error: {exc}", file=sys.stderr)

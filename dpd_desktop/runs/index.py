@@ -417,6 +417,10 @@ def _open_checked(path: Path) -> tuple[sqlite3.Connection, str | None]:
         try:
             conn = _connect(path)
             reason = _problem(conn)
+        except sqlite3.OperationalError as exc:
+            if any(w in str(exc) for w in ("locked", "busy")):
+                raise  # another process holds it past the busy timeout: never delete a file in use
+            reason = f"not a usable database ({exc})"
         except sqlite3.DatabaseError as exc:
             reason = f"not a usable database ({exc})"
         if reason is not None:

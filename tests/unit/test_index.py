@@ -7,6 +7,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -217,16 +218,18 @@ from pathlib import Path
 from dpd_desktop.runs.index import RunIndex
 from dpd_desktop.runs.writer import set_pinned
 ws, go, toggle = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+Path(str(go) + "." + toggle).touch()  # ready
 while not go.exists():
     time.sleep(0.002)
 seen = []
+began = time.time()
 for i in range(25):
     with RunIndex.open(ws) as idx:
         set_pinned(Path(ws) / "runs" / toggle, i % 2 == 0)
         idx.sync()
         rows = idx.runs()
         seen.append([sorted(r.run_id for r in rows), sorted(r.state for r in rows)])
-print(json.dumps(seen))
+print(json.dumps({"seen": seen, "began": began, "ended": time.time()}))
 """
 
 
@@ -237,13 +240,18 @@ def test_two_processes_sync_and_read_one_workspace_at_once(trained, tmp_path):
     a, b = trained["pa"].name, trained["dpd"].name
     procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(tmp_path), str(go), t], cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for t in (a, b)]
+    deadline = time.monotonic() + 120
+    while not all(Path(f"{go}.{t}").exists() for t in (a, b)) and time.monotonic() < deadline:
+        time.sleep(0.01)
     go.touch()
     outs = [p.communicate(timeout=240) for p in procs]
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0 and "Traceback" not in err, err
     ids = sorted(p.name for p in ws.runs_dir.iterdir())
-    for out, _ in outs:
-        seen = json.loads(out)
+    docs = [json.loads(out) for out, _ in outs]
+    assert max(d["began"] for d in docs) < min(d["ended"] for d in docs), "the two did not overlap"
+    for doc in docs:
+        seen = doc["seen"]
         assert len(seen) == 25 and all(s[0] == ids for s in seen)
         assert all(s[1] == sorted(["running", "succeeded", "succeeded", "unreadable"]) for s in seen)
     # the index the two left equals one rebuilt from the folders
@@ -287,3 +295,19 @@ def test_runs_lists_the_index(trained, tmp_path, capsys):
     out = capsys.readouterr()
     assert out.out == f"scratch: {dpd}\n" and "run 'no-such-run' not found" in out.err
     assert RunRecord.read(ws.runs_dir / dpd).pinned is False
+
+
+def test_a_workspace_that_cannot_hold_the_file_is_indexed_in_memory(trained, tmp_path):
+    ws = _copy_ws(trained["ws"], tmp_path)
+    (tmp_path / INDEX_FILE).mkdir()  # in the way of the database file
+    with RunIndex.open(ws) as idx:
+        assert idx.in_memory and sorted(r.run_id for r in idx.runs()) == sorted(p.name for p in ws.runs_dir.iterdir())
+    assert (tmp_path / INDEX_FILE).is_dir()
+
+
+def test_pin_refuses_a_run_folder_outside_the_workspace(trained, tmp_path, capsys):
+    _copy_ws(trained["ws"], tmp_path / "a")
+    assert cli.main(["--workspace", str(tmp_path / "b"), "runs", "pin", str(tmp_path / "a" / "runs" /
+                                                                             trained["pa"].name)]) == 2
+    assert "not a run folder of the workspace" in capsys.readouterr().err
+    assert not (tmp_path / "a" / "runs" / trained["pa"].name / "pinned.json").exists()
