@@ -419,6 +419,8 @@ def _open_checked(path: Path) -> tuple[sqlite3.Connection, str | None]:
             reason = _problem(conn)
         except sqlite3.OperationalError as exc:
             if any(w in str(exc) for w in ("locked", "busy")):
+                if conn is not None:
+                    conn.close()
                 raise  # another process holds it past the busy timeout: never delete a file in use
             reason = f"not a usable database ({exc})"
         except sqlite3.DatabaseError as exc:

@@ -209,6 +209,9 @@ def test_query_filters_and_sorts(trained, tmp_path):
         assert idx.runs(pinned=True) == [] and len(idx.runs(limit=2)) == 2
         with pytest.raises(ValueError, match="unknown sort key 'nope'"):
             idx.runs(sort="nope")
+        before = idx.runs()
+        report = idx.rebuild()
+        assert report.added == tuple(sorted(r.run_id for r in before)) and idx.runs() == before
 
 
 # ------------------------------------------------------------------------------------------------ two processes
