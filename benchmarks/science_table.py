@@ -8,6 +8,10 @@ read back from the run folders (status.json ``test_metrics`` / ``rms_out_diff_db
 gain rule, each through the frozen PA run of ``--pa-for-dpd`` (GRU-23 by default) — the MP/GMP DPDs by indirect
 learning (least squares), the GRU DPD by the gradient trainer.
 
+Restartable: with ``--workspace`` kept between calls, a command whose run already succeeded there is not run again
+(``science-table-manifest.json`` in the workspace maps each command to its run folder), so the table can be built
+over several calls of at most 10 minutes on the GPU machine (GRU-23 on DPA_160MHz: about 4 s per epoch there).
+
 ``--metric-profile`` and ``--gain-rule`` are issue 13's points 1-2; when the installed command line does not accept
 them yet, this says so and runs the default profile and gain rule only (``--strict``: exit 2 instead).
 
@@ -49,6 +53,7 @@ def parse_args(argv=None):
     p.add_argument("--gain-rules", default=",".join(GAIN_RULES), help="DPD gain rules")
     p.add_argument("--pa-for-dpd", default="gru", choices=MODELS, help="the PA the DPDs train through / are scored with")
     p.add_argument("--epochs", type=int, default=150, help="epochs of the gradient-trained runs (GRU)")
+    p.add_argument("--dpd-epochs", type=int, default=None, help="epochs of the GRU DPD runs (default: --epochs)")
     p.add_argument("--gru-hidden", type=int, default=23, help="hidden size of the GRU PA and DPD (default 23)")
     p.add_argument("--mp", default="5,4", help="MP orders K,M (default 5,4)")
     p.add_argument("--gmp", default="5,4,2,2", help="GMP orders K,M,lag,lead (default 5,4,2,2)")
@@ -69,9 +74,10 @@ def cli_accepts(option: str, command: str = "train-dpd") -> bool:
     return option in out.stdout
 
 
-def model_options(model: str, a) -> list[str]:
+def model_options(model: str, a, step: str = "pa") -> list[str]:
     if model == "gru":
-        return ["--backbone", "gru", "--hidden-size", str(a.gru_hidden), "--epochs", str(a.epochs)]
+        epochs = a.epochs if step == "pa" or a.dpd_epochs is None else a.dpd_epochs
+        return ["--backbone", "gru", "--hidden-size", str(a.gru_hidden), "--epochs", str(epochs)]
     if model == "mp":
         k, m = a.mp.split(",")
         return ["--backbone", "mp", "--fit", "ls", "--poly-order", k, "--memory-depth", m]
@@ -84,11 +90,34 @@ def base(a, ws: Path) -> list[str]:
     return [sys.executable, "-m", "dpd_desktop", "--workspace", str(ws)]
 
 
-def run_cmd(cmd: list[str], dry: bool) -> Path | None:
-    """Run one training command; returns its run folder (from the "run ID → FOLDER" line) or None."""
+MANIFEST = "science-table-manifest.json"
+
+
+def _manifest(ws: Path) -> dict:
+    try:
+        return json.loads((ws / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _succeeded(folder: Path) -> bool:
+    try:
+        return json.loads((folder / "status.json").read_text(encoding="utf-8")).get("state") == "succeeded"
+    except (OSError, ValueError):
+        return False
+
+
+def run_cmd(cmd: list[str], dry: bool, ws: Path | None = None) -> Path | None:
+    """Run one training command; returns its run folder (from the "run ID → FOLDER" line) or None. A command that
+    already succeeded in ``ws`` (its manifest) is not run again."""
     print("$ " + shlex.join(cmd), file=sys.stderr, flush=True)
     if dry:
         return None
+    key = shlex.join(cmd[1:])
+    done = _manifest(ws).get(key) if ws is not None else None
+    if done and _succeeded(Path(done)):
+        print(f"  reused: {done}", file=sys.stderr, flush=True)
+        return Path(done)
     t0 = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     folder = next((ln.split(" → ", 1)[1].strip() for ln in out.stdout.splitlines()
@@ -97,7 +126,12 @@ def run_cmd(cmd: list[str], dry: bool) -> Path | None:
           file=sys.stderr, flush=True)
     if out.returncode != 0:
         print("  " + (out.stderr.strip().splitlines() or ["(no message)"])[-1], file=sys.stderr)
-    return Path(folder) if folder and out.returncode == 0 else None
+        return None
+    if folder and ws is not None:
+        manifest = _manifest(ws)
+        manifest[key] = folder
+        (ws / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    return Path(folder) if folder else None
 
 
 def read_row(folder: Path | None) -> dict:
@@ -150,7 +184,7 @@ def main(argv=None) -> int:
             pa_runs = {}
             for model in sorted(set(models) | {a.pa_for_dpd}, key=lambda m: MODELS.index(m)):
                 folder = run_cmd(base(a, ws) + ["train-pa", "--dataset", str(dpath)] + model_options(model, a)
-                                 + popt + extra, a.dry_run)
+                                 + popt + extra, a.dry_run, ws)
                 pa_runs[model] = folder
                 if model in models:
                     rows.append({"dataset": name, "step": "PA", "model": model, "profile": prof, "rule": "—",
@@ -161,8 +195,8 @@ def main(argv=None) -> int:
                 ropt = ["--gain-rule", rule] if has_rule else []
                 for model in models:
                     folder = run_cmd(base(a, ws) + ["train-dpd", "--dataset", str(dpath), "--pa-run", pa_ref]
-                                     + model_options(model, a) + popt + ropt + extra,
-                                     a.dry_run or (pa is None and not a.dry_run))
+                                     + model_options(model, a, "dpd") + popt + ropt + extra,
+                                     a.dry_run or pa is None, ws)
                     rows.append({"dataset": name, "step": f"DPD (PA: {a.pa_for_dpd})", "model": model,
                                  "profile": prof, "rule": rule, **read_row(folder)})
     if a.dry_run:
