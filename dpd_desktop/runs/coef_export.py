@@ -38,7 +38,9 @@ class CoefficientExportError(ValueError):
 
 
 def read_coefficients(workspace: Workspace, run: str):
-    """(coefficients (P,) complex128, PolySpec, RunRecord) of a run's best.pt. Raises CoefficientExportError."""
+    """(coefficients (P,) complex128, PolySpec, RunRecord) of a run's best.pt: the least-squares solve's float64
+    values when its metadata holds them (``coefficients_float64``, used only when they round to the stored float32
+    tensor), else the checkpoint's tensor. Raises CoefficientExportError."""
     try:
         rec = RunRecord.open(workspace.resolve(run))
     except RecordError as exc:
@@ -48,10 +50,16 @@ def read_coefficients(workspace: Workspace, run: str):
                                      f"coefficients exist for {', '.join(POLY_BACKBONES)} runs only")
     model = build_from_arch(rec.arch)
     try:
-        artifacts.load_state_checked(model, rec.best_checkpoint, rec.arch)
+        meta = artifacts.load_state_checked(model, rec.best_checkpoint, rec.arch)
     except artifacts.CheckpointError as exc:
         raise CoefficientExportError(str(exc)) from exc
-    return model.backbone.coefficients(), model.backbone.spec, rec
+    w = model.backbone.coefficients()
+    w64 = np.asarray(meta.get("coefficients_float64", []), dtype=np.float64)
+    if w64.shape == (w.shape[0], 2):
+        stored = model.backbone.coef.detach().cpu().numpy()
+        if np.array_equal(w64.astype(stored.dtype), stored):
+            w = w64[:, 0] + 1j * w64[:, 1]
+    return w, model.backbone.spec, rec
 
 
 def _cell(c: complex) -> str:

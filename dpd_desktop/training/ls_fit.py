@@ -12,7 +12,9 @@ frozen PA first for a DPD), then
 in float64 with column scaling and ``numpy.linalg.lstsq`` at ``config.rcond`` (models/poly.py
 ``fit_least_squares``); delays are zero before the first training sample. With ``grid_k``/``grid_m`` every (K, M)
 is fitted and the lowest validation NMSE (of the PA model, or of PA(DPD(x)) against g·x) is kept; the grid table is
-recorded. The run then emits one history row (epoch 0) with its checkpoint, and the trainer's end of run: the
+recorded. The model evaluates with float32 coefficients (``coef``, like every model); best.pt's metadata also keeps
+the solve's float64 values (``coefficients_float64``, (P, 2) real/imaginary), which the coefficient export
+(runs/coef_export.py) writes. The run then emits one history row (epoch 0) with its checkpoint, and the trainer's end of run: the
 selected model re-evaluated on val and test, results.h5, the final status. The fit's diagnostics (effective rank,
 coefficient count, rcond, condition number, training residual, grid table) are config.json's ``fit`` block and
 status.json's ``fit`` field. No random number is drawn by the fit.
@@ -58,6 +60,7 @@ class LeastSquaresFit(Trainer):
     def __init__(self, config: ExperimentConfig, *args, **kw):
         super().__init__(config, *args, **kw)
         self.fit_info: dict[str, Any] | None = None
+        self._w64: np.ndarray | None = None  # the selected solve's float64 coefficients (best.pt's meta keeps them)
 
     # ------------------------------------------------------------------ set-up
     def _setup(self) -> None:
@@ -81,9 +84,10 @@ class LeastSquaresFit(Trainer):
     def _fit_data(self, cfg: ExperimentConfig) -> tuple[np.ndarray, np.ndarray, str]:
         tr = self.dataset.train
         n = min(tr.x.shape[0], cfg.max_train_samples or tr.x.shape[0])
-        x64 = getattr(tr, "x64", None)
+        # the float64 values as parsed when the reader kept them (like the gain, reference §1.4), else the float32
+        x64, y64 = getattr(tr, "x64", None), getattr(tr, "y64", None)
         x = _complex(x64[:n] if x64 is not None else tr.x[:n])
-        y = _complex(tr.y[:n])
+        y = _complex(y64[:n] if y64 is not None else tr.y[:n])
         if cfg.step == "pa":
             return x, y, "direct least squares Φ(x)·w ≈ y on the training split"
         return y / self.gain, x, ("indirect learning (single pass): postdistorter Φ(y/g)·w ≈ x on the measured "
@@ -126,6 +130,7 @@ class LeastSquaresFit(Trainer):
         if pa is not None:
             net.freeze_pa()
         self.model, self.net = model, net
+        self._w64 = fit.coefficients
         self.n_params = count_parameters(net)
         self.n_params_model = count_parameters(model)
         self.fit_info = {"method": method, **fit.diagnostics(), "orders": cfg.poly_spec().to_dict(),
@@ -155,8 +160,10 @@ class LeastSquaresFit(Trainer):
         value = row[self.selection_metric]
         state = {k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()}
         self.best_value, self.best_epoch, self._best_state = value, 0, state
+        meta = {**checkpoint_meta(self, 0, row),
+                "coefficients_float64": [[float(c.real), float(c.imag)] for c in self._w64]}
         self._emit(CheckpointReady(epoch=0, row=row, is_best=True, model_state=state, optimizer_state={},
-                                   scheduler_state={}, meta=checkpoint_meta(self, 0, row)))
+                                   scheduler_state={}, meta=meta))
         seconds = time.perf_counter() - te
         plots = self._plots("validation", val, "val", self.net)
         self._emit(EpochEnded(epoch=0, epochs=1, row=dict(row, EPOCH_SECONDS=seconds), is_best=True, best_epoch=0,

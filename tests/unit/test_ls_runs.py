@@ -13,6 +13,7 @@ from dpd_desktop.cli import main
 from dpd_desktop.config import ConfigError, ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
 from dpd_desktop.models.poly import basis, fit_least_squares
+from dpd_desktop.runs import artifacts
 from dpd_desktop.runs.coef_export import export_coefficients, read_coefficients
 from dpd_desktop.runs.dpd_export import run_dpd
 from dpd_desktop.runs.record import RunRecord
@@ -33,6 +34,18 @@ def cfg(**kw):
                 frame_length=40, stride=8, batch_size=32)
     base.update(kw)
     return ExperimentConfig(**base)
+
+
+def _f64(split, name):
+    """The split's samples as complex128, from the float64 values when the reader kept them (as the fit does)."""
+    a = getattr(split, f"{name}64", None)
+    return (a if a is not None else getattr(split, name)).astype(np.float64) @ np.array([1, 1j])
+
+
+def rec_coef(run_dir):
+    """best.pt's float32 coefficient tensor as complex64 (what the model evaluates with)."""
+    c = artifacts.load_checkpoint(run_dir / "best.pt")[0]["backbone.coef"].numpy()
+    return (c[:, 0] + 1j * c[:, 1]).astype(np.complex64)
 
 
 def _run(c, ds, ws):
@@ -64,13 +77,13 @@ def test_ls_pa_run_folder_reads_like_a_neural_run(tmp_path, ds):
     assert doc["fit"]["rank"] == doc["fit"]["n_coefficients"] == 15
     assert doc["model"]["params"] == 30 and doc["model"]["macs_per_sample"] == 4 * 15 + 2 + 2 + 2 * 4
     assert doc["model"]["model_id"] == "PA_S_0_M_MP_K_5_M_3_F_40_P_30"
-    # the stored model is the float64 solve of the training split, cast to float32
-    x = ds.train.x.astype(np.float64) @ np.array([1, 1j])
-    y = ds.train.y.astype(np.float64) @ np.array([1, 1j])
+    # the exported coefficients are the float64 solve of the training split (best.pt: float32 tensor + float64 meta)
+    x, y = (_f64(ds.train, "x"), _f64(ds.train, "y"))
     spec = rec.config.poly_spec()
     expect = fit_least_squares(basis(x, spec), y, rec.config.rcond).coefficients
     w, _, _ = read_coefficients(ws, res.run_id)
-    np.testing.assert_allclose(w, expect.astype(np.complex64), rtol=0, atol=0)
+    np.testing.assert_array_equal(w, expect)
+    np.testing.assert_array_equal(rec_coef(res.run_dir), expect.astype(np.complex64))
     with h5py.File(res.run_dir / "results.h5") as h:
         for split in ("val", "test"):
             assert split in h
@@ -126,11 +139,10 @@ def test_ls_dpd_by_indirect_learning_opens_and_run_dpd_exports_it(tmp_path, ds, 
     assert "indirect learning" in rec.doc["fit"]["method"]
     # the postdistorter: Φ(y/g)·w ≈ x on the measured training split
     g = ds.gain
-    y = ds.train.y.astype(np.float64) @ np.array([1, 1j])
-    x = (ds.train.x64 if getattr(ds.train, "x64", None) is not None else ds.train.x).astype(np.float64) @ [1, 1j]
+    x, y = (_f64(ds.train, "x"), _f64(ds.train, "y"))
     expect = fit_least_squares(basis(y / g, rec.config.poly_spec()), x, rec.config.rcond).coefficients
     w, _, _ = read_coefficients(ws, res.run_id)
-    np.testing.assert_allclose(w, expect.astype(np.complex64), rtol=0, atol=0)
+    np.testing.assert_array_equal(w, expect)
     meta = run_dpd(ws, res.run_id, out=tmp_path / "u.h5", dataset=ds)
     with h5py.File(tmp_path / "u.h5") as h, h5py.File(res.run_dir / "results.h5") as r:
         np.testing.assert_array_equal(h["u"][()], r["test"]["dpd_output"][()])

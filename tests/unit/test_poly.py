@@ -132,8 +132,9 @@ def _dpa200(n: int):
     if not DPA_200.is_dir():
         pytest.skip(f"dataset DPA_200MHz not found at {DPA_200}")
     ds = load_dataset(DPA_200)
-    x = ds.train.x[:n].astype(np.float64) @ np.array([1, 1j])
-    y = ds.train.y[:n].astype(np.float64) @ np.array([1, 1j])
+    # the float64 values as parsed from the CSV (what the run fits, and what OpenDPD's pandas reader gives)
+    x = ds.train.x64[:n] @ np.array([1, 1j])
+    y = ds.train.y64[:n] @ np.array([1, 1j])
     return ds, x, y
 
 
@@ -152,7 +153,8 @@ def test_mp_ls_agrees_with_opendpd_2_4_2_on_dpa_200mhz(opendpd_poly):
 
 def test_mp_ls_run_agrees_with_opendpd_2_4_2(opendpd_poly, tmp_path):
     """The whole run (train-pa --backbone mp on DPA_200MHz, first 20,000 training samples) stores in best.pt the
-    coefficients OpenDPD 2.4.2's MP-LS finds on the same samples (to 1e-6 relative: best.pt holds float32)."""
+    coefficients OpenDPD 2.4.2's MP-LS finds on the same samples: the exported float64 solve to 1e-6 relative (it is
+    1e-9 and better here), the float32 tensor the model evaluates with to float32 rounding."""
     from dpd_desktop.config import ExperimentConfig
     from dpd_desktop.runs.coef_export import read_coefficients
     from dpd_desktop.runs.workspace import Workspace
@@ -166,6 +168,8 @@ def test_mp_ls_run_agrees_with_opendpd_2_4_2(opendpd_poly, tmp_path):
     assert res.state == "succeeded", res.message
     w, spec, rec = read_coefficients(ws, res.run_id)
     w_ref, _ = opendpd_poly.fit_least_squares(opendpd_poly.mp_basis(x, 5, 4), y, 0.0)
-    assert np.linalg.norm(w - w_ref) / np.linalg.norm(w_ref) < 1e-6
+    assert np.linalg.norm(w - w_ref) / np.linalg.norm(w_ref) < 1e-9
+    c = torch.load(rec.best_checkpoint, weights_only=True)["state_dict"]["backbone.coef"].double().numpy()
+    assert np.linalg.norm(c[:, 0] + 1j * c[:, 1] - w_ref) / np.linalg.norm(w_ref) < 1e-6
     status = json.loads((rec.run_dir / "status.json").read_text(encoding="utf-8"))
     assert rec.doc["fit"]["rank"] == 20 and status["fit"]["rank"] == 20 and status["fit"]["n_coefficients"] == 20
