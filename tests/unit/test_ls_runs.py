@@ -184,3 +184,18 @@ def test_cli_least_squares_pa_prints_the_rank_and_the_cost(tmp_path, capsys):
     assert code == 0, out
     assert "least squares: K=3 M=2, effective rank 10 of 10 coefficients (rcond 1e-10)" in out
     assert "model cost: 20 parameters" in out
+
+
+def test_dpd_through_an_mp_pa_run_and_a_tampered_order_is_named(tmp_path, ds):
+    """An MP PA run can be the frozen PA of a DPD (its orders travel in the record's arch); a config.json whose
+    orders no longer match best.pt is refused naming the field."""
+    ws = Workspace(tmp_path)
+    pa = _run(cfg(), ds, ws)
+    dpd = _run(cfg(step="dpd", pa_run=pa.run_id, backbone="gmp", cross_lag=1, cross_lead=0), ds, ws)
+    rec = RunRecord.open(dpd.run_dir)
+    assert rec.pa["poly"]["order"] == 5 and rec.pa["backbone"] == "mp"
+    doc = json.loads((dpd.run_dir / "config.json").read_text())
+    doc["experiment"]["poly_order"] = 3
+    (dpd.run_dir / "config.json").write_text(json.dumps(doc))
+    with pytest.raises(Exception, match="field 'poly'"):
+        run_dpd(ws, dpd.run_id, out=tmp_path / "u.csv", dataset=ds)
