@@ -27,11 +27,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, cli_runs
+from . import __version__, cli_poly, cli_runs
 from .config import ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
 from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display
 from .runs.workspace import Workspace, WorkspaceError
+from .cli_poly import add_poly_options, poly_config_fields, poly_summary
 from .timing import mark
 from .training import events as E
 
@@ -51,7 +52,8 @@ def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
         p.add_argument("--pa-run", required=True, help="PA run id (in the workspace) or PA run folder")
         p.add_argument("--allow-dataset-mismatch", action="store_true",
                        help="train even when --dataset is not the dataset the PA run was trained on")
-    p.add_argument("--backbone", default=d.backbone, help="gru, dgru, lstm, tres_gru, rvtdcnn (default %(default)s)")
+    p.add_argument("--backbone", default=d.backbone,
+                   help="gru, dgru, lstm, tres_gru, rvtdcnn, mp, gmp (default %(default)s)")
     p.add_argument("--hidden-size", type=int, default=default_hidden_size(step),
                    help="hidden size (default %(default)s: the reference command line's for this step, the "
                         "window's too)")
@@ -75,6 +77,7 @@ def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
     p.add_argument("--preview-every", type=int, default=None, help="live batch preview every N batches")
     p.add_argument("--no-plots", action="store_true", help="do not write plots/*.png at the end")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_poly_options(p)
 
 
 WORKSPACE_HELP = ("workspace folder (default: $DPD_DESKTOP_WORKSPACE or the platform's user data folder); a global "
@@ -116,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", required=True, help="output file: .csv, .h5/.hdf5 or .mat")
     r.add_argument("--device", default="cpu")
     cli_runs.add_parser(add)
+    cli_poly.add_parser(add)
     return p
 
 
@@ -138,6 +142,8 @@ class ConsoleObserver:
             print(f"run {ev.run_id} → {ev.run_dir}")
             print(f"device {ev.device} ({ev.device_name}) · CUDA graph: {ev.fast_path} · {param_text(ev)} · "
                   f"{ev.n_train_frames} frames, {ev.batches_per_epoch} batches/epoch", flush=True)
+            for line in poly_summary(ev):
+                print(line, flush=True)
         elif isinstance(ev, E.BatchProgress) and not self.quiet:
             self._progress(ev)
         elif isinstance(ev, E.EpochEnded):
@@ -227,7 +233,7 @@ def _config_from_args(a, step: str) -> ExperimentConfig:
         patience=a.patience, weight_decay=a.weight_decay, grad_clip=a.grad_clip, frame_length=a.frame_length,
         stride=a.stride, seed=a.seed, loss=a.loss, device=a.device, threads=a.threads,
         max_train_samples=a.max_train_samples, preview_every=a.preview_every,
-        allow_dataset_mismatch=bool(getattr(a, "allow_dataset_mismatch", False)))
+        allow_dataset_mismatch=bool(getattr(a, "allow_dataset_mismatch", False)), **poly_config_fields(a))
 
 
 def _cancelled_before_start() -> int:
@@ -245,7 +251,8 @@ def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, q
     trainer stops after the current batch), the second aborts (130). When the handler is not installed (a call from
     Python in the main thread), it is installed for the duration of the run.
     """
-    from .training.trainer import Trainer, load_dataset_for  # PyTorch: see the note under the imports
+    from .training.ls_fit import make_trainer  # PyTorch: see the note under the imports
+    from .training.trainer import load_dataset_for
 
     own_handler = not CTRL_C.installed and CTRL_C.install()
     try:
@@ -266,7 +273,7 @@ def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, q
         if CTRL_C.pressed.is_set():
             return _cancelled_before_start()
         rec = PlotRecorder()
-        trainer = Trainer(config, dataset=dataset, workspace=workspace, observers=[ConsoleObserver(quiet), rec])
+        trainer = make_trainer(config, dataset=dataset, workspace=workspace, observers=[ConsoleObserver(quiet), rec])
         CTRL_C.on_first(trainer.request_cancel, STOPPING)  # runs at once after a Ctrl+C while it was being built
         result = trainer.run()
     finally:
@@ -377,6 +384,8 @@ def execute(argv=None) -> Outcome:
         return _train(args, ws)
     if cmd == "run-dpd":
         return _run_dpd(args, ws)
+    if cmd == "coefficients":
+        return Outcome(cli_poly.handle(args, ws))
     return Outcome(cli_runs.handle(args, ws, named))
 
 

@@ -288,8 +288,15 @@ class RunRecord:
 
     @property
     def arch(self) -> dict[str, Any]:
-        """``{"backbone", "hidden_size", "num_layers"}`` as recorded (what checkpoints are checked against)."""
-        return {k: getattr(self.config, k) for k in ARCH_FIELDS} if self.config else {}
+        """``{"backbone", "hidden_size", "num_layers"}`` as recorded (what checkpoints are checked against), and for
+        MP/GMP ``poly``, the orders (models/poly.py ``PolySpec.to_dict``)."""
+        if not self.config:
+            return {}
+        arch = {k: getattr(self.config, k) for k in ARCH_FIELDS}
+        spec = self.config.poly_spec()
+        if spec is not None:
+            arch["poly"] = spec.to_dict()
+        return arch
 
     # ---------------------------------------------------------------- config.json blocks
     @property

@@ -240,7 +240,7 @@ class Trainer:
 
     def _setup_run_folder(self, cfg: ExperimentConfig) -> None:
         self.selection_metric = "VAL_NMSE" if cfg.step == "pa" else "VAL_ACLR_AVG"
-        self.run_id, self.run_dir = self.workspace.new_run_dir(f"{cfg.step}-{cfg.backbone}{cfg.hidden_size}")
+        self.run_id, self.run_dir = self.workspace.new_run_dir(f"{cfg.step}-{cfg.size_label}")
         self._emit(RunPrepared(run_id=self.run_id, run_dir=str(self.run_dir), step=cfg.step,
                                selection_metric=self.selection_metric, config=cfg.to_dict()))
         self._log(f"run {self.run_id}: {cfg.step.upper()} {cfg.backbone} H={cfg.hidden_size} on {self.dataset.name}")
@@ -279,7 +279,7 @@ class Trainer:
     def _setup_model(self, cfg: ExperimentConfig) -> None:
         # Reference §4.1 step 5: construction consumes the seeded RNG; the PA first for a DPD (§5.1).
         if cfg.step == "pa":
-            self.net = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers)
+            self.net = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers, poly=cfg.poly_spec())
             self.model = self.net
         else:
             pa, self.pa_info = load_pa_for_dpd(self.workspace, cfg.pa_run, dataset=self.dataset,
@@ -292,7 +292,7 @@ class Trainer:
             if self.pa_info["run_state"] != "succeeded":
                 self._log(f"WARNING: the PA run {self.pa_info['run_id']} is {self.pa_info['run_state']}; its selected "
                           "checkpoint (best.pt) is used as it is", logging.WARNING)
-            dpd = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers)
+            dpd = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers, poly=cfg.poly_spec())
             self.net = Cascade(dpd, pa)
             self.net.freeze_pa()
             self.model = dpd

@@ -21,6 +21,9 @@ from dpd_desktop.training.trainer import Trainer
 
 V1 = Path(__file__).parent / "data" / "records_v1"
 V1_PA = V1 / "2026-12-01-083312-pa-gru4"
+#: ExperimentConfig fields added after the first release by the MP/GMP baselines (issue 13)
+POLY_FIELDS = ("fit", "poly_order", "memory_depth", "poly_odd_only", "cross_order", "cross_lag", "cross_lead", "rcond",
+               "grid_k", "grid_m")
 V1_DPD = V1 / "2026-12-01-083313-dpd-gru3"
 # the settings that wrote the v1 fixture (see its README.md)
 DEMO = dict(seed=2, n_train=3000, n_val=1024, n_test=1024, nperseg=256)
@@ -153,9 +156,12 @@ def test_writer_writes_what_the_first_release_wrote(fresh, which):
     oc, nc = (json.loads((d / "config.json").read_text()) for d in (old, new))
     assert set(nc) == set(oc) | {"schema"}
     assert set(nc["dataset"]) == set(oc["dataset"]) | {"kind", "demo"}
-    assert set(nc["model"]) == set(oc["model"]) - {"backbone", "hidden_size", "num_layers"}
+    # issue 13: the model's cost (models/cost.py) and the MP/GMP fields of the experiment (their defaults here)
+    assert set(nc["model"]) == set(oc["model"]) - {"backbone", "hidden_size", "num_layers"} | {
+        "params", "macs_per_sample", "cost"}
     assert set(nc["training"]) == set(oc["training"]) | {"optimizer"}
-    assert nc["experiment"] == {**oc["experiment"], "pa_run": nc["experiment"]["pa_run"]}
+    poly_fields = {k: v for k, v in ExperimentConfig().to_dict().items() if k in POLY_FIELDS}
+    assert nc["experiment"] == {**oc["experiment"], "pa_run": nc["experiment"]["pa_run"], **poly_fields}
     os_, ns = (json.loads((d / "status.json").read_text()) for d in (old, new))
     assert set(ns) == set(os_)
     with h5py.File(old / "results.h5") as fa, h5py.File(new / "results.h5") as fb:
