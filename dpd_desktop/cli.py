@@ -6,6 +6,7 @@
     dpd-desktop train-dpd --dataset PATH --pa-run RUN [options]
     dpd-desktop run-dpd --run RUN [--input FILE | --split test] --out FILE.{csv,h5,mat}
     dpd-desktop runs                    list the runs of the workspace
+    dpd-desktop queue add|list|move|cancel|run   the run queue (cli_queue.py)
     dpd-desktop --self-test             check the installation (dpd_desktop.selftest); with --workspace the run stays
 
 ``--workspace DIR`` is a global option, placed before the sub-command (it is accepted after it too).
@@ -27,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__
+from . import __version__, cli_queue
 from .config import ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
 from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display
@@ -116,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", required=True, help="output file: .csv, .h5/.hdf5 or .mat")
     r.add_argument("--device", default="cpu")
     add("runs", help="list the runs of the workspace")
+    cli_queue.add_parser(add)  # dpd-desktop queue add|list|move|cancel|run (cli_queue.py)
     return p
 
 
@@ -396,6 +398,8 @@ def execute(argv=None) -> Outcome:
         return _train(args, ws)
     if cmd == "run-dpd":
         return _run_dpd(args, ws)
+    if cmd == "queue":
+        return cli_queue.handle(args, ws)
     return Outcome(_list_runs(ws, named))
 
 

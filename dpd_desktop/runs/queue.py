@@ -121,10 +121,10 @@ class RunQueue:
             self._db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                                        check_same_thread=False)
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._init_schema()  # first: a file that is not our queue is left exactly as it was
             # WAL: readers never wait for the writer (window and command line at once); where the file system
             # cannot hold WAL's shared memory SQLite keeps its default journal, which still works
             self._db.execute("PRAGMA journal_mode = WAL")
-            self._init_schema()
         except QueueError:
             self.close()
             raise
