@@ -13,8 +13,8 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import (QAbstractItemView, QDockWidget, QHBoxLayout, QHeaderView, QLabel, QPushButton,
-                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QDockWidget, QFrame, QHBoxLayout, QHeaderView, QLabel, QPushButton,
+                               QScrollArea, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ..config import ConfigError
 from ..runs.queue import QUEUE_FILE, QueueError, RunQueue
@@ -25,6 +25,7 @@ STATE_COLORS = {"succeeded": "#2e7d32", "failed": "#c62828", "cancelled": "#b26a
                 "running": "#1565c0"}
 REFRESH_MS = 2000
 DOCK_HEIGHT = 170  # px: the buttons, about four rows, the status line
+DOCK_MIN_HEIGHT = 20
 
 
 class QueuePanel(QWidget):
@@ -290,7 +291,14 @@ def install_queue_panel(window) -> QueuePanel:
     panel = QueuePanel(window)
     dock = QDockWidget("Run queue", window)
     dock.setObjectName("queue_dock")
-    dock.setWidget(panel)
+    # in a scroll area that may shrink to a strip: the dock must not raise the window's minimum height (a small
+    # screen, a restored geometry); the buttons scroll then
+    scroll = QScrollArea()
+    scroll.setWidget(panel)
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QFrame.Shape.NoFrame)
+    scroll.setMinimumHeight(DOCK_MIN_HEIGHT)
+    dock.setWidget(scroll)
     window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
     window.resizeDocks([dock], [DOCK_HEIGHT], Qt.Orientation.Vertical)  # the plots keep most of the height
     for action in window.menuBar().actions():
