@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from dpd_desktop.cli import main as cli_main
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.runs import event_codec
 from dpd_desktop.runs.child import FaultSpecError, parse_faults
@@ -172,20 +173,33 @@ def test_mark_dead_run_claims_no_more_than_the_disk_holds(tmp_path):
     assert (d / "status.json").read_text() == before
 
 
-def test_fifty_tiny_runs_leave_the_supervisor_memory_as_it_was(tmp_path, monkeypatch):
-    """Issue 10: a 50-run queue of tiny runs, the supervising process (this one) grows by less than 100 MB."""
+def test_lanes_run_side_by_side(tmp_path, monkeypatch):
+    """Two lanes (cpu and auto, which is the CPU here): the second entry starts before the first ends."""
     ws = Workspace(tmp_path)
+    order = []
+    ids, ends, _ = _run_queue(ws, [replace(TINY, epochs=6), replace(TINY, device="auto", epochs=6)], monkeypatch=monkeypatch,
+                              observers=[lambda e, ev: isinstance(ev, (EntryStarted, EntryEnded)) and
+                                         order.append((type(ev).__name__, e.id))])
+    assert order[:2] == [("EntryStarted", 1), ("EntryStarted", 2)]
+    assert sorted(e.state for e in ends) == ["succeeded", "succeeded"]
+
+
+def test_fifty_tiny_runs_leave_the_supervisor_memory_as_it_was(tmp_path, monkeypatch, capsys):
+    """Issue 10: a 50-run queue of tiny runs under `queue run` (its supervisor in this process) grows this
+    process by less than 100 MB."""
     monkeypatch.setenv(FAULT_ENV, "")
     cfg = replace(TINY, epochs=1, max_train_samples=100)
-    events = []
-    with RunQueue(ws.root) as q:
+    with RunQueue(tmp_path) as q:
         for seed in range(50):
             q.add(replace(cfg, seed=seed))
         q.get(1)  # the configs' validation has imported the model registry: part of the start, not growth
-        before = rss_bytes()
-        ends = Supervisor(ws, queue=q, observers=[lambda e, ev: events.append(type(ev).__name__)]).run()
-        after = rss_bytes()
-    assert [e.state for e in ends] == ["succeeded"] * 50
-    assert events.count("EntryStarted") == events.count("RunFinished") == events.count("EpochEnded") == 50
-    assert len({e.run_dir for e in ends}) == 50
+    before = rss_bytes()
+    assert cli_main(["--workspace", str(tmp_path), "queue", "run"]) == 0
+    after = rss_bytes()
+    out = capsys.readouterr().out.splitlines()
+    assert [ln for ln in out if ln.endswith(": succeeded")] == [f"entry {i}: succeeded" for i in range(1, 51)]
+    assert sum(": epoch 1/1 " in ln for ln in out) == 50
+    with RunQueue(tmp_path) as q:
+        entries = q.entries()
+    assert [e.state for e in entries] == ["succeeded"] * 50 and len({e.run_id for e in entries}) == 50
     assert before is not None and after - before < 100 * 2**20, (before, after)
