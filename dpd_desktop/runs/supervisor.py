@@ -29,7 +29,6 @@ import multiprocessing as mp
 import os
 import signal
 import threading
-import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait as mp_wait
 from typing import Callable, Iterable

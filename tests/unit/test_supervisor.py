@@ -177,8 +177,8 @@ def test_lanes_run_side_by_side(tmp_path, monkeypatch):
     """Two lanes (cpu and auto, which is the CPU here): the second entry starts before the first ends."""
     ws = Workspace(tmp_path)
     order = []
-    ids, ends, _ = _run_queue(ws, [replace(TINY, epochs=6), replace(TINY, device="auto", epochs=6)], monkeypatch=monkeypatch,
-                              observers=[lambda e, ev: isinstance(ev, (EntryStarted, EntryEnded)) and
+    ids, ends, _ = _run_queue(ws, [replace(TINY, epochs=6), replace(TINY, device="auto", epochs=6)],
+                              monkeypatch=monkeypatch, observers=[lambda e, ev: isinstance(ev, (EntryStarted, EntryEnded)) and
                                          order.append((type(ev).__name__, e.id))])
     assert order[:2] == [("EntryStarted", 1), ("EntryStarted", 2)]
     assert sorted(e.state for e in ends) == ["succeeded", "succeeded"]
