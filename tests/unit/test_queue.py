@@ -290,3 +290,34 @@ def test_cli_add_list_move_cancel(tmp_path, capsys):
     with RunQueue(tmp_path) as q:
         cfg = q.get(2).config
     assert (cfg.step, cfg.hidden_size, cfg.frame_length, cfg.epochs, cfg.max_train_samples) == ("dpd", 3, 50, 1, 200)
+
+
+def test_ctrl_c_on_queue_run_stops_the_running_entry_after_its_batch(tmp_path):
+    """A terminal's Ctrl+C reaches the process group (the supervisor and its child): the child ignores it, the
+    supervisor asks it to stop after the batch; the entry ends cancelled, the next does not start, exit status 3."""
+    import os
+    import signal
+    import time
+    from pathlib import Path
+
+    with RunQueue(tmp_path) as q:
+        q.add(replace(PA, epochs=500))
+        q.add(PA)
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-m", "dpd_desktop", "--workspace", str(tmp_path), "queue", "run"],
+                            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    lines = []
+    end = time.monotonic() + 120
+    while not any(": epoch 1/500 " in ln for ln in lines):
+        line = proc.stdout.readline()
+        assert line and time.monotonic() < end, (lines, proc.poll())
+        lines.append(line)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3, (out, err)
+    assert "stopping the queue" in err
+    with RunQueue(tmp_path) as q:
+        first, second = q.entries()
+    assert (first.state, second.state) == ("cancelled", "queued")
+    assert first.message.startswith("cancelled after ") and "entry 1: cancelled" in out
