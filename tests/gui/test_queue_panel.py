@@ -76,3 +76,31 @@ def test_segfaulting_entry_fails_with_the_signal_and_the_next_succeeds(make_wind
 
     out = render_main_window(tmp_path / "queue-panel.png", window=w)
     assert out.stat().st_size > 10_000
+
+
+def test_move_and_cancel_buttons_and_entries_added_elsewhere(make_window, qtbot, workspace):
+    w = make_window()
+    assert w.queue_panel.states() == [] and not (workspace.root / "queue.sqlite").exists()  # nothing until used
+    panel = _queue_two(w, qtbot)
+    with RunQueue(workspace.root) as q:  # the command line adds one while the window is open
+        q.add(replace(TINY, seed=9))
+    panel.refresh()
+    assert [i for i, _ in panel.states()] == [1, 2, 3]
+    panel.table.selectRow(2)
+    assert panel.btn_up.isEnabled() and panel.btn_cancel.isEnabled()
+    panel.btn_up.click()
+    assert [i for i, _ in panel.states()] == [1, 3, 2]
+    assert panel.selected_entry() == 3  # the moved entry stays selected
+    panel.btn_up.click()
+    panel.btn_down.click()
+    panel.btn_down.click()
+    assert [i for i, _ in panel.states()] == [1, 2, 3]
+    panel.btn_cancel.click()
+    assert panel.states() == [(1, "queued"), (2, "queued"), (3, "cancelled")]
+    assert not panel.btn_cancel.isEnabled() and not panel.btn_up.isEnabled()
+    assert panel.table.item(2, 5).text() == "cancelled before it started"
+    w.step_dpd.setChecked(True)  # a DPD step without a PA run is refused, nothing queued
+    assert panel.add_current_form() is None
+    assert panel.status.text() == ("Not queued: PA run: a DPD run needs the PA run (id or folder) whose model it "
+                                   "trains through")
+    assert len(panel.states()) == 3
