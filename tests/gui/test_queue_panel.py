@@ -104,3 +104,21 @@ def test_move_and_cancel_buttons_and_entries_added_elsewhere(make_window, qtbot,
     assert panel.status.text() == ("Not queued: PA run: a DPD run needs the PA run (id or folder) whose model it "
                                    "trains through")
     assert len(panel.states()) == 3
+
+
+def test_closing_the_window_stops_the_queue_and_its_running_entry(make_window, qtbot, workspace, monkeypatch):
+    monkeypatch.setenv(FAULT_ENV, "")
+    w = make_window()
+    w._dataset_ref = "demo"
+    w.set_form_from_config(replace(TINY, epochs=500))
+    panel = w.queue_panel
+    panel.add_current_form(), panel.add_current_form()
+    with qtbot.waitSignal(w.epoch_table.model().rowsInserted, timeout=120_000):
+        assert panel.run_queue()
+    w.close()
+    assert w._worker is None and len(w.jobs) == 0  # the queue's thread ended within the close's wait
+    with RunQueue(workspace.root) as q:
+        first, second = q.entries()
+        rec = RunRecord.open(workspace.resolve(first.run_id))
+    assert (first.state, second.state) == ("cancelled", "queued")
+    assert rec.state == "cancelled" and 1 <= rec.status_doc["epochs_completed"] < 500
