@@ -6,6 +6,7 @@
     dpd-desktop train-dpd --dataset PATH --pa-run RUN [options]
     dpd-desktop run-dpd --run RUN [--input FILE | --split test] --out FILE.{csv,h5,mat}
     dpd-desktop runs [pin|unpin|clean]  list the runs of the workspace (cli_runs.py); keep them; retention
+    dpd-desktop queue add|list|move|cancel|run   the run queue (cli_queue.py)
     dpd-desktop --self-test             check the installation (dpd_desktop.selftest); with --workspace the run stays
 
 ``--workspace DIR`` is a global option, placed before the sub-command (it is accepted after it too).
@@ -27,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, cli_poly, cli_runs
+from . import __version__, cli_poly, cli_queue, cli_runs
 from .config import ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
 from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display
@@ -120,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--device", default="cpu")
     cli_runs.add_parser(add)
     cli_poly.add_parser(add)
+    cli_queue.add_parser(add)  # dpd-desktop queue add|list|move|cancel|run (cli_queue.py)
     return p
 
 
@@ -386,6 +388,8 @@ def execute(argv=None) -> Outcome:
         return _run_dpd(args, ws)
     if cmd == "coefficients":
         return Outcome(cli_poly.handle(args, ws))
+    if cmd == "queue":
+        return cli_queue.handle(args, ws)
     return Outcome(cli_runs.handle(args, ws, named))
 
 

@@ -23,6 +23,7 @@ from .actions import PREVIEW_WARNING, WindowActions
 from .dataset_control import DATASET_FILTER, DatasetControl
 from .jobs import JobRegistry
 from .plot_area import PlotArea
+from .queue_panel import install_queue_panel
 from .retention_prompt import install_retention_prompt
 from .run_control import DPD_OUTPUT_FILTERS, RunControl, same_dataset, validate_config
 from .session import Session, format_duration
@@ -123,6 +124,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self._build_central()
         self._build_statusbar()
         self._build_menus()
+        self.queue_panel = install_queue_panel(self)  # the run queue, a dock (gui/queue_panel.py)
 
         self._plot_timer = QTimer(self, singleShot=True, interval=30)
         self._plot_timer.timeout.connect(self._flush_plots)

@@ -326,6 +326,11 @@ class Session:
         self._text = f"Stopped · {ev.epochs_completed} epochs completed"
         self._end("cancelled", ev.run_dir)
 
+    def on_interrupted(self, run_dir: str | None = None, text: str = "Interrupted") -> None:
+        """A queued run's process was killed (gui/queue_panel.py) → ``interrupted``."""
+        self._text = text
+        self._end("interrupted", run_dir)
+
     def on_worker_done(self) -> str | None:
         """The training thread ended. When no outcome event arrived (should not happen) the run ends ``cancelled``
         if a stop was requested, else ``failed``; returns that state, or None when an outcome had arrived."""

@@ -6,6 +6,8 @@ writes no file. The round trip writer → reader is tested in tests/unit/test_re
 """
 from __future__ import annotations
 
+import csv
+import json
 import time
 from pathlib import Path
 from typing import Any, Mapping
@@ -182,3 +184,41 @@ def set_pinned(run_dir: str | Path, pinned: bool) -> Path:
         raise FileNotFoundError(f"{run_dir}: not a run folder (no config.json)")
     return artifacts.atomic_write_json(run_dir / PIN_FILE, {"pinned": bool(pinned),
                                                            "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+
+
+def mark_dead_run(run_dir: str | Path, state: str, message: str) -> bool:
+    """Final status.json of a run whose process died without writing one (a crash, a kill: the supervisor of a
+    queued run calls this after the child ended). ``state`` is "failed" or "interrupted", ``message`` why.
+
+    Claims no more than the disk holds: ``epochs_completed`` is at most the rows of history.csv, and ``best_epoch``
+    is kept only when best.pt and best.csv are there. A status that is already final is left as it is (the run
+    reported its own outcome). Returns True when status.json was written.
+    """
+    run_dir = Path(run_dir)
+    path = run_dir / "status.json"
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+        old = old if isinstance(old, dict) else {}
+    except (OSError, ValueError):
+        old = {}
+    if old.get("state") not in (None, "queued", "running"):
+        return False
+    rows: list = []
+    try:
+        rows = artifacts.read_history_csv(run_dir / "history.csv")
+    except (OSError, ValueError, csv.Error):
+        pass
+    recorded = old.get("epochs_completed")
+    done = len(rows) if not isinstance(recorded, int) else min(recorded, len(rows))
+    best = None
+    if done and (run_dir / "best.pt").is_file():
+        try:
+            best_rows = artifacts.read_history_csv(run_dir / "best.csv")
+            best = int(float(best_rows[0]["EPOCH"])) if best_rows else None
+        except (OSError, ValueError, KeyError, IndexError, csv.Error):
+            best = None
+    doc = {**old, "state": state, "message": message, "epochs_completed": done, "best_epoch": best,
+           "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    doc.setdefault("run_id", run_dir.name)
+    artifacts.atomic_write_json(path, doc)
+    return True
