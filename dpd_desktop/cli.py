@@ -6,6 +6,7 @@
     dpd-desktop train-dpd --dataset PATH --pa-run RUN [options]
     dpd-desktop run-dpd --run RUN [--input FILE | --split test] --out FILE.{csv,h5,mat}
     dpd-desktop runs                    list the runs of the workspace
+    dpd-desktop resume RUN              continue an interrupted/cancelled/failed run (cli_resume.py)
     dpd-desktop --self-test             check the installation (dpd_desktop.selftest); with --workspace the run stays
 
 ``--workspace DIR`` is a global option, placed before the sub-command (it is accepted after it too).
@@ -27,10 +28,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__
+from . import __version__, cli_limits, cli_resume
 from .config import ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
 from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display
+from .runs.settings import SettingsError, WorkspaceSettings
 from .runs.workspace import Workspace, WorkspaceError
 from .timing import mark
 from .training import events as E
@@ -41,7 +43,7 @@ from .training import events as E
 # window). `dpd-desktop --help` takes 0.2 s; these imports would also delay the Ctrl+C handler that run() installs.
 
 STOPPING = "stopping after the current batch (Ctrl+C again to abort)…"
-TRAINING_COMMANDS = ("train-pa", "train-dpd", "demo")
+TRAINING_COMMANDS = ("train-pa", "train-dpd", "demo", "resume")
 
 
 def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
@@ -69,8 +71,10 @@ def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
     p.add_argument("--stride", type=int, default=d.stride)
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--loss", default=d.loss, choices=("l2", "l1"))
-    p.add_argument("--device", default=d.device, help="auto, cpu, cuda or cuda:N (default %(default)s)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: PyTorch's)")
+    p.add_argument("--device", default=None, help="auto, cpu, cuda or cuda:N (default: the workspace's, else auto)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the workspace's, else "
+                   "PyTorch's; at most the core count)")
+    cli_limits.add_limit_options(p)
     p.add_argument("--max-train-samples", type=int, default=None, help="train on the first N samples only")
     p.add_argument("--preview-every", type=int, default=None, help="live batch preview every N batches")
     p.add_argument("--no-plots", action="store_true", help="do not write plots/*.png at the end")
@@ -116,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", required=True, help="output file: .csv, .h5/.hdf5 or .mat")
     r.add_argument("--device", default="cpu")
     add("runs", help="list the runs of the workspace")
+    cli_resume.add_parser(add)
     return p
 
 
@@ -156,7 +161,8 @@ class ConsoleObserver:
         elif isinstance(ev, E.RunFailed):
             print(f"error: {ev.message}", file=sys.stderr, flush=True)
         elif isinstance(ev, E.RunCancelled):
-            print(f"cancelled after {ev.epochs_completed} epoch(s); run kept at {ev.run_dir}", file=sys.stderr)
+            why = f" ({ev.reason})" if getattr(ev, "reason", "") else ""
+            print(f"cancelled{why} after {ev.epochs_completed} epoch(s); run kept at {ev.run_dir}", file=sys.stderr)
 
     def _progress(self, ev) -> None:
         bar = "#" * int(30 * ev.batch / ev.batches)
@@ -225,7 +231,7 @@ def _config_from_args(a, step: str) -> ExperimentConfig:
         pa_run=getattr(a, "pa_run", None), epochs=a.epochs, batch_size=a.batch_size,
         batch_size_eval=a.batch_size_eval, lr=a.lr, lr_end=a.lr_end, decay_factor=a.decay_factor,
         patience=a.patience, weight_decay=a.weight_decay, grad_clip=a.grad_clip, frame_length=a.frame_length,
-        stride=a.stride, seed=a.seed, loss=a.loss, device=a.device, threads=a.threads,
+        stride=a.stride, seed=a.seed, loss=a.loss, device=a.device or "auto", threads=a.threads,
         max_train_samples=a.max_train_samples, preview_every=a.preview_every,
         allow_dataset_mismatch=bool(getattr(a, "allow_dataset_mismatch", False)))
 
@@ -315,8 +321,8 @@ class Outcome:
 def _train(args, ws: Workspace) -> Outcome:
     cfg = _config_from_args(args, "pa" if args.command == "train-pa" else "dpd")
     try:
-        cfg.validate()
-    except ConfigError as exc:
+        cli_limits.with_limit_options(cfg, args, WorkspaceSettings.load(ws.root)).validate()
+    except (ConfigError, SettingsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return Outcome(Exit.USAGE)
     return Outcome(run_training(cfg, ws, quiet=args.quiet, plots=not args.no_plots), skip_teardown=True)
@@ -396,6 +402,8 @@ def execute(argv=None) -> Outcome:
         return _train(args, ws)
     if cmd == "run-dpd":
         return _run_dpd(args, ws)
+    if cmd == "resume":
+        return cli_resume.handle(args, ws)
     return Outcome(_list_runs(ws, named))
 
 

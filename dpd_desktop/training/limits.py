@@ -24,17 +24,6 @@ FAULT_ENV = "DPD_DESKTOP_FAULT"
 TIME_LIMIT_REASON = "time limit"
 OOM_REMEDY = "lower batch size or hidden size / set --cuda-memory-fraction"
 NONFINITE_REMEDY = "lower the learning rate, check the data for NaN"
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([smhd]?)\s*$", re.IGNORECASE)
-_UNIT_S = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(text: str) -> float:
-    """``"90"`` → 90.0 s, ``"30m"`` → 1800.0, ``"2h"`` → 7200.0, ``"1.5d"``; raises ValueError for anything else
-    (argparse turns it into a usage error)."""
-    m = _DURATION.match(str(text))
-    if not m:
-        raise ValueError(f"expected seconds or a duration like 90, 30m, 2h; got {text!r}")
-    return float(m.group(1)) * _UNIT_S[m.group(2).lower()]
 
 
 def workspace_settings(workspace) -> WorkspaceSettings:

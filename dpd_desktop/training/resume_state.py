@@ -34,19 +34,31 @@ class ResumeError(ValueError):
 
 
 def plain(value: Any) -> Any:
-    """A history value as a plain Python value (NumPy scalars → int/float) so that last.pt loads with
-    ``weights_only=True``; exact (float(np.float64) is the same double)."""
-    if isinstance(value, np.integer):
-        return int(value)
+    """A history value in a form ``torch.load(weights_only=True)`` reads, exactly: NumPy float32 → a 0-dim float32
+    tensor (history.csv writes float32 in its own text form, runs/artifacts.py ``format_value``: the type must come
+    back), other NumPy floats → float, NumPy integers → int."""
+    if isinstance(value, np.float32):
+        return torch.tensor(value, dtype=torch.float32)
     if isinstance(value, np.floating):
         return float(value)
-    if torch.is_tensor(value) and value.numel() == 1:
-        return value.item()
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def unplain(value: Any) -> Any:
+    """The inverse of :func:`plain`."""
+    if torch.is_tensor(value) and value.dtype == torch.float32 and value.dim() == 0:
+        return np.float32(value.item())
     return value
 
 
 def plain_row(row) -> dict[str, Any]:
     return {str(k): plain(v) for k, v in row.items()}
+
+
+def unplain_row(row) -> dict[str, Any]:
+    return {k: unplain(v) for k, v in row.items()}
 
 
 def epoch_state(tr, rng: dict[str, Any]) -> dict[str, Any]:
@@ -77,7 +89,9 @@ class ResumeState:
 
     def writer_info(self, config_doc: dict[str, Any]) -> dict[str, Any]:
         """What runs/writer.py ``RunWriter(resume=...)`` needs to reopen the folder."""
-        return {"config_doc": config_doc, "history": self.history, "best": self.best, "from_epoch": self.epoch}
+        best = {**self.best, "row": unplain_row(self.best["row"])}
+        return {"config_doc": config_doc, "history": [unplain_row(r) for r in self.history], "best": best,
+                "from_epoch": self.epoch}
 
 
 def load(path: str | Path, config, run_id: str | None = None) -> ResumeState:
@@ -140,13 +154,12 @@ def restore(tr, st: ResumeState) -> None:
                           f"({str(exc).splitlines()[0]})") from exc
     tr.optimizer.load_state_dict(d["optimizer"])
     tr.scheduler.load_state_dict(d["scheduler"])
-    value = d["history"][-1][tr.selection_metric]
-    tr.scheduler.step(value)  # the step epoch k's end takes after its checkpoint (reference §4.7)
-    tr.history = [dict(r) for r in d["history"]]
+    tr.history = [unplain_row(r) for r in d["history"]]
+    tr.scheduler.step(tr.history[-1][tr.selection_metric])  # the step epoch k's end takes after its checkpoint (§4.7)
     best = d["best"]
     tr.best_epoch, tr._best_state = best["epoch"], dict(best["model"])
     tr.best_value = float(best["value"]) if best["value"] is not None else math.nan
-    tr._best_meta, tr._best_row = dict(best["meta"]), dict(best["row"])
+    tr._best_meta, tr._best_row = dict(best["meta"]), unplain_row(best["row"])
     tr.start_epoch = st.epoch + 1
     tr.elapsed_before_s = float(d["history"][-1].get("TIME:", 0.0)) * 60.0
     try:
