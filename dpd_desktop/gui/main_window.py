@@ -23,6 +23,7 @@ from .actions import PREVIEW_WARNING, WindowActions
 from .dataset_control import DATASET_FILTER, DatasetControl
 from .jobs import JobRegistry
 from .plot_area import PlotArea
+from .resume_control import ResumeControl
 from .run_control import DPD_OUTPUT_FILTERS, RunControl, same_dataset, validate_config
 from .session import Session, format_duration
 from .widgets.config_form import BACKBONES
@@ -122,6 +123,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self._build_central()
         self._build_statusbar()
         self._build_menus()
+        self.resume_control = ResumeControl(self)  # Resume, after Stop (gui/resume_control.py)
 
         self._plot_timer = QTimer(self, singleShot=True, interval=30)
         self._plot_timer.timeout.connect(self._flush_plots)
