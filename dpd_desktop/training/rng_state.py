@@ -20,21 +20,24 @@ def capture(device: torch.device | None = None) -> dict[str, Any]:
 
     ``python``: ``{"version": int, "state": (625,) int64 tensor, "gauss_next": float | None}`` (``random.getstate``);
     ``numpy``: ``{"name": str, "keys": (624,) int64 tensor, "pos", "has_gauss": int, "cached_gaussian": float}``
-    (``np.random.get_state``); ``torch_cpu``: uint8 tensor; ``cuda``: one uint8 tensor per CUDA device (all devices
-    when ``device`` is a CUDA device, else an empty list: a CPU run does not initialise CUDA).
+    (``np.random.get_state``); ``torch_cpu``: uint8 tensor; ``cuda``: the uint8 generator state of each CUDA device
+    in use, listed in ``cuda_devices`` (their indices): ``device``'s when it is a CUDA device, else none (a CPU run
+    does not initialise CUDA; the other GPUs of the machine are not touched).
     """
     version, state, gauss_next = random.getstate()
     name, keys, pos, has_gauss, cached = np.random.get_state(legacy=True)
-    cuda = []
+    cuda, indices = [], []
     if device is not None and torch.device(device).type == "cuda":
-        cuda = [t.clone() for t in torch.cuda.get_rng_state_all()]
+        dev = torch.device(device)
+        index = dev.index if dev.index is not None else torch.cuda.current_device()
+        cuda, indices = [torch.cuda.get_rng_state(index).clone()], [int(index)]
     return {"format": FORMAT,
             "python": {"version": int(version), "state": torch.tensor(state, dtype=torch.int64),
                        "gauss_next": None if gauss_next is None else float(gauss_next)},
             "numpy": {"name": str(name), "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64).copy()),
                       "pos": int(pos), "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
             "torch_cpu": torch.get_rng_state().clone(),
-            "cuda": cuda}
+            "cuda": cuda, "cuda_devices": indices}
 
 
 def restore(doc: dict[str, Any]) -> None:
@@ -46,12 +49,11 @@ def restore(doc: dict[str, Any]) -> None:
     np.random.set_state((n["name"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"],
                          n["cached_gaussian"]))
     torch.set_rng_state(doc["torch_cpu"])
-    cuda = doc["cuda"]
-    if cuda:
-        if not torch.cuda.is_available() or torch.cuda.device_count() < len(cuda):
-            raise ValueError(f"field 'rng.cuda': the run used {len(cuda)} CUDA device(s); "
-                             f"{torch.cuda.device_count() if torch.cuda.is_available() else 0} available here")
-        torch.cuda.set_rng_state_all(cuda)
+    for state, index in zip(doc["cuda"], doc["cuda_devices"]):
+        if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+            raise ValueError(f"field 'rng.cuda_devices': the run used CUDA device {index}, which this machine does "
+                             "not have")
+        torch.cuda.set_rng_state(state, index)
 
 
 def check(doc: Any) -> None:
@@ -67,3 +69,6 @@ def check(doc: Any) -> None:
         raise ValueError("field 'rng.torch_cpu': not a torch generator state (uint8 tensor)")
     if not isinstance(doc.get("cuda"), list) or not all(torch.is_tensor(t) for t in doc["cuda"]):
         raise ValueError("field 'rng.cuda': expected a list of CUDA generator states")
+    idx = doc.get("cuda_devices")
+    if not isinstance(idx, list) or len(idx) != len(doc["cuda"]) or not all(isinstance(i, int) for i in idx):
+        raise ValueError("field 'rng.cuda_devices': expected one device index per CUDA generator state")
