@@ -155,7 +155,9 @@ def test_writer_writes_what_the_first_release_wrote(fresh, which):
     assert set(nc["dataset"]) == set(oc["dataset"]) | {"kind", "demo"}
     assert set(nc["model"]) == set(oc["model"]) - {"backbone", "hidden_size", "num_layers"}
     assert set(nc["training"]) == set(oc["training"]) | {"optimizer"}
-    assert nc["experiment"] == {**oc["experiment"], "pa_run": nc["experiment"]["pa_run"]}
+    # the limits fields (issue 10) are new: null when the run sets none
+    assert nc["experiment"] == {**oc["experiment"], "pa_run": nc["experiment"]["pa_run"],
+                                "cuda_memory_fraction": None, "time_limit_s": None}
     os_, ns = (json.loads((d / "status.json").read_text()) for d in (old, new))
     assert set(ns) == set(os_)
     with h5py.File(old / "results.h5") as fa, h5py.File(new / "results.h5") as fb:
