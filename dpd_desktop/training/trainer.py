@@ -148,8 +148,7 @@ class Trainer(TrainerOutput):
         self._best_row: dict[str, Any] | None = None
         self.start_epoch = 0  # > 0 when resumed (resume_state.restore)
         self.elapsed_before_s = 0.0  # the TIME: column's minutes before the resume, in seconds
-        self._epoch_losses: torch.Tensor | None = None  # the last epoch's batch losses
-        self._fault = limits.FaultHook.from_env()  # test hook (limits.py); None in normal use
+        self._fault: limits.FaultHook | None = None  # test hook (limits.py, read in _setup_device); None normally
         self._time_limit: limits.TimeLimit | None = None
         self._start_time: float | None = None
         self._overlap = EpochEndOverlap()  # CUDA: epoch ends on a worker thread (see overlap.py)
@@ -221,6 +220,7 @@ class Trainer(TrainerOutput):
         self.device = resolve_device(cfg.device)
         self.device_name = device_name(self.device)
         limits.apply_device_limits(cfg, self.device)
+        self._fault = limits.FaultHook.from_env()
         self._time_limit = limits.TimeLimit(cfg.time_limit_s, self.request_cancel)
         self._time_limit.start()
         timing.mark("setup_start")
@@ -494,7 +494,7 @@ class Trainer(TrainerOutput):
         if fast is not None:
             fast.end_epoch()
         # Reference §4.5: float32 batch losses, one host copy per epoch, float64 NumPy mean.
-        self._epoch_losses = loss_buf[:n_batches]
+        self._epoch_losses = loss_buf[:n_batches]  # a non-finite mean names its first bad batch (limits.py)
         mean = float(np.mean(self._epoch_losses.cpu().tolist())) if n_batches else float("nan")
         timing.mark("train_end", epoch=epoch)
         return mean

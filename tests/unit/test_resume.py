@@ -121,6 +121,11 @@ def test_cancel_then_resume_is_bitwise_equal_and_twice(tmp_path, ds, reference):
     res = trainer.run()
     assert res.state == "cancelled" and len(res.history) in (1, 2)
     assert RunRecord.open(res.run_dir).state == "cancelled"
+    # killed between its history row and its last.pt: history.csv has a row last.pt does not, best.csv is gone;
+    # the resume rewrites both from last.pt
+    with open(res.run_dir / "history.csv", "a") as fh:
+        fh.write(",".join(["9"] * 22) + "\n")
+    (res.run_dir / "best.csv").unlink()
     plan = prepare_resume(ws, res.run_id, dataset=ds)
     from dpd_desktop.training.resume import resume_trainer
 
@@ -184,3 +189,27 @@ def test_refusals_exit_2_with_the_reason(tmp_path, ds, reference, capsys):
     assert {p.name: p.read_bytes() for p in run.iterdir()} == before
     with pytest.raises(ResumeRefused, match="not found"):
         prepare_resume(ws, "no-such-run")
+
+
+def test_dpd_cancel_then_resume_is_bitwise_equal(tmp_path, ds):
+    """A DPD through a frozen PA: the trained model is the cascade's DPD (last.pt holds its tensors only)."""
+    ws = Workspace(tmp_path)
+    pa = Trainer(ExperimentConfig(**dict(CFG, epochs=1, lr=5e-3)), dataset=ds, workspace=ws).run()
+    dpd = dict(CFG, step="dpd", pa_run=pa.run_id, hidden_size=4, epochs=3, lr=5e-3, lr_end=1e-4)
+    ref = Trainer(ExperimentConfig(**dpd), dataset=ds, workspace=ws).run()
+    assert ref.state == "succeeded", ref.message
+    tr = Trainer(ExperimentConfig(**dpd), dataset=ds, workspace=ws)
+    tr.observers.append(lambda ev: isinstance(ev, E.EpochEnded) and ev.epoch == 0 and tr.request_cancel())
+    part = tr.run()
+    assert part.state == "cancelled" and len(part.history) == 1
+    assert set(torch.load(part.run_dir / "last.pt", weights_only=True)["model"]) == set(
+        torch.load(ref.run_dir / "last.pt", weights_only=True)["model"])
+    res = resume_run(part.run_dir, ws, dataset=ds)
+    assert res.state == "succeeded" and res.best_epoch == ref.best_epoch
+    got, want = read_history_csv(part.run_dir / "history.csv"), read_history_csv(ref.run_dir / "history.csv")
+    for row in got + want:
+        row.pop("TIME:")
+    assert got == want and len(got) == 3
+    (sa, _), (sb, _) = load_checkpoint(ref.run_dir / "best.pt"), load_checkpoint(part.run_dir / "best.pt")
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    assert res.test_metrics == ref.test_metrics and res.extra == ref.extra

@@ -1,5 +1,5 @@
-"""training/rng_state.py: every RNG state a run draws from round-trips through torch.save / torch.load(weights_only=True)
-and, restored, gives the very draws that followed the capture."""
+"""training/rng_state.py: every RNG state a run draws from round-trips through torch.save and
+torch.load(weights_only=True) and, restored, gives the very draws that followed the capture."""
 import io
 import random
 
