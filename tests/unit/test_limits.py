@@ -158,3 +158,12 @@ def test_a_bad_fault_hook_is_refused(monkeypatch):
     monkeypatch.setenv(limits.FAULT_ENV, "segv@1")
     with pytest.raises(limits.TrainingError, match="oom@EPOCH:BATCH"):
         limits.FaultHook.from_env()
+
+
+def test_the_window_says_a_run_stopped_at_its_time_limit():
+    from dpd_desktop.gui.session import cancelled_message
+    from dpd_desktop.training.events import RunCancelled
+
+    ev = RunCancelled(run_id="r", run_dir="/r", epochs_completed=2, best_epoch=1, reason=limits.TIME_LIMIT_REASON)
+    assert cancelled_message(ev) == ("Run stopped (time limit) after 2 completed epochs; the best checkpoint so far "
+                                     "(epoch 1) is kept.")
