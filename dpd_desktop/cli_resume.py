@@ -47,5 +47,7 @@ def handle(args, ws) -> "cli.Outcome":
             CTRL_C.uninstall()
     if result.state == "succeeded" and not args.no_plots and not CTRL_C.pressed.is_set():
         cli.write_plots(result.run_dir, rec)
+    if result.state == "failed" and result.run_dir is None:
+        return cli.Outcome(Exit.USAGE)  # refused in the set-up, before the folder was reopened (e.g. the PA run)
     status = {"succeeded": Exit.OK, "failed": Exit.FAILED, "cancelled": Exit.CANCELLED}[result.state]
     return cli.Outcome(status, skip_teardown=True)
