@@ -5,7 +5,7 @@
     dpd-desktop train-pa --dataset PATH [options]
     dpd-desktop train-dpd --dataset PATH --pa-run RUN [options]
     dpd-desktop run-dpd --run RUN [--input FILE | --split test] --out FILE.{csv,h5,mat}
-    dpd-desktop runs                    list the runs of the workspace
+    dpd-desktop runs [pin|unpin|clean]  list the runs of the workspace (cli_runs.py); keep them; retention
     dpd-desktop resume RUN              continue an interrupted/cancelled/failed run (cli_resume.py)
     dpd-desktop --self-test             check the installation (dpd_desktop.selftest); with --workspace the run stays
 
@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, cli_limits, cli_resume
+from . import __version__, cli_limits, cli_resume, cli_runs
 from .config import ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
 from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display
@@ -119,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--split", default="test", choices=("train", "val", "test"))
     r.add_argument("--out", required=True, help="output file: .csv, .h5/.hdf5 or .mat")
     r.add_argument("--device", default="cpu")
-    add("runs", help="list the runs of the workspace")
+    cli_runs.add_parser(add)
     cli_resume.add_parser(add)
     return p
 
@@ -340,25 +340,6 @@ def _run_dpd(args, ws: Workspace) -> Outcome:
     return Outcome(Exit.OK, skip_teardown=True)
 
 
-def _list_runs(ws: Workspace, named: bool) -> int:
-    if not ws.root.is_dir():
-        if named:
-            print(f"error: workspace {ws.root}: no such folder", file=sys.stderr)
-            return Exit.USAGE
-        print(f"no runs yet (workspace {ws.root})", file=sys.stderr)
-        return Exit.OK
-    try:
-        runs = ws.list_runs()
-    except OSError as exc:
-        print(f"error: workspace {ws.root}: cannot list {ws.runs_dir} ({exc.strerror or exc})", file=sys.stderr)
-        return Exit.USAGE
-    if not runs:
-        print(f"no runs in {ws.runs_dir}", file=sys.stderr)
-    for r in runs:
-        print(f"{r.run_id:48s} {r.step:4s} {r.backbone:9s} H={r.hidden_size!s:4s} {r.status}")
-    return Exit.OK
-
-
 def main(argv=None) -> int:
     """Run the command that ``argv`` (default ``sys.argv[1:]``) names; returns its exit status (module docstring)."""
     return execute(argv).status
@@ -404,7 +385,7 @@ def execute(argv=None) -> Outcome:
         return _run_dpd(args, ws)
     if cmd == "resume":
         return cli_resume.handle(args, ws)
-    return Outcome(_list_runs(ws, named))
+    return Outcome(cli_runs.handle(args, ws, named))
 
 
 def run() -> None:

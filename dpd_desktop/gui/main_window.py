@@ -24,6 +24,7 @@ from .dataset_control import DATASET_FILTER, DatasetControl
 from .jobs import JobRegistry
 from .plot_area import PlotArea
 from .resume_control import ResumeControl
+from .retention_prompt import install_retention_prompt
 from .run_control import DPD_OUTPUT_FILTERS, RunControl, same_dataset, validate_config
 from .session import Session, format_duration
 from .widgets.config_form import BACKBONES
@@ -137,6 +138,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self._sync_pa_runs()
         self._render()
         self._update_title()
+        self.retention_prompt = install_retention_prompt(self)  # scratch runs due for removal, shown first
 
     # ================================================================================================ state
     @property

@@ -488,3 +488,26 @@ def list_records(runs_dir: Path, step: str | None = None) -> list[RunRecord]:
             continue
         out.append(rec)
     return out
+
+
+# ====================================================================================================== pin
+#: a kept ("pinned") run's mark in its folder, written by runs/writer.py ``set_pinned``; retention never removes it
+PIN_FILE = "pinned.json"
+
+
+def read_pinned(run_dir: str | Path) -> bool:
+    """Whether the run at ``run_dir`` is kept: no pinned.json → False (scratch); ``{"pinned": bool}`` → that value;
+    a pinned.json that cannot be read or has another shape → True (retention never removes a run on a doubt)."""
+    p = Path(run_dir) / PIN_FILE
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        return True
+    v = doc.get("pinned") if isinstance(doc, dict) else None
+    return v if isinstance(v, bool) else True
+
+
+RunRecord.pinned = property(lambda self: read_pinned(self.run_dir),
+                            doc="Whether the run is kept (pinned.json, :func:`read_pinned`); read at each access.")

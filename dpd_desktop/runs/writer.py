@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from . import artifacts
 from .owner import process_identity
-from .record import FORMAT, HISTORY_COLUMNS, SCHEMA
+from .record import FORMAT, HISTORY_COLUMNS, PIN_FILE, SCHEMA
 
 class RunWriter:
     """Observer of the trainer's events that writes the run folder, every file atomically (runs/artifacts.py).
@@ -192,3 +192,18 @@ def _fill_results(tmp: str, ev) -> None:
                 g.attrs[k] = float(v)
             g.create_dataset("psd_freq_hz", data=sr.psd_freq_hz)
             g.create_dataset("psd_prediction_db", data=sr.psd_prediction_db)
+
+
+def set_pinned(run_dir: str | Path, pinned: bool) -> Path:
+    """Mark the run at ``run_dir`` kept (``pinned`` True: retention never removes it) or scratch: writes
+    pinned.json (``{"pinned": bool, "updated": ISO time}``) atomically; returns its path. The reader is
+    runs/record.py ``read_pinned`` / ``RunRecord.pinned``.
+
+    Raises:
+        FileNotFoundError: ``run_dir`` is not a run folder (no config.json).
+    """
+    run_dir = Path(run_dir)
+    if not (run_dir / "config.json").is_file():
+        raise FileNotFoundError(f"{run_dir}: not a run folder (no config.json)")
+    return artifacts.atomic_write_json(run_dir / PIN_FILE, {"pinned": bool(pinned),
+                                                           "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
