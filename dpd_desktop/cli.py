@@ -7,6 +7,7 @@
     dpd-desktop run-dpd --run RUN [--input FILE | --split test] --out FILE.{csv,h5,mat}
     dpd-desktop runs [pin|unpin|clean]  list the runs of the workspace (cli_runs.py); keep them; retention
     dpd-desktop queue add|list|move|cancel|run   the run queue (cli_queue.py)
+    dpd-desktop resume RUN              continue an interrupted/cancelled/failed run (cli_resume.py)
     dpd-desktop --self-test             check the installation (dpd_desktop.selftest); with --workspace the run stays
 
 ``--workspace DIR`` is a global option, placed before the sub-command (it is accepted after it too).
@@ -28,10 +29,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, cli_poly, cli_queue, cli_runs
+from . import __version__, cli_limits, cli_poly, cli_queue, cli_resume, cli_runs
 from .config import ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
 from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display
+from .runs.settings import SettingsError, WorkspaceSettings
 from .runs.workspace import Workspace, WorkspaceError
 from .cli_poly import add_poly_options, poly_config_fields, poly_summary
 from .timing import mark
@@ -43,7 +45,7 @@ from .training import events as E
 # window). `dpd-desktop --help` takes 0.2 s; these imports would also delay the Ctrl+C handler that run() installs.
 
 STOPPING = "stopping after the current batch (Ctrl+C again to abort)…"
-TRAINING_COMMANDS = ("train-pa", "train-dpd", "demo")
+TRAINING_COMMANDS = ("train-pa", "train-dpd", "demo", "resume")
 
 
 def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
@@ -72,8 +74,10 @@ def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
     p.add_argument("--stride", type=int, default=d.stride)
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--loss", default=d.loss, choices=("l2", "l1"))
-    p.add_argument("--device", default=d.device, help="auto, cpu, cuda or cuda:N (default %(default)s)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: PyTorch's)")
+    p.add_argument("--device", default=None, help="auto, cpu, cuda or cuda:N (default: the workspace's, else auto)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the workspace's, else "
+                   "PyTorch's; at most the core count)")
+    cli_limits.add_limit_options(p)
     p.add_argument("--max-train-samples", type=int, default=None, help="train on the first N samples only")
     p.add_argument("--preview-every", type=int, default=None, help="live batch preview every N batches")
     p.add_argument("--no-plots", action="store_true", help="do not write plots/*.png at the end")
@@ -122,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_runs.add_parser(add)
     cli_poly.add_parser(add)
     cli_queue.add_parser(add)  # dpd-desktop queue add|list|move|cancel|run (cli_queue.py)
+    cli_resume.add_parser(add)
     return p
 
 
@@ -164,7 +169,8 @@ class ConsoleObserver:
         elif isinstance(ev, E.RunFailed):
             print(f"error: {ev.message}", file=sys.stderr, flush=True)
         elif isinstance(ev, E.RunCancelled):
-            print(f"cancelled after {ev.epochs_completed} epoch(s); run kept at {ev.run_dir}", file=sys.stderr)
+            why = f" ({ev.reason})" if getattr(ev, "reason", "") else ""
+            print(f"cancelled{why} after {ev.epochs_completed} epoch(s); run kept at {ev.run_dir}", file=sys.stderr)
 
     def _progress(self, ev) -> None:
         bar = "#" * int(30 * ev.batch / ev.batches)
@@ -233,7 +239,7 @@ def _config_from_args(a, step: str) -> ExperimentConfig:
         pa_run=getattr(a, "pa_run", None), epochs=a.epochs, batch_size=a.batch_size,
         batch_size_eval=a.batch_size_eval, lr=a.lr, lr_end=a.lr_end, decay_factor=a.decay_factor,
         patience=a.patience, weight_decay=a.weight_decay, grad_clip=a.grad_clip, frame_length=a.frame_length,
-        stride=a.stride, seed=a.seed, loss=a.loss, device=a.device, threads=a.threads,
+        stride=a.stride, seed=a.seed, loss=a.loss, device=a.device or "auto", threads=a.threads,
         max_train_samples=a.max_train_samples, preview_every=a.preview_every,
         allow_dataset_mismatch=bool(getattr(a, "allow_dataset_mismatch", False)), **poly_config_fields(a))
 
@@ -324,8 +330,8 @@ class Outcome:
 def _train(args, ws: Workspace) -> Outcome:
     cfg = _config_from_args(args, "pa" if args.command == "train-pa" else "dpd")
     try:
-        cfg.validate()
-    except ConfigError as exc:
+        cli_limits.with_limit_options(cfg, args, WorkspaceSettings.load(ws.root)).validate()
+    except (ConfigError, SettingsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return Outcome(Exit.USAGE)
     return Outcome(run_training(cfg, ws, quiet=args.quiet, plots=not args.no_plots), skip_teardown=True)
@@ -390,6 +396,8 @@ def execute(argv=None) -> Outcome:
         return Outcome(cli_poly.handle(args, ws))
     if cmd == "queue":
         return cli_queue.handle(args, ws)
+    if cmd == "resume":
+        return cli_resume.handle(args, ws)
     return Outcome(cli_runs.handle(args, ws, named))
 
 

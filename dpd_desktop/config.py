@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -59,7 +60,12 @@ class ExperimentConfig:
         weight_decay, grad_clip (global L2 norm; 0 disables), frame_length, stride [samples], seed, loss.
         device: ``auto`` (CUDA when available), ``cpu``, ``cuda`` or ``cuda:N``.
         preview_every: ``None`` (plots once per epoch, no extra inference) or N (live batch preview every N batches).
-        threads: torch intra-op threads on CPU (``None`` keeps PyTorch's default).
+        threads: torch intra-op threads on CPU (``None``: the workspace's default, else PyTorch's); at most the
+            machine's core count (``os.cpu_count()``).
+        cuda_memory_fraction: CUDA memory ceiling as a fraction of the card, 0 < f <= 1 (``None``: the workspace's
+            default, else none); applied with ``torch.cuda.set_per_process_memory_fraction`` (training/limits.py).
+        time_limit_s: wall-clock limit [s] (``None``: the workspace's default, else none); when it passes the run
+            stops after the current batch and ends ``cancelled`` with the message "time limit".
         max_train_samples: use only the first N training samples (``None`` = all); the DPD gain still comes from the
             full training split (reference §1.4).
         allow_dataset_mismatch: for ``step == "dpd"``, train even when the dataset is not the one the PA run was
@@ -94,6 +100,8 @@ class ExperimentConfig:
     device: str = "auto"
     preview_every: int | None = None
     threads: int | None = None
+    cuda_memory_fraction: float | None = None
+    time_limit_s: float | None = None
     max_train_samples: int | None = None
     allow_dataset_mismatch: bool = False
     name: str | None = None
@@ -153,6 +161,15 @@ class ExperimentConfig:
             raise ConfigError("preview_every", f"expected a positive integer or none, got {self.preview_every!r}")
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
             raise ConfigError("threads", f"expected a positive integer or none, got {self.threads!r}")
+        cores = os.cpu_count() or 1
+        if self.threads is not None and self.threads > cores:
+            raise ConfigError("threads", f"{self.threads} is more than the {cores} CPU cores of this machine")
+        f = self.cuda_memory_fraction
+        if f is not None and (isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1):
+            raise ConfigError("cuda_memory_fraction", f"expected a fraction of the card, 0 < f <= 1, got {f!r}")
+        t = self.time_limit_s
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < math.inf):
+            raise ConfigError("time_limit_s", f"expected a positive number of seconds or none, got {t!r}")
         if self.max_train_samples is not None and self.max_train_samples < self.frame_length:
             raise ConfigError("max_train_samples", f"must be at least frame_length ({self.frame_length})")
         if self.step == "dpd" and not self.pa_run:

@@ -85,11 +85,18 @@ class RunControl:
                 else:
                     self.open_dataset(cfg.dataset)
             return True
+        self._launch_worker(cfg, self._dataset)
+        return True
+
+    def _launch_worker(self, cfg: ExperimentConfig, dataset, trainer_factory=None) -> TrainingWorker:
+        """Start the training worker of ``cfg`` (``trainer_factory``: default the window's; the Resume action passes
+        its own, gui/resume_control.py) with its signals wired to this part; returns it."""
+        s = self.session
         self.banner.setVisible(False)
         self.form.clear_error()
         self._reset_run_views()
-        worker = TrainingWorker(cfg, dataset=self._dataset, workspace=self.workspace,
-                                trainer_factory=self._trainer_factory)
+        worker = TrainingWorker(cfg, dataset=dataset, workspace=self.workspace,
+                                trainer_factory=trainer_factory or self._trainer_factory)
         worker.started.connect(self._on_run_started)
         worker.batchProgress.connect(self._on_batch_progress)
         worker.epochEnded.connect(self._on_epoch_ended)
@@ -102,7 +109,7 @@ class RunControl:
         s.start(cfg)
         self.statusBar().showMessage("Starting…", 3000)
         worker.start()
-        return True
+        return worker
 
     def stop_run(self) -> None:
         """Cooperative stop: the trainer ends at the next batch boundary and reports RunCancelled; a queued run ends

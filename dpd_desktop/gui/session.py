@@ -129,8 +129,8 @@ def cancelled_message(ev) -> str:
     """The banner text of a ``RunCancelled``: epochs completed and whether a checkpoint is kept."""
     best = (f"; the best checkpoint so far (epoch {ev.best_epoch}) is kept" if ev.best_epoch is not None
             else "; no epoch completed, so there is no checkpoint")
-    n = ev.epochs_completed
-    return f"Run stopped after {n} completed epoch{'s' if n != 1 else ''}{best}."
+    n, why = ev.epochs_completed, f" ({ev.reason})" if getattr(ev, "reason", "") else ""
+    return f"Run stopped{why} after {n} completed epoch{'s' if n != 1 else ''}{best}."
 
 
 def failed_message(ev) -> str:

@@ -1,4 +1,4 @@
-"""A queued run's child process: builds the Trainer, runs it, and forwards its events to the supervisor.
+"""A queued run's child process: builds the trainer (a Trainer, or an MP/GMP least-squares fit), runs it, and forwards its events to the supervisor.
 
 The child's :class:`~dpd_desktop.runs.writer.RunWriter` writes the run folder as an in-process run does; the events
 of :data:`~dpd_desktop.runs.event_codec.FORWARDED` go to the supervisor (runs/supervisor.py) as JSON over a pipe.
@@ -31,7 +31,8 @@ import scipy.signal  # noqa: F401 - preloaded for the metrics (see above)
 from ..config import ExperimentConfig
 from ..training import events as E
 from ..training.report import describe_error
-from ..training.trainer import Trainer, load_dataset_for
+from ..training.ls_fit import make_trainer
+from ..training.trainer import load_dataset_for
 from . import event_codec
 from .workspace import Workspace
 from .writer import RunWriter
@@ -165,7 +166,7 @@ def child_main(entry_id: int, config: dict, workspace_root: str, events_conn, co
         dataset = load_dataset_for(cfg.dataset)
         dataset.spec.require_metrics(str(dataset.source))
         writer = _FaultWriter(RunWriter(), faults) if faults else None
-        trainer = Trainer(cfg, dataset=dataset, workspace=Workspace(workspace_root), observers=[send],
+        trainer = make_trainer(cfg, dataset=dataset, workspace=Workspace(workspace_root), observers=[send],
                           writer=writer)
     except Exception as exc:  # noqa: BLE001 - reported to the supervisor as the run's failure
         send(E.RunFailed(run_id=None, run_dir=None, message=f"the run could not start: {describe_error(exc)}",

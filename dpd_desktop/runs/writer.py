@@ -27,9 +27,15 @@ class RunWriter:
 
     Errors propagate (an unwritable run folder fails the run); the trainer calls the writer before any other
     observer. Call :meth:`close` when the run is over (closes log.txt; idempotent).
+
+    ``resume`` (training/resume.py): reopen an existing run folder instead. ``RunPrepared`` then keeps log.txt
+    (appended) and config.json (its ``resumes`` list gains an entry), rewrites history.csv with the rows of last.pt
+    (``resume["history"]``, dropping any row written after last.pt) and best.pt/best.csv with last.pt's best record
+    (``resume["best"]``: ``model``, ``meta``, ``row``), and sets status.json back to "running".
     """
 
-    def __init__(self) -> None:
+    def __init__(self, resume: Mapping[str, Any] | None = None) -> None:
+        self.resume = resume
         self.run_id: str | None = None
         self.run_dir: Path | None = None
         self.step: str | None = None
@@ -54,6 +60,9 @@ class RunWriter:
         self.run_id, self.run_dir = ev.run_id, Path(ev.run_dir)
         self.step, self.selection_metric = ev.step, ev.selection_metric
         self._log_fh = open(self.run_dir / "log.txt", "a", encoding="utf-8")
+        if self.resume is not None:
+            self._reopen(ev)
+            return
         # config.json with the experiment alone until RunStarted completes it: a run that fails or is killed in its
         # set-up is still a readable run (listed failed / interrupted), not a folder the reader skips
         self.config_doc = self._config_head(ev.config)
@@ -62,6 +71,21 @@ class RunWriter:
         self.write_status("running")
         # every run folder has a history.csv, header-only until the first epoch ends (cancel/failure before it)
         artifacts.write_history_csv(self.run_dir / "history.csv", [], header=HISTORY_COLUMNS)
+
+    def _reopen(self, ev) -> None:
+        r = self.resume
+        self.config_doc = dict(r["config_doc"])
+        self.config_doc["experiment"] = dict(ev.config)
+        self.config_doc["resumes"] = [*self.config_doc.get("resumes", []),
+                                      {"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "from_epoch": r["from_epoch"]}]
+        self._write_config()
+        self.history = [dict(row) for row in r["history"]]
+        artifacts.write_history_csv(self.run_dir / "history.csv", self.history, header=HISTORY_COLUMNS)
+        best = r["best"]
+        artifacts.save_checkpoint(self.run_dir / "best.pt", best["model"], best["meta"])
+        artifacts.write_history_csv(self.run_dir / "best.csv", [best["row"]])
+        self.epochs_written = len(self.history)
+        self.write_status("running", epochs_completed=self.epochs_written, resumed_from_epoch=r["from_epoch"])
 
     def _log_line(self, ev) -> None:
         if self._log_fh is not None:
@@ -85,8 +109,8 @@ class RunWriter:
             artifacts.save_checkpoint(d / "best.pt", ev.model_state, ev.meta)
             artifacts.write_history_csv(d / "best.csv", [ev.row])
         artifacts.save_training_state(d / "last.pt", {
-            "epoch": ev.epoch, "model": dict(ev.model_state), "optimizer": ev.optimizer_state,
-            "scheduler": ev.scheduler_state, "meta": dict(ev.meta)})
+            **dict(ev.resume_state), "epoch": ev.epoch, "model": dict(ev.model_state),
+            "optimizer": ev.optimizer_state, "scheduler": ev.scheduler_state, "meta": dict(ev.meta)})
         self.epochs_written = ev.epoch + 1
 
     def _epoch_ended(self, ev) -> None:
@@ -110,8 +134,9 @@ class RunWriter:
         self.close()
 
     def _cancelled(self, ev) -> None:
+        extra = {"message": ev.reason} if getattr(ev, "reason", "") else {}
         self.write_status("cancelled", epochs_completed=min(ev.epochs_completed, self.epochs_written),
-                          best_epoch=ev.best_epoch)
+                          best_epoch=ev.best_epoch, **extra)
         self.close()
 
     def _failed(self, ev) -> None:

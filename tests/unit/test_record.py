@@ -160,8 +160,10 @@ def test_writer_writes_what_the_first_release_wrote(fresh, which):
     assert set(nc["model"]) == set(oc["model"]) - {"backbone", "hidden_size", "num_layers"} | {
         "params", "macs_per_sample", "cost"}
     assert set(nc["training"]) == set(oc["training"]) | {"optimizer"}
+    # the MP/GMP fields (issue 13) take their defaults; the limits fields (issue 10) are null when the run sets none
     poly_fields = {k: v for k, v in ExperimentConfig().to_dict().items() if k in POLY_FIELDS}
-    assert nc["experiment"] == {**oc["experiment"], "pa_run": nc["experiment"]["pa_run"], **poly_fields}
+    assert nc["experiment"] == {**oc["experiment"], "pa_run": nc["experiment"]["pa_run"], **poly_fields,
+                                "cuda_memory_fraction": None, "time_limit_s": None}
     os_, ns = (json.loads((d / "status.json").read_text()) for d in (old, new))
     assert set(ns) == set(os_)
     with h5py.File(old / "results.h5") as fa, h5py.File(new / "results.h5") as fb:
