@@ -1,4 +1,5 @@
-"""A queued run's child process: builds the trainer (a Trainer, or an MP/GMP least-squares fit), runs it, and forwards its events to the supervisor.
+"""A queued run's child process: builds the trainer (training/ls_fit.py ``make_trainer``: a Trainer, or an MP/GMP
+least-squares fit), runs it, and forwards its events to the supervisor.
 
 The child's :class:`~dpd_desktop.runs.writer.RunWriter` writes the run folder as an in-process run does; the events
 of :data:`~dpd_desktop.runs.event_codec.FORWARDED` go to the supervisor (runs/supervisor.py) as JSON over a pipe.
