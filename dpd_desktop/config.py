@@ -15,6 +15,9 @@ from typing import Any
 STEPS = ("pa", "dpd")
 DEVICES = ("auto", "cpu", "cuda")
 LOSSES = ("l2", "l1")
+#: Metric profiles (dpd_desktop/metrics/profiles.py) and DPD target gain rules (dpd_desktop/training/gain.py).
+METRIC_PROFILES = ("legacy-2.2.1", "corrected")
+GAIN_RULES = ("peak", "small-signal", "rms")
 #: Default hidden size of the trained model per step, for both faces (window and command line): the reference
 #: command line's (OpenDPD 2.2.1 arguments.py: PA 23, DPD 15; reference §3.9).
 DEFAULT_HIDDEN_SIZE = {"pa": 23, "dpd": 15}
@@ -58,6 +61,12 @@ class ExperimentConfig:
             full training split (reference §1.4).
         allow_dataset_mismatch: for ``step == "dpd"``, train even when the dataset is not the one the PA run was
             trained on (different fingerprint); by default such a DPD run refuses to start.
+        metric_profile: ``"legacy-2.2.1"`` (OpenDPD 2.2.1's numbers, bitwise) or ``"corrected"`` (valid samples,
+            half-open bands, full adjacent channels, pooled NMSE): every metric of the run, its checkpoint selection
+            included (metrics/profiles.py).
+        gain_rule: the DPD target gain g of g·x: ``"peak"`` (max|y|/max|x|, the reference's), ``"small-signal"``
+            (least squares on the lowest-amplitude 40 % of training samples) or ``"rms"`` (rms(y)/rms(x));
+            training/gain.py. Recorded for a PA run, used by a DPD run.
     """
 
     step: str = "pa"
@@ -84,6 +93,8 @@ class ExperimentConfig:
     threads: int | None = None
     max_train_samples: int | None = None
     allow_dataset_mismatch: bool = False
+    metric_profile: str = "legacy-2.2.1"
+    gain_rule: str = "peak"
     name: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -137,6 +148,10 @@ class ExperimentConfig:
             raise ConfigError("pa_run", "a DPD run needs the PA run (id or folder) whose model it trains through")
         if not isinstance(self.allow_dataset_mismatch, bool):
             raise ConfigError("allow_dataset_mismatch", f"expected true or false, got {self.allow_dataset_mismatch!r}")
+        if self.metric_profile not in METRIC_PROFILES:
+            raise ConfigError("metric_profile", f"expected one of {METRIC_PROFILES}, got {self.metric_profile!r}")
+        if self.gain_rule not in GAIN_RULES:
+            raise ConfigError("gain_rule", f"expected one of {GAIN_RULES}, got {self.gain_rule!r}")
         if not 0 <= self.seed <= 2**32 - 1:  # the range NumPy's legacy seeding accepts (the reference seeds it too)
             raise ConfigError("seed", f"expected an integer from 0 to 4294967295 (2**32 - 1), got {self.seed}")
         return self
