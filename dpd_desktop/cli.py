@@ -6,6 +6,7 @@
     dpd-desktop train-dpd --dataset PATH --pa-run RUN [options]
     dpd-desktop run-dpd --run RUN [--input FILE | --split test] --out FILE.{csv,h5,mat}
     dpd-desktop runs                    list the runs of the workspace
+    dpd-desktop runs evaluate RUN --profile NAME [--json]   re-score a finished run under a metric profile
     dpd-desktop --self-test             check the installation (dpd_desktop.selftest); with --workspace the run stays
 
 ``--workspace DIR`` is a global option, placed before the sub-command (it is accepted after it too).
@@ -27,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__
+from . import __version__, cli_evaluate
 from .config import GAIN_RULES, METRIC_PROFILES, ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
 from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display
@@ -121,8 +122,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--split", default="test", choices=("train", "val", "test"))
     r.add_argument("--out", required=True, help="output file: .csv, .h5/.hdf5 or .mat")
     r.add_argument("--device", default="cpu")
-    add("runs", help="list the runs of the workspace")
+    runs = add("runs", help="list the runs of the workspace; `runs evaluate RUN --profile NAME` re-scores one")
+    runs_sub = runs.add_subparsers(dest="runs_action")
+    cli_evaluate.add_parser(lambda name, **kw: _with_workspace(runs_sub.add_parser(name, **kw)))
     return p
+
+
+def _with_workspace(sp: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    sp.add_argument("--workspace", default=argparse.SUPPRESS, help=WORKSPACE_HELP)
+    return sp
 
 
 class ConsoleObserver:
@@ -423,6 +431,8 @@ def execute(argv=None) -> Outcome:
         return _train(args, ws)
     if cmd == "run-dpd":
         return _run_dpd(args, ws)
+    if getattr(args, "runs_action", None) == "evaluate":
+        return cli_evaluate.handle(args, ws)
     return Outcome(_list_runs(ws, named))
 
 
