@@ -49,7 +49,7 @@ from ..config import METRIC_PROFILES
 from . import compute_metrics
 from .aclr import aclr_db
 from .nmse import as_segments
-from .spectra import DB_FLOOR, welch_psd
+from .spectra import DB_FLOOR, welch_psd  # noqa: F401 - DB_FLOOR re-exported
 
 __all__ = ["DEFAULT_PROFILE", "PROFILES", "PROFILE_NOTES", "check_profile", "compute_profile_metrics",
            "corrected_aclr", "corrected_metrics", "inband_error_db", "pooled_nmse_db", "profile_aclr",
