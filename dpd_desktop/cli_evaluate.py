@@ -7,7 +7,6 @@ import sys
 
 from .metrics.profiles import PROFILES
 from .process import Exit
-from .runs.evaluate import evaluate_run, save_evaluation
 from .runs.record import RecordError
 
 __all__ = ["add_parser", "handle"]
@@ -41,6 +40,8 @@ def handle(args, ws):
     """Run ``runs evaluate``; returns the command line's Outcome (exit 0, or 2 for a run that cannot be scored)."""
     # cli.py imports this module at its top, so its Outcome is imported here (a top-level import would be circular)
     from .cli import Outcome
+    # runs.evaluate imports data.framing, which brings PyTorch (0.75 s, see the note under cli.py's imports)
+    from .runs.evaluate import evaluate_run, save_evaluation
 
     try:
         doc = evaluate_run(ws.resolve(args.run), args.profile)
