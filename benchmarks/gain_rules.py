@@ -94,7 +94,8 @@ def main(argv=None) -> int:
     ss = [r for r in rows if r["rule"] == "small-signal"]
     if ss:
         d = ss[0]["out_power_change_db"]
-        print(f"\nsmall-signal output-power change {d:+.2f} dB: {'PASS' if abs(d) <= 0.5 else 'FAIL'} (|change| <= 0.5 dB)")
+        verdict = "PASS" if abs(d) <= 0.5 else "FAIL"
+        print(f"\nsmall-signal output-power change {d:+.2f} dB: {verdict} (|change| <= 0.5 dB)")
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=2), encoding="utf-8")
     return 0

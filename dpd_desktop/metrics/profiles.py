@@ -21,8 +21,8 @@ first bin on the left (exclusive); "EVM" is a ratio of mean spectral magnitudes.
   ``W = B/n_sub_ch`` Hz (not floored to bins).
 * Adjacent channels: the **full** carrier width on each side, ``[-B/2 - W, -B/2)`` and ``[B/2, B/2 + W)``: the
   adjacent channel as the 3GPP ACLR definition places it (TS 36.104 / 38.104: a band of the carrier's bandwidth
-  beside the outermost carrier) and of ``comm.ACPR`` (``AdjacentChannelOffset`` = ±(B+W)/2, ``AdjacentMeasurementBandwidth``
-  = W). Both sides are symmetric in Hz.
+  beside the outermost carrier) and of ``comm.ACPR`` (``AdjacentChannelOffset`` = ±(B+W)/2,
+  ``AdjacentMeasurementBandwidth`` = W). Both sides are symmetric in Hz.
 * ACLR reference: the strongest carrier's integrated power (OpenDPD's convention, kept by 2.4 spectral-v2).
   ``ACLR_L/R = 10*log10(P_adjacent / P_strongest_carrier)`` dBc, negative, lower is better; ``ACLR_AVG`` the mean
   of the two dB values (for OpenDPD's checkpoint selection).
@@ -129,8 +129,8 @@ def _check_bands(fs: float, bw: float, nsc: int, nperseg: int) -> tuple[float, f
         raise ValueError(f"n_sub_ch must be >= 1 and nperseg >= 2, got {nsc!r}, {nperseg!r}")
     w = bw / int(nsc)
     if bw / 2 + w > fs / 2:
-        raise ValueError(f"adjacent channels [±{bw / 2:g}, ±{bw / 2 + w:g}) Hz exceed the captured range ±{fs / 2:g} "
-                         "Hz (corrected profile)")
+        raise ValueError(f"adjacent channels [±{bw / 2:g}, ±{bw / 2 + w:g}) Hz exceed the captured range "
+                         f"±{fs / 2:g} Hz (corrected profile)")
     return fs, bw, int(nsc), int(nperseg), w
 
 

@@ -127,7 +127,7 @@ def test_spectral_v2_has_no_evm(od24):
 
 
 def test_missing_spectral_metadata_is_nan_where_spectral_v2_says_not_applicable(od24):
-    """Difference 2: no bandwidth → spectral-v2's status ``not_applicable``, our NaN (the legacy profile's NaN too)."""
+    """Difference 2: no bandwidth → spectral-v2's status ``not_applicable``, our NaN (as the legacy profile's)."""
     pred, ref = _pa_like_pair(NPS * 4, 4)
     theirs = od24.spectral_v2.compute(pred, ref, _signal(od24, bandwidth_hz=None))
     assert {m.name: m.status.value for m in theirs}["ACLR_AVG"] == "not_applicable"
