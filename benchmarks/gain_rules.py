@@ -18,12 +18,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from dpd_desktop.config import GAIN_RULES, METRIC_PROFILES, ExperimentConfig
-from dpd_desktop.data import load_dataset
-from dpd_desktop.runs.evaluate import evaluate_run
-from dpd_desktop.runs.record import RunRecord
-from dpd_desktop.runs.workspace import Workspace
-from dpd_desktop.training.trainer import Trainer
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the script runs from benchmarks/: this checkout's package, not an installed one
+
+from dpd_desktop.config import GAIN_RULES, METRIC_PROFILES, ExperimentConfig  # noqa: E402
+from dpd_desktop.data import load_dataset  # noqa: E402
+from dpd_desktop.runs.evaluate import evaluate_run  # noqa: E402
+from dpd_desktop.runs.record import RunRecord  # noqa: E402
+from dpd_desktop.runs.workspace import Workspace  # noqa: E402
+from dpd_desktop.training.trainer import Trainer  # noqa: E402
 
 
 def _args(argv=None):
