@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from datasets_dir import DATASETS
+from dpd_desktop.cli import _config_from_args, build_parser
 from dpd_desktop.cli import main as cli_main
 from dpd_desktop.config import ConfigError, ExperimentConfig
 from dpd_desktop.data import load_dataset, make_demo_dataset
@@ -133,3 +134,16 @@ def test_runs_evaluate_rescores_without_retraining(small_signal_run, capsys):
     assert cli_main(["--workspace", str(ws.root), "runs"]) == 0  # plain `runs` still lists
     assert pa.run_id in capsys.readouterr().out
     assert cli_main(["--workspace", str(ws.root), "runs", "evaluate", "no-such-run", "--profile", "corrected"]) == 2
+
+
+def test_command_line_options_reach_the_configuration():
+    a = build_parser().parse_args(["train-dpd", "--dataset", "demo", "--pa-run", "r", "--gain-rule", "rms",
+                                   "--metric-profile", "corrected"])
+    cfg = _config_from_args(a, "dpd")
+    assert (cfg.gain_rule, cfg.metric_profile) == ("rms", "corrected")
+    a = build_parser().parse_args(["train-pa", "--dataset", "demo"])
+    assert (_config_from_args(a, "pa").metric_profile, _config_from_args(a, "pa").gain_rule) == ("legacy-2.2.1", "peak")
+    with pytest.raises(SystemExit):  # the gain rule is a DPD option; the profile choices are checked by argparse
+        build_parser().parse_args(["train-pa", "--dataset", "demo", "--gain-rule", "rms"])
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train-pa", "--dataset", "demo", "--metric-profile", "matlab"])
