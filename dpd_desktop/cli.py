@@ -8,6 +8,7 @@
     dpd-desktop runs [pin|unpin|clean]  list the runs of the workspace (cli_runs.py); keep them; retention
     dpd-desktop queue add|list|move|cancel|run   the run queue (cli_queue.py)
     dpd-desktop resume RUN              continue an interrupted/cancelled/failed run (cli_resume.py)
+    dpd-desktop runs evaluate RUN --profile NAME [--json]   re-score a finished run under a metric profile
     dpd-desktop --self-test             check the installation (dpd_desktop.selftest); with --workspace the run stays
 
 ``--workspace DIR`` is a global option, placed before the sub-command (it is accepted after it too).
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__, cli_limits, cli_poly, cli_queue, cli_resume, cli_runs
-from .config import ConfigError, ExperimentConfig, default_hidden_size
+from .config import GAIN_RULES, METRIC_PROFILES, ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
 from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display
 from .runs.settings import SettingsError, WorkspaceSettings
@@ -55,6 +56,12 @@ def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
         p.add_argument("--pa-run", required=True, help="PA run id (in the workspace) or PA run folder")
         p.add_argument("--allow-dataset-mismatch", action="store_true",
                        help="train even when --dataset is not the dataset the PA run was trained on")
+        p.add_argument("--gain-rule", default=d.gain_rule, choices=GAIN_RULES,
+                       help="DPD target gain g of g·x: peak = max|y|/max|x| (the reference's), small-signal = "
+                            "least squares on the lowest 40 %% of |x|, rms = rms(y)/rms(x) (default %(default)s)")
+    p.add_argument("--metric-profile", default=d.metric_profile, choices=METRIC_PROFILES,
+                   help="metric definitions: legacy-2.2.1 = OpenDPD 2.2.1's numbers bitwise; corrected = valid "
+                        "samples, half-open bands, full adjacent channels, pooled NMSE (default %(default)s)")
     p.add_argument("--backbone", default=d.backbone,
                    help="gru, dgru, lstm, tres_gru, rvtdcnn, mp, gmp (default %(default)s)")
     p.add_argument("--hidden-size", type=int, default=default_hidden_size(step),
@@ -141,12 +148,18 @@ class ConsoleObserver:
     def __init__(self, quiet: bool = False):
         self.quiet = quiet
         self.header_done = False
+        self.profile = "legacy-2.2.1"
         self.tty = sys.stderr.isatty()
         self.last_line = 0.0
 
     def __call__(self, ev) -> None:
         if isinstance(ev, E.RunStarted):
             print(f"run {ev.run_id} → {ev.run_dir}")
+            self.profile = (ev.config or {}).get("metric_profile", "legacy-2.2.1")
+            gain = (ev.setup or {}).get("gain") or {}
+            gain_text = (f" · DPD target gain {gain['value']:.5f} ({gain.get('rule')})"
+                         if ev.step == "dpd" and gain.get("value") is not None else "")
+            print(f"metric profile: {self.profile}{gain_text}")
             print(f"device {ev.device} ({ev.device_name}) · CUDA graph: {ev.fast_path} · {param_text(ev)} · "
                   f"{ev.n_train_frames} frames, {ev.batches_per_epoch} batches/epoch", flush=True)
             for line in poly_summary(ev):
@@ -157,7 +170,8 @@ class ConsoleObserver:
             self._epoch_row(ev)
         elif isinstance(ev, E.RunFinished):
             m = ev.test_metrics
-            print(f"selected epoch {ev.best_epoch}; test NMSE {m['NMSE']:.4f} dB, ACLR L/R/avg "
+            print(f"selected epoch {ev.best_epoch}; test [{ev.extra.get('metric_profile', self.profile)}] NMSE "
+                  f"{m['NMSE']:.4f} dB, ACLR L/R/avg "
                   f"{m['ACLR_L']:.4f}/{m['ACLR_R']:.4f}/{m['ACLR_AVG']:.4f} dBc, EVM {m['EVM']:.4f} dB "
                   f"({ev.wall_s:.1f} s)")
             if ev.extra.get("rms_out_diff_db") is not None:
@@ -165,6 +179,7 @@ class ConsoleObserver:
                 print(f"cascade RMS output with vs without DPD: {d:+.3f} dB" +
                       ("  WARNING: more than 0.5 dB — the DPD changes the gain" if ev.extra.get("power_warning")
                        else ""))
+            print(equal_power_text(ev.extra))
             print(f"artifacts: {ev.run_dir}", flush=True)
         elif isinstance(ev, E.RunFailed):
             print(f"error: {ev.message}", file=sys.stderr, flush=True)
@@ -187,6 +202,7 @@ class ConsoleObserver:
         if self.tty and not self.quiet:
             sys.stderr.write("\r" + " " * 80 + "\r")
         if not self.header_done:
+            print(f"metrics: {self.profile}")
             print(" ".join(f"{h:>{len(f.format(0) if 'd' in f else f.format(0.0))}}" for _, h, f in self.COLS)
                   + "  sel")
             self.header_done = True
@@ -198,6 +214,17 @@ class ConsoleObserver:
             except (TypeError, ValueError):
                 cells.append(str(v))
         print(" ".join(cells) + ("  ★" if ev.is_best else ""), flush=True)
+
+
+def equal_power_text(extra) -> str:
+    """The DPD summary's equal-output-power line (training/gain.py ``equal_power_report``), "" when absent."""
+    if extra.get("eqp_ACLR_without_dpd") is None:
+        return ""
+    ok = "" if extra.get("eqp_converged") else " (drive not matched)"
+    return (f"output power {extra['out_power_with_dpd_db']:.2f} dB with DPD vs {extra['out_power_without_dpd_db']:.2f}"
+            f" dB without; at equal output power (PA driven {extra['eqp_drive_db']:+.2f} dB{ok}): ACLR "
+            f"{extra['eqp_ACLR_with_dpd']:.2f} vs {extra['eqp_ACLR_without_dpd']:.2f} dBc without DPD, EVM (gain-"
+            f"normalised) {extra['eqp_EVM_with_dpd']:.2f} vs {extra['eqp_EVM_without_dpd']:.2f} dB")
 
 
 def param_text(ev) -> str:
@@ -241,7 +268,8 @@ def _config_from_args(a, step: str) -> ExperimentConfig:
         patience=a.patience, weight_decay=a.weight_decay, grad_clip=a.grad_clip, frame_length=a.frame_length,
         stride=a.stride, seed=a.seed, loss=a.loss, device=a.device or "auto", threads=a.threads,
         max_train_samples=a.max_train_samples, preview_every=a.preview_every,
-        allow_dataset_mismatch=bool(getattr(a, "allow_dataset_mismatch", False)), **poly_config_fields(a))
+        allow_dataset_mismatch=bool(getattr(a, "allow_dataset_mismatch", False)), **poly_config_fields(a),
+        metric_profile=a.metric_profile, gain_rule=getattr(a, "gain_rule", "peak"))
 
 
 def _cancelled_before_start() -> int:

@@ -17,6 +17,7 @@ import os
 import sys
 from typing import Callable
 
+from . import cli_evaluate
 from .process import Exit
 from .runs import retention
 from .runs.index import RunIndex
@@ -188,12 +189,13 @@ ACTIONS: dict[str, tuple[str, Callable, Callable]] = {
     "pin": ("keep runs: retention never removes them", _add_pin, _pin),
     "unpin": ("make runs scratch again (removed once older than retention_hours)", _add_pin, _unpin),
     "clean": ("remove scratch runs older than retention_hours (settings.json, default 24 h)", _add_clean, _clean),
+    "evaluate": (cli_evaluate.HELP, cli_evaluate.add_arguments, cli_evaluate.handle),
 }
 
 
 def add_parser(add: Callable[..., argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register ``runs`` and its sub-actions with cli.py's ``add(name, **kw)``; returns the ``runs`` parser."""
-    p = add("runs", help="list the runs of the workspace; pin, unpin, clean (retention)",
+    p = add("runs", help="list the runs of the workspace; pin, unpin, clean (retention); evaluate (re-score)",
             description="The runs of the workspace. Without a sub-action: the list.")
     _add_list(p, top=True)
     sub = p.add_subparsers(dest="runs_action", metavar="{" + ",".join(ACTIONS) + "}")

@@ -22,6 +22,9 @@ FITS = ("gradient", "ls")
 #: Bounds of the MP/GMP orders (K ≤ 15, M ≤ 64: far beyond what a PA model uses; the basis grows as K·M).
 MAX_POLY_ORDER = 15
 MAX_MEMORY_DEPTH = 64
+#: Metric profiles (dpd_desktop/metrics/profiles.py) and DPD target gain rules (dpd_desktop/training/gain.py).
+METRIC_PROFILES = ("legacy-2.2.1", "corrected")
+GAIN_RULES = ("peak", "small-signal", "rms")
 #: Default hidden size of the trained model per step, for both faces (window and command line): the reference
 #: command line's (OpenDPD 2.2.1 arguments.py: PA 23, DPD 15; reference §3.9).
 DEFAULT_HIDDEN_SIZE = {"pa": 23, "dpd": 15}
@@ -76,6 +79,12 @@ class ExperimentConfig:
         rcond: least squares' singular-value cutoff relative to the largest (numpy.linalg.lstsq), 0 ≤ rcond < 1.
         grid_k, grid_m: least squares only: fit every (K, M) of these lists and keep the lowest validation NMSE
             (None: the single (poly_order, memory_depth)).
+        metric_profile: ``"legacy-2.2.1"`` (OpenDPD 2.2.1's numbers, bitwise) or ``"corrected"`` (valid samples,
+            half-open bands, full adjacent channels, pooled NMSE): every metric of the run, its checkpoint selection
+            included (metrics/profiles.py).
+        gain_rule: the DPD target gain g of g·x: ``"peak"`` (max|y|/max|x|, the reference's), ``"small-signal"``
+            (least squares on the lowest-amplitude 40 % of training samples) or ``"rms"`` (rms(y)/rms(x));
+            training/gain.py. Recorded for a PA run, used by a DPD run.
     """
 
     step: str = "pa"
@@ -104,6 +113,8 @@ class ExperimentConfig:
     time_limit_s: float | None = None
     max_train_samples: int | None = None
     allow_dataset_mismatch: bool = False
+    metric_profile: str = "legacy-2.2.1"
+    gain_rule: str = "peak"
     name: str | None = None
     fit: str = "gradient"
     poly_order: int = 5
@@ -177,6 +188,10 @@ class ExperimentConfig:
         if not isinstance(self.allow_dataset_mismatch, bool):
             raise ConfigError("allow_dataset_mismatch", f"expected true or false, got {self.allow_dataset_mismatch!r}")
         self._validate_poly()
+        if self.metric_profile not in METRIC_PROFILES:
+            raise ConfigError("metric_profile", f"expected one of {METRIC_PROFILES}, got {self.metric_profile!r}")
+        if self.gain_rule not in GAIN_RULES:
+            raise ConfigError("gain_rule", f"expected one of {GAIN_RULES}, got {self.gain_rule!r}")
         if not 0 <= self.seed <= 2**32 - 1:  # the range NumPy's legacy seeding accepts (the reference seeds it too)
             raise ConfigError("seed", f"expected an integer from 0 to 4294967295 (2**32 - 1), got {self.seed}")
         return self

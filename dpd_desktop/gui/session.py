@@ -122,6 +122,11 @@ def finished_message(ev) -> str:
         bits.append(f"test ACLR {history.to_float(t['ACLR_AVG']):.2f} dBc")
     if "EVM" in t and math.isfinite(history.to_float(t["EVM"])):
         bits.append(f"test EVM {history.to_float(t['EVM']):.2f} dB")
+    extra = dict(getattr(ev, "extra", None) or {})
+    if isinstance(extra.get("rms_out_diff_db"), (int, float)) and math.isfinite(extra["rms_out_diff_db"]):
+        bits.append(f"output power {extra['rms_out_diff_db']:+.2f} dB vs no DPD")
+    if extra.get("metric_profile"):
+        bits.append(f"metrics: {extra['metric_profile']}")
     return " · ".join(bits) + "."
 
 

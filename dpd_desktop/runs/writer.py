@@ -165,6 +165,12 @@ class RunWriter:
         artifacts.atomic_write_json(self.run_dir / "config.json", self.config_doc)
 
 
+def write_evaluation(run_dir: str | Path, profile: str, doc: Mapping[str, Any]) -> Path:
+    """A re-evaluation of a finished run under a metric profile (runs/evaluate.py), written atomically beside
+    results.h5 as ``evaluation-<profile>.json`` (the path RunRecord.evaluation_path reads); returns the path."""
+    return artifacts.atomic_write_json(Path(run_dir) / f"evaluation-{profile}.json", dict(doc))
+
+
 _WRITER_HANDLERS = {"RunPrepared": RunWriter._prepared, "LogLine": RunWriter._log_line,
                     "RunStarted": RunWriter._started, "CheckpointReady": RunWriter._checkpoint,
                     "EpochEnded": RunWriter._epoch_ended, "ResultsReady": RunWriter._results,

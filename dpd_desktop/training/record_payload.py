@@ -18,7 +18,7 @@ def setup_blocks(tr) -> dict[str, Any]:
     cfg = tr.config
     return {
         "dataset": DatasetRef.from_dataset(tr.dataset, tr.fingerprint).to_dict(),
-        "gain": {"value": tr.gain, "rule": "max|y_train| / max|x_train| (reference §1.4)"},
+        "gain": tr.gain_info.block(),  # value, rule, formula, every rule's candidate (training/gain.py)
         "model": {"n_params": tr.n_params_model, "n_params_total": tr.n_params,
                   "model_id": f"{cfg.model_id}_P_{tr.n_params_model}", **model_cost_block(cfg)},
         "pa": tr.pa_info,

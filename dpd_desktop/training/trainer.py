@@ -50,6 +50,7 @@ from .emitting import RECORD_EVENTS, TrainerOutput  # noqa: F401 - RECORD_EVENTS
 from .events import (BatchProgress, CheckpointReady, EpochEnded, ResultsReady, RunCancelled, RunFailed, RunFinished,
                      RunPrepared, RunStarted)
 from .fast_path import make_fast_step
+from .gain import equal_power_report, target_gain
 from .optim import make_optimizer, make_plateau
 from .overlap import EpochEndOverlap, lr_may_change, optimizer_state
 from .pa_source import check_pa_run, load_pa_for_dpd
@@ -120,6 +121,7 @@ class Trainer(TrainerOutput):
         self.device_name: str | None = None
         self.fingerprint: str | None = None
         self.gain: float | None = None
+        self.gain_info = None  # TargetGain (gain.py): the rule, the value, every rule's candidate
         self.loader = None
         self.loader_status: str | None = None
         self.evaluator: Evaluator | None = None
@@ -261,7 +263,8 @@ class Trainer(TrainerOutput):
     def _setup_data(self, cfg: ExperimentConfig) -> None:
         # Reference §1.4, §2: no normalization; DPD target g·x computed in float64, then float32.
         ds = self.dataset
-        self.gain = float(ds.gain)
+        self.gain_info = target_gain(ds, cfg.gain_rule)  # "peak": float(ds.gain), the reference's g (gain.py)
+        self.gain = self.gain_info.value
         if cfg.step == "dpd":
             targets = {s: scaled_target(getattr(ds, s), self.gain) for s in ("train", "val", "test")}
         else:
@@ -281,7 +284,8 @@ class Trainer(TrainerOutput):
             self.loader_status = "on: whole batches gathered on the device"
         # the criterion is needed by the evaluator; building it draws no random numbers
         self.criterion = torch.nn.MSELoss() if cfg.loss == "l2" else torch.nn.L1Loss()
-        self.evaluator = Evaluator(ds, targets, cfg.step, self.criterion, cfg.batch_size_eval, dev)
+        self.evaluator = Evaluator(ds, targets, cfg.step, self.criterion, cfg.batch_size_eval, dev,
+                                   metric_profile=cfg.metric_profile)
         timing.mark("tensors_on_device")
 
     def _setup_model(self, cfg: ExperimentConfig) -> None:
@@ -506,9 +510,10 @@ class Trainer(TrainerOutput):
         val = self.evaluator.evaluate("val", self.net)
         test = self.evaluator.evaluate("test", self.net)
         timing.mark("final_eval_done")
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {"metric_profile": self.config.metric_profile}
         if self.config.step == "dpd":
-            extra.update(self.evaluator.output_power_report(test, self.net))
+            extra.update(self.evaluator.output_power_report(test, self.net), gain_rule=self.config.gain_rule)
+            extra.update(equal_power_report(self.evaluator, test, self.net, self.config.metric_profile))
             if extra["power_warning"]:
                 self._log(f"WARNING: cascade RMS output with DPD differs from without DPD by "
                           f"{extra['rms_out_diff_db']:+.2f} dB (> 0.5 dB): the DPD changes the gain")
