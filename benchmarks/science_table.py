@@ -12,6 +12,12 @@ Restartable: with ``--workspace`` kept between calls, a command whose run alread
 (``science-table-manifest.json`` in the workspace maps each command to its run folder), so the table can be built
 over several calls of at most 10 minutes on the GPU machine (GRU-23 on DPA_160MHz: about 4 s per epoch there).
 
+``--profile-mode evaluate`` (the default) trains each configuration once, under the first of ``--profiles``, and
+scores it under the others with ``dpd-desktop runs evaluate RUN --profile P --json`` (from its results.h5, no
+retraining; the checkpoint stays the one the first profile selected); ``--profile-mode train`` trains once per
+profile (each profile then also selects its own checkpoint). The output-power change and the ACLR at equal output
+power (status.json ``eqp_ACLR_with_dpd`` / ``eqp_ACLR_without_dpd``) are the training profile's.
+
 ``--metric-profile`` and ``--gain-rule`` are issue 13's points 1-2; when the installed command line does not accept
 them yet, this says so and runs the default profile and gain rule only (``--strict``: exit 2 instead).
 
@@ -50,6 +56,9 @@ def parse_args(argv=None):
     p.add_argument("--workspace", type=Path, default=None, help="workspace for the runs (default: a temporary one)")
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of gru,mp,gmp")
     p.add_argument("--profiles", default=",".join(PROFILES), help="metric profiles")
+    p.add_argument("--profile-mode", default="evaluate", choices=("evaluate", "train"),
+                   help="evaluate: train under the first profile, re-score under the others (runs evaluate); "
+                        "train: one run per profile")
     p.add_argument("--gain-rules", default=",".join(GAIN_RULES), help="DPD gain rules")
     p.add_argument("--pa-for-dpd", default="gru", choices=MODELS, help="the PA the DPDs train through / are scored with")
     p.add_argument("--epochs", type=int, default=150, help="epochs of the gradient-trained runs (GRU)")
@@ -144,11 +153,34 @@ def read_row(folder: Path | None) -> dict:
     return {"NMSE": m.get("NMSE"), "ACLR": m.get("ACLR_AVG"), "EVM": m.get("EVM"),
             "dP": status.get("rms_out_diff_db"), "params": model.get("params", model.get("n_params")),
             "macs": model.get("macs_per_sample"), "run": folder.name,
-            "rank": (config.get("fit") or {}).get("rank")}
+            "rank": (config.get("fit") or {}).get("rank"),
+            "eqp": (status.get("eqp_ACLR_with_dpd"), status.get("eqp_ACLR_without_dpd"))}
+
+
+def evaluate_row(folder: Path | None, profile: str, ws: Path, dry: bool) -> dict:
+    """``read_row`` with the test metrics re-scored under ``profile`` by ``dpd-desktop runs evaluate``."""
+    cmd = [sys.executable, "-m", "dpd_desktop", "--workspace", str(ws), "runs", "evaluate",
+           str(folder) if folder else "<run>", "--profile", profile, "--json"]
+    print("$ " + shlex.join(cmd), file=sys.stderr, flush=True)
+    if dry or folder is None:
+        return {}
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if out.returncode != 0:
+        print("  " + (out.stderr.strip().splitlines() or ["(no message)"])[-1], file=sys.stderr)
+        return {"run": "evaluate failed"}
+    m = json.loads(out.stdout)["metrics"]["test"]
+    return {**read_row(folder), "NMSE": m.get("NMSE"), "ACLR": m.get("ACLR_AVG"), "EVM": m.get("EVM"),
+            "eqp": (None, None)}
 
 
 def fmt(v, spec="{:.2f}") -> str:
     return "—" if v is None else (spec.format(v) if isinstance(v, (int, float)) else str(v))
+
+
+def _eqp(pair) -> str:
+    if not pair or pair[0] is None:
+        return "—"
+    return f"{fmt(pair[0])} / {fmt(pair[1])}"
 
 
 def main(argv=None) -> int:
@@ -179,16 +211,19 @@ def main(argv=None) -> int:
         if not dpath.is_dir() and not a.dry_run:
             print(f"error: dataset {name} not found at {dpath}", file=sys.stderr)
             return 2
-        for prof in profiles:
+        train_profiles = profiles if a.profile_mode == "train" else profiles[:1]
+        for prof in train_profiles:
             popt = ["--metric-profile", prof] if has_profile else []
+            scored = [prof] + ([p for p in profiles if p != prof] if a.profile_mode == "evaluate" else [])
             pa_runs = {}
             for model in sorted(set(models) | {a.pa_for_dpd}, key=lambda m: MODELS.index(m)):
                 folder = run_cmd(base(a, ws) + ["train-pa", "--dataset", str(dpath)] + model_options(model, a)
                                  + popt + extra, a.dry_run, ws)
                 pa_runs[model] = folder
                 if model in models:
-                    rows.append({"dataset": name, "step": "PA", "model": model, "profile": prof, "rule": "—",
-                                 **read_row(folder)})
+                    for sp in scored:
+                        row = read_row(folder) if sp == prof else evaluate_row(folder, sp, ws, a.dry_run)
+                        rows.append({"dataset": name, "step": "PA", "model": model, "profile": sp, "rule": "—", **row})
             pa = pa_runs[a.pa_for_dpd]
             pa_ref = str(pa) if pa is not None else f"<PA run of {a.pa_for_dpd}>"
             for rule in rules:
@@ -197,18 +232,20 @@ def main(argv=None) -> int:
                     folder = run_cmd(base(a, ws) + ["train-dpd", "--dataset", str(dpath), "--pa-run", pa_ref]
                                      + model_options(model, a, "dpd") + popt + ropt + extra,
                                      a.dry_run or pa is None, ws)
-                    rows.append({"dataset": name, "step": f"DPD (PA: {a.pa_for_dpd})", "model": model,
-                                 "profile": prof, "rule": rule, **read_row(folder)})
+                    for sp in scored:
+                        row = read_row(folder) if sp == prof else evaluate_row(folder, sp, ws, a.dry_run)
+                        rows.append({"dataset": name, "step": f"DPD (PA: {a.pa_for_dpd})", "model": model,
+                                     "profile": sp, "rule": rule, **row})
     if a.dry_run:
         return 0
     label = {"gru": f"GRU-{a.gru_hidden}", "mp": f"MP K,M={a.mp}", "gmp": f"GMP K,M,lag,lead={a.gmp}"}
     lines = ["| dataset | step | model | metric profile | gain rule | NMSE (dB) | ACLR avg (dBc) | EVM (dB) | "
-             "ΔP out (dB) | params | MACs/sample | run |",
-             "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+             "ΔP out (dB) | ACLR at equal P out, with / without DPD (dBc) | params | MACs/sample | run |",
+             "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         lines.append(f"| {r['dataset']} | {r['step']} | {label[r['model']]} | {r['profile']} | {r['rule']} | "
                      f"{fmt(r.get('NMSE'))} | {fmt(r.get('ACLR'))} | {fmt(r.get('EVM'))} | "
-                     f"{fmt(r.get('dP'), '{:+.2f}')} | {fmt(r.get('params'), '{}')} | {fmt(r.get('macs'), '{}')} | "
+                     f"{fmt(r.get('dP'), '{:+.2f}')} | {_eqp(r.get('eqp'))} | {fmt(r.get('params'), '{}')} | {fmt(r.get('macs'), '{}')} | "
                      f"{r.get('run', 'failed')} |")
     text = "\n".join(notes + ([""] if notes else []) + lines) + "\n"
     print(text)
