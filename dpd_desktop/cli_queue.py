@@ -18,6 +18,7 @@ unusable queue file (nothing queued), 3 ``run`` stopped by Ctrl+C.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def add_parser(add) -> argparse.ArgumentParser:
     sub.add_parser("list", help="list the entries")
     m = sub.add_parser("move", help="move a queued entry to a position (1: next)")
     m.add_argument("entry", type=int)
-    m.add_argument("position", type=int)
+    m.add_argument("position", type=_position)
     c = sub.add_parser("cancel", help="cancel an entry (a running one stops after its current batch)")
     c.add_argument("entry", type=int)
     r = sub.add_parser("run", help="run the queued entries, each in its own process")
@@ -54,6 +55,17 @@ def add_parser(add) -> argparse.ArgumentParser:
                    help="serve only this device lane (cpu, cuda:0, …; repeatable; default: every lane)")
     r.add_argument("--watch", action="store_true", help="keep waiting for new entries (until Ctrl+C)")
     return q
+
+
+def _position(text: str) -> int:
+    """A queue position, 1-based (a larger one than the queue holds means the end)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer of at least 1 (1: next), got {text!r}")
+    return value
 
 
 def _open_queue(ws):
@@ -98,12 +110,16 @@ def _add(args, ws, config_from_args) -> int:
     if cfg.dataset != "demo" and not Path(cfg.dataset).expanduser().exists():
         print(f"error: dataset {cfg.dataset}: no such file or folder", file=sys.stderr)
         return Exit.USAGE
+    if cfg.dataset != "demo":  # the entry runs later, from another process and maybe another working folder
+        cfg.dataset = os.path.abspath(Path(cfg.dataset).expanduser())
     if cfg.pa_run:
         try:
             ws.resolve(cfg.pa_run)
         except FileNotFoundError as exc:
             print(f"error: --pa-run: {exc}", file=sys.stderr)
             return Exit.USAGE
+        if (Path(cfg.pa_run).expanduser() / "config.json").exists():  # given as a folder, not a run id
+            cfg.pa_run = os.path.abspath(Path(cfg.pa_run).expanduser())
     ws.check(create=True)
     with _open_queue(ws) as q:
         e = q.add(cfg, after=getattr(args, "after", None))
@@ -154,5 +170,9 @@ def _run(args, ws) -> int:
         if own:
             CTRL_C.uninstall()
     if not ends:
-        print("nothing to run", file=sys.stderr)
+        with _open_queue(ws) as q:
+            waiting = sum(e.state == "queued" for e in q.entries())
+        print("nothing to run" if not waiting else
+              f"nothing ready: {waiting} queued entr{'y waits' if waiting == 1 else 'ies wait'} (for a running "
+              f"entry's lane or its PA entry)", file=sys.stderr)
     return Exit.CANCELLED if sup.stop_requested else Exit.OK

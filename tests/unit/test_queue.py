@@ -321,3 +321,53 @@ def test_ctrl_c_on_queue_run_stops_the_running_entry_after_its_batch(tmp_path):
         first, second = q.entries()
     assert (first.state, second.state) == ("cancelled", "queued")
     assert first.message.startswith("cancelled after ") and "entry 1: cancelled" in out
+
+
+def test_cli_add_records_the_dataset_and_pa_run_as_absolute_paths(tmp_path, monkeypatch, capsys):
+    """A relative --dataset (or --pa-run folder) is resolved against the cwd of ``queue add``, not of the later
+    ``queue run``: the entry stores the absolute path."""
+    data = tmp_path / "data" / "set.csv"
+    data.parent.mkdir()
+    data.write_text("I_in,Q_in,I_out,Q_out\n")
+    pa = tmp_path / "elsewhere" / "pa-run"
+    pa.mkdir(parents=True)
+    (pa / "config.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    ws = ["--workspace", str(tmp_path / "ws")]
+    tiny = [a if a != "demo" else "data/set.csv" for a in TINY]
+    assert cli_main([*ws, "queue", "add", "dpd", *tiny, "--pa-run", "elsewhere/pa-run"]) == 0
+    with RunQueue(tmp_path / "ws") as q:
+        cfg = q.get(1).config
+    assert (cfg.dataset, cfg.pa_run) == (str(data), str(pa))
+    assert cli_main([*ws, "queue", "add", "pa", *TINY]) == 0  # the demo and plain run ids stay as they are
+    with RunQueue(tmp_path / "ws") as q:
+        assert q.get(2).config.dataset == "demo"
+
+
+@pytest.mark.parametrize("position", ["0", "-1"])
+def test_cli_move_refuses_a_position_below_1(tmp_path, capsys, position):
+    ws = ["--workspace", str(tmp_path)]
+    assert cli_main([*ws, "queue", "add", "pa", *TINY]) == 0
+    assert cli_main([*ws, "queue", "add", "pa", *TINY]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:  # argparse's usage error
+        cli_main([*ws, "queue", "move", "2", "--", position])
+    assert stop.value.code == 2
+    assert "argument position: expected an integer of at least 1" in capsys.readouterr().err
+    with RunQueue(tmp_path) as q:
+        assert _ids(q) == [1, 2]
+
+
+def test_cli_run_says_why_nothing_ran_while_entries_wait(tmp_path, capsys):
+    """``queue run`` that finds only entries waiting (here: a DPD entry whose PA entry another supervisor runs)
+    does not say "nothing to run" as if the queue were empty."""
+    ws = ["--workspace", str(tmp_path)]
+    assert cli_main([*ws, "queue", "add", "pa", *TINY]) == 0
+    assert cli_main([*ws, "queue", "add", "dpd", *TINY, "--after", "1"]) == 0
+    with RunQueue(tmp_path) as q:
+        q.claim_next()  # entry 1 now runs under this (live) process: its lane is busy, entry 2 waits for it
+    capsys.readouterr()
+    assert cli_main([*ws, "queue", "run"]) == 0
+    err = capsys.readouterr().err
+    assert "nothing to run" not in err
+    assert "nothing ready: 1 queued entry waits (for a running entry's lane or its PA entry)" in err
