@@ -128,7 +128,8 @@ class RunWriter:
         artifacts.atomic_write_via(self.run_dir / "results.h5", lambda tmp: _fill_results(tmp, ev))
 
     def _finished(self, ev) -> None:
-        self.write_status("succeeded", best_epoch=ev.best_epoch, best_value=ev.best_value,
+        self.write_status("succeeded", epochs_completed=self.epochs_written, best_epoch=ev.best_epoch,
+                          best_value=ev.best_value,
                           test_metrics=dict(ev.test_metrics), val_metrics=dict(ev.val_metrics), wall_s=ev.wall_s,
                           **dict(ev.extra))
         self.close()

@@ -127,6 +127,20 @@ def test_round_trip_writer_to_reader(fresh, demo):
     assert dpd.pa["run_id"] == pa.run_id and dpd.dataset.load().fingerprint() == demo.fingerprint()
 
 
+def test_succeeded_status_counts_its_epochs(fresh):
+    """status.json of a succeeded run keeps ``epochs_completed`` (the rows of history.csv), so the index and
+    ``runs --json`` do not report null for a run that finished every epoch."""
+    from dpd_desktop.runs.index import RunIndex
+
+    for which in ("pa", "dpd"):
+        run = fresh[which]
+        status = json.loads((Path(run.run_dir) / "status.json").read_text())
+        assert status["state"] == "succeeded" and status["epochs_completed"] == len(run.history) == 2
+    with RunIndex.open(fresh["ws"]) as index:
+        rows = {r.run_id: r for r in index.runs()}
+    assert rows[fresh["pa"].run_id].epochs_completed == 2
+
+
 @pytest.mark.skipif(not SAME_TORCH, reason="the v1 fixture was written with another torch release")
 @pytest.mark.parametrize("which", ["pa", "dpd"])
 def test_writer_writes_what_the_first_release_wrote(fresh, which):
@@ -172,7 +186,7 @@ def test_writer_writes_what_the_first_release_wrote(fresh, which):
         "gain_rule", "out_power_with_dpd_db", "out_power_without_dpd_db", "eqp_profile", "eqp_drive_db",
         "eqp_residual_db", "eqp_converged", "eqp_ACLR_with_dpd", "eqp_ACLR_without_dpd", "eqp_EVM_with_dpd",
         "eqp_EVM_without_dpd"})
-    assert set(ns) == set(os_) | added
+    assert set(ns) == set(os_) | added | {"epochs_completed"}  # a succeeded run now says how many epochs it ran
     with h5py.File(old / "results.h5") as fa, h5py.File(new / "results.h5") as fb:
         assert set(fa) == set(fb) == {"val", "test"}
         assert set(fb.attrs) == set(fa.attrs) | added
