@@ -257,7 +257,10 @@ class ExperimentConfig:
 
     @property
     def size_label(self) -> str:
-        """The model in a run folder's name: ``gru23``, ``mp-k5m4``, ``gmp-k5m4``."""
+        """The model in a run folder's name: ``gru23``, ``mp-k5m4``, ``gmp-k5m4``; ``mp-grid`` for a (K, M) grid
+        search, whose orders are chosen after the folder is named (config.json has them)."""
+        if self.backbone in ("mp", "gmp") and (self.grid_k or self.grid_m):
+            return f"{self.backbone}-grid"
         if self.backbone in ("mp", "gmp"):
             return f"{self.backbone}-k{self.poly_order}m{self.memory_depth}"
         return f"{self.backbone}{self.hidden_size}"

@@ -199,3 +199,14 @@ def test_dpd_through_an_mp_pa_run_and_a_tampered_order_is_named(tmp_path, ds):
     (dpd.run_dir / "config.json").write_text(json.dumps(doc))
     with pytest.raises(Exception, match="field 'poly'"):
         run_dpd(ws, dpd.run_id, out=tmp_path / "u.csv", dataset=ds)
+
+
+@pytest.mark.parametrize("grid_k, grid_m, label", [
+    (None, None, "mp-k5m4"),            # no search: the orders fitted are the ones named
+    ([3, 5], [2], "mp-grid"),           # the search picks K and M after the run folder is named
+    ([3], None, "mp-grid"),             # --grid-k alone: K=3 is fitted, not the default K=5 of the name
+])
+def test_run_folder_name_does_not_claim_orders_a_grid_search_chooses(grid_k, grid_m, label):
+    cfg = ExperimentConfig(step="pa", dataset="demo", backbone="mp", poly_order=5, memory_depth=4,
+                           grid_k=grid_k, grid_m=grid_m)
+    assert cfg.size_label == label
