@@ -35,7 +35,9 @@ from .states import LIVE_STATES
 
 INDEX_FILE = "index.sqlite"
 #: the table layout's version (``PRAGMA user_version``); another number means: rebuild
-INDEX_SCHEMA = 1
+INDEX_SCHEMA = 2  # 2: no hidden size for MP/GMP rows
+#: families without a hidden size (their config.json holds the unused default)
+POLY_FAMILIES = ("mp", "gmp")
 APPLICATION_ID = 0x44504449  # "DPDI": PRAGMA application_id, tells our file from any other SQLite database
 BUSY_TIMEOUT_MS = 10_000
 LOCK_TIMEOUT_S = 30.0
@@ -130,7 +132,7 @@ def row_from_record(rec: RunRecord) -> IndexedRun:
     pa = rec.pa or {}
     return IndexedRun(
         run_id=rec.run_id, folder=str(rec.run_dir), state=rec.state, step=str(rec.step), family=str(rec.backbone),
-        hidden_size=_int(rec.hidden_size), num_layers=_int(rec.num_layers), n_params=_int(rec.model.get("n_params")),
+        hidden_size=None if str(rec.backbone) in POLY_FAMILIES else _int(rec.hidden_size), num_layers=_int(rec.num_layers), n_params=_int(rec.model.get("n_params")),
         dataset_name=_text(ds.name) if ds else None, dataset_kind=_text(ds.kind) if ds else None,
         dataset_fingerprint=_text(ds.fingerprint) if ds else None, dataset_shown=ds.shown if ds else None,
         selection_metric=_text(rec.selection_metric), best_epoch=_int(status.get("best_epoch")),

@@ -314,3 +314,21 @@ def test_pin_refuses_a_run_folder_outside_the_workspace(trained, tmp_path, capsy
                                                                              trained["pa"].name)]) == 2
     assert "not a run folder of the workspace" in capsys.readouterr().err
     assert not (tmp_path / "a" / "runs" / trained["pa"].name / "pinned.json").exists()
+
+
+def test_mp_and_gmp_rows_have_no_hidden_size(tmp_path):
+    """An MP/GMP run's config.json carries the (unused) default hidden size; its index row, ``runs`` and
+    ``runs --json`` do not show it as if the model had one."""
+    from run_folders import make_run  # tests/run_folders.py
+    from dpd_desktop.cli_runs import table_row
+
+    ws = Workspace(tmp_path)
+    for name, backbone in (("r-mp", "mp"), ("r-gmp", "gmp"), ("r-gru", "gru")):
+        d = make_run(ws, name)
+        doc = json.loads((d / "config.json").read_text())
+        doc["experiment"].update(backbone=backbone, hidden_size=23)
+        (d / "config.json").write_text(json.dumps(doc))
+    with RunIndex.open(ws) as idx:
+        rows = {r.run_id: r for r in idx.runs()}
+    assert {k: r.hidden_size for k, r in rows.items()} == {"r-mp": None, "r-gmp": None, "r-gru": 23}
+    assert table_row(rows["r-mp"])[3] == "-" and table_row(rows["r-gru"])[3] == "23"
