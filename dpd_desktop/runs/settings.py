@@ -64,8 +64,12 @@ class WorkspaceSettings:
             if value is None and allow_none:
                 return
             ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
-            if isinstance(value, bool) or not ok_type or not (lo < value <= hi if name.endswith("fraction")
-                                                               else lo <= value <= hi):
+            if isinstance(value, bool) or not ok_type:
+                kind = ("an integer" if integer else "a number") + (" or null" if allow_none else "")
+                found = {str: "a string", bool: "a bool", float: "a float", list: "a list", dict: "an object",
+                         type(None): "null"}.get(type(value), type(value).__name__)
+                raise SettingsError(f"{where}: field {name!r} = {value!r}: expected {kind}, not {found}")
+            if not (lo < value <= hi if name.endswith("fraction") else lo <= value <= hi):
                 raise SettingsError(f"{where}: field {name!r} = {value!r} is out of range")
 
         num("retention_hours", self.retention_hours, 0, 1e6, allow_none=False)

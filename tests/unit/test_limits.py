@@ -167,3 +167,20 @@ def test_the_window_says_a_run_stopped_at_its_time_limit():
     ev = RunCancelled(run_id="r", run_dir="/r", epochs_completed=2, best_epoch=1, reason=limits.TIME_LIMIT_REASON)
     assert cancelled_message(ev) == ("Run stopped (time limit) after 2 completed epochs; the best checkpoint so far "
                                      "(epoch 1) is kept.")
+
+
+@pytest.mark.parametrize("doc, message", [
+    ({"retention_hours": "24"}, "field 'retention_hours' = '24': expected a number, not a string"),
+    ({"default_time_limit_s": "20"}, "field 'default_time_limit_s' = '20': expected a number or null, not a string"),
+    ({"default_threads": 2.5}, "field 'default_threads' = 2.5: expected an integer or null, not a float"),
+    ({"default_threads": True}, "field 'default_threads' = True: expected an integer or null, not a bool"),
+    ({"retention_hours": -1}, "field 'retention_hours' = -1 is out of range"),
+])
+def test_settings_of_a_wrong_type_say_the_type_expected(tmp_path, doc, message):
+    """A wrong JSON type in settings.json is named as such, not as a value "out of range"."""
+    from dpd_desktop.runs.settings import SettingsError, WorkspaceSettings
+
+    (tmp_path / "settings.json").write_text(json.dumps(doc))
+    with pytest.raises(SettingsError) as err:
+        WorkspaceSettings.load(tmp_path)
+    assert str(err.value) == f"{tmp_path / 'settings.json'}: {message}"
