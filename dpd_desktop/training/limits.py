@@ -12,12 +12,13 @@ import dataclasses
 import os
 import re
 import threading
+from pathlib import Path
 from typing import Callable
 
 import torch
 
-from ..config import ExperimentConfig
-from ..runs.settings import WorkspaceSettings
+from ..config import ConfigError, ExperimentConfig
+from ..runs.settings import FILE_NAME as SETTINGS_FILE, WorkspaceSettings
 from .errors import TrainingError
 
 FAULT_ENV = "DPD_DESKTOP_FAULT"
@@ -39,7 +40,12 @@ def workspace_settings(workspace) -> WorkspaceSettings:
 def with_workspace_defaults(cfg: ExperimentConfig, workspace) -> ExperimentConfig:
     """A copy of ``cfg`` whose unset limits (None) take the defaults of ``workspace``'s settings (runs/settings.py
     ``WorkspaceSettings``: ``default_threads``, ``default_cuda_memory_fraction``, ``default_time_limit_s``); a run's
-    own setting wins. The device default is applied where "unset" can be told from "auto" (the command line)."""
+    own setting wins. The device default is applied where "unset" can be told from "auto" (the command line).
+
+    Raises:
+        ConfigError: a default taken from settings.json that this run cannot use (e.g. more threads than the
+            machine's cores); the message names settings.json and its field.
+    """
     settings = workspace_settings(workspace)
     changes = {}
     for name, default in (("threads", settings.default_threads),
@@ -47,7 +53,17 @@ def with_workspace_defaults(cfg: ExperimentConfig, workspace) -> ExperimentConfi
                           ("time_limit_s", settings.default_time_limit_s)):
         if getattr(cfg, name) is None and default is not None:
             changes[name] = default
-    return dataclasses.replace(cfg, **changes) if changes else cfg
+    if not changes:
+        return cfg
+    out = dataclasses.replace(cfg, **changes)
+    try:
+        out.validate()
+    except ConfigError as exc:
+        if exc.field not in changes:
+            raise
+        where = Path(workspace.root) / SETTINGS_FILE
+        raise ConfigError(exc.field, f"{str(exc)[len(exc.field) + 2:]} (the default_{exc.field} of {where})") from None
+    return out
 
 
 def apply_device_limits(cfg: ExperimentConfig, device: torch.device) -> None:

@@ -184,3 +184,18 @@ def test_settings_of_a_wrong_type_say_the_type_expected(tmp_path, doc, message):
     with pytest.raises(SettingsError) as err:
         WorkspaceSettings.load(tmp_path)
     assert str(err.value) == f"{tmp_path / 'settings.json'}: {message}"
+
+
+def test_a_bad_default_from_settings_names_settings_json(tmp_path, capsys):
+    """A limit the run did not set but took from settings.json (here more threads than this machine has) is
+    refused naming settings.json and its field: the user never typed --threads."""
+    too_many = (os.cpu_count() or 1) + 1
+    (tmp_path / "settings.json").write_text(json.dumps({"default_threads": too_many}))
+    base = ["--workspace", str(tmp_path), "train-pa", "--dataset", "demo", "--epochs", "1"]
+    assert cli.main(base) == Exit.USAGE
+    err = capsys.readouterr().err
+    assert (f"threads: {too_many} is more than the {os.cpu_count() or 1} CPU cores of this machine "
+            f"(the default_threads of {tmp_path / 'settings.json'})") in err
+    assert cli.main(base + ["--threads", str(too_many)]) == Exit.USAGE  # typed: no settings.json in the message
+    assert "settings.json" not in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
