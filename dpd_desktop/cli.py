@@ -423,7 +423,7 @@ def execute(argv=None) -> Outcome:
     if cmd == "coefficients":
         return Outcome(cli_poly.handle(args, ws))
     if cmd == "queue":
-        return cli_queue.handle(args, ws)
+        return cli_queue.handle(args, ws, named)
     if cmd == "resume":
         return cli_resume.handle(args, ws)
     return Outcome(cli_runs.handle(args, ws, named))

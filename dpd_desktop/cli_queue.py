@@ -24,6 +24,7 @@ from pathlib import Path
 
 from .config import ConfigError
 from .process import CTRL_C, Exit
+from .runs.workspace import WorkspaceError
 
 STOPPING = "stopping the queue: the running entries stop after their current batch (Ctrl+C again to abort)…"
 
@@ -74,8 +75,8 @@ def _open_queue(ws):
     return RunQueue(ws.root)
 
 
-def handle(args, ws):
-    """Run ``queue …``; returns cli.Outcome."""
+def handle(args, ws, named: bool = False):
+    """Run ``queue …``; returns cli.Outcome. ``named``: the user named the workspace (a missing one is an error)."""
     from .cli import Outcome, _config_from_args
     from .runs.queue import QueueError
 
@@ -85,6 +86,11 @@ def handle(args, ws):
             return Outcome(_add(args, ws, _config_from_args))
         if cmd == "run":
             return Outcome(_run(args, ws), skip_teardown=True)
+        if not ws.root.is_dir():  # reading commands create nothing (a mistyped --workspace)
+            if cmd == "list" and not named:
+                print(f"the queue is empty (workspace {ws.root})", file=sys.stderr)
+                return Outcome(Exit.OK)
+            raise WorkspaceError(f"workspace {ws.root}: no such folder")
         with _open_queue(ws) as q:
             if cmd == "list":
                 _print(q.entries())
@@ -94,7 +100,7 @@ def handle(args, ws):
                 e = q.cancel(args.entry)
                 print(f"entry {e.id}: " + ("stops after its current batch" if e.state == "running" else e.state))
         return Outcome(Exit.OK)
-    except (QueueError, ConfigError) as exc:
+    except (QueueError, ConfigError, WorkspaceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return Outcome(Exit.USAGE)
 

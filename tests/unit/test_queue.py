@@ -371,3 +371,23 @@ def test_cli_run_says_why_nothing_ran_while_entries_wait(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "nothing to run" not in err
     assert "nothing ready: 1 queued entry waits (for a running entry's lane or its PA entry)" in err
+
+
+@pytest.mark.parametrize("args", [["list"], ["move", "1", "1"], ["cancel", "1"], ["run"],
+                                  ["add", "pa", *TINY]])
+def test_cli_an_unusable_workspace_is_exit_2_without_a_traceback(tmp_path, capsys, args):
+    """A workspace that cannot be made (its parent is a file) is a usage error naming it, never a traceback."""
+    (tmp_path / "file").write_text("x")
+    ws = tmp_path / "file" / "ws"
+    assert cli_main(["--workspace", str(ws), "queue", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: workspace {ws}") and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args", [["list"], ["move", "1", "1"], ["cancel", "1"]])
+def test_cli_reading_commands_do_not_create_a_missing_workspace(tmp_path, capsys, args):
+    """``queue list`` (or move/cancel) of a mistyped workspace says it does not exist and creates nothing."""
+    ws = tmp_path / "typo"
+    assert cli_main(["--workspace", str(ws), "queue", *args]) == 2
+    assert f"error: workspace {ws}: no such folder" in capsys.readouterr().err
+    assert not ws.exists()
