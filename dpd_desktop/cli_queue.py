@@ -22,7 +22,7 @@ import os
 import sys
 from pathlib import Path
 
-from .config import ConfigError
+from .config import DEVICES, ConfigError
 from .process import CTRL_C, Exit
 from .runs.workspace import WorkspaceError
 
@@ -52,7 +52,7 @@ def add_parser(add) -> argparse.ArgumentParser:
     c = sub.add_parser("cancel", help="cancel an entry (a running one stops after its current batch)")
     c.add_argument("entry", type=int)
     r = sub.add_parser("run", help="run the queued entries, each in its own process")
-    r.add_argument("--device", action="append", default=None, metavar="D",
+    r.add_argument("--device", action="append", default=None, metavar="D", type=_lane,
                    help="serve only this device lane (cpu, cuda:0, …; repeatable; default: every lane)")
     r.add_argument("--watch", action="store_true", help="keep waiting for new entries (until Ctrl+C)")
     return q
@@ -67,6 +67,14 @@ def _position(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected an integer of at least 1 (1: next), got {text!r}")
     return value
+
+
+def _lane(text: str) -> str:
+    """A device lane of ``queue run --device`` (the device names of config.py)."""
+    d = str(text).strip().lower()
+    if not (d in DEVICES or d.startswith("cuda:") and d[5:].isdigit()):
+        raise argparse.ArgumentTypeError(f"expected auto, cpu, cuda or cuda:N, got {text!r}")
+    return d
 
 
 def _open_queue(ws):

@@ -391,3 +391,12 @@ def test_cli_reading_commands_do_not_create_a_missing_workspace(tmp_path, capsys
     assert cli_main(["--workspace", str(ws), "queue", *args]) == 2
     assert f"error: workspace {ws}: no such folder" in capsys.readouterr().err
     assert not ws.exists()
+
+
+@pytest.mark.parametrize("device", ["gpu", "cuda:x", ""])
+def test_cli_run_refuses_a_device_lane_that_cannot_exist(tmp_path, capsys, device):
+    """``queue run --device gpu`` is a usage error, not "nothing to run" with exit 0."""
+    with pytest.raises(SystemExit) as stop:
+        cli_main(["--workspace", str(tmp_path), "queue", "run", "--device", device])
+    assert stop.value.code == 2
+    assert "argument --device: expected auto, cpu, cuda or cuda:N" in capsys.readouterr().err
