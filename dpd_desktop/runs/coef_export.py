@@ -76,6 +76,40 @@ def export_coefficients(workspace: Workspace, run: str, out: str | Path) -> dict
     matrix = matlab_coefficients(w, spec)
     terms = spec.terms
     files = [str(out)]
+    _check_target(out)
+    if any(t.delay != t.env_delay for t in terms) and suffix == ".csv":
+        _check_target(out.with_name(f"{out.stem}-cross.csv"))
+    try:
+        _write(out, suffix, w, spec, rec, matrix, terms, files)
+    except OSError as exc:
+        raise CoefficientExportError(f"cannot write the output file {out}: {exc.strerror or type(exc).__name__}; "
+                                     "expected a file in a writable folder") from exc
+    return {"run_id": rec.run_dir.name, "n_coefficients": len(terms), "layout": LAYOUT, "files": files,
+            "shape": list(matrix.shape)}
+
+
+def _check_target(out: Path) -> None:
+    """Refuse an output that is a folder, lies in a missing folder (none is created), or is an existing file of a
+    run folder or a read-only one (an atomic replace would ignore its permissions, notably as root), as run-dpd does
+    (runs/dpd_export.py). Raises CoefficientExportError naming ``out``."""
+    if out.is_dir():
+        raise CoefficientExportError(f"{out} is a folder; give a file name ending in .csv or .mat")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        what = "is not a folder" if parent.exists() else "does not exist"
+        raise CoefficientExportError(f"cannot write {out}: the folder {parent} {what}")
+    if not out.exists():
+        return
+    for folder in out.resolve().parents:
+        if (folder / "config.json").is_file() and (folder / "status.json").is_file():
+            raise CoefficientExportError(f"the output {out} is a file of the run folder {folder}; writing it would "
+                                         "destroy that run's record (give another --out)")
+    if not out.stat().st_mode & 0o222:
+        raise CoefficientExportError(f"the output {out} exists and is read-only; it is not replaced (give another "
+                                     "--out or make it writable)")
+
+
+def _write(out: Path, suffix: str, w, spec, rec, matrix, terms, files: list) -> None:
     if suffix == ".csv":
         lines = [",".join(f"k={k}" for k in range(1, spec.order + 1))]
         lines += [",".join(_cell(c) for c in row) for row in matrix]
@@ -97,5 +131,3 @@ def export_coefficients(workspace: Workspace, run: str, out: str | Path) -> dict
                       "orders": {k: (int(v) if isinstance(v, bool) else v) for k, v in spec.to_dict().items()},
                       "run_id": rec.run_id or rec.run_dir.name}, do_compression=False)
         artifacts.atomic_write_bytes(out, buf.getvalue())
-    return {"run_id": rec.run_dir.name, "n_coefficients": len(terms), "layout": LAYOUT, "files": files,
-            "shape": list(matrix.shape)}

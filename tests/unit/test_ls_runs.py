@@ -210,3 +210,26 @@ def test_run_folder_name_does_not_claim_orders_a_grid_search_chooses(grid_k, gri
     cfg = ExperimentConfig(step="pa", dataset="demo", backbone="mp", poly_order=5, memory_depth=4,
                            grid_k=grid_k, grid_m=grid_m)
     assert cfg.size_label == label
+
+
+def test_coefficient_export_never_overwrites_a_run_folder_file_nor_makes_folders(tmp_path, ds, capsys):
+    """``coefficients --out`` refuses what run-dpd refuses: an existing file of a run folder (its best.csv stays
+    byte for byte), a missing folder (not created), a read-only file, a folder; exit 2 naming the path."""
+    ws = Workspace(tmp_path)
+    res = _run(cfg(), ds, ws)
+    best_csv = res.run_dir / "best.csv"
+    before = best_csv.read_bytes()
+    ro = tmp_path / "ro.csv"
+    ro.write_text("mine\n")
+    ro.chmod(0o444)
+    cases = [(best_csv, f"the output {best_csv} is a file of the run folder {res.run_dir}"),
+             (tmp_path / "no" / "c.csv", f"cannot write {tmp_path / 'no' / 'c.csv'}: the folder {tmp_path / 'no'} "
+                                         "does not exist"),
+             (ro, f"the output {ro} exists and is read-only"),
+             (tmp_path / "d.csv", f"{tmp_path / 'd.csv'} is a folder")]
+    (tmp_path / "d.csv").mkdir()
+    for out, message in cases:
+        assert main(["--workspace", str(tmp_path), "coefficients", "--run", res.run_id, "--out", str(out)]) == 2
+        assert message in capsys.readouterr().err, out
+    assert best_csv.read_bytes() == before and ro.read_text() == "mine\n"
+    assert not (tmp_path / "no").exists()
