@@ -23,7 +23,9 @@ import sys
 from pathlib import Path
 
 from .config import DEVICES, ConfigError
+from . import cli_limits
 from .process import CTRL_C, Exit
+from .runs.settings import SettingsError, WorkspaceSettings
 from .runs.workspace import WorkspaceError
 
 STOPPING = "stopping the queue: the running entries stop after their current batch (Ctrl+C again to abort)…"
@@ -108,7 +110,7 @@ def handle(args, ws, named: bool = False):
                 e = q.cancel(args.entry)
                 print(f"entry {e.id}: " + ("stops after its current batch" if e.state == "running" else e.state))
         return Outcome(Exit.OK)
-    except (QueueError, ConfigError, WorkspaceError) as exc:
+    except (QueueError, ConfigError, SettingsError, WorkspaceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return Outcome(Exit.USAGE)
 
@@ -118,7 +120,8 @@ def _add(args, ws, config_from_args) -> int:
     if step == "dpd" and (args.pa_run is None) == (args.after is None):
         print("error: queue add dpd: give --pa-run RUN or --after ENTRY (one of them)", file=sys.stderr)
         return Exit.USAGE
-    cfg = config_from_args(args, step)
+    settings = WorkspaceSettings.load(ws.root) if ws.root.is_dir() else WorkspaceSettings()
+    cfg = cli_limits.with_limit_options(config_from_args(args, step), args, settings)  # as train-pa does
     if step == "dpd" and args.after is not None:
         cfg.pa_run = None
     if cfg.dataset != "demo" and not Path(cfg.dataset).expanduser().exists():

@@ -400,3 +400,18 @@ def test_cli_run_refuses_a_device_lane_that_cannot_exist(tmp_path, capsys, devic
         cli_main(["--workspace", str(tmp_path), "queue", "run", "--device", device])
     assert stop.value.code == 2
     assert "argument --device: expected auto, cpu, cuda or cuda:N" in capsys.readouterr().err
+
+
+def test_cli_add_keeps_the_limit_options_and_refuses_bad_ones(tmp_path, capsys):
+    """``queue add`` takes train-pa's --time-limit and --cuda-memory-fraction (they were dropped silently) and
+    refuses a fraction train-pa refuses, queueing nothing."""
+    ws = ["--workspace", str(tmp_path)]
+    assert cli_main([*ws, "queue", "add", "pa", *TINY, "--time-limit", "20m", "--cuda-memory-fraction", "0.5"]) == 0
+    with RunQueue(tmp_path) as q:
+        cfg = q.get(1).config
+    assert (cfg.time_limit_s, cfg.cuda_memory_fraction) == (1200.0, 0.5)
+    capsys.readouterr()
+    assert cli_main([*ws, "queue", "add", "pa", *TINY, "--cuda-memory-fraction", "2"]) == 2
+    assert "cuda_memory_fraction: expected a fraction of the card, 0 < f <= 1, got 2.0" in capsys.readouterr().err
+    with RunQueue(tmp_path) as q:
+        assert _ids(q) == [1]
