@@ -117,18 +117,23 @@ class _FaultWriter:
 
 class _Forwarder:
     """The trainer's observer in the child: encodes the forwarded events onto the pipe (one lock: on CUDA epoch
-    ends come from a worker thread)."""
+    ends come from a worker thread). Once the pipe is broken (the supervisor is gone: the control listener then
+    cancels the run) the events are dropped: ``supervisor_gone``."""
 
     record_events = True  # RunPrepared names the run folder before RunStarted
 
     def __init__(self, conn):
         self._conn, self._lock = conn, threading.Lock()
+        self.supervisor_gone = False
 
     def __call__(self, ev) -> None:
-        if isinstance(ev, event_codec.FORWARDED):
+        if isinstance(ev, event_codec.FORWARDED) and not self.supervisor_gone:
             data = event_codec.encode(ev)
             with self._lock:
-                self._conn.send_bytes(data)
+                try:
+                    self._conn.send_bytes(data)
+                except OSError:  # BrokenPipeError, or a closed handle: nobody reads any more
+                    self.supervisor_gone = True
 
 
 def _listen(control, trainer_box: list, stop: threading.Event) -> None:

@@ -203,3 +203,22 @@ def test_fifty_tiny_runs_leave_the_supervisor_memory_as_it_was(tmp_path, monkeyp
         entries = q.entries()
     assert [e.state for e in entries] == ["succeeded"] * 50 and len({e.run_id for e in entries}) == 50
     assert before is not None and after - before < 100 * 2**20, (before, after)
+
+
+def test_the_child_forwarder_goes_quiet_when_its_supervisor_is_gone():
+    """A supervisor killed (SIGKILL) mid-run closes the event pipe: the child's forwarder drops the events from
+    then on instead of raising BrokenPipeError at every one (a traceback per batch in the console and log); the
+    events sent before are intact."""
+    import multiprocessing
+
+    from dpd_desktop.runs.child import _Forwarder
+
+    reader, writer = multiprocessing.Pipe(duplex=False)
+    fwd = _Forwarder(writer)
+    ev = E.BatchProgress(epoch=0, epochs=2, batch=3, batches=9, elapsed_s=1.0, eta_s=2.0)
+    fwd(ev)
+    assert event_codec.decode(reader.recv_bytes()) == ev
+    reader.close()
+    for _ in range(3):
+        fwd(ev)  # no exception
+    assert fwd.supervisor_gone
