@@ -78,6 +78,9 @@ class WorkspaceSettings:
         num("default_time_limit_s", self.default_time_limit_s, 1, 1e9)
         if not isinstance(self.default_device, str) or not self.default_device:
             raise SettingsError(f"{where}: field 'default_device' = {self.default_device!r} is not a device name")
+        d = self.default_device
+        if not (d in ("auto", "cpu", "cuda") or d.startswith("cuda:") and d[5:].isdigit()):  # config.py's names
+            raise SettingsError(f"{where}: field 'default_device' = {d!r}: expected auto, cpu, cuda or cuda:N")
 
     def save(self, root: str | Path) -> Path:
         """Write settings.json atomically (runs/artifacts.py) after :meth:`validate`."""

@@ -199,3 +199,16 @@ def test_a_bad_default_from_settings_names_settings_json(tmp_path, capsys):
     assert cli.main(base + ["--threads", str(too_many)]) == Exit.USAGE  # typed: no settings.json in the message
     assert "settings.json" not in capsys.readouterr().err
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
+
+
+@pytest.mark.parametrize("device", ["gpu", "cuda:x", " cpu"])
+def test_a_default_device_no_device_can_have_is_refused_naming_settings_json(tmp_path, device):
+    from dpd_desktop.runs.settings import SettingsError, WorkspaceSettings
+
+    (tmp_path / "settings.json").write_text(json.dumps({"default_device": device}))
+    with pytest.raises(SettingsError) as err:
+        WorkspaceSettings.load(tmp_path)
+    assert str(err.value) == (f"{tmp_path / 'settings.json'}: field 'default_device' = {device!r}: expected auto, "
+                              "cpu, cuda or cuda:N")
+    for ok in ("auto", "cpu", "cuda", "cuda:1"):
+        WorkspaceSettings(default_device=ok).validate()
