@@ -20,7 +20,7 @@ def describe_error(exc: BaseException) -> str:
                 f"({text.splitlines()[0]})")
     if isinstance(exc, (ConfigError, TrainingError)):
         return text
-    if exc.__class__.__name__ in ("DatasetError", "CheckpointError", "RecordError"):
+    if exc.__class__.__name__ in ("DatasetError", "CheckpointError", "RecordError", "ArtifactWriteError"):
         return text
     return f"{type(exc).__name__}: {text}"
 

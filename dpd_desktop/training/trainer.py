@@ -191,7 +191,10 @@ class Trainer:
             self._epoch_loop()
             return self._finish(t0)
         except Cancelled:
-            return self._on_cancel(t0)
+            try:
+                return self._on_cancel(t0)
+            except OSError as exc:  # the cancelled state could not be written (disk full): the run failed
+                return self._on_failure(exc, t0)
         except Exception as exc:  # noqa: BLE001 - a run failure must be reported, not crash the app
             return self._on_failure(exc, t0)
         finally:
