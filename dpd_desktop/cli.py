@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
+from .cli_checks import option_message, preflight
 from .config import ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
 from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display
@@ -316,8 +317,9 @@ def _train(args, ws: Workspace) -> Outcome:
     cfg = _config_from_args(args, "pa" if args.command == "train-pa" else "dpd")
     try:
         cfg.validate()
+        preflight(cfg, ws)  # device, threads, PA run: exit 2 before a dataset is read or a run folder exists
     except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {option_message(exc)}", file=sys.stderr)
         return Outcome(Exit.USAGE)
     return Outcome(run_training(cfg, ws, quiet=args.quiet, plots=not args.no_plots), skip_teardown=True)
 
