@@ -20,6 +20,7 @@ from ..config import ExperimentConfig, default_hidden_size
 from ..runs.workspace import Workspace
 from . import theme
 from .actions import PREVIEW_WARNING, WindowActions
+from .close_prompt import CloseGuard
 from .dataset_control import DATASET_FILTER, DatasetControl
 from .jobs import JobRegistry
 from .plot_area import PlotArea
@@ -132,6 +133,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self.setAcceptDrops(True)
         self._restore_geometry()
         self.session.subscribe(self._render)
+        self.close_guard = CloseGuard(self)  # a close while a run is live asks first (close_prompt.py)
         self._sync_pa_runs()
         self._render()
         self._update_title()
@@ -297,6 +299,8 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         return not left
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        if not self.close_guard.allow(event):  # "Quit when it finishes" / "Cancel": the window stays
+            return
         if len(self.jobs):
             # A running training is cancelled; PNGs of a finished run land (each is written atomically anyway).
             self.statusBar().showMessage("Stopping the run…" if self._worker is not None else "Finishing…")
