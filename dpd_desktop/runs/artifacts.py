@@ -15,6 +15,7 @@ import math
 import os
 import re
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -289,6 +290,13 @@ def load_checkpoint(path: str | Path) -> tuple[dict, dict]:
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint file not found")
     try:
+        is_zip = zipfile.is_zipfile(path)
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot read the checkpoint ({exc.strerror or exc})") from exc
+    if not is_zip:  # torch.save's container since PyTorch 1.6; a truncated file has lost its zip directory
+        raise CheckpointError(f"{path}: not a readable checkpoint (not the zip archive torch.save writes: the file "
+                              "is cut short, damaged or of another kind)")
+    try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - report any unpickling failure in plain words
         detail = _load_error_detail(exc)
@@ -326,6 +334,10 @@ def _load_error_detail(exc: BaseException) -> str:
     marker = "WeightsUnpickler error:"
     if marker in text:
         text = text.split(marker, 1)[1]
+    refused = re.search(r"unsupported GLOBAL (\S+)", text)
+    if refused:  # a pickled Python object (code that would run on a plain torch.load): refused, never run
+        return (f"it holds a pickled Python object ({refused.group(1)}), which a checkpoint never contains; "
+                "it was not loaded")
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if not lines:
         return ""
