@@ -216,6 +216,8 @@ def write_plots(run_dir, rec: PlotRecorder) -> None:
 
         paths = write_run_plots(Path(run_dir), rec.rows, rec.plots)
         print(f"plots: {len(paths)} PNG files in {Path(run_dir) / 'plots'}")
+    except OSError as exc:  # e.g. "learning_curves.png: cannot write: No space left on device"
+        print(f"warning: plots not written: {exc}", file=sys.stderr)
     except Exception as exc:  # noqa: BLE001
         print(f"warning: plots not written ({type(exc).__name__}: {exc})", file=sys.stderr)
 

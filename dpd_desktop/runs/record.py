@@ -245,7 +245,8 @@ class RunRecord:
         self.dataset = dataset
         self.state = state
         self.status_doc = status
-        self.schema = int(self.doc.get("schema", 1)) if doc else None
+        schema = self.doc.get("schema", 1)
+        self.schema = schema if doc and isinstance(schema, int) and not isinstance(schema, bool) else None
 
     # ---------------------------------------------------------------- opening
     @classmethod

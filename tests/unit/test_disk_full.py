@@ -176,3 +176,17 @@ def test_plots_that_cannot_be_written_are_named_and_leave_nothing(tmp_path, monk
     assert fi.leftovers(tmp_path) == [] and not (tmp_path / "plots" / "learning_curves.png").exists()
     paths = write_run_plots(tmp_path, rows, None, size=(300, 200), width=300)
     assert [p.name for p in paths] == ["learning_curves.png"] and paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_command_line_names_a_plot_it_cannot_write_and_the_run_stays_succeeded(tmp_path, monkeypatch, capsys):
+    from dpd_desktop.cli import main as cli_main
+
+    fi.install(monkeypatch, fi.Fault("psd.png", op="write"))
+    rc = cli_main(["--workspace", str(tmp_path), "train-pa", "--dataset", "demo", "--epochs", "1", "--hidden-size",
+                   "4", "--frame-length", "40", "--stride", "40", "--device", "cpu", "--quiet"])
+    monkeypatch.undo()
+    err = capsys.readouterr().err
+    assert rc == 0 and "warning: plots not written: psd.png: cannot write: No space left on device" in err, err
+    (run,) = (tmp_path / "runs").iterdir()
+    assert fi.leftovers(run) == [] and _check_consistent(run).state == "succeeded"
+    assert (run / "plots" / "learning_curves.png").is_file() and not (run / "plots" / "psd.png").exists()
