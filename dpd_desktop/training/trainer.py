@@ -148,6 +148,7 @@ class Trainer:
         self._preview: BatchPreview | None = None  # the frozen copy is made on the first preview
         self._preview_every: int | None = config.preview_every
         self._preview_failed = False
+        self._notes: list[str] = []  # log lines from other threads, logged by the training thread (atomic append)
 
     # ------------------------------------------------------------------ public API
     def request_cancel(self) -> None:
@@ -165,12 +166,12 @@ class Trainer:
 
     def set_preview_every(self, n: int | None) -> None:
         """Turn the live batch preview on (every ``n`` batches) or off (None) while a run is going (thread-safe:
-        one attribute, read at each batch boundary). The setting is recorded in the log."""
+        one attribute, read at each batch boundary). The setting is recorded in the log at the epoch's end, by the
+        training thread (the caller, the window's thread, never waits for the disk)."""
         if n is not None and (not isinstance(n, int) or n < 1):
             raise ValueError(f"preview_every: expected a positive integer or None, got {n!r}")
         self._preview_every = n
-        if self.run_dir is not None:
-            self._log(f"live batch preview: {'every %d batches' % n if n else 'off'}")
+        self._notes.append(f"live batch preview: {'every %d batches' % n if n else 'off'}")
 
     def run(self) -> RunResult:
         """Run the whole experiment (blocking). Returns the outcome; see the class docstring."""
@@ -350,6 +351,8 @@ class Trainer:
             te = time.perf_counter()
             lr = self.optimizer.param_groups[0]["lr"]
             train_loss = self._train_epoch(epoch)
+            while self._notes:
+                self._log(self._notes.pop(0))
             if not math.isfinite(train_loss):
                 self._drain()  # earlier epochs' results and checkpoints stay as written
                 raise TrainingError(

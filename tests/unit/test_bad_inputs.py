@@ -164,7 +164,8 @@ ROWS_TABLE = [
      r"input file x\.mat: variable 'x' missing \(expected a complex vector or an N×2 I/Q matrix\)"),
     ("mat-wrong-shape", _mat(_savemat({"x": np.zeros((8, 3))})), DpdExportError,
      rf"input file x\.mat: variable x has shape \(8, 3\) and dtype float64; expected {MAT_SHAPE}"),
-    ("mat-locked", _locked("flock", lambda t: _savemat({"x": np.zeros((8, 2))})(t / "x.mat"), read_input_file), DpdExportError,
+    ("mat-locked", _locked("flock", lambda t: _savemat({"x": np.zeros((8, 2))})(t / "x.mat"), read_input_file),
+     DpdExportError,
      rf"input file x\.mat: in use by another process \(it holds a flock lock on {{T}}/x\.mat\); expected {IN_USE}"),
     # ------------------------------------------------------------------------------------------------ spec.json
     ("spec-not-json", _spec("{not json"), DatasetError,

@@ -170,7 +170,8 @@ def test_plots_that_cannot_be_written_are_named_and_leave_nothing(tmp_path, monk
 
     rows = [{"EPOCH": 0, "TRAIN_LOSS": 1.0, "VAL_LOSS": 1.0, "VAL_NMSE": -10.0, "TEST_NMSE": -10.0}]
     fi.install(monkeypatch, fi.Fault("learning_curves.png", op="write"))
-    with pytest.raises(artifacts.ArtifactWriteError, match=r"^learning_curves\.png: cannot write: No space left on device$"):
+    with pytest.raises(artifacts.ArtifactWriteError,
+                       match=r"^learning_curves\.png: cannot write: No space left on device$"):
         write_run_plots(tmp_path, rows, None, size=(300, 200), width=300)
     monkeypatch.undo()
     assert fi.leftovers(tmp_path) == [] and not (tmp_path / "plots" / "learning_curves.png").exists()
