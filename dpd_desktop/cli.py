@@ -5,7 +5,10 @@
     dpd-desktop train-pa --dataset PATH [options]
     dpd-desktop train-dpd --dataset PATH --pa-run RUN [options]
     dpd-desktop run-dpd --run RUN [--input FILE | --split test] --out FILE.{csv,h5,mat}
-    dpd-desktop runs                    list the runs of the workspace
+    dpd-desktop runs [pin|unpin|clean]  list the runs of the workspace (cli_runs.py); keep them; retention
+    dpd-desktop queue add|list|move|cancel|run   the run queue (cli_queue.py)
+    dpd-desktop resume RUN              continue an interrupted/cancelled/failed run (cli_resume.py)
+    dpd-desktop runs evaluate RUN --profile NAME [--json]   re-score a finished run under a metric profile
     dpd-desktop --self-test             check the installation (dpd_desktop.selftest); with --workspace the run stays
 
 ``--workspace DIR`` is a global option, placed before the sub-command (it is accepted after it too).
@@ -27,12 +30,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__
+from . import __version__, cli_limits, cli_poly, cli_queue, cli_resume, cli_runs
 from .cli_checks import option_message, preflight
-from .config import ConfigError, ExperimentConfig, default_hidden_size
+from .config import GAIN_RULES, METRIC_PROFILES, ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
 from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display
+from .runs.settings import SettingsError, WorkspaceSettings
 from .runs.workspace import Workspace, WorkspaceError
+from .cli_poly import add_poly_options, poly_config_fields, poly_summary
 from .timing import mark
 from .training import events as E
 
@@ -42,7 +47,7 @@ from .training import events as E
 # window). `dpd-desktop --help` takes 0.2 s; these imports would also delay the Ctrl+C handler that run() installs.
 
 STOPPING = "stopping after the current batch (Ctrl+C again to abort)…"
-TRAINING_COMMANDS = ("train-pa", "train-dpd", "demo")
+TRAINING_COMMANDS = ("train-pa", "train-dpd", "demo", "resume")
 
 
 def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
@@ -52,7 +57,14 @@ def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
         p.add_argument("--pa-run", required=True, help="PA run id (in the workspace) or PA run folder")
         p.add_argument("--allow-dataset-mismatch", action="store_true",
                        help="train even when --dataset is not the dataset the PA run was trained on")
-    p.add_argument("--backbone", default=d.backbone, help="gru, dgru, lstm, tres_gru, rvtdcnn (default %(default)s)")
+        p.add_argument("--gain-rule", default=d.gain_rule, choices=GAIN_RULES,
+                       help="DPD target gain g of g·x: peak = max|y|/max|x| (the reference's), small-signal = "
+                            "least squares on the lowest 40 %% of |x|, rms = rms(y)/rms(x) (default %(default)s)")
+    p.add_argument("--metric-profile", default=d.metric_profile, choices=METRIC_PROFILES,
+                   help="metric definitions: legacy-2.2.1 = OpenDPD 2.2.1's numbers bitwise; corrected = valid "
+                        "samples, half-open bands, full adjacent channels, pooled NMSE (default %(default)s)")
+    p.add_argument("--backbone", default=d.backbone,
+                   help="gru, dgru, lstm, tres_gru, rvtdcnn, mp, gmp (default %(default)s)")
     p.add_argument("--hidden-size", type=int, default=default_hidden_size(step),
                    help="hidden size (default %(default)s: the reference command line's for this step, the "
                         "window's too)")
@@ -70,12 +82,15 @@ def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
     p.add_argument("--stride", type=int, default=d.stride)
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--loss", default=d.loss, choices=("l2", "l1"))
-    p.add_argument("--device", default=d.device, help="auto, cpu, cuda or cuda:N (default %(default)s)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: PyTorch's)")
+    p.add_argument("--device", default=None, help="auto, cpu, cuda or cuda:N (default: the workspace's, else auto)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the workspace's, else "
+                   "PyTorch's; at most the core count)")
+    cli_limits.add_limit_options(p)
     p.add_argument("--max-train-samples", type=int, default=None, help="train on the first N samples only")
     p.add_argument("--preview-every", type=int, default=None, help="live batch preview every N batches")
     p.add_argument("--no-plots", action="store_true", help="do not write plots/*.png at the end")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_poly_options(p)
 
 
 WORKSPACE_HELP = ("workspace folder (default: $DPD_DESKTOP_WORKSPACE or the platform's user data folder); a global "
@@ -116,7 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--split", default="test", choices=("train", "val", "test"))
     r.add_argument("--out", required=True, help="output file: .csv, .h5/.hdf5 or .mat")
     r.add_argument("--device", default="cpu")
-    add("runs", help="list the runs of the workspace")
+    cli_runs.add_parser(add)
+    cli_poly.add_parser(add)
+    cli_queue.add_parser(add)  # dpd-desktop queue add|list|move|cancel|run (cli_queue.py)
+    cli_resume.add_parser(add)
     return p
 
 
@@ -131,21 +149,30 @@ class ConsoleObserver:
     def __init__(self, quiet: bool = False):
         self.quiet = quiet
         self.header_done = False
+        self.profile = "legacy-2.2.1"
         self.tty = sys.stderr.isatty()
         self.last_line = 0.0
 
     def __call__(self, ev) -> None:
         if isinstance(ev, E.RunStarted):
             print(f"run {ev.run_id} → {ev.run_dir}")
+            self.profile = (ev.config or {}).get("metric_profile", "legacy-2.2.1")
+            gain = (ev.setup or {}).get("gain") or {}
+            gain_text = (f" · DPD target gain {gain['value']:.5f} ({gain.get('rule')})"
+                         if ev.step == "dpd" and gain.get("value") is not None else "")
+            print(f"metric profile: {self.profile}{gain_text}")
             print(f"device {ev.device} ({ev.device_name}) · CUDA graph: {ev.fast_path} · {param_text(ev)} · "
                   f"{ev.n_train_frames} frames, {ev.batches_per_epoch} batches/epoch", flush=True)
+            for line in poly_summary(ev):
+                print(line, flush=True)
         elif isinstance(ev, E.BatchProgress) and not self.quiet:
             self._progress(ev)
         elif isinstance(ev, E.EpochEnded):
             self._epoch_row(ev)
         elif isinstance(ev, E.RunFinished):
             m = ev.test_metrics
-            print(f"selected epoch {ev.best_epoch}; test NMSE {m['NMSE']:.4f} dB, ACLR L/R/avg "
+            print(f"selected epoch {ev.best_epoch}; test [{ev.extra.get('metric_profile', self.profile)}] NMSE "
+                  f"{m['NMSE']:.4f} dB, ACLR L/R/avg "
                   f"{m['ACLR_L']:.4f}/{m['ACLR_R']:.4f}/{m['ACLR_AVG']:.4f} dBc, EVM {m['EVM']:.4f} dB "
                   f"({ev.wall_s:.1f} s)")
             if ev.extra.get("rms_out_diff_db") is not None:
@@ -153,11 +180,13 @@ class ConsoleObserver:
                 print(f"cascade RMS output with vs without DPD: {d:+.3f} dB" +
                       ("  WARNING: more than 0.5 dB — the DPD changes the gain" if ev.extra.get("power_warning")
                        else ""))
+            print(equal_power_text(ev.extra))
             print(f"artifacts: {ev.run_dir}", flush=True)
         elif isinstance(ev, E.RunFailed):
             print(f"error: {ev.message}", file=sys.stderr, flush=True)
         elif isinstance(ev, E.RunCancelled):
-            print(f"cancelled after {ev.epochs_completed} epoch(s); run kept at {ev.run_dir}", file=sys.stderr)
+            why = f" ({ev.reason})" if getattr(ev, "reason", "") else ""
+            print(f"cancelled{why} after {ev.epochs_completed} epoch(s); run kept at {ev.run_dir}", file=sys.stderr)
 
     def _progress(self, ev) -> None:
         bar = "#" * int(30 * ev.batch / ev.batches)
@@ -174,6 +203,7 @@ class ConsoleObserver:
         if self.tty and not self.quiet:
             sys.stderr.write("\r" + " " * 80 + "\r")
         if not self.header_done:
+            print(f"metrics: {self.profile}")
             print(" ".join(f"{h:>{len(f.format(0) if 'd' in f else f.format(0.0))}}" for _, h, f in self.COLS)
                   + "  sel")
             self.header_done = True
@@ -185,6 +215,17 @@ class ConsoleObserver:
             except (TypeError, ValueError):
                 cells.append(str(v))
         print(" ".join(cells) + ("  ★" if ev.is_best else ""), flush=True)
+
+
+def equal_power_text(extra) -> str:
+    """The DPD summary's equal-output-power line (training/gain.py ``equal_power_report``), "" when absent."""
+    if extra.get("eqp_ACLR_without_dpd") is None:
+        return ""
+    ok = "" if extra.get("eqp_converged") else " (drive not matched)"
+    return (f"output power {extra['out_power_with_dpd_db']:.2f} dB with DPD vs {extra['out_power_without_dpd_db']:.2f}"
+            f" dB without; at equal output power (PA driven {extra['eqp_drive_db']:+.2f} dB{ok}): ACLR "
+            f"{extra['eqp_ACLR_with_dpd']:.2f} vs {extra['eqp_ACLR_without_dpd']:.2f} dBc without DPD, EVM (gain-"
+            f"normalised) {extra['eqp_EVM_with_dpd']:.2f} vs {extra['eqp_EVM_without_dpd']:.2f} dB")
 
 
 def param_text(ev) -> str:
@@ -228,9 +269,10 @@ def _config_from_args(a, step: str) -> ExperimentConfig:
         pa_run=getattr(a, "pa_run", None), epochs=a.epochs, batch_size=a.batch_size,
         batch_size_eval=a.batch_size_eval, lr=a.lr, lr_end=a.lr_end, decay_factor=a.decay_factor,
         patience=a.patience, weight_decay=a.weight_decay, grad_clip=a.grad_clip, frame_length=a.frame_length,
-        stride=a.stride, seed=a.seed, loss=a.loss, device=a.device, threads=a.threads,
+        stride=a.stride, seed=a.seed, loss=a.loss, device=a.device or "auto", threads=a.threads,
         max_train_samples=a.max_train_samples, preview_every=a.preview_every,
-        allow_dataset_mismatch=bool(getattr(a, "allow_dataset_mismatch", False)))
+        allow_dataset_mismatch=bool(getattr(a, "allow_dataset_mismatch", False)), **poly_config_fields(a),
+        metric_profile=a.metric_profile, gain_rule=getattr(a, "gain_rule", "peak"))
 
 
 def _cancelled_before_start() -> int:
@@ -248,7 +290,8 @@ def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, q
     trainer stops after the current batch), the second aborts (130). When the handler is not installed (a call from
     Python in the main thread), it is installed for the duration of the run.
     """
-    from .training.trainer import Trainer, load_dataset_for  # PyTorch: see the note under the imports
+    from .training.ls_fit import make_trainer  # PyTorch: see the note under the imports
+    from .training.trainer import load_dataset_for
 
     own_handler = not CTRL_C.installed and CTRL_C.install()
     try:
@@ -269,7 +312,7 @@ def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, q
         if CTRL_C.pressed.is_set():
             return _cancelled_before_start()
         rec = PlotRecorder()
-        trainer = Trainer(config, dataset=dataset, workspace=workspace, observers=[ConsoleObserver(quiet), rec])
+        trainer = make_trainer(config, dataset=dataset, workspace=workspace, observers=[ConsoleObserver(quiet), rec])
         CTRL_C.on_first(trainer.request_cancel, STOPPING)  # runs at once after a Ctrl+C while it was being built
         result = trainer.run()
     finally:
@@ -318,10 +361,10 @@ class Outcome:
 def _train(args, ws: Workspace) -> Outcome:
     cfg = _config_from_args(args, "pa" if args.command == "train-pa" else "dpd")
     try:
-        cfg.validate()
-        preflight(cfg, ws)  # device, threads, PA run: exit 2 before a dataset is read or a run folder exists
-    except ConfigError as exc:
-        print(f"error: {option_message(exc)}", file=sys.stderr)
+        cli_limits.with_limit_options(cfg, args, WorkspaceSettings.load(ws.root)).validate()
+        preflight(cfg, ws)  # device, PA run: exit 2 before a dataset is read or a run folder exists
+    except (ConfigError, SettingsError) as exc:
+        print(f"error: {option_message(exc) if isinstance(exc, ConfigError) else exc}", file=sys.stderr)
         return Outcome(Exit.USAGE)
     return Outcome(run_training(cfg, ws, quiet=args.quiet, plots=not args.no_plots), skip_teardown=True)
 
@@ -336,25 +379,6 @@ def _run_dpd(args, ws: Workspace) -> Outcome:
         return Outcome(Exit.USAGE)
     print(f"wrote {meta['samples']} samples of u = DPD(x) to {args.out} (+ {args.out}.meta.json)")
     return Outcome(Exit.OK, skip_teardown=True)
-
-
-def _list_runs(ws: Workspace, named: bool) -> int:
-    if not ws.root.is_dir():
-        if named:
-            print(f"error: workspace {ws.root}: no such folder", file=sys.stderr)
-            return Exit.USAGE
-        print(f"no runs yet (workspace {ws.root})", file=sys.stderr)
-        return Exit.OK
-    try:
-        runs = ws.list_runs()
-    except OSError as exc:
-        print(f"error: workspace {ws.root}: cannot list {ws.runs_dir} ({exc.strerror or exc})", file=sys.stderr)
-        return Exit.USAGE
-    if not runs:
-        print(f"no runs in {ws.runs_dir}", file=sys.stderr)
-    for r in runs:
-        print(f"{r.run_id:48s} {r.step:4s} {r.backbone:9s} H={r.hidden_size!s:4s} {r.status}")
-    return Exit.OK
 
 
 def main(argv=None) -> int:
@@ -400,7 +424,13 @@ def execute(argv=None) -> Outcome:
         return _train(args, ws)
     if cmd == "run-dpd":
         return _run_dpd(args, ws)
-    return Outcome(_list_runs(ws, named))
+    if cmd == "coefficients":
+        return Outcome(cli_poly.handle(args, ws))
+    if cmd == "queue":
+        return cli_queue.handle(args, ws)
+    if cmd == "resume":
+        return cli_resume.handle(args, ws)
+    return Outcome(cli_runs.handle(args, ws, named))
 
 
 def run() -> None:

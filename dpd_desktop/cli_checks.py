@@ -1,32 +1,22 @@
 """Argument checks of the training commands that need no dataset, run before anything is loaded or created, so that
 a bad option exits 2 (:data:`~dpd_desktop.process.Exit.USAGE`) naming the option and no run folder exists.
 
-:func:`preflight` adds to :meth:`ExperimentConfig.validate` what needs the machine or the workspace: the device
-exists, the CPU threads do not exceed the cores, the PA run of a DPD is a PA run folder. :func:`option_message`
-adds the command line's option to a :class:`~dpd_desktop.config.ConfigError`'s message.
+:func:`preflight` adds to :meth:`ExperimentConfig.validate` (which checks the CPU threads against the cores) what
+needs the machine or the workspace: the device exists, the PA run of a DPD is a PA run folder.
+:func:`option_message` adds the command line's option to a :class:`~dpd_desktop.config.ConfigError`'s message.
 """
 from __future__ import annotations
-
-import os
 
 from .config import ConfigError, ExperimentConfig
 from .runs.record import RecordError, RunRecord
 from .runs.workspace import Workspace
 
 
-def usable_cores() -> int:
-    """CPU cores this process may run on (its affinity where the system tells it, else ``os.cpu_count()``)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def preflight(cfg: ExperimentConfig, ws: Workspace) -> None:
     """The checks of a validated ``cfg`` that need no dataset (see the module docstring).
 
     Raises:
-        ConfigError: naming the field (``device``, ``threads``, ``pa_run``).
+        ConfigError: naming the field (``device``, ``pa_run``).
     """
     # here, not at the top: resolving the device imports PyTorch (0.75 s), which `dpd-desktop --help` and `runs`
     # do not need; the training commands import it anyway
@@ -37,9 +27,6 @@ def preflight(cfg: ExperimentConfig, ws: Workspace) -> None:
         resolve_device(cfg.device)
     except TrainingError as exc:
         raise ConfigError("device", str(exc).removeprefix("device: ")) from exc
-    cores = usable_cores()
-    if cfg.threads is not None and cfg.threads > cores:
-        raise ConfigError("threads", f"{cfg.threads} is more than the {cores} CPU core(s) this process may use")
     if cfg.step == "dpd":
         try:
             run_dir = ws.resolve(cfg.pa_run)

@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 STEPS = ("pa", "dpd")
 DEVICES = ("auto", "cpu", "cuda")
 LOSSES = ("l2", "l1")
+#: How the model's weights are found: "gradient" (the epoch loop, every family) or "ls" (least squares, MP/GMP only:
+#: training/ls_fit.py; a DPD by indirect learning).
+FITS = ("gradient", "ls")
+#: Bounds of the MP/GMP orders (K ≤ 15, M ≤ 64: far beyond what a PA model uses; the basis grows as K·M).
+MAX_POLY_ORDER = 15
+MAX_MEMORY_DEPTH = 64
+#: Metric profiles (dpd_desktop/metrics/profiles.py) and DPD target gain rules (dpd_desktop/training/gain.py).
+METRIC_PROFILES = ("legacy-2.2.1", "corrected")
+GAIN_RULES = ("peak", "small-signal", "rms")
 #: Default hidden size of the trained model per step, for both faces (window and command line): the reference
 #: command line's (OpenDPD 2.2.1 arguments.py: PA 23, DPD 15; reference §3.9).
 DEFAULT_HIDDEN_SIZE = {"pa": 23, "dpd": 15}
@@ -53,11 +63,28 @@ class ExperimentConfig:
         weight_decay, grad_clip (global L2 norm; 0 disables), frame_length, stride [samples], seed, loss.
         device: ``auto`` (CUDA when available), ``cpu``, ``cuda`` or ``cuda:N``.
         preview_every: ``None`` (plots once per epoch, no extra inference) or N (live batch preview every N batches).
-        threads: torch intra-op threads on CPU (``None`` keeps PyTorch's default).
+        threads: torch intra-op threads on CPU (``None``: the workspace's default, else PyTorch's); at most the
+            machine's core count (``os.cpu_count()``).
+        cuda_memory_fraction: CUDA memory ceiling as a fraction of the card, 0 < f <= 1 (``None``: the workspace's
+            default, else none); applied with ``torch.cuda.set_per_process_memory_fraction`` (training/limits.py).
+        time_limit_s: wall-clock limit [s] (``None``: the workspace's default, else none); when it passes the run
+            stops after the current batch and ends ``cancelled`` with the message "time limit".
         max_train_samples: use only the first N training samples (``None`` = all); the DPD gain still comes from the
             full training split (reference §1.4).
         allow_dataset_mismatch: for ``step == "dpd"``, train even when the dataset is not the one the PA run was
             trained on (different fingerprint); by default such a DPD run refuses to start.
+        fit: ``"gradient"`` (the epoch loop) or ``"ls"`` (least squares; MP/GMP only; a DPD by indirect learning).
+        poly_order (K), memory_depth (M), poly_odd_only, cross_order (Kc; None = K), cross_lag (L_lag), cross_lead
+            (L_lead): the MP/GMP orders (models/poly.py; the cross terms are GMP's, ignored for MP).
+        rcond: least squares' singular-value cutoff relative to the largest (numpy.linalg.lstsq), 0 ≤ rcond < 1.
+        grid_k, grid_m: least squares only: fit every (K, M) of these lists and keep the lowest validation NMSE
+            (None: the single (poly_order, memory_depth)).
+        metric_profile: ``"legacy-2.2.1"`` (OpenDPD 2.2.1's numbers, bitwise) or ``"corrected"`` (valid samples,
+            half-open bands, full adjacent channels, pooled NMSE): every metric of the run, its checkpoint selection
+            included (metrics/profiles.py).
+        gain_rule: the DPD target gain g of g·x: ``"peak"`` (max|y|/max|x|, the reference's), ``"small-signal"``
+            (least squares on the lowest-amplitude 40 % of training samples) or ``"rms"`` (rms(y)/rms(x));
+            training/gain.py. Recorded for a PA run, used by a DPD run.
     """
 
     step: str = "pa"
@@ -82,9 +109,23 @@ class ExperimentConfig:
     device: str = "auto"
     preview_every: int | None = None
     threads: int | None = None
+    cuda_memory_fraction: float | None = None
+    time_limit_s: float | None = None
     max_train_samples: int | None = None
     allow_dataset_mismatch: bool = False
+    metric_profile: str = "legacy-2.2.1"
+    gain_rule: str = "peak"
     name: str | None = None
+    fit: str = "gradient"
+    poly_order: int = 5
+    memory_depth: int = 4
+    poly_odd_only: bool = False
+    cross_order: int | None = None
+    cross_lag: int = 2
+    cross_lead: int = 2
+    rcond: float = 1e-10
+    grid_k: list[int] | None = None
+    grid_m: list[int] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def validate(self) -> "ExperimentConfig":
@@ -134,15 +175,73 @@ class ExperimentConfig:
             raise ConfigError("preview_every", f"expected a positive integer or none, got {self.preview_every!r}")
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
             raise ConfigError("threads", f"expected a positive integer or none, got {self.threads!r}")
+        cores = os.cpu_count() or 1
+        if self.threads is not None and self.threads > cores:
+            raise ConfigError("threads", f"{self.threads} is more than the {cores} CPU cores of this machine")
+        f = self.cuda_memory_fraction
+        if f is not None and (isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1):
+            raise ConfigError("cuda_memory_fraction", f"expected a fraction of the card, 0 < f <= 1, got {f!r}")
+        t = self.time_limit_s
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < math.inf):
+            raise ConfigError("time_limit_s", f"expected a positive number of seconds or none, got {t!r}")
         if self.max_train_samples is not None and self.max_train_samples < self.frame_length:
             raise ConfigError("max_train_samples", f"must be at least frame_length ({self.frame_length})")
         if self.step == "dpd" and not self.pa_run:
             raise ConfigError("pa_run", "a DPD run needs the PA run (id or folder) whose model it trains through")
         if not isinstance(self.allow_dataset_mismatch, bool):
             raise ConfigError("allow_dataset_mismatch", f"expected true or false, got {self.allow_dataset_mismatch!r}")
+        self._validate_poly()
+        if self.metric_profile not in METRIC_PROFILES:
+            raise ConfigError("metric_profile", f"expected one of {METRIC_PROFILES}, got {self.metric_profile!r}")
+        if self.gain_rule not in GAIN_RULES:
+            raise ConfigError("gain_rule", f"expected one of {GAIN_RULES}, got {self.gain_rule!r}")
         if not 0 <= self.seed <= 2**32 - 1:  # the range NumPy's legacy seeding accepts (the reference seeds it too)
             raise ConfigError("seed", f"expected an integer from 0 to 4294967295 (2**32 - 1), got {self.seed}")
         return self
+
+    def _validate_poly(self) -> None:
+        """The MP/GMP fields and the fit (see the class docstring)."""
+        from .models import POLY_BACKBONES
+
+        if self.fit not in FITS:
+            raise ConfigError("fit", f"expected one of {FITS}, got {self.fit!r}")
+        if self.fit == "ls" and self.backbone not in POLY_BACKBONES:
+            raise ConfigError("fit", f"least squares fits the MP/GMP backbones only ({', '.join(POLY_BACKBONES)}), "
+                              f"not {self.backbone!r}")
+        for name, low, top in (("poly_order", 1, MAX_POLY_ORDER), ("memory_depth", 1, MAX_MEMORY_DEPTH),
+                               ("cross_lag", 0, MAX_MEMORY_DEPTH), ("cross_lead", 0, MAX_MEMORY_DEPTH)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= top:
+                raise ConfigError(name, f"expected an integer from {low} to {top}, got {v!r}")
+        if self.cross_order is not None and (isinstance(self.cross_order, bool) or not isinstance(self.cross_order, int)
+                                             or not 2 <= self.cross_order <= MAX_POLY_ORDER):
+            raise ConfigError("cross_order", f"expected an integer from 2 to {MAX_POLY_ORDER} or none, "
+                              f"got {self.cross_order!r}")
+        if not isinstance(self.poly_odd_only, bool):
+            raise ConfigError("poly_odd_only", f"expected true or false, got {self.poly_odd_only!r}")
+        if isinstance(self.rcond, bool) or not isinstance(self.rcond, (int, float)) or not 0 <= self.rcond < 1:
+            raise ConfigError("rcond", f"expected a number with 0 <= rcond < 1, got {self.rcond!r}")
+        for name, low, top in (("grid_k", 1, MAX_POLY_ORDER), ("grid_m", 1, MAX_MEMORY_DEPTH)):
+            v = getattr(self, name)
+            if v is None:
+                continue
+            if self.fit != "ls":
+                raise ConfigError(name, "a (K, M) grid search needs the least-squares fit (fit = 'ls')")
+            if (not isinstance(v, list) or not v
+                    or any(isinstance(e, bool) or not isinstance(e, int) or not low <= e <= top for e in v)):
+                raise ConfigError(name, f"expected a non-empty list of integers from {low} to {top}, got {v!r}")
+
+    def poly_spec(self):
+        """The MP/GMP orders as a :class:`~dpd_desktop.models.poly.PolySpec` (None for a neural backbone); with a
+        grid, the given (K, M) replace poly_order and memory_depth."""
+        from .models.poly import POLY_BACKBONES, PolySpec
+
+        if self.backbone not in POLY_BACKBONES:
+            return None
+        return PolySpec.from_mapping(self.backbone, {
+            "order": self.poly_order, "memory_depth": self.memory_depth, "odd_only": self.poly_odd_only,
+            "cross_order": self.cross_order or max(2, self.poly_order), "cross_lag": self.cross_lag,
+            "cross_lead": self.cross_lead})
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serializable dict (all fields)."""
@@ -160,7 +259,19 @@ class ExperimentConfig:
         return cls(**data)
 
     @property
+    def size_label(self) -> str:
+        """The model in a run folder's name: ``gru23``, ``mp-k5m4``, ``gmp-k5m4``."""
+        if self.backbone in ("mp", "gmp"):
+            return f"{self.backbone}-k{self.poly_order}m{self.memory_depth}"
+        return f"{self.backbone}{self.hidden_size}"
+
+    @property
     def model_id(self) -> str:
         """Reference-style model id without the parameter count, e.g. ``PA_S_0_M_GRU_H_23_F_200`` (reference §3.8)."""
         role = "PA" if self.step == "pa" else "DPD"
+        if self.backbone in ("mp", "gmp"):
+            size = f"K_{self.poly_order}_M_{self.memory_depth}"
+            if self.backbone == "gmp":
+                size += f"_KC_{self.cross_order or self.poly_order}_LAG_{self.cross_lag}_LEAD_{self.cross_lead}"
+            return f"{role}_S_{self.seed}_M_{self.backbone.upper()}_{size}_F_{self.frame_length}"
         return f"{role}_S_{self.seed}_M_{self.backbone.upper()}_H_{self.hidden_size}_F_{self.frame_length}"

@@ -8,7 +8,8 @@ and the terminal summary ends with the skip counts per reason. Allowed:
 * the pinned-numbers test under another torch than the one it was recorded with (reason starts "pinned numbers:");
 * outside CI only (environment variable ``CI`` unset or empty): a measured dataset of ``../shared/datasets`` that is
   absent (reason names a dataset and says "not found"/"not present"), and the OpenDPD reference sources that
-  ``make test`` prepares (reason starts "OpenDPD 2.2.1 reference sources not found"). In CI both must be there.
+  ``make test`` prepares (reason starts "OpenDPD 2.2.1 reference sources not found" or "OpenDPD 2.4.2 reference
+  sources not found"). In CI both must be there.
 
 ``pytest.importorskip`` and every other reason fail the run. The GUI tests run display-less (offscreen Qt), so no
 GUI case needs a skip.
@@ -45,7 +46,7 @@ def allowed_category(reason: str) -> str | None:
         low = r.lower()
         if "dataset" in low and ("not found" in low or "not present" in low):
             return "measured dataset absent (outside CI)"
-        if r.startswith("OpenDPD 2.2.1 reference sources not found"):
+        if r.startswith(("OpenDPD 2.2.1 reference sources not found", "OpenDPD 2.4.2 reference sources not found")):
             return "reference sources absent (outside CI; `make test` prepares them)"
     return None
 

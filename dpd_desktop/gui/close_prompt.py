@@ -68,6 +68,10 @@ class CloseGuard:
         self.quit_when_done = False
         self._force = False
         window.runEnded.connect(self._on_run_ended)
+        # after "Quit when it finishes": a look every half second too, for busy states that end without a runEnded
+        # (a queue between entries)
+        self._idle_timer = QTimer(window, interval=500)
+        self._idle_timer.timeout.connect(self._close_when_idle)
 
     def allow(self, event) -> bool:
         """True: let the close go on (the window then stops what still runs). False: the event is ignored."""
@@ -81,6 +85,7 @@ class CloseGuard:
         if answer == QUIT_WHEN_DONE:
             self.quit_when_done = True
             self.window.statusBar().showMessage(WAITING_MESSAGE)
+            self._idle_timer.start()
         return False
 
     def stop_and_close(self) -> None:
@@ -89,5 +94,10 @@ class CloseGuard:
         self.window.close()
 
     def _on_run_ended(self, _state: str) -> None:
+        if self.quit_when_done:
+            QTimer.singleShot(0, self._close_when_idle)  # after the run's own end handling has finished
+
+    def _close_when_idle(self) -> None:
         if self.quit_when_done and not self.window.session.busy():
-            QTimer.singleShot(0, self.window.close)  # after the run's own end handling has finished
+            self._idle_timer.stop()
+            self.window.close()

@@ -24,6 +24,9 @@ from .close_prompt import CloseGuard
 from .dataset_control import DATASET_FILTER, DatasetControl
 from .jobs import JobRegistry
 from .plot_area import PlotArea
+from .queue_panel import install_queue_panel
+from .resume_control import ResumeControl
+from .retention_prompt import install_retention_prompt
 from .run_control import DPD_OUTPUT_FILTERS, RunControl, same_dataset, validate_config
 from .session import Session, format_duration
 from .widgets.config_form import BACKBONES
@@ -123,6 +126,8 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self._build_central()
         self._build_statusbar()
         self._build_menus()
+        self.queue_panel = install_queue_panel(self)  # the run queue, a dock (gui/queue_panel.py)
+        self.resume_control = ResumeControl(self)  # Resume, after Stop (gui/resume_control.py)
 
         self._plot_timer = QTimer(self, singleShot=True, interval=30)
         self._plot_timer.timeout.connect(self._flush_plots)
@@ -137,6 +142,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self._sync_pa_runs()
         self._render()
         self._update_title()
+        self.retention_prompt = install_retention_prompt(self)  # scratch runs due for removal, shown first
 
     # ================================================================================================ state
     @property

@@ -85,11 +85,18 @@ class RunControl:
                 else:
                     self.open_dataset(cfg.dataset)
             return True
+        self._launch_worker(cfg, self._dataset)
+        return True
+
+    def _launch_worker(self, cfg: ExperimentConfig, dataset, trainer_factory=None) -> TrainingWorker:
+        """Start the training worker of ``cfg`` (``trainer_factory``: default the window's; the Resume action passes
+        its own, gui/resume_control.py) with its signals wired to this part; returns it."""
+        s = self.session
         self.banner.setVisible(False)
         self.form.clear_error()
         self._reset_run_views()
-        worker = TrainingWorker(cfg, dataset=self._dataset, workspace=self.workspace,
-                                trainer_factory=self._trainer_factory)
+        worker = TrainingWorker(cfg, dataset=dataset, workspace=self.workspace,
+                                trainer_factory=trainer_factory or self._trainer_factory)
         worker.started.connect(self._on_run_started)
         worker.batchProgress.connect(self._on_batch_progress)
         worker.epochEnded.connect(self._on_epoch_ended)
@@ -102,7 +109,7 @@ class RunControl:
         s.start(cfg)
         self.statusBar().showMessage("Starting…", 3000)
         worker.start()
-        return True
+        return worker
 
     def stop_run(self) -> None:
         """Cooperative stop: the trainer ends at the next batch boundary and reports RunCancelled; a queued run ends
@@ -127,6 +134,8 @@ class RunControl:
         self.run_folder_label.setToolTip(str(ev.run_dir))
         if ev.dataset_summary and self._dataset is None:
             self.dataset_box.set_fields(describe_summary(ev.dataset_summary))
+        self._metric_profile = (ev.config or {}).get("metric_profile", "legacy-2.2.1")
+        self.epoch_table.set_metric_profile(self._metric_profile)
         self.session.on_started(ev)
         self.statusBar().showMessage(f"Run {ev.run_id} started: {ev.n_train_frames:,} training frames", 5000)
 
@@ -151,7 +160,8 @@ class RunControl:
         self.learning_panel.append_row(row, is_best=ev.is_best)
         self.learning_panel.set_best_epoch(ev.best_epoch)
         name, unit = history.metric_label(ev.selection_metric)
-        self.best_label.setText(f"best {name} {history.fmt(ev.best_value)} {unit} (ep {ev.best_epoch})")
+        self.best_label.setText(f"best {name} {history.fmt(ev.best_value)} {unit} (ep {ev.best_epoch}) · metrics: "
+                                f"{getattr(self, '_metric_profile', 'legacy-2.2.1')}")
         self.session.on_epoch(ev)
         if ev.plots is not None:
             self._queue_plots(ev.plots, f"validation · epoch {ev.epoch}")

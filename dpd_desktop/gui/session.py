@@ -122,6 +122,11 @@ def finished_message(ev) -> str:
         bits.append(f"test ACLR {history.to_float(t['ACLR_AVG']):.2f} dBc")
     if "EVM" in t and math.isfinite(history.to_float(t["EVM"])):
         bits.append(f"test EVM {history.to_float(t['EVM']):.2f} dB")
+    extra = dict(getattr(ev, "extra", None) or {})
+    if isinstance(extra.get("rms_out_diff_db"), (int, float)) and math.isfinite(extra["rms_out_diff_db"]):
+        bits.append(f"output power {extra['rms_out_diff_db']:+.2f} dB vs no DPD")
+    if extra.get("metric_profile"):
+        bits.append(f"metrics: {extra['metric_profile']}")
     return " · ".join(bits) + "."
 
 
@@ -129,8 +134,8 @@ def cancelled_message(ev) -> str:
     """The banner text of a ``RunCancelled``: epochs completed and whether a checkpoint is kept."""
     best = (f"; the best checkpoint so far (epoch {ev.best_epoch}) is kept" if ev.best_epoch is not None
             else "; no epoch completed, so there is no checkpoint")
-    n = ev.epochs_completed
-    return f"Run stopped after {n} completed epoch{'s' if n != 1 else ''}{best}."
+    n, why = ev.epochs_completed, f" ({ev.reason})" if getattr(ev, "reason", "") else ""
+    return f"Run stopped{why} after {n} completed epoch{'s' if n != 1 else ''}{best}."
 
 
 def failed_message(ev) -> str:
@@ -350,6 +355,11 @@ class Session:
         """RunCancelled → ``cancelled``: "Stopped · N epochs completed"."""
         self._text = f"Stopped · {ev.epochs_completed} epochs completed"
         self._end("cancelled", ev.run_dir)
+
+    def on_interrupted(self, run_dir: str | None = None, text: str = "Interrupted") -> None:
+        """A queued run's process was killed (gui/queue_panel.py) → ``interrupted``."""
+        self._text = text
+        self._end("interrupted", run_dir)
 
     def on_worker_done(self) -> str | None:
         """The training thread ended. When no outcome event arrived (should not happen) the run ends ``cancelled``

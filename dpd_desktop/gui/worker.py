@@ -23,9 +23,9 @@ def default_trainer_factory(config, dataset=None, workspace=None, observers=()):
     """Build the real :class:`dpd_desktop.training.trainer.Trainer`."""
     # Imported here, not at the top: the trainer brings torch (~1.1 s measured), which the window must not wait
     # for at start-up; the first run pays it on the training thread.
-    from ..training.trainer import Trainer
+    from ..training.ls_fit import make_trainer
 
-    return Trainer(config, dataset=dataset, workspace=workspace, observers=list(observers))
+    return make_trainer(config, dataset=dataset, workspace=workspace, observers=list(observers))
 
 
 class TrainingWorker(QObject):

@@ -19,6 +19,7 @@ __all__ = [
     "ChannelBins",
     "channel_bins",
     "psd_db",
+    "welch_psd",
     "DB_FLOOR",
 ]
 
@@ -156,17 +157,72 @@ def _to_db(lin: np.ndarray) -> np.ndarray:
     return np.maximum(out, DB_FLOOR)
 
 
+def welch_psd(sig, fs: float, nperseg: int, n_valid: int | None = None,
+              strict: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The one Welch PSD: two-sided power spectral density (linear), frequencies ascending from -fs/2.
+
+    ``scipy.signal.welch`` of the complex128 signal with a periodic Hann window of ``nperseg`` samples, 50 % overlap
+    (``nperseg//2``), **no** detrend, ``scaling='density'`` (power per Hz), two-sided, reordered ascending
+    (fftshift). A segment array (S, N, 2) is flattened back to one sequence in order (reference §2.2); Welch then
+    averages its overlapping windows (samples after the last whole window are not used, scipy's behaviour).
+
+    Args:
+        sig: (N, 2) or (S, N, 2) real I/Q, or (N,) / (S, N) complex.
+        fs: sample rate, Hz.
+        nperseg: Welch window length; reduced to the signal length when longer (unless ``strict``).
+        n_valid: keep only the first ``n_valid`` samples of the flattened sequence (the rest is the zero padding of
+            the last segment, reference §2.2); None keeps all.
+        strict: raise instead of shortening the window when fewer than ``nperseg`` samples remain.
+
+    Returns:
+        ``(freq_hz, pxx)``: float64 arrays of ``min(nperseg, len)`` points, Hz and unit^2/Hz.
+
+    Raises:
+        ValueError: bad shape, fewer than 2 samples, fs not a positive number, nperseg < 2, n_valid < 2 or more than
+            the samples given, or (``strict``) fewer samples than ``nperseg``.
+    """
+    from scipy.signal import welch  # ~0.6 s import: see the module docstring
+
+    try:
+        fs_f = float(fs)
+    except (TypeError, ValueError):
+        raise ValueError(f"fs must be a positive number of Hz, got {fs!r}") from None
+    if not np.isfinite(fs_f) or fs_f <= 0:
+        raise ValueError(f"fs must be a positive number of Hz, got {fs!r}")
+    if int(nperseg) < 2:
+        raise ValueError(f"nperseg must be >= 2, got {nperseg!r}")
+    z = _to_complex_sequence(sig)
+    if n_valid is not None:
+        if not 2 <= int(n_valid) <= z.size:
+            raise ValueError(f"n_valid must be from 2 to the {z.size} samples given, got {n_valid!r}")
+        z = z[:int(n_valid)]
+    if strict and z.size < int(nperseg):
+        raise ValueError(f"{z.size} samples is fewer than one PSD window of nperseg={int(nperseg)}")
+    nps = min(int(nperseg), z.size)
+    f, pxx = welch(
+        z,
+        fs=fs_f,
+        window="hann",
+        nperseg=nps,
+        noverlap=nps // 2,
+        detrend=False,
+        return_onesided=False,
+        scaling="density",
+    )
+    return np.fft.fftshift(f), np.fft.fftshift(pxx).astype(np.float64)
+
+
 def psd_db(sig, fs: float, nperseg: int) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided Welch power spectral density in dB, frequencies ascending from -fs/2 - for plots and results.h5.
 
-    What it is: ``scipy.signal.welch`` of the complex signal with a periodic Hann window of ``nperseg`` samples,
-    50 % overlap (``nperseg//2``), **no** detrend, ``scaling='density'`` (power per Hz), two-sided, reordered
-    ascending (fftshift), then ``10*log10`` with a floor at -300 dB. These are the Studio plot settings of
-    "OpenDPD 2.2.1 reference §8.2 (opendpd/core/plots.py)". A segment array (S, N, 2) is flattened back to one
-    sequence in order (as Studio display plots do, reference §2.2); Welch then averages its overlapping windows.
+    What it is: :func:`welch_psd` (periodic Hann window of ``nperseg`` samples, 50 % overlap, **no** detrend,
+    ``scaling='density'``, two-sided, ascending) then ``10*log10`` with a floor at -300 dB. These are the Studio plot
+    settings of "OpenDPD 2.2.1 reference §8.2 (opendpd/core/plots.py)". A segment array (S, N, 2) is flattened back
+    to one sequence in order (as Studio display plots do, reference §2.2).
 
-    What it is NOT: not the ACLR PSD (that one is 'spectrum' scaling, constant detrend, one window per segment;
-    see ``aclr.segment_psd``) - do not integrate this curve to reproduce the logged ACLR.
+    What it is NOT: not the ACLR PSD of the legacy profile (that one is 'spectrum' scaling, constant detrend, one
+    window per segment; see ``aclr.segment_psd``) - do not integrate this curve to reproduce the logged legacy ACLR
+    (the ``corrected`` profile, metrics/profiles.py, integrates :func:`welch_psd`).
 
     Args:
         sig: (N, 2) or (S, N, 2) real I/Q, or (N,) / (S, N) complex.
@@ -180,28 +236,5 @@ def psd_db(sig, fs: float, nperseg: int) -> tuple[np.ndarray, np.ndarray]:
     Raises:
         ValueError: bad shape, fewer than 2 samples, fs not a positive number, nperseg < 2.
     """
-    from scipy.signal import welch  # ~0.6 s import: see the module docstring
-
-    try:
-        fs_f = float(fs)
-    except (TypeError, ValueError):
-        raise ValueError(f"fs must be a positive number of Hz, got {fs!r}") from None
-    if not np.isfinite(fs_f) or fs_f <= 0:
-        raise ValueError(f"fs must be a positive number of Hz, got {fs!r}")
-    if int(nperseg) < 2:
-        raise ValueError(f"nperseg must be >= 2, got {nperseg!r}")
-    z = _to_complex_sequence(sig)
-    nps = min(int(nperseg), z.size)
-    f, pxx = welch(
-        z,
-        fs=fs_f,
-        window="hann",
-        nperseg=nps,
-        noverlap=nps // 2,
-        detrend=False,
-        return_onesided=False,
-        scaling="density",
-    )
-    f = np.fft.fftshift(f)
-    pxx = np.fft.fftshift(pxx).astype(np.float64)
+    f, pxx = welch_psd(sig, fs, nperseg)
     return f, _to_db(pxx)

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from torch import Tensor, nn
 
 from . import dgru, gru, lstm, rvtdcnn, tres_gru
 from .base import CoreModel
+from .poly import POLY_BACKBONES, PolyBackbone, PolySpec
 
-__all__ = ["BACKBONES", "REGISTRY", "ModelFamily", "build_model"]
+__all__ = ["BACKBONES", "POLY_BACKBONES", "REGISTRY", "ModelFamily", "build_model", "build_from_arch"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class ModelFamily:
         feature_fn: ``(B, T, 2) -> (B, T, n_features)`` feature extraction function of the family.
         backbone_cls: backbone class, constructed as ``backbone_cls(hidden_size, num_layers)``.
         formula: ``(hidden_size, num_layers) -> int`` parameter count (§3.2–§3.6); use :meth:`param_count`.
+        poly: an MP/GMP family (models/poly.py): built from a :class:`PolySpec`, hidden size and layers ignored.
     """
 
     name: str
@@ -40,9 +42,16 @@ class ModelFamily:
     feature_fn: Callable[[Tensor], Tensor] = field(repr=False, compare=False)
     backbone_cls: type[nn.Module] = field(repr=False, compare=False)
     formula: Callable[[int, int], int] = field(repr=False, compare=False)
+    poly: bool = False
 
     def param_count(self, hidden_size: int, num_layers: int = 1) -> int:
-        """Closed-form parameter count for this family (RVTDCNN ignores ``num_layers``)."""
+        """Closed-form parameter count for this family (RVTDCNN ignores ``num_layers``).
+
+        Raises:
+            ValueError: for MP/GMP, whose count depends on the orders (use models/cost.py ``model_cost``).
+        """
+        if self.poly:
+            raise ValueError(f"{self.label}: the parameter count depends on the orders; use models.cost.model_cost")
         return int(self.formula(int(hidden_size), int(num_layers) if self.has_layers else 1))
 
 
@@ -92,6 +101,18 @@ REGISTRY: dict[str, ModelFamily] = {
             feature_fn=rvtdcnn.features, backbone_cls=rvtdcnn.RVTDCNNBackbone,
             formula=lambda h, n: 39 * h + 32,
         ),
+        ModelFamily(
+            name="mp", label="MP", n_features=2, features=("I", "Q"), has_layers=False,
+            lookahead="none (causal: delays 0 … M−1)",
+            description="memory polynomial x(n−m)|x(n−m)|^(k−1), orders K × memory depth M (Kim & Konstantinou 2001)",
+            feature_fn=gru.features, backbone_cls=PolyBackbone, formula=lambda h, n: 0, poly=True,
+        ),
+        ModelFamily(
+            name="gmp", label="GMP", n_features=2, features=("I", "Q"), has_layers=False,
+            lookahead="the leading cross-term depth (L_lead future samples of the envelope)",
+            description="generalized memory polynomial: MP + lagging/leading envelope cross terms (Morgan et al. 2006)",
+            feature_fn=gru.features, backbone_cls=PolyBackbone, formula=lambda h, n: 0, poly=True,
+        ),
     )
 }
 
@@ -99,17 +120,20 @@ REGISTRY: dict[str, ModelFamily] = {
 BACKBONES: tuple[str, ...] = tuple(REGISTRY)
 
 
-def build_model(backbone: str, hidden_size: int, num_layers: int = 1) -> CoreModel:
+def build_model(backbone: str, hidden_size: int, num_layers: int = 1,
+                poly: PolySpec | Mapping[str, Any] | None = None) -> CoreModel:
     """Construct and initialize one model exactly as the reference does (§3.1–§3.6).
 
     Args:
         backbone: one of :data:`BACKBONES` (case-insensitive, surrounding whitespace ignored).
-        hidden_size: H ≥ 1.
-        num_layers: recurrent layers ≥ 1 (ignored by RVTDCNN but still validated).
+        hidden_size: H ≥ 1 (ignored by MP/GMP but still validated).
+        num_layers: recurrent layers ≥ 1 (ignored by RVTDCNN, MP and GMP but still validated).
+        poly: MP/GMP orders (a :class:`PolySpec` or config.json's ``poly`` block; None: the defaults).
     Returns:
         A :class:`CoreModel` (float32, CPU, train mode). Maps ``(B, T, 2)`` float32 → ``(B, T, 2)``.
     Raises:
-        ValueError: unknown backbone (the message lists the choices), hidden_size < 1 or num_layers < 1.
+        ValueError: unknown backbone (the message lists the choices), hidden_size < 1 or num_layers < 1, an MP/GMP
+            order out of range.
 
     RNG: consumes the global torch generator as the reference does — PyTorch default inits at construction in the
     backbone's module registration order, then the backbone's custom ``reset_parameters()`` if it has one (§3.1).
@@ -125,5 +149,16 @@ def build_model(backbone: str, hidden_size: int, num_layers: int = 1) -> CoreMod
     if isinstance(num_layers, bool) or int(num_layers) != num_layers or num_layers < 1:
         raise ValueError(f"num_layers must be an integer >= 1, got {num_layers!r}")
     family = REGISTRY[key]
+    if family.poly:  # no random numbers drawn (identity initialization)
+        spec = poly if isinstance(poly, PolySpec) else PolySpec.from_mapping(key, poly)
+        if spec.kind != key:
+            raise ValueError(f"poly: the orders are for {spec.kind!r}, the backbone is {key!r}")
+        return CoreModel(PolyBackbone(spec), key, int(hidden_size), int(num_layers))
     module = family.backbone_cls(int(hidden_size), int(num_layers))
     return CoreModel(module, key, int(hidden_size), int(num_layers))
+
+
+def build_from_arch(arch: Mapping[str, Any]) -> CoreModel:
+    """:func:`build_model` from a run record's architecture (``backbone``, ``hidden_size``, ``num_layers`` and, for
+    MP/GMP, ``poly``: runs/record.py ``RunRecord.arch``)."""
+    return build_model(arch["backbone"], arch["hidden_size"], arch["num_layers"], poly=arch.get("poly"))

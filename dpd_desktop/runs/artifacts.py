@@ -360,8 +360,8 @@ def load_state_checked(model, path: str | Path, arch: Mapping[str, Any]) -> dict
             names the file and the field.
     """
     state, meta = load_checkpoint(path)
-    for k in ARCH_FIELDS:
-        if k in meta and meta[k] != arch[k]:
+    for k in (*ARCH_FIELDS, "poly"):
+        if k in meta and k in arch and meta[k] != arch[k]:
             raise CheckpointError(f"{path}: field '{k}' is {meta[k]!r} but the run's config.json records {arch[k]!r}")
     own = model.state_dict()
     if set(own) != set(state):

@@ -46,7 +46,7 @@ from .. import __version__
 from ..data import DatasetError, read_iq_csv
 from ..data.locks import ensure_unlocked
 from ..data.framing import segment, unsegment
-from ..models import build_model
+from ..models import build_from_arch
 from ..training.device import resolve_device
 from ..training.errors import TrainingError
 from . import artifacts
@@ -363,7 +363,7 @@ def _load_dpd_model(rec: RunRecord):
     if meta.get("role") not in (None, "dpd"):
         raise DpdExportError(f"{ckpt}: field 'role' is {meta['role']!r}; expected a DPD checkpoint")
     try:
-        model = build_model(arch["backbone"], arch["hidden_size"], arch["num_layers"])
+        model = build_from_arch(arch)
     except (KeyError, ValueError, TypeError) as exc:
         raise DpdExportError(f"{rec.config_path}: cannot build the DPD model {arch} ({exc})") from exc
     try:

@@ -314,8 +314,15 @@ class RunRecord:
 
     @property
     def arch(self) -> dict[str, Any]:
-        """``{"backbone", "hidden_size", "num_layers"}`` as recorded (what checkpoints are checked against)."""
-        return {k: getattr(self.config, k) for k in ARCH_FIELDS} if self.config else {}
+        """``{"backbone", "hidden_size", "num_layers"}`` as recorded (what checkpoints are checked against), and for
+        MP/GMP ``poly``, the orders (models/poly.py ``PolySpec.to_dict``)."""
+        if not self.config:
+            return {}
+        arch = {k: getattr(self.config, k) for k in ARCH_FIELDS}
+        spec = self.config.poly_spec()
+        if spec is not None:
+            arch["poly"] = spec.to_dict()
+        return arch
 
     # ---------------------------------------------------------------- config.json blocks
     @property
@@ -420,6 +427,48 @@ class RunRecord:
             raise RecordError(f"{p}: cannot read the history ({exc})") from exc
         return [{k: _number(v) for k, v in r.items()} for r in rows]
 
+    @property
+    def metric_profile(self) -> str:
+        """The metric profile the run's numbers follow (config.json ``experiment.metric_profile``; runs recorded
+        before profiles existed computed ``legacy-2.2.1``)."""
+        return self._exp("metric_profile", "legacy-2.2.1")
+
+    def evaluation_path(self, profile: str) -> Path:
+        """Where ``runs evaluate`` keeps a re-evaluation under ``profile`` (runs/evaluate.py)."""
+        return self.run_dir / f"evaluation-{profile}.json"
+
+    def read_results(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """results.h5 read back: (root attributes, ``{split: {"x", "target", "prediction"[, "dpd_output"]: (N, 2)
+        float32 arrays, "attrs": {...}}}``).
+
+        Raises:
+            RecordError: no results.h5 (the run did not finish), or one that cannot be read / lacks a dataset.
+        """
+        import h5py  # 0.07 s: see runs/writer.py ``results_image``
+
+        p = self.results_path
+        if not p.is_file():
+            raise RecordError(f"{p}: no results file (the run {self.run_id} did not finish)")
+        try:
+            with h5py.File(p, "r") as f:
+                attrs = {k: _plain(v) for k, v in f.attrs.items()}
+                splits: dict[str, dict[str, Any]] = {}
+                for name in ("val", "test"):
+                    if name not in f:
+                        continue
+                    g = f[name]
+                    d: dict[str, Any] = {"attrs": {k: _plain(v) for k, v in g.attrs.items()}}
+                    for k in ("x", "target", "prediction", "dpd_output"):
+                        if k in g:
+                            d[k] = g[k][()]
+                    for k in ("x", "target", "prediction"):
+                        if k not in d:
+                            raise RecordError(f"{p}: dataset '{name}/{k}' is missing")
+                    splits[name] = d
+        except OSError as exc:
+            raise RecordError(f"{p}: cannot read the results ({exc})") from exc
+        return attrs, splits
+
     def __repr__(self) -> str:
         return f"RunRecord({self.run_id!r}, step={self.step!r}, state={self.state!r})"
 
@@ -427,6 +476,13 @@ class RunRecord:
 def _block(doc: dict, key: str) -> dict | None:
     v = doc.get(key)
     return v if isinstance(v, dict) else None
+
+
+def _plain(v):
+    """An HDF5 attribute as a plain Python value (NumPy scalars → int/float/bool, bytes → str)."""
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    return v.item() if hasattr(v, "item") and getattr(v, "ndim", 1) == 0 else v
 
 
 def _number(text: str):
@@ -514,3 +570,26 @@ def list_records(runs_dir: Path, step: str | None = None) -> list[RunRecord]:
             continue
         out.append(rec)
     return out
+
+
+# ====================================================================================================== pin
+#: a kept ("pinned") run's mark in its folder, written by runs/writer.py ``set_pinned``; retention never removes it
+PIN_FILE = "pinned.json"
+
+
+def read_pinned(run_dir: str | Path) -> bool:
+    """Whether the run at ``run_dir`` is kept: no pinned.json → False (scratch); ``{"pinned": bool}`` → that value;
+    a pinned.json that cannot be read or has another shape → True (retention never removes a run on a doubt)."""
+    p = Path(run_dir) / PIN_FILE
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        return True
+    v = doc.get("pinned") if isinstance(doc, dict) else None
+    return v if isinstance(v, bool) else True
+
+
+RunRecord.pinned = property(lambda self: read_pinned(self.run_dir),
+                            doc="Whether the run is kept (pinned.json, :func:`read_pinned`); read at each access.")

@@ -6,14 +6,16 @@ writes no file. The round trip writer → reader is tested in tests/unit/test_re
 """
 from __future__ import annotations
 
+import csv
 import io
+import json
 import time
 from pathlib import Path
 from typing import Any, Mapping
 
 from . import artifacts
 from .owner import process_identity
-from .record import FORMAT, HISTORY_COLUMNS, SCHEMA
+from .record import FORMAT, HISTORY_COLUMNS, PIN_FILE, SCHEMA
 
 class RunWriter:
     """Observer of the trainer's events that writes the run folder, every file atomically (runs/artifacts.py).
@@ -29,9 +31,15 @@ class RunWriter:
     file and leaves the earlier version of every artifact as it was; the trainer calls the writer before any other
     observer. log.txt is rewritten whole (atomically) at each line, like every other file. Call :meth:`close` when
     the run is over (idempotent).
+
+    ``resume`` (training/resume.py): reopen an existing run folder instead. ``RunPrepared`` then keeps log.txt
+    (appended) and config.json (its ``resumes`` list gains an entry), rewrites history.csv with the rows of last.pt
+    (``resume["history"]``, dropping any row written after last.pt) and best.pt/best.csv with last.pt's best record
+    (``resume["best"]``: ``model``, ``meta``, ``row``), and sets status.json back to "running".
     """
 
-    def __init__(self) -> None:
+    def __init__(self, resume: Mapping[str, Any] | None = None) -> None:
+        self.resume = resume
         self.run_id: str | None = None
         self.run_dir: Path | None = None
         self.step: str | None = None
@@ -55,8 +63,11 @@ class RunWriter:
     def _prepared(self, ev) -> None:
         self.run_id, self.run_dir = ev.run_id, Path(ev.run_dir)
         self.step, self.selection_metric = ev.step, ev.selection_metric
-        log = self.run_dir / "log.txt"
+        log = self.run_dir / "log.txt"  # kept and continued (a resumed run's log goes on)
         self._log_text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+        if self.resume is not None:
+            self._reopen(ev)
+            return
         # config.json with the experiment alone until RunStarted completes it: a run that fails or is killed in its
         # set-up is still a readable run (listed failed / interrupted), not a folder the reader skips
         self.config_doc = self._config_head(ev.config)
@@ -65,6 +76,22 @@ class RunWriter:
         self.write_status("running")
         # every run folder has a history.csv, header-only until the first epoch ends (cancel/failure before it)
         artifacts.write_history_csv(self.run_dir / "history.csv", [], header=HISTORY_COLUMNS)
+
+    def _reopen(self, ev) -> None:
+        r = self.resume
+        self.config_doc = dict(r["config_doc"])
+        self.config_doc["experiment"] = dict(ev.config)
+        self.config_doc["resumes"] = [*self.config_doc.get("resumes", []),
+                                      {"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "from_epoch": r["from_epoch"]}]
+        self._write_config()
+        self.history = [dict(row) for row in r["history"]]
+        artifacts.write_history_csv(self.run_dir / "history.csv", self.history, header=HISTORY_COLUMNS)
+        best = r["best"]
+        artifacts.save_checkpoint(self.run_dir / "best.pt", best["model"], best["meta"])
+        self.best_written = best["meta"].get("epoch")
+        artifacts.write_history_csv(self.run_dir / "best.csv", [best["row"]])
+        self.epochs_written = len(self.history)
+        self.write_status("running", epochs_completed=self.epochs_written, resumed_from_epoch=r["from_epoch"])
 
     def _log_line(self, ev) -> None:
         if self._log_text is not None:
@@ -89,8 +116,8 @@ class RunWriter:
             self.best_written = ev.epoch
             artifacts.write_history_csv(d / "best.csv", [ev.row])
         artifacts.save_training_state(d / "last.pt", {
-            "epoch": ev.epoch, "model": dict(ev.model_state), "optimizer": ev.optimizer_state,
-            "scheduler": ev.scheduler_state, "meta": dict(ev.meta)})
+            **dict(ev.resume_state), "epoch": ev.epoch, "model": dict(ev.model_state),
+            "optimizer": ev.optimizer_state, "scheduler": ev.scheduler_state, "meta": dict(ev.meta)})
         self.epochs_written = ev.epoch + 1
 
     def _epoch_ended(self, ev) -> None:
@@ -115,8 +142,9 @@ class RunWriter:
         self.close()
 
     def _cancelled(self, ev) -> None:
+        extra = {"message": ev.reason} if getattr(ev, "reason", "") else {}
         self.write_status("cancelled", epochs_completed=min(ev.epochs_completed, self.epochs_written),
-                          best_epoch=self.best_written)
+                          best_epoch=self.best_written, **extra)
         self.close()
 
     def _failed(self, ev) -> None:
@@ -152,6 +180,12 @@ class RunWriter:
         self._config_written = True
 
 
+def write_evaluation(run_dir: str | Path, profile: str, doc: Mapping[str, Any]) -> Path:
+    """A re-evaluation of a finished run under a metric profile (runs/evaluate.py), written atomically beside
+    results.h5 as ``evaluation-<profile>.json`` (the path RunRecord.evaluation_path reads); returns the path."""
+    return artifacts.atomic_write_json(Path(run_dir) / f"evaluation-{profile}.json", dict(doc))
+
+
 _WRITER_HANDLERS = {"RunPrepared": RunWriter._prepared, "LogLine": RunWriter._log_line,
                     "RunStarted": RunWriter._started, "CheckpointReady": RunWriter._checkpoint,
                     "EpochEnded": RunWriter._epoch_ended, "ResultsReady": RunWriter._results,
@@ -183,3 +217,56 @@ def results_image(ev) -> bytes:
             g.create_dataset("psd_freq_hz", data=sr.psd_freq_hz)
             g.create_dataset("psd_prediction_db", data=sr.psd_prediction_db)
     return buf.getvalue()
+
+
+def set_pinned(run_dir: str | Path, pinned: bool) -> Path:
+    """Mark the run at ``run_dir`` kept (``pinned`` True: retention never removes it) or scratch: writes
+    pinned.json (``{"pinned": bool, "updated": ISO time}``) atomically; returns its path. The reader is
+    runs/record.py ``read_pinned`` / ``RunRecord.pinned``.
+
+    Raises:
+        FileNotFoundError: ``run_dir`` is not a run folder (no config.json).
+    """
+    run_dir = Path(run_dir)
+    if not (run_dir / "config.json").is_file():
+        raise FileNotFoundError(f"{run_dir}: not a run folder (no config.json)")
+    return artifacts.atomic_write_json(run_dir / PIN_FILE, {"pinned": bool(pinned),
+                                                           "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+
+
+def mark_dead_run(run_dir: str | Path, state: str, message: str) -> bool:
+    """Final status.json of a run whose process died without writing one (a crash, a kill: the supervisor of a
+    queued run calls this after the child ended). ``state`` is "failed" or "interrupted", ``message`` why.
+
+    Claims no more than the disk holds: ``epochs_completed`` is at most the rows of history.csv, and ``best_epoch``
+    is kept only when best.pt and best.csv are there. A status that is already final is left as it is (the run
+    reported its own outcome). Returns True when status.json was written.
+    """
+    run_dir = Path(run_dir)
+    path = run_dir / "status.json"
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+        old = old if isinstance(old, dict) else {}
+    except (OSError, ValueError):
+        old = {}
+    if old.get("state") not in (None, "queued", "running"):
+        return False
+    rows: list = []
+    try:
+        rows = artifacts.read_history_csv(run_dir / "history.csv")
+    except (OSError, ValueError, csv.Error):
+        pass
+    recorded = old.get("epochs_completed")
+    done = len(rows) if not isinstance(recorded, int) else min(recorded, len(rows))
+    best = None
+    if done and (run_dir / "best.pt").is_file():
+        try:
+            best_rows = artifacts.read_history_csv(run_dir / "best.csv")
+            best = int(float(best_rows[0]["EPOCH"])) if best_rows else None
+        except (OSError, ValueError, KeyError, IndexError, csv.Error):
+            best = None
+    doc = {**old, "state": state, "message": message, "epochs_completed": done, "best_epoch": best,
+           "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    doc.setdefault("run_id", run_dir.name)
+    artifacts.atomic_write_json(path, doc)
+    return True

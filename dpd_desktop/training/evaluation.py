@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from ..data.framing import segment, unsegment
-from ..metrics import aclr_db, compute_metrics
+from ..metrics.profiles import DEFAULT_PROFILE, compute_profile_metrics, profile_aclr
 from ..metrics.spectra import psd_db
 from .events import SplitResults
 from .plotdata import PSD_NPERSEG_MAX, build_plot_data
@@ -26,10 +26,9 @@ def scaled_target(split, gain: float) -> np.ndarray:
     return np.ascontiguousarray((gain * x64).astype(np.float32))
 
 
-def aclr_pair(seg: np.ndarray, spec) -> tuple[float, float]:
-    """(left, right) ACLR in dBc of (S, N, 2) segments (reference §6.2)."""
-    left, right, _ = aclr_db(seg, spec.sample_rate_hz, spec.bw_main_hz, spec.n_sub_ch)
-    return float(left), float(right)
+def aclr_pair(seg: np.ndarray, spec, profile: str = DEFAULT_PROFILE, n_valid: int | None = None) -> tuple[float, float]:
+    """(left, right) ACLR in dBc of (S, N, 2) segments under a metric profile (legacy: reference §6.2)."""
+    return profile_aclr(profile, seg, spec, n_valid)
 
 
 class Evaluator:
@@ -42,11 +41,13 @@ class Evaluator:
         criterion: the training loss module.
         batch_size_eval: segments per forward call.
         device: where the segments live.
+        metric_profile: the run's metric profile (metrics/profiles.py).
     """
 
     def __init__(self, dataset, targets: dict[str, np.ndarray], step: str, criterion, batch_size_eval: int,
-                 device) -> None:
+                 device, metric_profile: str = DEFAULT_PROFILE) -> None:
         self.spec = dataset.spec
+        self.profile = metric_profile
         self.step = step
         self.criterion = criterion
         self.batch_size = batch_size_eval
@@ -95,7 +96,7 @@ class Evaluator:
                 hook.remove()
         pred = torch.cat(preds, dim=0).cpu().numpy()
         loss = float(np.mean(torch.stack(losses).cpu().tolist()))
-        metrics = compute_metrics(pred, es["t_seg"], self.spec)
+        metrics = compute_profile_metrics(self.profile, pred, es["t_seg"], self.spec, es["n"])
         res = {"loss": loss, "metrics": metrics, "pred": pred}
         if dpd_out:
             res["u"] = torch.cat(dpd_out, dim=0).cpu().numpy()
@@ -110,7 +111,8 @@ class Evaluator:
 
     def target_aclr(self, split: str) -> tuple[float, float]:
         if split not in self._target_aclr:
-            self._target_aclr[split] = aclr_pair(self.sets[split]["t_seg"], self.spec)
+            es = self.sets[split]
+            self._target_aclr[split] = aclr_pair(es["t_seg"], self.spec, self.profile, es["n"])
         return self._target_aclr[split]
 
     def signal_names(self) -> tuple[str, str]:
@@ -131,7 +133,7 @@ class Evaluator:
             signals = {tname: es["t_np"], pname: pred, "PA(x) no DPD": unsegment(self.baseline(split, net), n)}
             if "u" in ev:
                 signals["DPD output u"] = unsegment(ev["u"], n)
-            aclr["PA(x) no DPD"] = aclr_pair(self.baseline(split, net), self.spec)
+            aclr["PA(x) no DPD"] = aclr_pair(self.baseline(split, net), self.spec, self.profile, n)
         aclr[pname] = (m["ACLR_L"], m["ACLR_R"])
         aclr[tname] = self.target_aclr(split)
         return build_plot_data(source, es["x_np"], signals, self.spec, target_name=tname, pred_name=pname,

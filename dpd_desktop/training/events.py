@@ -156,6 +156,7 @@ class RunCancelled:
     run_dir: str
     epochs_completed: int
     best_epoch: int | None
+    reason: str = ""  # why, when not the user's request: "time limit" (training/limits.py)
 
 
 @dataclass(frozen=True)
@@ -195,6 +196,9 @@ class CheckpointReady:
     optimizer_state: Mapping[str, Any]
     scheduler_state: Mapping[str, Any]
     meta: Mapping[str, Any]
+    #: what resuming needs besides the state dicts (training/resume_state.py ``epoch_state``): the RNG states at the
+    #: point where the next epoch continues, the best-so-far record, the history rows; stored in last.pt
+    resume_state: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

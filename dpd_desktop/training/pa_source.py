@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from ..models import build_model
+from ..models import build_from_arch
 from ..runs import artifacts
 from ..runs.record import RecordError, RunRecord
 from ..runs.states import UNREADABLE
@@ -79,7 +79,7 @@ def load_pa_for_dpd(workspace: Workspace, pa_run: str, dataset=None, fingerprint
             "(command line: --allow-dataset-mismatch; experiment setting: allow_dataset_mismatch)")
     arch = record.arch
     ckpt = record.best_checkpoint
-    pa = build_model(arch["backbone"], arch["hidden_size"], arch["num_layers"])
+    pa = build_from_arch(arch)
     try:
         meta = artifacts.load_state_checked(pa, ckpt, arch)
     except artifacts.CheckpointError as exc:

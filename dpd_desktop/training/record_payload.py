@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from ..models.cost import model_cost
 from ..runs.record import DatasetRef
 from .device import cudnn_settings, versions
 
@@ -17,9 +18,9 @@ def setup_blocks(tr) -> dict[str, Any]:
     cfg = tr.config
     return {
         "dataset": DatasetRef.from_dataset(tr.dataset, tr.fingerprint).to_dict(),
-        "gain": {"value": tr.gain, "rule": "max|y_train| / max|x_train| (reference §1.4)"},
+        "gain": tr.gain_info.block(),  # value, rule, formula, every rule's candidate (training/gain.py)
         "model": {"n_params": tr.n_params_model, "n_params_total": tr.n_params,
-                  "model_id": f"{cfg.model_id}_P_{tr.n_params_model}"},
+                  "model_id": f"{cfg.model_id}_P_{tr.n_params_model}", **model_cost_block(cfg)},
         "pa": tr.pa_info,
         "selection_metric": tr.selection_metric,
         "device": {"device": str(tr.device), "name": tr.device_name,
@@ -28,7 +29,17 @@ def setup_blocks(tr) -> dict[str, Any]:
         "versions": versions(),
         "training": {"n_frames": tr.loader.n_frames, "batches_per_epoch": tr.loader.n_batches,
                      "torch_threads": torch.get_num_threads(), "optimizer": tr.optimizer_impl},
+        **({"fit": tr.fit_info} if getattr(tr, "fit_info", None) is not None else {}),
     }
+
+
+def model_cost_block(cfg) -> dict[str, Any]:
+    """config.json ``model`` fields of the trained model's cost (models/cost.py convention): ``params``,
+    ``macs_per_sample`` (real MACs per sample, forward) and their parts; for a DPD, the DPD alone."""
+    cost = model_cost(cfg.backbone, cfg.hidden_size, cfg.num_layers, poly=cfg.poly_spec())
+    return {"params": cost.params, "macs_per_sample": cost.macs_per_sample,
+            "cost": {**cost.to_dict(), "convention": "real MACs per sample, forward; complex MAC = 4 real MACs; "
+                                                     "activations counted separately (dpd_desktop/models/cost.py)"}}
 
 
 def checkpoint_meta(tr, epoch: int, row: dict[str, Any]) -> dict[str, Any]:
@@ -39,7 +50,8 @@ def checkpoint_meta(tr, epoch: int, row: dict[str, Any]) -> dict[str, Any]:
             "hidden_size": cfg.hidden_size, "num_layers": cfg.num_layers, "epoch": epoch,
             "selection_metric": tr.selection_metric, "value": float(row[tr.selection_metric]),
             "run_id": tr.run_id, "n_params": tr.n_params_model,
-            "dataset_fingerprint": tr.fingerprint, "gain": tr.gain}
+            "dataset_fingerprint": tr.fingerprint, "gain": tr.gain,
+            **({"poly": cfg.poly_spec().to_dict()} if cfg.poly_spec() is not None else {})}
 
 
 def results_attrs(tr, extra: dict[str, Any]) -> dict[str, Any]:

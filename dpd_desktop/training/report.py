@@ -12,14 +12,14 @@ def describe_error(exc: BaseException) -> str:
     """Plain-words message for a run failure (out-of-memory gets advice)."""
     text = str(exc) or type(exc).__name__
     low = text.lower()
+    if isinstance(exc, (ConfigError, TrainingError)):  # our own words (limits.py names the remedy of an OOM)
+        return text
     if "out of memory" in low:
         return ("the GPU ran out of memory: reduce the batch size, the frame length or the hidden size, or train "
                 f"on the CPU ({text.splitlines()[0]})")
     if "can't allocate memory" in low or isinstance(exc, MemoryError):
         return ("the computer ran out of memory: reduce the batch size, the frame length or the hidden size "
                 f"({text.splitlines()[0]})")
-    if isinstance(exc, (ConfigError, TrainingError)):
-        return text
     if exc.__class__.__name__ in ("DatasetError", "CheckpointError", "RecordError", "ArtifactWriteError"):
         return text
     return f"{type(exc).__name__}: {text}"

@@ -14,9 +14,9 @@ Differences from the reference, all deliberate:
   predictions, metrics and spectra.
 - Cancellation is checked between batches (the reference checks at epoch end only, §9.18).
 
-(A little over 600 lines, on purpose: the set-up steps and the epoch loop stay in one module so that the reference's
-RNG order reads in one place; evaluation, the CUDA epoch-end overlap, PA loading, device handling and the record's
-payload are modules of their own beside it.)
+(The set-up steps and the epoch loop stay in this module so that the reference's RNG order reads in one place;
+evaluation, the CUDA epoch-end overlap, PA loading, devices, limits, resuming, the events and log (emitting.py) and
+the record's payload are modules of their own beside it.)
 """
 from __future__ import annotations
 
@@ -41,17 +41,19 @@ from ..models import Cascade, build_model, count_parameters
 from ..runs.record import HISTORY_COLUMNS, HISTORY_METRICS  # noqa: F401 - re-exported
 from ..runs.writer import RunWriter
 from ..runs.workspace import Workspace
+from . import limits, resume_state, rng_state
 from .dataset_checks import load_dataset_for, require_finite_gain, require_whole_segment
 from .device import deterministic_convolutions, device_name, reference_determinism, resolve_device, seed_everything
 from .errors import Cancelled, TrainingError
 from .evaluation import Evaluator, scaled_target
-from .events import (BatchProgress, CheckpointReady, EpochEnded, LogLine, PreviewReady, ResultsReady,
-                     RunCancelled, RunFailed, RunFinished, RunPrepared, RunStarted)
+from .emitting import RECORD_EVENTS, TrainerOutput  # noqa: F401 - RECORD_EVENTS re-exported
+from .events import (BatchProgress, CheckpointReady, EpochEnded, ResultsReady, RunCancelled, RunFailed, RunFinished,
+                     RunPrepared, RunStarted)
 from .fast_path import make_fast_step
+from .gain import equal_power_report, target_gain
 from .optim import make_optimizer, make_plateau
 from .overlap import EpochEndOverlap, lr_may_change, optimizer_state
 from .pa_source import check_pa_run, load_pa_for_dpd
-from .preview import BatchPreview
 from .record_payload import checkpoint_meta, results_attrs, setup_blocks
 from .report import describe_error, finite_or_none, float_map, format_row
 
@@ -59,12 +61,9 @@ __all__ = ["Trainer", "RunResult", "TrainingError", "Cancelled", "load_dataset_f
            "seed_everything", "describe_error", "check_pa_run", "load_pa_for_dpd", "lr_may_change",
            "HISTORY_COLUMNS", "HISTORY_METRICS"]
 
-log = logging.getLogger("dpd_desktop.trainer")
-
 PROGRESS_INTERVAL_S = 0.1
 #: CUDA: overlap an epoch's end with the next epoch's training (overlap.py); tests turn it off to compare
 OVERLAP_EPOCH_ENDS = True
-RECORD_EVENTS = (RunPrepared, LogLine, CheckpointReady, ResultsReady)
 
 
 @dataclass
@@ -83,7 +82,7 @@ class RunResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class Trainer:
+class Trainer(TrainerOutput):
     """Train one PA model or one DPD through a frozen PA; the run folder is written by a :class:`RunWriter`.
 
     Args:
@@ -93,6 +92,8 @@ class Trainer:
         workspace: where the run folder is created (default: the platform workspace).
         observers: callables receiving every event, on the training thread (or the epoch-end worker thread).
         fast_path: False forces eager training on CUDA (for equivalence tests and diagnosis).
+        resume: a checked last.pt (training/resume_state.py ``ResumeState``; training/resume.py builds it): the run
+            continues in its own folder after its last finished epoch (the writer must be a resuming RunWriter).
         writer: the observer that writes the run folder (default: a new :class:`RunWriter`). It sees every event
             first, and its errors fail the run (other observers' errors are logged and ignored).
 
@@ -101,8 +102,10 @@ class Trainer:
     """
 
     def __init__(self, config: ExperimentConfig, dataset=None, workspace: Workspace | None = None,
-                 observers: Iterable[Callable] = (), fast_path: bool = True, writer: RunWriter | None = None):
+                 observers: Iterable[Callable] = (), fast_path: bool = True, writer: RunWriter | None = None,
+                 resume: resume_state.ResumeState | None = None):
         self.config = config
+        self.resume = resume
         self.use_fast_path = fast_path
         self.dataset = dataset
         self.workspace = workspace or Workspace()
@@ -118,6 +121,7 @@ class Trainer:
         self.device_name: str | None = None
         self.fingerprint: str | None = None
         self.gain: float | None = None
+        self.gain_info = None  # TargetGain (gain.py): the rule, the value, every rule's candidate
         self.loader = None
         self.loader_status: str | None = None
         self.evaluator: Evaluator | None = None
@@ -142,10 +146,16 @@ class Trainer:
         self.best_epoch: int | None = None
         self.best_value: float | None = None
         self._best_state: dict[str, torch.Tensor] | None = None  # the selected epoch's model tensors, on the CPU
+        self._best_meta: dict[str, Any] | None = None
+        self._best_row: dict[str, Any] | None = None
+        self.start_epoch = 0  # > 0 when resumed (resume_state.restore)
+        self.elapsed_before_s = 0.0  # the TIME: column's minutes before the resume, in seconds
+        self._fault: limits.FaultHook | None = None  # test hook (limits.py, read in _setup_device); None normally
+        self._time_limit: limits.TimeLimit | None = None
         self._start_time: float | None = None
         self._overlap = EpochEndOverlap()  # CUDA: epoch ends on a worker thread (see overlap.py)
         # --- live batch preview
-        self._preview: BatchPreview | None = None  # the frozen copy is made on the first preview
+        self._preview = None  # preview.BatchPreview: the frozen copy is made on the first preview
         self._preview_every: int | None = config.preview_every
         self._preview_failed = False
         self._notes: list[str] = []  # log lines from other threads, logged by the training thread (atomic append)
@@ -163,15 +173,6 @@ class Trainer:
     def eval_sets(self) -> dict[str, dict[str, Any]]:
         """The val/test segments and arrays (see :class:`Evaluator`)."""
         return self.evaluator.sets
-
-    def set_preview_every(self, n: int | None) -> None:
-        """Turn the live batch preview on (every ``n`` batches) or off (None) while a run is going (thread-safe:
-        one attribute, read at each batch boundary). The setting is recorded in the log at the epoch's end, by the
-        training thread (the caller, the window's thread, never waits for the disk)."""
-        if n is not None and (not isinstance(n, int) or n < 1):
-            raise ValueError(f"preview_every: expected a positive integer or None, got {n!r}")
-        self._preview_every = n
-        self._notes.append(f"live batch preview: {'every %d batches' % n if n else 'off'}")
 
     def run(self) -> RunResult:
         """Run the whole experiment (blocking). Returns the outcome; see the class docstring."""
@@ -207,8 +208,8 @@ class Trainer:
         under fork_rng); after it, the RNG is consumed as the reference does: model construction (the PA's first
         for a DPD), then nothing until the first epoch's iterator seeds (reference §4.1 steps 1-5)."""
         timing.mark("torch_imported")
-        cfg = self.config.validate()
-        self._setup_device(cfg)       # 1. device, its name, CPU threads
+        cfg = self.config = limits.with_workspace_defaults(self.config, self.workspace).validate()
+        self._setup_device(cfg)       # 1. device, its name, CPU threads, CUDA memory ceiling, time limit
         self._setup_dataset(cfg)      # 2. load and check the dataset; a DPD's PA run is checked (no RNG, no folder)
         self._setup_run_folder(cfg)   # 3. the run folder exists from here on (a failure is recorded as "failed")
         self._setup_seed(cfg)         # 4. seed random/NumPy/torch; cuDNN as the reference sets it
@@ -216,13 +217,18 @@ class Trainer:
         self._setup_model(cfg)        # 6. model construction (consumes the RNG; PA first for a DPD)
         self._setup_optimizer(cfg)    # 7. loss, AdamW, ReduceLROnPlateau
         self._setup_fast_path(cfg)    # 8. CUDA graph step (captured at the first full batch)
+        if self.resume is not None:   # 9. a resumed run: last.pt's state, RNG states last (resume_state.py)
+            resume_state.restore(self, self.resume)
+            self._log(f"resumed from epoch {self.resume.epoch} (last.pt); continuing at epoch {self.start_epoch}")
         timing.mark("before_config")
 
     def _setup_device(self, cfg: ExperimentConfig) -> None:
         self.device = resolve_device(cfg.device)
         self.device_name = device_name(self.device)
-        if cfg.threads:
-            torch.set_num_threads(cfg.threads)
+        limits.apply_device_limits(cfg, self.device)
+        self._fault = limits.FaultHook.from_env()
+        self._time_limit = limits.TimeLimit(cfg.time_limit_s, self.request_cancel)
+        self._time_limit.start()
         timing.mark("setup_start")
 
     def _setup_dataset(self, cfg: ExperimentConfig) -> None:
@@ -244,7 +250,11 @@ class Trainer:
 
     def _setup_run_folder(self, cfg: ExperimentConfig) -> None:
         self.selection_metric = "VAL_NMSE" if cfg.step == "pa" else "VAL_ACLR_AVG"
-        self.run_id, self.run_dir = self.workspace.new_run_dir(f"{cfg.step}-{cfg.backbone}{cfg.hidden_size}")
+        if self.resume is not None:
+            self.run_dir = self.resume.path.parent
+            self.run_id = self.run_dir.name
+        else:
+            self.run_id, self.run_dir = self.workspace.new_run_dir(f"{cfg.step}-{cfg.size_label}")
         self._emit(RunPrepared(run_id=self.run_id, run_dir=str(self.run_dir), step=cfg.step,
                                selection_metric=self.selection_metric, config=cfg.to_dict()))
         self._log(f"run {self.run_id}: {cfg.step.upper()} {cfg.backbone} H={cfg.hidden_size} on {self.dataset.name}")
@@ -257,7 +267,8 @@ class Trainer:
     def _setup_data(self, cfg: ExperimentConfig) -> None:
         # Reference §1.4, §2: no normalization; DPD target g·x computed in float64, then float32.
         ds = self.dataset
-        self.gain = float(ds.gain)
+        self.gain_info = target_gain(ds, cfg.gain_rule)  # "peak": float(ds.gain), the reference's g (gain.py)
+        self.gain = self.gain_info.value
         if cfg.step == "dpd":
             targets = {s: scaled_target(getattr(ds, s), self.gain) for s in ("train", "val", "test")}
         else:
@@ -277,13 +288,14 @@ class Trainer:
             self.loader_status = "on: whole batches gathered on the device"
         # the criterion is needed by the evaluator; building it draws no random numbers
         self.criterion = torch.nn.MSELoss() if cfg.loss == "l2" else torch.nn.L1Loss()
-        self.evaluator = Evaluator(ds, targets, cfg.step, self.criterion, cfg.batch_size_eval, dev)
+        self.evaluator = Evaluator(ds, targets, cfg.step, self.criterion, cfg.batch_size_eval, dev,
+                                   metric_profile=cfg.metric_profile)
         timing.mark("tensors_on_device")
 
     def _setup_model(self, cfg: ExperimentConfig) -> None:
         # Reference §4.1 step 5: construction consumes the seeded RNG; the PA first for a DPD (§5.1).
         if cfg.step == "pa":
-            self.net = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers)
+            self.net = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers, poly=cfg.poly_spec())
             self.model = self.net
         else:
             pa, self.pa_info = load_pa_for_dpd(self.workspace, cfg.pa_run, dataset=self.dataset,
@@ -296,7 +308,7 @@ class Trainer:
             if self.pa_info["run_state"] != "succeeded":
                 self._log(f"WARNING: the PA run {self.pa_info['run_id']} is {self.pa_info['run_state']}; its selected "
                           "checkpoint (best.pt) is used as it is", logging.WARNING)
-            dpd = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers)
+            dpd = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers, poly=cfg.poly_spec())
             self.net = Cascade(dpd, pa)
             self.net.freeze_pa()
             self.model = dpd
@@ -328,13 +340,6 @@ class Trainer:
         self.fast_path_optimizer = ("decided at the first batch" if self.fast_step is not None
                                     else "eager (no CUDA graph)")
 
-    def _dataset_summary(self) -> dict[str, Any]:
-        ds = self.dataset
-        try:
-            return dict(ds.summary())
-        except Exception:  # noqa: BLE001 - summary is cosmetic
-            return {"name": ds.name}
-
     # ------------------------------------------------------------------ epoch loop
     def _epoch_loop(self) -> None:
         """Train all epochs. On CUDA, an epoch's evaluation and bookkeeping overlap the next epoch's training
@@ -346,8 +351,8 @@ class Trainer:
         this thread, in the reference's order (train iterator, sampler, val iterator, test iterator)."""
         cfg = self.config
         overlap = self.device.type == "cuda" and OVERLAP_EPOCH_ENDS
-        self._start_time = time.time()
-        for epoch in range(cfg.epochs):
+        self._start_time = time.time() - self.elapsed_before_s
+        for epoch in range(self.start_epoch, cfg.epochs):
             te = time.perf_counter()
             lr = self.optimizer.param_groups[0]["lr"]
             train_loss = self._train_epoch(epoch)
@@ -355,20 +360,18 @@ class Trainer:
                 self._log(self._notes.pop(0))
             if not math.isfinite(train_loss):
                 self._drain()  # earlier epochs' results and checkpoints stay as written
-                raise TrainingError(
-                    f"training diverged: the mean training loss of epoch {epoch} is {train_loss} (the weights are no "
-                    f"longer finite); lower the learning rate (lr {self.optimizer.param_groups[0]['lr']:g}) or check "
-                    "the data; earlier epochs' checkpoints are kept")
+                raise limits.nonfinite_error(self.device, epoch, self._epoch_losses, lr)
             self._refresh_fast_path_status()
             self._drain()  # the previous epoch's end is done: scheduler state is current
             draw_dataloader_iterator_seed()  # val iterator (reference §4.2)
             draw_dataloader_iterator_seed()  # test iterator
+            rng = rng_state.capture(self.device)  # where epoch + 1 continues: for last.pt (resume_state.py)
             last = epoch == cfg.epochs - 1
             if overlap and not last and not lr_may_change(self.scheduler):
                 snap = self._overlap.snapshot(self.net, self.optimizer, self.device)
-                self._overlap.submit(self._epoch_end, epoch, lr, train_loss, te, snap)
+                self._overlap.submit(self._epoch_end, epoch, lr, train_loss, te, snap, rng)
             else:
-                self._epoch_end(epoch, lr, train_loss, te, None)
+                self._epoch_end(epoch, lr, train_loss, te, None, rng)
             if self._cancel.is_set():
                 self._drain()
                 raise Cancelled()
@@ -385,7 +388,8 @@ class Trainer:
             self._log(f"CUDA graph: {status}")
         self.fast_path_status, self.fast_path_optimizer = status, opt_note
 
-    def _epoch_end(self, epoch: int, lr: float, train_loss: float, te: float, snap: dict[str, Any] | None) -> None:
+    def _epoch_end(self, epoch: int, lr: float, train_loss: float, te: float, snap: dict[str, Any] | None,
+                   rng: dict[str, Any]) -> None:
         """Evaluate, select, emit the checkpoint and the row, step the scheduler for one epoch (reference §4.7)."""
         cfg = self.config
         if snap is not None:
@@ -412,11 +416,14 @@ class Trainer:
         is_best = epoch == 0 or (self.best_value is not None and value < self.best_value)
         # one host copy of the trained model's tensors per epoch: for last.pt, and best.pt when selected
         model_state = {k: v.detach().to("cpu", copy=True) for k, v in _model_of(net, cfg.step).state_dict().items()}
+        meta = checkpoint_meta(self, epoch, row)
         if is_best:
             self.best_value, self.best_epoch, self._best_state = value, epoch, model_state
+            self._best_meta, self._best_row = meta, row
         self._emit(CheckpointReady(epoch=epoch, row=row, is_best=is_best, model_state=model_state,
                                    optimizer_state=optimizer_state(self.optimizer, self.trainable, snap),
-                                   scheduler_state=self.scheduler.state_dict(), meta=checkpoint_meta(self, epoch, row)))
+                                   scheduler_state=self.scheduler.state_dict(), meta=meta,
+                                   resume_state=resume_state.epoch_state(self, rng)))
         seconds = time.perf_counter() - te
         row_out = dict(row, EPOCH_SECONDS=seconds)
         self._log(format_row(row))
@@ -450,68 +457,57 @@ class Trainer:
         t_last = t_start
         cancel = self._cancel
         full = cfg.batch_size
-        for b, idx in enumerate(plan):
-            if cancel.is_set():
-                raise Cancelled()
-            if b == 0:
-                timing.mark("first_batch", epoch=epoch)
-            replayed = fast is not None and self.loader.batch_len(idx) == full and fast(b, idx)
-            if b == 0 and epoch == 0:
-                # Not before: the first replay captures the graph, whose eager warm-up needs the GIL on every op,
-                # and a concurrent import holding it slowed warm-up + capture from 0.5 s to 0.9–1.5 s on the GPU
-                # machine (benchmarks/results/2026-11-30-gpu-epoch0.md). Once replaying, the GPU queue hides it.
-                _warm_imports_in_background()
-            if replayed:
-                if not fast.optimizer_in_graph:
+        fault = self._fault
+        b = 0
+        try:
+            for b, idx in enumerate(plan):
+                if cancel.is_set():
+                    raise Cancelled()
+                if b == 0:
+                    timing.mark("first_batch", epoch=epoch)
+                replayed = fast is not None and self.loader.batch_len(idx) == full and fast(b, idx)
+                if b == 0 and epoch == 0:
+                    # Not before: the first replay captures the graph, whose eager warm-up needs the GIL on every op,
+                    # and a concurrent import holding it slowed warm-up + capture from 0.5 s to 0.9–1.5 s on the GPU
+                    # machine (benchmarks/results/2026-11-30-gpu-epoch0.md). Once replaying, the GPU queue hides it.
+                    _warm_imports_in_background()
+                if replayed:
+                    if not fast.optimizer_in_graph:
+                        opt.step()
+                else:
+                    xb, yb = self.loader.gather(idx)
+                    # Reference §4.6/§7.1: grads set to None on the plain path, zeroed in place when a graph exists.
+                    opt.zero_grad(set_to_none=fast is None)
+                    out = net(xb)
+                    loss = crit(out, yb)
+                    loss.backward()
+                    if clip != 0:
+                        torch.nn.utils.clip_grad_norm_(trainable, clip)
                     opt.step()
-            else:
-                xb, yb = self.loader.gather(idx)
-                # Reference §4.6/§7.1: grads set to None on the plain path, zeroed in place when a graph exists.
-                opt.zero_grad(set_to_none=fast is None)
-                out = net(xb)
-                loss = crit(out, yb)
-                loss.backward()
-                if clip != 0:
-                    torch.nn.utils.clip_grad_norm_(trainable, clip)
-                opt.step()
-                loss_buf[b].copy_(loss.detach())
-            now = time.perf_counter()
-            if now - t_last >= PROGRESS_INTERVAL_S or b == n_batches - 1:
-                t_last = now
-                done = b + 1
-                el = now - t_start
-                if timing.TIMING_FILE:  # host progress timeline for benchmarks/startup_ab.py (off unless timing)
-                    timing.mark("progress", epoch=epoch, batch=done)
-                self._emit(BatchProgress(epoch=epoch, epochs=cfg.epochs, batch=done, batches=n_batches,
-                                         elapsed_s=el, eta_s=el / done * (n_batches - done)))
-            every = self._preview_every
-            if every and (b + 1) % every == 0 and not self._preview_failed:
-                self._emit_preview(epoch, b + 1, n_batches)
+                    loss_buf[b].copy_(loss.detach())
+                now = time.perf_counter()
+                if now - t_last >= PROGRESS_INTERVAL_S or b == n_batches - 1:
+                    t_last = now
+                    done = b + 1
+                    el = now - t_start
+                    if timing.TIMING_FILE:  # host progress timeline for benchmarks/startup_ab.py (off unless timing)
+                        timing.mark("progress", epoch=epoch, batch=done)
+                    self._emit(BatchProgress(epoch=epoch, epochs=cfg.epochs, batch=done, batches=n_batches,
+                                             elapsed_s=el, eta_s=el / done * (n_batches - done)))
+                every = self._preview_every
+                if every and (b + 1) % every == 0 and not self._preview_failed:
+                    self._emit_preview(epoch, b + 1, n_batches)
+                if fault is not None:
+                    fault.after_batch(epoch, b, loss_buf)
+        except torch.OutOfMemoryError as exc:
+            raise limits.oom_error(self.device, epoch, b, exc) from exc
         if fast is not None:
             fast.end_epoch()
         # Reference §4.5: float32 batch losses, one host copy per epoch, float64 NumPy mean.
-        mean = float(np.mean(loss_buf[:n_batches].cpu().tolist())) if n_batches else float("nan")
+        self._epoch_losses = loss_buf[:n_batches]  # a non-finite mean names its first bad batch (limits.py)
+        mean = float(np.mean(self._epoch_losses.cpu().tolist())) if n_batches else float("nan")
         timing.mark("train_end", epoch=epoch)
         return mean
-
-    # ------------------------------------------------------------------ plots and preview
-    def _plots(self, source: str, ev: dict[str, Any], split: str, net):
-        try:
-            return self.evaluator.plots(source, ev, split, net)
-        except Exception as exc:  # noqa: BLE001 - plots must never break training
-            self._log(f"plot data skipped: {type(exc).__name__}: {exc}")
-            return None
-
-    def _emit_preview(self, epoch: int, batch: int, n_batches: int) -> None:
-        try:
-            if self._preview is None:
-                self._preview = BatchPreview(self.net, self.eval_sets["val"], self.device)
-            plots, nmse = self._preview.plots(self.net, self.dataset.spec, self.evaluator.signal_names())
-            self._emit(PreviewReady(epoch=epoch, batch=batch, batches=n_batches, plots=plots,
-                                    metrics={"NMSE": nmse}))
-        except Exception as exc:  # noqa: BLE001
-            self._log(f"preview disabled: {type(exc).__name__}: {exc}")
-            self._preview_failed = True
 
     # ------------------------------------------------------------------ end of run
     def _finish(self, t0: float) -> RunResult:
@@ -520,9 +516,10 @@ class Trainer:
         val = self.evaluator.evaluate("val", self.net)
         test = self.evaluator.evaluate("test", self.net)
         timing.mark("final_eval_done")
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {"metric_profile": self.config.metric_profile}
         if self.config.step == "dpd":
-            extra.update(self.evaluator.output_power_report(test, self.net))
+            extra.update(self.evaluator.output_power_report(test, self.net), gain_rule=self.config.gain_rule)
+            extra.update(equal_power_report(self.evaluator, test, self.net, self.config.metric_profile))
             if extra["power_warning"]:
                 self._log(f"WARNING: cascade RMS output with DPD differs from without DPD by "
                           f"{extra['rms_out_diff_db']:+.2f} dB (> 0.5 dB): the DPD changes the gain")
@@ -548,13 +545,16 @@ class Trainer:
         except Exception as exc:  # noqa: BLE001
             self._log(f"epoch end failed during cancel: {exc}")
         done = len(self.history)
-        self._log(f"cancelled after {done} completed epoch(s)")
+        reason = limits.TIME_LIMIT_REASON if self._time_limit is not None and self._time_limit.fired else ""
+        self._log(f"cancelled{': ' + reason if reason else ''} after {done} completed epoch(s)")
         self._emit(RunCancelled(run_id=self.run_id, run_dir=str(self.run_dir), epochs_completed=done,
-                                best_epoch=self.best_epoch))
+                                best_epoch=self.best_epoch, reason=reason))
         return RunResult("cancelled", self.run_id, self.run_dir, self.best_epoch, self.history,
-                         wall_s=time.perf_counter() - t0, message="cancelled")
+                         wall_s=time.perf_counter() - t0, message=reason or "cancelled")
 
     def _on_failure(self, exc: BaseException, t0: float) -> RunResult:
+        if limits.is_oom(exc) and not isinstance(exc, TrainingError):  # outside a training batch (evaluation)
+            exc = limits.oom_error(self.device, len(self.history), "outside a training batch", exc)
         msg = describe_error(exc)
         detail = traceback.format_exc()
         try:
@@ -581,35 +581,10 @@ class Trainer:
         self._overlap.drain()
 
     def _teardown(self) -> None:
+        if self._time_limit is not None:
+            self._time_limit.stop()
         self._overlap.shutdown()
         self.writer.close()
-
-    # ------------------------------------------------------------------ events and log
-    def _emit(self, event) -> None:
-        """The record's writer first (its errors fail the run), then the observers (errors logged, ignored). The
-        record events (RunPrepared, LogLine, CheckpointReady, ResultsReady) reach only the observers that ask for
-        them with a true ``record_events`` attribute: the others (the window, the command line) keep the seven
-        events they were written for."""
-        self.writer(event)
-        self._notify(event)
-
-    def _notify(self, event) -> None:
-        record_event = isinstance(event, RECORD_EVENTS)
-        for obs in self.observers:
-            if record_event and not getattr(obs, "record_events", False):
-                continue
-            try:
-                obs(event)
-            except Exception:  # noqa: BLE001 - an observer must not kill the run
-                log.exception("observer failed on %s", type(event).__name__)
-
-    def _log(self, text: str, level: int = logging.INFO) -> None:
-        """One line to the logger (a warning also reaches the console) and, once the run folder exists, to the
-        run's log (a LogLine event)."""
-        log.log(level, text)
-        if self.run_dir is not None:
-            self._emit(LogLine(text=text, level=level, clock=time.strftime("%H:%M:%S")))
-
 
 # ---------------------------------------------------------------------- module helpers
 def _warm_imports_in_background() -> None:

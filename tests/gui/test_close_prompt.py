@@ -102,3 +102,16 @@ def test_the_dialog_offers_the_three_answers(qtbot):
     assert [b.text() for b in answers] == ["Stop and quit", "Quit when it finishes", "Cancel"]
     assert answers[box.defaultButton()] == close_prompt.CANCEL and answers[box.escapeButton()] == close_prompt.CANCEL
     assert box.text() == "Still running:\n• the PA run 2026-12-01-101500-pa-gru23 (epoch 3 of 150)"
+
+
+def test_a_running_queue_is_busy_too(make_window, answer):
+    """The queue dock adds its busy state: while its runner works, a close asks even between two entries."""
+    asked = answer(close_prompt.CANCEL)
+    w = make_window()
+    assert w.session.busy() == []
+    w.queue_panel.worker = object()  # the runner between two entries (no run followed by the window)
+    try:
+        w.close()
+        assert asked == [["the run queue"]] and w.isVisible()
+    finally:
+        w.queue_panel.worker = None

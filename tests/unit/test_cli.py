@@ -197,8 +197,9 @@ def test_a_run_failing_in_its_set_up_is_listed_failed(tmp_path, capsys, monkeypa
     err = capsys.readouterr().err
     assert "the computer ran out of memory: reduce the batch size" in err
     assert cli_main(["--workspace", str(tmp_path), "runs"]) == 0
-    (row,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.strip()]
-    assert row.split()[1:] == ["pa", "gru", "H=4", "failed"]
+    header, row = [ln for ln in capsys.readouterr().out.splitlines() if ln.strip()]
+    assert header.split()[:5] == ["RUN", "STEP", "FAMILY", "H", "STATE"] and row.split()[1:5] == ["pa", "gru", "4",
+                                                                                                  "failed"]
 
 
 def test_frame_longer_than_the_training_split_is_refused_before_a_run_folder(tmp_path, capsys):
@@ -221,11 +222,11 @@ def test_runs_into_a_closed_pipe_is_quiet(tmp_path):
         (d / "status.json").write_text('{"state": "succeeded"}')
     proc = subprocess.Popen([sys.executable, "-m", "dpd_desktop", "--workspace", str(tmp_path), "runs"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    first = proc.stdout.readline()
-    proc.stdout.close()  # like head -1
+    header, first = proc.stdout.readline(), proc.stdout.readline()
+    proc.stdout.close()  # like head -2
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == 0, err
-    assert first.startswith("2026-01-01-000299-pa-gru4") and "Traceback" not in err and "Broken" not in err
+    assert header.startswith("RUN ") and first.startswith("2026-01-01-000299-pa-gru4") and "Traceback" not in err and "Broken" not in err
 
 
 def test_runs_on_an_empty_workspace_says_so(tmp_path, capsys):
@@ -252,7 +253,7 @@ def test_runs_lists_a_damaged_run_without_a_traceback(tmp_path, capsys, config, 
     (good / "status.json").write_text(json.dumps({"state": "succeeded"}))
     assert cli_main(["--workspace", str(tmp_path), "runs"]) == 0
     out = capsys.readouterr()
-    rows = {line.split()[0]: line.split()[-1] for line in out.out.splitlines() if line.startswith("2026-")}
+    rows = {line.split()[0]: line.split()[4] for line in out.out.splitlines() if line.startswith("2026-")}
     assert rows == {bad.name: expected, good.name: "succeeded"}, out
     assert "Traceback" not in out.err
 
@@ -267,7 +268,7 @@ def test_runs_reports_a_killed_run_as_interrupted(tmp_path, capsys):
 
     (run / "status.json").write_text(json.dumps({"state": "running", "pid": dead.pid, "host": socket.gethostname()}))
     assert cli_main(["--workspace", str(tmp_path), "runs"]) == 0
-    assert capsys.readouterr().out.split()[-1] == "interrupted"
+    assert capsys.readouterr().out.splitlines()[1].split()[4] == "interrupted"
 
 
 # ------------------------------------------------------------------------------------------------ 8. output, codes

@@ -50,8 +50,15 @@ def _child(tmp_path, size: str | None = None, fsize: int | None = None) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def _check(out: dict, artifact: str, reason: str) -> None:
-    assert out["state"] == "failed" and out["message"] == f"{artifact}: cannot write: {reason}", out
+ARTIFACTS = ("config.json", "status.json", "history.csv", "best.pt", "best.csv", "last.pt", "results.h5", "log.txt")
+
+
+def _check(out: dict, reason: str) -> str:
+    """The run failed naming one of its files and the reason, and what is on disk reads consistently; returns the
+    file named."""
+    assert out["state"] == "failed" and out["message"].endswith(f": cannot write: {reason}"), out
+    artifact = out["message"].split(":", 1)[0]
+    assert artifact in ARTIFACTS, out
     assert out["leftovers"] == [] and "read_error" not in out, out
     assert out["record_state"] in ("failed", "running"), out  # running: the failed status did not fit either
     if out["record_state"] == "failed":
@@ -61,25 +68,24 @@ def _check(out: dict, artifact: str, reason: str) -> None:
         assert out["best_pt_epoch"] == out["best_epoch"]
     if out.get("epochs_completed"):
         assert out["last_pt_epoch"] + 1 >= out["epochs_completed"]
+    return artifact
 
 
-# (tmpfs size, the artifact that finds the disk full, or RLIMIT_FSIZE bytes with its artifact)
-TMPFS = [("48k", "results.h5"), ("24k", "last.pt"), ("12k", "log.txt")]
-FSIZE = [(20_000, "results.h5"), (5_000, "last.pt")]
+# tmpfs sizes / RLIMIT_FSIZE bytes for this run's artifacts (results.h5 ~70 KB, last.pt ~29 KB, the rest < 4 KB):
+# the disk fills at the results, at a training state mid-run, at the start
+TMPFS = ("96k", "32k", "12k")
+FSIZE = (60_000, 5_000)
 
 
 def test_a_real_full_disk_fails_the_run_naming_the_file(tmp_path):
     if _tmpfs_works(tmp_path):
-        for size, artifact in TMPFS:
-            out = _child(tmp_path, size=size)
-            _check(out, artifact, "No space left on device")
-        assert out["files"] == ["config.json", "history.csv", "status.json"]
+        named = [_check(_child(tmp_path, size=size), "No space left on device") for size in TMPFS]
     else:
-        for limit, artifact in FSIZE:
-            _check(_child(tmp_path, fsize=limit), artifact, "File too large")
+        named = [_check(_child(tmp_path, fsize=limit), "File too large") for limit in FSIZE]
+    assert named[0] == "results.h5" and len(set(named)) == len(named), named  # the end, and different files
 
 
 def test_a_file_size_limit_fails_the_run_naming_the_file(tmp_path):
     """The stand-in on its own (it runs wherever RLIMIT_FSIZE exists: every POSIX system)."""
-    for limit, artifact in FSIZE:
-        _check(_child(tmp_path, fsize=limit), artifact, "File too large")
+    named = [_check(_child(tmp_path, fsize=limit), "File too large") for limit in FSIZE]
+    assert named == ["results.h5", "last.pt"]

@@ -21,6 +21,9 @@ from dpd_desktop.training.trainer import Trainer
 
 V1 = Path(__file__).parent / "data" / "records_v1"
 V1_PA = V1 / "2026-12-01-083312-pa-gru4"
+#: ExperimentConfig fields added after the first release by the MP/GMP baselines (issue 13)
+POLY_FIELDS = ("fit", "poly_order", "memory_depth", "poly_odd_only", "cross_order", "cross_lag", "cross_lead", "rcond",
+               "grid_k", "grid_m")
 V1_DPD = V1 / "2026-12-01-083313-dpd-gru3"
 # the settings that wrote the v1 fixture (see its README.md)
 DEMO = dict(seed=2, n_train=3000, n_val=1024, n_test=1024, nperseg=256)
@@ -129,7 +132,9 @@ def test_round_trip_writer_to_reader(fresh, demo):
 def test_writer_writes_what_the_first_release_wrote(fresh, which):
     """The same run today and as aefdcf9 wrote it: the same files, the same history bytes (but the clock column),
     the same checkpoint tensors and results datasets; config.json and status.json have the same fields (config.json
-    adds schema, the dataset's kind and demo, training.optimizer; drops the model block's arch copies)."""
+    adds schema, the dataset's kind and demo, training.optimizer; drops the model block's arch copies; the experiment
+    adds metric_profile and gain_rule; status.json and results.h5 add the metric profile and, for a DPD, the gain
+    rule and the equal-output-power report of training/gain.py)."""
     old = V1_PA if which == "pa" else V1_DPD
     new = Path(fresh[which].run_dir)
     assert sorted(p.name for p in new.iterdir()) == sorted(p.name for p in old.iterdir())
@@ -153,14 +158,24 @@ def test_writer_writes_what_the_first_release_wrote(fresh, which):
     oc, nc = (json.loads((d / "config.json").read_text()) for d in (old, new))
     assert set(nc) == set(oc) | {"schema"}
     assert set(nc["dataset"]) == set(oc["dataset"]) | {"kind", "demo"}
-    assert set(nc["model"]) == set(oc["model"]) - {"backbone", "hidden_size", "num_layers"}
+    # issue 13: the model's cost (models/cost.py) and the MP/GMP fields of the experiment (their defaults here)
+    assert set(nc["model"]) == set(oc["model"]) - {"backbone", "hidden_size", "num_layers"} | {
+        "params", "macs_per_sample", "cost"}
     assert set(nc["training"]) == set(oc["training"]) | {"optimizer"}
-    assert nc["experiment"] == {**oc["experiment"], "pa_run": nc["experiment"]["pa_run"]}
+    # the MP/GMP fields (issue 13) take their defaults; the limits fields (issue 10) are null when the run sets none; the profile/gain rule (issue 13) their defaults
+    poly_fields = {k: v for k, v in ExperimentConfig().to_dict().items() if k in POLY_FIELDS}
+    assert nc["experiment"] == {**oc["experiment"], "pa_run": nc["experiment"]["pa_run"], **poly_fields,
+                                "cuda_memory_fraction": None, "time_limit_s": None,
+                                "metric_profile": "legacy-2.2.1", "gain_rule": "peak"}
     os_, ns = (json.loads((d / "status.json").read_text()) for d in (old, new))
-    assert set(ns) == set(os_)
+    added = {"metric_profile"} | (set() if which == "pa" else {
+        "gain_rule", "out_power_with_dpd_db", "out_power_without_dpd_db", "eqp_profile", "eqp_drive_db",
+        "eqp_residual_db", "eqp_converged", "eqp_ACLR_with_dpd", "eqp_ACLR_without_dpd", "eqp_EVM_with_dpd",
+        "eqp_EVM_without_dpd"})
+    assert set(ns) == set(os_) | added
     with h5py.File(old / "results.h5") as fa, h5py.File(new / "results.h5") as fb:
         assert set(fa) == set(fb) == {"val", "test"}
-        assert set(fa.attrs) == set(fb.attrs)
+        assert set(fb.attrs) == set(fa.attrs) | added
         for k in fa.attrs:
             if k not in ("run_id", "config_json"):
                 assert np.array_equal(fa.attrs[k], fb.attrs[k]), k

@@ -217,6 +217,11 @@ def test_every_state_the_session_enters_is_a_core_word():
 def test_outcome_messages():
     assert finished_message(_finished()) == ("Run finished in 2 min. Selected epoch 3 · val NMSE -31.23 dB · "
                                              "test NMSE -30.50 dB · test ACLR -45.68 dBc · test EVM -33.21 dB.")
+    dpd = RunFinished(run_id="r1", run_dir="/runs/r1", best_epoch=3, val_metrics={}, wall_s=125.0,
+                      test_metrics={"ACLR_AVG": -45.678},
+                      extra={"rms_out_diff_db": -2.071, "metric_profile": "corrected"})
+    assert finished_message(dpd) == ("Run finished in 2 min. Selected epoch 3 · test ACLR -45.68 dBc · output power "
+                                     "-2.07 dB vs no DPD · metrics: corrected.")
     assert cancelled_message(RunCancelled(run_id="r", run_dir="/r", epochs_completed=1, best_epoch=0)) == \
         "Run stopped after 1 completed epoch; the best checkpoint so far (epoch 0) is kept."
     assert cancelled_message(RunCancelled(run_id="r", run_dir="/r", epochs_completed=0, best_epoch=None)) == \

@@ -385,8 +385,9 @@ def test_a_diverging_run_fails_and_says_so(tmp_path, ds):
     instead of finishing 'succeeded' with NaN metrics."""
     res = Trainer(cfg(lr=1e30, lr_end=1e-6, epochs=2), dataset=ds, workspace=Workspace(tmp_path)).run()
     assert res.state == "failed"
-    assert res.message.startswith("training diverged: the mean training loss of epoch 0 is nan"), res.message
-    assert "lr 1e+30" in res.message
+    # epoch, first non-finite batch, device, remedy (training/limits.py)
+    assert res.message.startswith("training diverged on cpu at epoch 0, batch "), res.message
+    assert "lr 1e+30" in res.message and "lower the learning rate, check the data for NaN" in res.message
     assert json.loads((res.run_dir / "status.json").read_text())["state"] == "failed"
 
 

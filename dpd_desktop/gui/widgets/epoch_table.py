@@ -38,6 +38,15 @@ class EpochTable(QTableWidget):
         self._best_row: int | None = None
         self._epochs: list[int] = []
 
+    def set_metric_profile(self, profile: str | None) -> None:
+        """Name the metric profile (metrics/profiles.py) the metric columns follow: in their headers' tooltips and
+        the table's own tooltip."""
+        text = f"metrics: {profile or 'legacy-2.2.1'}"
+        for c, (label, key, _) in enumerate(COLUMNS):
+            if key and key.startswith(("val_", "test_")):
+                self.horizontalHeaderItem(c).setToolTip(f"{label} · {text}")
+        self.setToolTip(text)
+
     def append_row(self, row: Mapping, is_best: bool = False, epoch: int | None = None,
                    seconds: float | None = None) -> None:
         r = self.rowCount()

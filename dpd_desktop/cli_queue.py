@@ -1,0 +1,158 @@
+"""``dpd-desktop queue``: the workspace's run queue from the command line (runs/queue.py, runs/supervisor.py).
+
+    dpd-desktop queue add pa  --dataset PATH [the options of train-pa]
+    dpd-desktop queue add dpd --dataset PATH (--pa-run RUN | --after ENTRY) [the options of train-dpd]
+    dpd-desktop queue list
+    dpd-desktop queue move ENTRY POSITION
+    dpd-desktop queue cancel ENTRY          a running entry stops after its current batch
+    dpd-desktop queue run [--device D ...] [--watch]
+
+``queue run`` runs the entries, each in a child process, one at a time per device lane (cpu, cuda:0, cuda:1 side
+by side), until none is left for its lanes (``--watch``: keeps waiting for new ones until Ctrl+C). Ctrl+C: the
+first stops the running entries after their current batch and starts no other; the second aborts. Queued runs write
+no plots/*.png (the run folder is otherwise the one train-pa / train-dpd writes).
+
+Exit status: 0 done (``run``: whatever the entries' outcomes, which ``queue list`` shows), 2 bad arguments or an
+unusable queue file (nothing queued), 3 ``run`` stopped by Ctrl+C.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .config import ConfigError
+from .process import CTRL_C, Exit
+
+STOPPING = "stopping the queue: the running entries stop after their current batch (Ctrl+C again to abort)…"
+
+
+def add_parser(add) -> argparse.ArgumentParser:
+    """Register ``queue`` with cli.py's ``add(name, **kw)``."""
+    from .cli import _add_training_options  # cli.py imports this module inside build_parser: no import cycle
+
+    q = add("queue", help="the run queue: add, list, move, cancel, run")
+    sub = q.add_subparsers(dest="queue_command", required=True)
+    a = sub.add_parser("add", help="queue a PA or DPD run (the options of train-pa / train-dpd)")
+    steps = a.add_subparsers(dest="step", required=True)
+    _add_training_options(steps.add_parser("pa", help="queue a PA run"), "pa")
+    dpd = steps.add_parser("dpd", help="queue a DPD run (--pa-run RUN, or --after ENTRY: a queued PA entry)")
+    _add_training_options(dpd, "dpd")
+    for action in dpd._actions:  # --pa-run or --after: the check is in handle()
+        if action.dest == "pa_run":
+            action.required = False
+    dpd.add_argument("--after", type=int, default=None, metavar="ENTRY",
+                     help="wait for this queued PA entry and train through its run")
+    sub.add_parser("list", help="list the entries")
+    m = sub.add_parser("move", help="move a queued entry to a position (1: next)")
+    m.add_argument("entry", type=int)
+    m.add_argument("position", type=int)
+    c = sub.add_parser("cancel", help="cancel an entry (a running one stops after its current batch)")
+    c.add_argument("entry", type=int)
+    r = sub.add_parser("run", help="run the queued entries, each in its own process")
+    r.add_argument("--device", action="append", default=None, metavar="D",
+                   help="serve only this device lane (cpu, cuda:0, …; repeatable; default: every lane)")
+    r.add_argument("--watch", action="store_true", help="keep waiting for new entries (until Ctrl+C)")
+    return q
+
+
+def _open_queue(ws):
+    from .runs.queue import RunQueue
+
+    return RunQueue(ws.root)
+
+
+def handle(args, ws):
+    """Run ``queue …``; returns cli.Outcome."""
+    from .cli import Outcome, _config_from_args
+    from .runs.queue import QueueError
+
+    cmd = args.queue_command
+    try:
+        if cmd == "add":
+            return Outcome(_add(args, ws, _config_from_args))
+        if cmd == "run":
+            return Outcome(_run(args, ws), skip_teardown=True)
+        with _open_queue(ws) as q:
+            if cmd == "list":
+                _print(q.entries())
+            elif cmd == "move":
+                _print(q.move(args.entry, args.position))
+            elif cmd == "cancel":
+                e = q.cancel(args.entry)
+                print(f"entry {e.id}: " + ("stops after its current batch" if e.state == "running" else e.state))
+        return Outcome(Exit.OK)
+    except (QueueError, ConfigError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return Outcome(Exit.USAGE)
+
+
+def _add(args, ws, config_from_args) -> int:
+    step = args.step
+    if step == "dpd" and (args.pa_run is None) == (args.after is None):
+        print("error: queue add dpd: give --pa-run RUN or --after ENTRY (one of them)", file=sys.stderr)
+        return Exit.USAGE
+    cfg = config_from_args(args, step)
+    if step == "dpd" and args.after is not None:
+        cfg.pa_run = None
+    if cfg.dataset != "demo" and not Path(cfg.dataset).expanduser().exists():
+        print(f"error: dataset {cfg.dataset}: no such file or folder", file=sys.stderr)
+        return Exit.USAGE
+    if cfg.pa_run:
+        try:
+            ws.resolve(cfg.pa_run)
+        except FileNotFoundError as exc:
+            print(f"error: --pa-run: {exc}", file=sys.stderr)
+            return Exit.USAGE
+    ws.check(create=True)
+    with _open_queue(ws) as q:
+        e = q.add(cfg, after=getattr(args, "after", None))
+    print(f"entry {e.id} queued at position {e.position}: {e.label()} on {e.device}"
+          + (f", after entry {e.after}" if e.after is not None else ""))
+    return Exit.OK
+
+
+def _print(entries) -> None:
+    if not entries:
+        print("the queue is empty", file=sys.stderr)
+    for e in entries:
+        run = e.run_id or (f"after entry {e.after}" if e.after is not None and e.state == "queued" else "")
+        line = f"{e.id:4d} {e.position:4d}  {e.state:11s} {e.device:7s} {e.label():40s} {run}"
+        print(line + (f"  — {e.message}" if e.message and e.state != "queued" else ""))
+
+
+class _Console:
+    """The supervisor's observer on the command line: one line per entry start and end, and per epoch."""
+
+    def __call__(self, entry, ev) -> None:
+        from .runs.supervisor import EntryEnded, EntryStarted
+        from .training import events as E
+
+        if isinstance(ev, EntryStarted):
+            print(f"entry {entry.id}: {entry.label()} on {entry.device} (pid {ev.pid})", flush=True)
+        elif isinstance(ev, E.RunStarted):
+            print(f"entry {entry.id}: run {ev.run_id} → {ev.run_dir}", flush=True)
+        elif isinstance(ev, E.EpochEnded):
+            print(f"entry {entry.id}: epoch {ev.epoch + 1}/{ev.epochs} {ev.selection_metric} "
+                  f"{ev.row.get(ev.selection_metric, '')}", flush=True)
+        elif isinstance(ev, EntryEnded):
+            print(f"entry {entry.id}: {ev.state}" + (f" — {ev.message}" if ev.message else ""), flush=True)
+
+
+def _run(args, ws) -> int:
+    from .runs.supervisor import Supervisor
+
+    ws.check(create=True)
+    sup = Supervisor(ws, lanes=args.device, observers=[_Console()])
+    own = not CTRL_C.installed and CTRL_C.install()
+    if CTRL_C.installed:
+        CTRL_C.on_first(sup.request_stop, STOPPING)
+    try:
+        ends = sup.run(watch=args.watch)
+    finally:
+        CTRL_C.on_first(None)
+        if own:
+            CTRL_C.uninstall()
+    if not ends:
+        print("nothing to run", file=sys.stderr)
+    return Exit.CANCELLED if sup.stop_requested else Exit.OK

@@ -1,0 +1,95 @@
+"""The window's Resume action: continue the current/last run when it was cancelled, interrupted or failed, in its own
+run folder, after its last finished epoch (the core's training/resume.py; the numbers are those of an uninterrupted
+run). The checks (last.pt, dataset fingerprint) and the loading run on the training worker's thread; a refusal
+reaches the banner as the worker's "could not start" failure, in the core's words."""
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Slot
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QStyle, QToolBar
+
+from .run_control import same_dataset
+
+RESUMABLE = ("cancelled", "interrupted", "failed")
+
+
+class ResumeFactory:
+    """A trainer factory for :class:`~dpd_desktop.gui.worker.TrainingWorker` that resumes ``run_dir``; after it ran
+    (on the worker thread), :attr:`rows` holds the history rows of the epochs done before."""
+
+    def __init__(self, run_dir: str):
+        self.run_dir = run_dir
+        self.rows: list[dict] = []
+
+    def __call__(self, config, dataset=None, workspace=None, observers=()):
+        # Imported here, not at the top: the core's trainer brings torch (~1.1 s measured, gui/worker.py), which the
+        # window must not wait for at start-up; this runs on the training thread.
+        from ..training.resume import prepare_resume, resume_trainer
+
+        plan = prepare_resume(workspace, self.run_dir, dataset=dataset)
+        self.rows = [dict(r) for r in plan.state.history]
+        return resume_trainer(plan, workspace, observers)
+
+
+class ResumeControl(QObject):
+    """The Resume action (toolbar and Run menu, after Stop) of ``window`` (a MainWindow); enabled when the
+    current/last run ended cancelled, interrupted or failed and nothing runs."""
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self._factory: ResumeFactory | None = None
+        st = window.style()
+        self.action = QAction(st.standardIcon(QStyle.StandardPixmap.SP_MediaSeekForward), "Resume", window)
+        self.action.setObjectName("act_resume")
+        self.action.setToolTip("Continue the stopped run in its own folder after its last finished epoch "
+                               "(the same numbers as a run never stopped)")
+        self.action.triggered.connect(lambda: self.resume())
+        bars = [tb for tb in window.findChildren(QToolBar)]
+        bars += [a.menu() for a in window.menuBar().actions() if a.menu() is not None]
+        for bar in bars:
+            if window.act_stop in bar.actions():
+                _insert_after(bar, window.act_stop, self.action)
+        window.session.subscribe(self._render)
+        window.runEnded.connect(self._render)  # after the worker is gone (the session may not change then)
+        self._render()
+
+    def can_resume(self) -> bool:
+        s, w = self.window.session, self.window
+        return s.state in RESUMABLE and bool(s.run_dir) and s.config is not None and w._worker is None
+
+    def _render(self, *_) -> None:
+        self.action.setEnabled(self.can_resume())
+
+    def resume(self) -> bool:
+        """Resume the current/last run; False when there is none to resume (the action is disabled then)."""
+        if not self.can_resume():
+            return False
+        w = self.window
+        cfg = w.session.config
+        dataset = w._dataset if w._dataset is not None and same_dataset(w._dataset_ref, cfg.dataset) else None
+        self._factory = ResumeFactory(w.session.run_dir)
+        worker = w._launch_worker(cfg, dataset, trainer_factory=self._factory)
+        worker.started.connect(self._on_started)  # queued to this GUI-thread object, before any epoch row
+        w.statusBar().showMessage(f"Resuming {w.session.run_dir}…", 3000)
+        return True
+
+    @Slot(object)
+    def _on_started(self, ev) -> None:
+        """Show the epochs done before the resume in the epoch table and the learning curves."""
+        w, rows = self.window, (self._factory.rows if self._factory is not None else [])
+        for r in rows:
+            w._history_rows.append(r)
+            w.epoch_table.append_row(r, epoch=int(r["EPOCH"]))
+            w.learning_panel.append_row(r)
+        w.session.epochs_done = len(rows)
+
+
+def _insert_after(bar, anchor, action) -> None:
+    """Put ``action`` right after ``anchor`` in a toolbar or menu."""
+    actions = bar.actions()
+    i = actions.index(anchor)
+    if i + 1 < len(actions):
+        bar.insertAction(actions[i + 1], action)
+    else:
+        bar.addAction(action)

@@ -1,0 +1,402 @@
+"""The workspace's run queue: experiments that wait their turn, kept in ``<workspace>/queue.sqlite``.
+
+One SQLite file (stdlib :mod:`sqlite3`, WAL journal, a busy timeout) so that the window and the command line may
+use one queue at once; every change is one short transaction. An entry holds the whole
+:class:`~dpd_desktop.config.ExperimentConfig` (``to_dict`` as JSON), its device lane, its state in the words of
+:mod:`.states` (queued → running → succeeded / failed / cancelled / interrupted), the run id once its run folder
+exists, and a message (why it failed, what it waits for).
+
+Device lanes: one run at a time per lane; ``cpu``, ``cuda:0``, ``cuda:1``… run side by side. ``cuda`` is the lane
+``cuda:0``; ``auto`` is a lane of its own (the child picks the device), so give ``cpu`` / ``cuda:N`` to run entries
+side by side.
+
+A DPD entry may wait for a queued PA entry (``after``) instead of naming a PA run: when that entry succeeds its run
+id becomes the DPD's ``pa_run``; when it fails, is cancelled or interrupted the DPD entry fails with that reason.
+
+A "running" entry records its supervisor (pid, host, process start, :mod:`.owner`); when that process is gone the
+entry reads ``interrupted`` (and :meth:`RunQueue.recover` writes it so).
+
+Errors: :class:`QueueError` (a ``ValueError``) names the queue file, and the entry and field where one is at fault.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..config import ConfigError, ExperimentConfig
+from .owner import owner_gone, process_identity
+from .states import FINAL_STATES, RUN_STATES
+
+QUEUE_FILE = "queue.sqlite"
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 10_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS entries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    position INTEGER NOT NULL,
+    step TEXT NOT NULL,
+    config TEXT NOT NULL,
+    device TEXT NOT NULL,
+    after INTEGER,
+    state TEXT NOT NULL,
+    run_id TEXT,
+    run_dir TEXT,
+    message TEXT NOT NULL DEFAULT '',
+    owner TEXT,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    created TEXT NOT NULL,
+    updated TEXT NOT NULL
+);
+"""
+_COLUMNS = ("id", "position", "step", "config", "device", "after", "state", "run_id", "run_dir", "message", "owner",
+            "cancel_requested", "created", "updated")
+
+
+class QueueError(ValueError):
+    """The queue file cannot be used, or a request on it is refused. ``path`` is the queue file; ``entry`` and
+    ``field`` name what is at fault when known."""
+
+    def __init__(self, path: str | Path, message: str, entry: int | None = None, field: str | None = None):
+        where = f"queue file {path}" + (f": entry {entry}" if entry is not None else "")
+        super().__init__(f"{where}: {message}")
+        self.path, self.entry, self.field = Path(path), entry, field
+
+
+def device_lane(device: str) -> str:
+    """The lane of a device setting: ``cuda`` → ``cuda:0``; ``cpu``, ``cuda:N`` and ``auto`` as they are."""
+    d = str(device).strip().lower()
+    return "cuda:0" if d == "cuda" else d
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    """One queued experiment. ``state`` is one of :data:`RUN_STATES` (a running entry whose supervisor is gone reads
+    ``interrupted``); ``after`` the id of the PA entry a DPD entry waits for; ``run_id`` / ``run_dir`` once its run
+    folder exists."""
+
+    id: int
+    position: int
+    config: ExperimentConfig
+    device: str
+    state: str
+    after: int | None = None
+    run_id: str | None = None
+    run_dir: str | None = None
+    message: str = ""
+    cancel_requested: bool = False
+    created: str = ""
+    updated: str = ""
+
+    @property
+    def step(self) -> str:
+        return self.config.step
+
+    def label(self) -> str:
+        """Short words for lists: ``PA GRU-23 demo`` ."""
+        c = self.config
+        return f"{c.step.upper()} {str(c.backbone).upper()}-{c.hidden_size} {c.dataset}"
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+class RunQueue:
+    """The queue of one workspace: ``RunQueue(workspace_root)`` or ``RunQueue.at(path_of_queue_file)``.
+
+    The file and its tables are created on first use. Raises :class:`QueueError` for a file that is not an SQLite
+    database, has another schema version, or holds an entry whose config is not valid JSON or not a valid config.
+    """
+
+    def __init__(self, root: str | Path, *, path: str | Path | None = None):
+        self.path = Path(path) if path is not None else Path(root) / QUEUE_FILE
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                       check_same_thread=False)
+            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._init_schema()  # first: a file that is not our queue is left exactly as it was
+            # WAL: readers never wait for the writer (window and command line at once); where the file system
+            # cannot hold WAL's shared memory SQLite keeps its default journal, which still works
+            self._db.execute("PRAGMA journal_mode = WAL")
+        except QueueError:
+            self.close()
+            raise
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise QueueError(self.path, f"not a queue database ({exc}); move it away to start a new queue") from exc
+
+    @classmethod
+    def at(cls, path: str | Path) -> "RunQueue":
+        return cls(Path(path).parent, path=path)
+
+    def close(self) -> None:
+        db = getattr(self, "_db", None)
+        if db is not None:
+            db.close()
+            self._db = None
+
+    def __enter__(self) -> "RunQueue":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------------------------------------ schema
+    def _init_schema(self) -> None:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not tables:
+                for stmt in filter(str.strip, _SCHEMA.split(";")):  # DDL is transactional in SQLite
+                    db.execute(stmt)
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                return
+            if "meta" not in tables or "entries" not in tables:
+                raise QueueError(self.path, f"not a queue database (tables {sorted(tables)}; expected meta and "
+                                            f"entries); move it away to start a new queue", field="schema_version")
+            row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None or str(row[0]) != str(SCHEMA_VERSION):
+                found = "none" if row is None else row[0]
+                raise QueueError(self.path, f"schema version {found}, this version of DPD Desktop reads "
+                                            f"{SCHEMA_VERSION}", field="schema_version")
+            cols = {r[1] for r in db.execute("PRAGMA table_info(entries)")}
+            missing = [c for c in _COLUMNS if c not in cols]
+            if missing:
+                raise QueueError(self.path, f"table entries lacks the columns {missing}", field="schema_version")
+        finally:
+            if db.in_transaction:
+                db.execute("COMMIT")
+
+    def _tx(self):
+        """A write transaction taken at once (BEGIN IMMEDIATE: no two writers interleave a read-modify-write)."""
+        return _Tx(self._db)
+
+    # ------------------------------------------------------------------------------------------------ reading
+    def _entry(self, row: sqlite3.Row | tuple) -> QueueEntry:
+        d = dict(zip(_COLUMNS, row))
+        eid = d["id"]
+        try:
+            raw = json.loads(d["config"])
+        except (TypeError, ValueError) as exc:
+            raise QueueError(self.path, f"config is not valid JSON ({exc})", entry=eid, field="config") from exc
+        if not isinstance(raw, dict):
+            raise QueueError(self.path, "config is not a JSON object", entry=eid, field="config")
+        try:
+            cfg = ExperimentConfig.from_dict(raw)
+            _validated(cfg, d["after"])
+        except ConfigError as exc:
+            raise QueueError(self.path, f"config field {exc}", entry=eid, field=exc.field) from exc
+        except TypeError as exc:
+            raise QueueError(self.path, f"config: {exc}", entry=eid, field="config") from exc
+        state = d["state"]
+        if state not in RUN_STATES:
+            raise QueueError(self.path, f"state {state!r} is not one of {RUN_STATES}", entry=eid, field="state")
+        message = d["message"] or ""
+        if state == "running" and _supervisor_gone(d["owner"]):
+            state, message = "interrupted", _interrupted_message(d["owner"])
+        return QueueEntry(id=eid, position=d["position"], config=cfg, device=d["device"], state=state,
+                          after=d["after"], run_id=d["run_id"], run_dir=d["run_dir"], message=message,
+                          cancel_requested=bool(d["cancel_requested"]), created=d["created"], updated=d["updated"])
+
+    def entries(self) -> list[QueueEntry]:
+        """Every entry, in queue order (position, then id)."""
+        rows = self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM entries ORDER BY position, id").fetchall()
+        return [self._entry(r) for r in rows]
+
+    def get(self, entry_id: int) -> QueueEntry:
+        row = self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM entries WHERE id=?", (int(entry_id),)).fetchone()
+        if row is None:
+            raise QueueError(self.path, "no such entry", entry=int(entry_id), field="entry")
+        return self._entry(row)
+
+    # ------------------------------------------------------------------------------------------------ changes
+    def add(self, config: ExperimentConfig, after: int | None = None) -> QueueEntry:
+        """Append ``config`` (validated; a DPD entry with ``after`` needs no ``pa_run``) at the end of the queue.
+
+        Raises:
+            ConfigError: the config is invalid (nothing queued).
+            QueueError: ``after`` is not a PA entry of this queue, or it already ended other than succeeded.
+        """
+        cfg = _validated(config, after)
+        if after is not None:
+            if cfg.step != "dpd":
+                raise ConfigError("after", "only a DPD entry can wait for a queued PA entry")
+            cfg = replace(cfg, pa_run=None)
+        with self._tx() as db:
+            if after is not None:
+                dep = self.get(after)
+                if dep.step != "pa":
+                    raise QueueError(self.path, f"entry {after} is a {dep.step.upper()} entry; --after needs a PA "
+                                                f"entry", entry=after, field="after")
+                if dep.state in FINAL_STATES and dep.state != "succeeded":
+                    raise QueueError(self.path, f"entry {after} ended {dep.state}; a DPD entry cannot wait for it",
+                                     entry=after, field="after")
+                if dep.state == "succeeded":  # already there: name its run directly
+                    cfg, after = replace(cfg, pa_run=dep.run_id), None
+            pos = db.execute("SELECT COALESCE(MAX(position), 0) + 1 FROM entries").fetchone()[0]
+            now = _now()
+            cur = db.execute(
+                "INSERT INTO entries (position, step, config, device, after, state, message, created, updated) "
+                "VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
+                (pos, cfg.step, json.dumps(cfg.to_dict()), device_lane(cfg.device), after,
+                 f"waits for entry {after}" if after is not None else "", now, now))
+            eid = cur.lastrowid
+        return self.get(eid)
+
+    def move(self, entry_id: int, position: int) -> list[QueueEntry]:
+        """Put a queued entry at ``position`` (1-based among all entries, clamped) and renumber; returns the queue.
+
+        Raises QueueError for an entry that is not queued."""
+        with self._tx() as db:
+            e = self.get(entry_id)
+            if e.state != "queued":
+                raise QueueError(self.path, f"is {e.state}; only a queued entry can move", entry=e.id,
+                                 field="state")
+            ids = [r[0] for r in db.execute("SELECT id FROM entries ORDER BY position, id")]
+            ids.remove(e.id)
+            pos = min(max(int(position), 1), len(ids) + 1)
+            ids.insert(pos - 1, e.id)
+            db.executemany("UPDATE entries SET position=? WHERE id=?", [(i + 1, x) for i, x in enumerate(ids)])
+        return self.entries()
+
+    def cancel(self, entry_id: int) -> QueueEntry:
+        """Cancel an entry: a queued one ends ``cancelled`` now (and the DPD entries waiting for it fail); a running
+        one is asked to stop after its current batch (its supervisor reads :attr:`QueueEntry.cancel_requested`).
+        Raises QueueError for an entry that has ended."""
+        with self._tx() as db:
+            e = self.get(entry_id)
+            if e.state == "queued":
+                self._set_final(db, e.id, "cancelled", "cancelled before it started")
+            elif e.state == "running":
+                db.execute("UPDATE entries SET cancel_requested=1, updated=? WHERE id=?", (_now(), e.id))
+            else:
+                raise QueueError(self.path, f"has already ended ({e.state})", entry=e.id, field="state")
+        return self.get(entry_id)
+
+    def recover(self) -> list[QueueEntry]:
+        """Write ``interrupted`` into every running entry whose supervisor is gone (and fail the DPD entries waiting
+        for it); returns those entries."""
+        out = []
+        with self._tx() as db:
+            for row in db.execute(f"SELECT {', '.join(_COLUMNS)} FROM entries WHERE state='running'").fetchall():
+                d = dict(zip(_COLUMNS, row))
+                if _supervisor_gone(d["owner"]):
+                    self._set_final(db, d["id"], "interrupted", _interrupted_message(d["owner"]))
+                    out.append(d["id"])
+        return [self.get(i) for i in out]
+
+    def claim_next(self, lanes: Iterable[str] | None = None, busy: Iterable[str] = ()) -> QueueEntry | None:
+        """Take the first ready queued entry (queue order) whose lane is in ``lanes`` (None: any) and has no running
+        entry, mark it running with this process as its supervisor and return it (its config's ``pa_run`` filled in
+        from a finished PA entry); None when nothing is ready. DPD entries whose PA entry ended other than
+        succeeded are failed on the way."""
+        allowed = None if lanes is None else {device_lane(x) for x in lanes}
+        with self._tx() as db:
+            rows = db.execute(f"SELECT {', '.join(_COLUMNS)} FROM entries WHERE state IN ('queued', 'running') "
+                              f"ORDER BY position, id").fetchall()
+            entries = [self._entry(r) for r in rows]
+            taken = {e.device for e in entries if e.state == "running"} | set(busy)
+            for e in entries:
+                if e.state != "queued" or e.device in taken or (allowed is not None and e.device not in allowed):
+                    continue
+                cfg = e.config
+                if e.after is not None:
+                    dep = self.get(e.after)
+                    if dep.state in ("queued", "running"):
+                        continue
+                    if dep.state != "succeeded" or not dep.run_id:
+                        self._set_final(db, e.id, "failed", _dependency_message(dep))
+                        continue
+                    cfg = replace(cfg, pa_run=dep.run_id)
+                db.execute("UPDATE entries SET state='running', config=?, owner=?, message='', updated=? WHERE id=?",
+                           (json.dumps(cfg.to_dict()), json.dumps(process_identity()), _now(), e.id))
+                return self.get(e.id)
+        return None
+
+    def set_run(self, entry_id: int, run_id: str | None, run_dir: str | None) -> None:
+        """Record the run folder of a running entry."""
+        with self._tx() as db:
+            db.execute("UPDATE entries SET run_id=?, run_dir=?, updated=? WHERE id=?",
+                       (run_id, run_dir, _now(), int(entry_id)))
+
+    def finish(self, entry_id: int, state: str, message: str = "") -> QueueEntry:
+        """End an entry in a final ``state`` with ``message``; DPD entries waiting for it fail unless it
+        succeeded."""
+        if state not in FINAL_STATES:
+            raise ValueError(f"finish: expected one of {FINAL_STATES}, got {state!r}")
+        with self._tx() as db:
+            self._set_final(db, int(entry_id), state, message)
+        return self.get(entry_id)
+
+    def cancel_requested(self, entry_id: int) -> bool:
+        row = self._db.execute("SELECT cancel_requested FROM entries WHERE id=?", (int(entry_id),)).fetchone()
+        return bool(row and row[0])
+
+    def pending(self, lanes: Iterable[str] | None = None) -> int:
+        """How many entries are queued (in ``lanes`` when given)."""
+        allowed = None if lanes is None else {device_lane(x) for x in lanes}
+        rows = self._db.execute("SELECT device FROM entries WHERE state='queued'").fetchall()
+        return sum(1 for (d,) in rows if allowed is None or d in allowed)
+
+    def _set_final(self, db, entry_id: int, state: str, message: str) -> None:
+        db.execute("UPDATE entries SET state=?, message=?, cancel_requested=0, updated=? WHERE id=?",
+                   (state, message, _now(), entry_id))
+        if state != "succeeded":
+            dep = self.get(entry_id)
+            for (w,) in db.execute("SELECT id FROM entries WHERE after=? AND state='queued'", (entry_id,)).fetchall():
+                self._set_final(db, w, "failed", _dependency_message(dep))
+
+
+class _Tx:
+    def __init__(self, db):
+        self.db = db
+
+    def __enter__(self):
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, exc_type, *_):
+        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def _validated(cfg: ExperimentConfig, after: int | None) -> ExperimentConfig:
+    """``cfg.validate()``; a DPD entry that waits for a PA entry is checked with a stand-in PA run."""
+    if after is not None and cfg.step == "dpd" and not cfg.pa_run:
+        replace(cfg, pa_run=f"queue-entry-{after}").validate()
+        return cfg
+    return cfg.validate()
+
+
+def _supervisor_gone(owner_json: str | None) -> bool:
+    try:
+        owner = json.loads(owner_json) if owner_json else {}
+    except ValueError:
+        return False
+    return isinstance(owner, dict) and owner_gone(owner)
+
+
+def _interrupted_message(owner_json: str | None) -> str:
+    try:
+        pid = json.loads(owner_json or "{}").get("pid")
+    except (ValueError, AttributeError):
+        pid = None
+    return f"its supervising process{f' (pid {pid})' if pid else ''} ended while it ran"
+
+
+def _dependency_message(dep: QueueEntry) -> str:
+    why = f": {dep.message}" if dep.message else ""
+    return f"PA entry {dep.id} ended {dep.state}{why}; this DPD entry needs its run"
+
+
+def describe(entries: list[QueueEntry]) -> list[dict[str, Any]]:
+    """Rows for a table: id, position, step, model, device, state, run, message."""
+    return [{"id": e.id, "position": e.position, "step": e.step, "model": e.label(), "device": e.device,
+             "state": e.state, "run": e.run_id or "", "after": e.after, "message": e.message} for e in entries]

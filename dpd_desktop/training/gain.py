@@ -1,0 +1,193 @@
+"""The DPD target's gain g (target = g·x, reference §2.3) under a chosen rule, and the output-power report of a DPD.
+
+Rules (``ExperimentConfig.gain_rule``), all from the **full** training split (before ``max_train_samples``, as the
+reference computes its g, §1.4), in float64 from the values as parsed (``Split.x64``/``y64``) or the float32 samples:
+
+* ``peak`` (default): ``g = max_t |y_t| / max_t |x_t|`` - the reference's rule, :attr:`IQDataset.gain` itself (bitwise
+  the value every earlier run used). It is the PA's gain at its peak, i.e. its most compressed gain, so a DPD that
+  meets the target backs the output off (-2.07 dB on the DPA_160MHz headline run, issue 13).
+* ``small-signal``: the least-squares complex gain on the lowest-amplitude 40 % of the training samples:
+  S = the ``floor(0.4 N)`` samples of smallest ``|x_t|`` (``np.argsort(|x|, kind="stable")``: ties keep time order),
+  ``c = sum_S conj(x_t) y_t / sum_S |x_t|^2`` (the minimiser of ``sum_S |y_t - c x_t|^2``); the target uses
+  ``g = |c|``. No delay alignment: x and y are sample-aligned (the readers' contract). Same estimator as OpenDPD
+  2.4's dataset doctor ``estimate_gain`` (quantile 0.4), without its alignment step.
+  Why the magnitude and not the complex c: the target stays ``g·x`` with a real g like the reference's, so the only
+  thing that changes between rules is the output level (comparisons isolate it); MATLAB's
+  ``comm.DPDCoefficientEstimator`` likewise takes its desired gain as a real amplitude gain (dB); and a real g keeps
+  the record, the checkpoints' ``gain`` and the exported u as they are. The cost: the DPD still has to undo the PA's
+  average phase rotation (``arg c``, recorded), exactly as with the reference's rule.
+* ``rms``: ``g = rms(y)/rms(x) = sqrt(sum |y_t|^2 / sum |x_t|^2)`` - a DPD meeting g·x keeps the mean output power of
+  the PA without DPD (on the measured training data).
+
+config.json's ``gain`` block (:meth:`TargetGain.block`) records the rule, the value used, the formula and all three
+candidates (and the complex c), whichever rule was chosen.
+
+Equal output power (:func:`equal_power_report`, DPD runs, test split): the cascade's output power is compared with
+the PA without DPD (RMS of PA(DPD(x)) vs RMS of PA(x), dB), and ACLR/EVM are compared **at equal output power**: the
+frozen PA model is driven without DPD at the scaled input ``a·x`` whose output RMS equals the cascade's (a found by
+fixed-point iteration ``a <- a·rms_target/rms(PA(a·x))``, to 0.001 dB), so a DPD gets no credit for backing off
+(the fair comparison of OpenDPD 2.3's arena, which ranks DPDs within ±0.5 dB of output power). ACLR is
+level-invariant and taken as it is; EVM is gain-normalised for both (against ``c·x``, c the least-squares complex
+gain of that output onto x), so neither is charged for its gain or average phase. Both under the run's metric
+profile. Caveat: with ``a > 1`` (a DPD that raises the output) the PA model is driven beyond the peak it was trained
+on - as the cascade itself is, since a DPD expands its input.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..config import GAIN_RULES
+from ..data import DatasetError
+from ..metrics.profiles import compute_profile_metrics
+
+__all__ = ["GAIN_RULES", "SMALL_SIGNAL_FRACTION", "TargetGain", "equal_power_report", "gain_candidates",
+           "target_gain"]
+
+SMALL_SIGNAL_FRACTION = 0.4
+FORMULAS = {
+    "peak": "max|y_train| / max|x_train| (reference §1.4)",
+    "small-signal": "|c|, c = sum conj(x) y / sum |x|^2 over the floor(0.4 N) smallest-|x| training samples",
+    "rms": "rms(y_train) / rms(x_train)",
+}
+EQUAL_POWER_TOL_DB = 1e-3
+EQUAL_POWER_MAX_ITER = 30
+
+
+@dataclass(frozen=True)
+class TargetGain:
+    """The DPD target's gain: ``value`` (real, > 0) by ``rule``; ``candidates`` every rule's value;
+    ``small_signal`` the complex c (re, im), its magnitude and phase [deg] and the sample count used."""
+
+    rule: str
+    value: float
+    candidates: dict[str, float] = field(default_factory=dict)
+    small_signal: dict[str, Any] = field(default_factory=dict)
+
+    def block(self) -> dict[str, Any]:
+        """config.json's ``gain`` block."""
+        return {"value": self.value, "rule": self.rule, "formula": FORMULAS[self.rule],
+                "candidates": dict(self.candidates), "small_signal": dict(self.small_signal)}
+
+
+def _train_complex(ds) -> tuple[np.ndarray, np.ndarray]:
+    tr = ds.train
+    x = tr.x64 if getattr(tr, "x64", None) is not None else tr.x.astype(np.float64)
+    y = tr.y64 if getattr(tr, "y64", None) is not None else tr.y.astype(np.float64)
+    return x[:, 0] + 1j * x[:, 1], y[:, 0] + 1j * y[:, 1]
+
+
+def small_signal_gain(x: np.ndarray, y: np.ndarray, fraction: float = SMALL_SIGNAL_FRACTION) -> tuple[complex, int]:
+    """(c, k): least-squares complex gain of y onto x over the ``k = floor(fraction·N)`` smallest-|x| samples
+    (complex128 (N,) inputs). Raises ValueError when k < 1 or those samples have no energy."""
+    k = int(math.floor(fraction * x.size))
+    if k < 1:
+        raise ValueError(f"{x.size} training samples: too few for a small-signal gain")
+    idx = np.argsort(np.abs(x), kind="stable")[:k]
+    xs, ys = x[idx], y[idx]
+    den = float(np.sum(np.abs(xs) ** 2))
+    if den == 0.0:
+        raise ValueError(f"the {k} lowest-amplitude training inputs are all zero")
+    return complex(np.sum(np.conj(xs) * ys) / den), k
+
+
+def gain_candidates(ds) -> tuple[dict[str, float], dict[str, Any]]:
+    """Every rule's g on ``ds`` (``{"peak", "small-signal", "rms"}``) and the small-signal complex gain's record."""
+    x, y = _train_complex(ds)
+    c, k = small_signal_gain(x, y)
+    ex = float(np.sum(np.abs(x) ** 2))
+    cands = {"peak": float(ds.gain), "small-signal": abs(c),
+             "rms": math.sqrt(float(np.sum(np.abs(y) ** 2)) / ex) if ex > 0 else math.nan}
+    ss = {"re": c.real, "im": c.imag, "abs": abs(c), "phase_deg": math.degrees(math.atan2(c.imag, c.real)),
+          "fraction": SMALL_SIGNAL_FRACTION, "n_samples": k}
+    return cands, ss
+
+
+def target_gain(ds, rule: str = "peak") -> TargetGain:
+    """The DPD target gain of ``ds`` under ``rule`` (module docstring). ``peak`` is ``float(ds.gain)`` exactly.
+
+    Raises:
+        ValueError: unknown rule. DatasetError: the rule's g is not a finite positive number on this training split
+            (naming the dataset and the rule).
+    """
+    if rule not in GAIN_RULES:
+        raise ValueError(f"unknown gain rule {rule!r}; expected one of {', '.join(GAIN_RULES)}")
+    try:
+        cands, ss = gain_candidates(ds)
+    except ValueError as exc:
+        if rule == "peak":  # the reference's rule never needed the others: record them as unknown
+            cands, ss = {"peak": float(ds.gain), "small-signal": math.nan, "rms": math.nan}, {}
+        else:
+            raise DatasetError(f"gain rule {rule}: {exc}", path=ds.source, field="train",
+                               expected="measured, non-zero training data") from exc
+    g = float(ds.gain) if rule == "peak" else cands[rule]
+    if not (math.isfinite(g) and g > 0):
+        raise DatasetError(f"gain rule {rule} gives g = {g} on the training split", path=ds.source, field="train",
+                           expected="measured, non-zero training data")
+    return TargetGain(rule=rule, value=g, candidates=cands, small_signal=ss)
+
+
+# ---------------------------------------------------------------------------------------------- equal output power
+def _rms(seg: np.ndarray, n: int) -> float:
+    a = np.asarray(seg, dtype=np.float64).reshape(-1, 2)[:n]
+    return math.sqrt(float(np.mean(a[:, 0] ** 2 + a[:, 1] ** 2)))
+
+
+def linear_reference(x_seg: np.ndarray, out_seg: np.ndarray, n: int) -> np.ndarray:
+    """``c·x`` as (S, N, 2) float32 segments, c = sum conj(x) out / sum |x|^2 over the first n samples (float64)."""
+    xf = np.asarray(x_seg, dtype=np.float64).reshape(-1, 2)
+    of = np.asarray(out_seg, dtype=np.float64).reshape(-1, 2)
+    xc, oc = xf[:, 0] + 1j * xf[:, 1], of[:, 0] + 1j * of[:, 1]
+    c = np.sum(np.conj(xc[:n]) * oc[:n]) / np.sum(np.abs(xc[:n]) ** 2)
+    r = c * xc
+    return np.stack([r.real, r.imag], axis=-1).astype(np.float32).reshape(np.shape(x_seg))
+
+
+def equal_power_report(evaluator, test: dict[str, Any], net, profile: str) -> dict[str, Any]:
+    """Output power with and without DPD and ACLR/EVM at equal output power, on the test split (module docstring).
+
+    Args:
+        evaluator: the run's :class:`~dpd_desktop.training.evaluation.Evaluator` (its test segments, baseline PA(x)).
+        test: the final test evaluation (``pred`` = PA(DPD(x)) segments). net: the cascade (its ``pa`` is frozen).
+        profile: the run's metric profile.
+
+    Returns: flat dict (status.json, results.h5 attributes): ``out_power_with_dpd_db``/``out_power_without_dpd_db``
+        (10·log10 of the mean power, dB re 1 unit²), ``eqp_drive_db`` (20·log10 a), ``eqp_residual_db`` (output
+        power of PA(a·x) minus the cascade's, dB), ``eqp_converged``, ``eqp_ACLR_with_dpd``/``eqp_ACLR_without_dpd``
+        (ACLR_AVG, dBc), ``eqp_EVM_with_dpd``/``eqp_EVM_without_dpd`` (gain-normalised EVM, dB), ``eqp_profile``.
+    """
+    es = evaluator.sets["test"]
+    n, spec = es["n"], evaluator.spec
+    pred = test["pred"]
+    r_with = _rms(pred, n)
+    r0 = _rms(evaluator.baseline("test", net), n)
+    out: dict[str, Any] = {"out_power_with_dpd_db": 20 * math.log10(r_with) if r_with > 0 else math.nan,
+                           "out_power_without_dpd_db": 20 * math.log10(r0) if r0 > 0 else math.nan,
+                           "eqp_profile": profile}
+    a, off, resid = 1.0, evaluator.baseline("test", net), math.nan
+    converged = False
+    if r_with > 0 and r0 > 0:
+        r = r0
+        for _ in range(EQUAL_POWER_MAX_ITER):
+            resid = 20 * math.log10(r / r_with)
+            if abs(resid) <= EQUAL_POWER_TOL_DB:
+                converged = True
+                break
+            a *= r_with / r
+            off = evaluator.forward_segments(net.pa, es["x"] * a)
+            r = _rms(off, n)
+            if not r > 0:
+                break
+        else:
+            resid = 20 * math.log10(r / r_with)
+            converged = abs(resid) <= EQUAL_POWER_TOL_DB
+    x_seg = es["x_seg"]
+    m_with = compute_profile_metrics(profile, pred, linear_reference(x_seg, pred, n), spec, n)
+    m_off = compute_profile_metrics(profile, off, linear_reference(x_seg, off, n), spec, n)
+    out.update(eqp_drive_db=20 * math.log10(a), eqp_residual_db=resid, eqp_converged=bool(converged),
+               eqp_ACLR_with_dpd=float(m_with["ACLR_AVG"]), eqp_ACLR_without_dpd=float(m_off["ACLR_AVG"]),
+               eqp_EVM_with_dpd=float(m_with["EVM"]), eqp_EVM_without_dpd=float(m_off["EVM"]))
+    return out

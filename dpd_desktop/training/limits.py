@@ -1,0 +1,130 @@
+"""A run's resource limits and the failures they explain: CPU threads, the CUDA memory ceiling, the wall-clock limit,
+CUDA out-of-memory and a non-finite training loss; the workspace's defaults for the limits; the fault hook that lets
+CPU tests inject an out-of-memory error or a NaN loss.
+
+Fault hook (tests only): the environment variable ``DPD_DESKTOP_FAULT``, read here once per run
+(:meth:`FaultHook.from_env`), holds ``oom@E:B`` (raise ``torch.cuda.OutOfMemoryError`` at epoch E, batch B, both
+0-based) or ``nan@E:B`` (the training loss of epoch E, batch B becomes NaN). Unset: no hook, nothing checked.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import threading
+from typing import Callable
+
+import torch
+
+from ..config import ExperimentConfig
+from ..runs.settings import WorkspaceSettings
+from .errors import TrainingError
+
+FAULT_ENV = "DPD_DESKTOP_FAULT"
+TIME_LIMIT_REASON = "time limit"
+OOM_REMEDY = "lower batch size or hidden size / set --cuda-memory-fraction"
+NONFINITE_REMEDY = "lower the learning rate, check the data for NaN"
+
+
+def workspace_settings(workspace) -> WorkspaceSettings:
+    """The settings of ``workspace`` (its settings.json; the defaults for an object without a ``root``).
+
+    Raises:
+        SettingsError: settings.json is unreadable or has a bad field (the message names both).
+    """
+    root = getattr(workspace, "root", None)
+    return WorkspaceSettings.load(root) if root is not None else WorkspaceSettings()
+
+
+def with_workspace_defaults(cfg: ExperimentConfig, workspace) -> ExperimentConfig:
+    """A copy of ``cfg`` whose unset limits (None) take the defaults of ``workspace``'s settings (runs/settings.py
+    ``WorkspaceSettings``: ``default_threads``, ``default_cuda_memory_fraction``, ``default_time_limit_s``); a run's
+    own setting wins. The device default is applied where "unset" can be told from "auto" (the command line)."""
+    settings = workspace_settings(workspace)
+    changes = {}
+    for name, default in (("threads", settings.default_threads),
+                          ("cuda_memory_fraction", settings.default_cuda_memory_fraction),
+                          ("time_limit_s", settings.default_time_limit_s)):
+        if getattr(cfg, name) is None and default is not None:
+            changes[name] = default
+    return dataclasses.replace(cfg, **changes) if changes else cfg
+
+
+def apply_device_limits(cfg: ExperimentConfig, device: torch.device) -> None:
+    """CPU threads (``cfg.threads``) and, on CUDA, the memory ceiling ``cfg.cuda_memory_fraction`` of the card
+    (``torch.cuda.set_per_process_memory_fraction``; allocations beyond it raise out-of-memory)."""
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    if cfg.cuda_memory_fraction is not None and device.type == "cuda":
+        torch.cuda.set_per_process_memory_fraction(float(cfg.cuda_memory_fraction), device)
+
+
+class TimeLimit:
+    """Calls ``cancel`` once ``seconds`` of wall clock have passed since :meth:`start` (a daemon timer thread; the
+    trainer then stops after the current batch, its ordinary cancel path). :attr:`fired` says whether it did."""
+
+    def __init__(self, seconds: float | None, cancel: Callable[[], None]):
+        self.seconds, self._cancel, self.fired = seconds, cancel, False
+        self._timer: threading.Timer | None = None
+
+    def start(self) -> None:
+        if self.seconds:
+            self._timer = threading.Timer(float(self.seconds), self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _fire(self) -> None:
+        self.fired = True
+        self._cancel()
+
+    def stop(self) -> None:
+        t, self._timer = self._timer, None
+        if t is not None:
+            t.cancel()
+
+
+def oom_error(device, epoch: int, batch: int | str, exc: BaseException) -> TrainingError:
+    """The failure of an out-of-memory error at ``epoch`` (0-based), ``batch`` (0-based, or "evaluation")."""
+    where = f"batch {batch}" if isinstance(batch, int) else str(batch)
+    first = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+    return TrainingError(f"out of memory on {device} at epoch {epoch}, {where}: {OOM_REMEDY} ({first})")
+
+
+def nonfinite_error(device, epoch: int, losses: torch.Tensor, lr: float) -> TrainingError:
+    """The failure of an epoch whose mean training loss is not finite; names the first batch (0-based) whose loss
+    is not finite (``losses``: the epoch's (n_batches,) float32 batch losses)."""
+    bad = (~torch.isfinite(losses.detach().cpu())).nonzero()
+    batch = int(bad[0, 0]) if bad.numel() else "?"
+    value = float(losses.detach().cpu()[batch]) if bad.numel() else float("nan")
+    return TrainingError(f"training diverged on {device} at epoch {epoch}, batch {batch}: the training loss is "
+                         f"{value} (lr {lr:g}); {NONFINITE_REMEDY}; the best checkpoint so far (best.pt) is kept")
+
+
+def is_oom(exc: BaseException) -> bool:
+    return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
+
+
+@dataclasses.dataclass(frozen=True)
+class FaultHook:
+    """An injected fault (tests): ``kind`` "oom" or "nan" at ``epoch``, ``batch`` (0-based). See the module doc."""
+
+    kind: str
+    epoch: int
+    batch: int
+
+    @classmethod
+    def from_env(cls) -> "FaultHook | None":
+        text = os.environ.get(FAULT_ENV, "").strip()
+        if not text:
+            return None
+        m = re.fullmatch(r"(oom|nan)@(\d+):(\d+)", text)
+        if not m:
+            raise TrainingError(f"{FAULT_ENV}={text!r}: expected oom@EPOCH:BATCH or nan@EPOCH:BATCH")
+        return cls(m.group(1), int(m.group(2)), int(m.group(3)))
+
+    def after_batch(self, epoch: int, batch: int, losses: torch.Tensor) -> None:
+        """Called after each trained batch while the hook is set: raise the OOM or poison the batch's loss."""
+        if epoch == self.epoch and batch == self.batch:
+            if self.kind == "oom":
+                raise torch.cuda.OutOfMemoryError("CUDA out of memory (injected by " + FAULT_ENV + ")")
+            losses[batch] = float("nan")

@@ -1,0 +1,205 @@
+"""Isolation of queued runs (runs/supervisor.py, runs/child.py): each in a child process; a child that segfaults, is
+killed, exits or raises ends its entry failed / interrupted with the reason — in the queue and in status.json — and
+the next entry starts; the events cross the pipe intact; 50 tiny runs leave the supervisor's memory as it was."""
+from __future__ import annotations
+
+import json
+import signal
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from dpd_desktop.cli import main as cli_main
+from dpd_desktop.config import ExperimentConfig
+from dpd_desktop.runs import event_codec
+from dpd_desktop.runs.child import FaultSpecError, parse_faults
+from dpd_desktop.runs.queue import RunQueue
+from dpd_desktop.runs.record import RunRecord
+from dpd_desktop.runs.supervisor import FAULT_ENV, EntryEnded, EntryStarted, Supervisor, exit_reason, rss_bytes
+from dpd_desktop.runs.workspace import Workspace
+from dpd_desktop.runs.writer import mark_dead_run
+from dpd_desktop.training import events as E
+
+TINY = ExperimentConfig(step="pa", dataset="demo", hidden_size=4, frame_length=50, epochs=2, max_train_samples=200,
+                        device="cpu", threads=1)
+
+
+def _run_queue(ws, configs, fault="", monkeypatch=None, after=None, observers=()):
+    """Queue ``configs`` (``after``: {index: index of the PA entry} for DPD entries) and run them all."""
+    if monkeypatch is not None:
+        monkeypatch.setenv(FAULT_ENV, fault)
+    with RunQueue(ws.root) as q:
+        ids = []
+        for i, cfg in enumerate(configs):
+            dep = (after or {}).get(i)
+            ids.append(q.add(cfg, after=ids[dep] if dep is not None else None).id)
+        ends = Supervisor(ws, queue=q, observers=observers).run()
+        return ids, ends, {e.id: e for e in q.entries()}
+
+
+def test_crashing_children_end_their_entries_and_the_next_ones_run(tmp_path, monkeypatch):
+    ws = Workspace(tmp_path)
+    seen = []
+    dpd = replace(TINY, step="dpd", pa_run=None, epochs=1)
+    ids, ends, entries = _run_queue(
+        ws, [TINY, TINY, TINY, TINY, TINY, TINY, dpd],
+        fault="1:segfault@epoch:1;3:kill@epoch:0;4:raise@batch:1;5:exit@start;6:oom@epoch:0",
+        monkeypatch=monkeypatch, after={6: 1}, observers=[lambda e, ev: seen.append((e.id, type(ev).__name__))])
+    assert [(e.entry_id, e.state) for e in ends] == [
+        (1, "failed"), (2, "succeeded"), (3, "interrupted"), (4, "failed"), (5, "failed"), (6, "failed"),
+        (7, "succeeded")]
+    assert [e.message for e in ends] == [
+        "process ended by signal SIGSEGV", "",
+        "process ended by signal SIGKILL (a kill, or the system's out-of-memory killer)",
+        "RuntimeError: test fault (DPD_DESKTOP_TEST_FAULT): raise at batch:1",
+        "process exited with status 70 before reporting an outcome",
+        "the computer ran out of memory: reduce the batch size, the frame length or the hidden size "
+        "(test fault (DPD_DESKTOP_TEST_FAULT) at epoch:0)", ""]
+    # the DPD entry trained through the PA run of entry 2
+    assert entries[7].config.pa_run == entries[2].run_id
+    assert RunRecord.open(ws.resolve(entries[7].run_id)).config.pa_run == entries[2].run_id
+    # the run folders say the same, and never more epochs than they hold
+    expect = {1: ("failed", 2, 1), 2: ("succeeded", 2, None), 3: ("interrupted", 1, 0), 4: ("failed", 0, None),
+              5: ("failed", 0, None), 6: ("failed", 1, 0)}
+    for eid, (state, epochs, best) in expect.items():
+        rec = RunRecord.open(ws.resolve(entries[eid].run_id))
+        assert rec.state == state, eid
+        st = rec.status_doc
+        rows = (rec.run_dir / "history.csv").read_text().strip().splitlines()[1:]
+        if state != "succeeded":
+            assert st["message"] == entries[eid].message
+            assert st["epochs_completed"] == epochs == len(rows), eid
+            assert st["best_epoch"] == best, eid
+    # the window's view: each entry starts, then the run's events; a dead child also yields a RunFailed
+    one = [name for i, name in seen if i == 1]
+    assert one[:3] == ["EntryStarted", "RunPrepared", "RunStarted"]
+    assert one[-2:] == ["RunFailed", "EntryEnded"] and one.count("EpochEnded") == 1
+    assert [name for i, name in seen if i == 3][-1] == "EntryEnded"
+    assert "RunFailed" not in [name for i, name in seen if i == 3]  # interrupted is not a failure
+
+
+def test_cancel_of_a_running_entry_stops_its_child_after_the_batch(tmp_path, monkeypatch):
+    ws = Workspace(tmp_path)
+    long = replace(TINY, epochs=200)
+
+    with RunQueue(ws.root) as q:
+        q.add(long), q.add(TINY)
+
+        def cancel_on_first_epoch(entry, ev):
+            if isinstance(ev, E.EpochEnded) and entry.id == 1:
+                q.cancel(1)
+
+        monkeypatch.setenv(FAULT_ENV, "")
+        ends = Supervisor(ws, queue=q, observers=[cancel_on_first_epoch]).run()
+        rec = RunRecord.open(ws.resolve(q.get(1).run_id))
+    assert [(e.entry_id, e.state) for e in ends] == [(1, "cancelled"), (2, "succeeded")]
+    assert rec.state == "cancelled" and 1 <= rec.status_doc["epochs_completed"] < 200
+
+
+def test_stop_request_cancels_the_running_child_and_starts_no_other(tmp_path):
+    ws = Workspace(tmp_path)
+    with RunQueue(ws.root) as q:
+        q.add(replace(TINY, epochs=200)), q.add(TINY)
+        sup = Supervisor(ws, queue=q, observers=[lambda e, ev: isinstance(ev, E.EpochEnded) and sup.request_stop()])
+        ends = sup.run(watch=True)
+        assert [(e.entry_id, e.state) for e in ends] == [(1, "cancelled")]
+        assert q.get(2).state == "queued"
+
+
+def test_exit_reason_table():
+    assert exit_reason(-signal.SIGSEGV) == ("failed", "process ended by signal SIGSEGV")
+    assert exit_reason(-signal.SIGABRT) == ("failed", "process ended by signal SIGABRT")
+    assert exit_reason(-signal.SIGBUS) == ("failed", "process ended by signal SIGBUS")
+    assert exit_reason(-signal.SIGTERM) == ("interrupted", "process ended by signal SIGTERM")
+    assert exit_reason(-signal.SIGKILL)[0] == "interrupted"
+    assert exit_reason(70) == ("failed", "process exited with status 70 before reporting an outcome")
+    assert exit_reason(0) == ("failed", "process ended without reporting an outcome")
+
+
+def test_fault_spec_parsing():
+    assert [(f.action, f.point, f.n) for f in parse_faults("segfault@epoch:1;2:raise@batch:3", 2)] == [
+        ("segfault", "epoch", 1), ("raise", "batch", 3)]
+    assert [(f.action, f.point) for f in parse_faults("2:raise@batch:3;exit@start", 1)] == [("exit", "start")]
+    assert parse_faults("", 1) == [] and parse_faults(None, 1) == []
+    for bad in ("explode@epoch:1", "segfault", "segfault@epoch", "raise@minute:3"):
+        with pytest.raises(FaultSpecError, match=f"DPD_DESKTOP_TEST_FAULT: cannot read"):
+            parse_faults(bad, 1)
+
+
+def test_event_codec_round_trip_is_exact_and_refuses_other_types():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(700).astype(np.float32)
+    plots = E.PlotData(source="validation", amam_in=a, amam={"measured y": a * 2}, ampm={"measured y": a + 1},
+                       psd_freq_mhz=np.linspace(-5, 5, 64, dtype=np.float32), psd={"error": a[:64]},
+                       bands_mhz={"main": (-1.0, 1.0)}, aclr={"measured y": (-40.5, float("nan"))},
+                       time_idx=np.arange(10, dtype=np.float32), time={"measured y": rng.standard_normal((10, 2))})
+    ev = E.EpochEnded(epoch=3, epochs=9, row={"EPOCH": 3, "VAL_NMSE": -21.25, "LR": np.float64(5e-3)}, is_best=True,
+                      best_epoch=3, best_value=float("-inf"), selection_metric="VAL_NMSE", epoch_seconds=0.5,
+                      plots=plots, fast_path="off: cpu")
+    back = event_codec.decode(event_codec.encode(ev))
+    assert type(back) is E.EpochEnded and back.row == {"EPOCH": 3, "VAL_NMSE": -21.25, "LR": 5e-3}
+    assert back.best_value == float("-inf") and back.fast_path == "off: cpu"
+    p = back.plots
+    assert p.amam_in.dtype == np.float32 and p.amam_in.tobytes() == a.tobytes()
+    assert p.time["measured y"].dtype == np.float64 and np.array_equal(p.time["measured y"], plots.time["measured y"])
+    assert p.bands_mhz == {"main": (-1.0, 1.0)} and p.aclr["measured y"][0] == -40.5
+    assert np.isnan(p.aclr["measured y"][1])
+    for bad in (b"\x80\x04K\x01.", b'{"__dc__": "Popen", "f": {}}', b'{"__nd__": ["object", [1], ""]}',
+                json.dumps({"__dc__": "PlotData", "f": {}}).encode()):
+        with pytest.raises(event_codec.CodecError):
+            event_codec.decode(bad)
+
+
+def test_mark_dead_run_claims_no_more_than_the_disk_holds(tmp_path):
+    d = tmp_path / "run"
+    d.mkdir()
+    header = "EPOCH,N_EPOCH,VAL_NMSE\n"
+    (d / "history.csv").write_text(header + "0,5,-10\n1,5,-12\n")
+    (d / "best.csv").write_text(header + "1,5,-12\n")
+    (d / "status.json").write_text(json.dumps({"state": "running", "epochs_completed": 3, "pid": 1, "step": "pa"}))
+    assert mark_dead_run(d, "failed", "process ended by signal SIGSEGV") is True
+    st = json.loads((d / "status.json").read_text())
+    assert (st["state"], st["message"], st["epochs_completed"], st["best_epoch"], st["step"]) == (
+        "failed", "process ended by signal SIGSEGV", 2, None, "pa")  # no best.pt: no best epoch claimed
+    (d / "best.pt").write_bytes(b"PK")
+    st["state"] = "running"
+    (d / "status.json").write_text(json.dumps(st))
+    mark_dead_run(d, "interrupted", "killed")
+    st = json.loads((d / "status.json").read_text())
+    assert (st["state"], st["epochs_completed"], st["best_epoch"]) == ("interrupted", 2, 1)
+    before = (d / "status.json").read_text()
+    assert mark_dead_run(d, "failed", "again") is False  # a final status stays as the run wrote it
+    assert (d / "status.json").read_text() == before
+
+
+def test_lanes_run_side_by_side(tmp_path, monkeypatch):
+    """Two lanes (cpu and auto, which is the CPU here): the second entry starts before the first ends."""
+    ws = Workspace(tmp_path)
+    order = []
+    ids, ends, _ = _run_queue(ws, [replace(TINY, epochs=6), replace(TINY, device="auto", epochs=6)],
+                              monkeypatch=monkeypatch, observers=[lambda e, ev: isinstance(ev, (EntryStarted, EntryEnded)) and
+                                         order.append((type(ev).__name__, e.id))])
+    assert order[:2] == [("EntryStarted", 1), ("EntryStarted", 2)]
+    assert sorted(e.state for e in ends) == ["succeeded", "succeeded"]
+
+
+def test_fifty_tiny_runs_leave_the_supervisor_memory_as_it_was(tmp_path, monkeypatch, capsys):
+    """Issue 10: a 50-run queue of tiny runs under `queue run` (its supervisor in this process) grows this
+    process by less than 100 MB."""
+    monkeypatch.setenv(FAULT_ENV, "")
+    cfg = replace(TINY, epochs=1, max_train_samples=100)
+    with RunQueue(tmp_path) as q:
+        for seed in range(50):
+            q.add(replace(cfg, seed=seed))
+        q.get(1)  # the configs' validation has imported the model registry: part of the start, not growth
+    before = rss_bytes()
+    assert cli_main(["--workspace", str(tmp_path), "queue", "run"]) == 0
+    after = rss_bytes()
+    out = capsys.readouterr().out.splitlines()
+    assert [ln for ln in out if ln.endswith(": succeeded")] == [f"entry {i}: succeeded" for i in range(1, 51)]
+    assert sum(": epoch 1/1 " in ln for ln in out) == 50
+    with RunQueue(tmp_path) as q:
+        entries = q.entries()
+    assert [e.state for e in entries] == ["succeeded"] * 50 and len({e.run_id for e in entries}) == 50
+    assert before is not None and after - before < 100 * 2**20, (before, after)
