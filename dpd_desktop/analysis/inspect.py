@@ -31,7 +31,7 @@ from ..metrics.spectra import channel_bins, psd_db
 from . import estimators as est
 from .flags import Flag, capture_flags
 
-__all__ = ["CaptureReport", "Flag", "inspect_dataset", "ANALYSIS_MAX", "SCATTER_MAX", "PSD_BINS_MAX"]
+__all__ = ["CaptureReport", "Flag", "inspect_dataset", "summary_rows", "ANALYSIS_MAX", "SCATTER_MAX", "PSD_BINS_MAX"]
 
 ANALYSIS_MAX = 65536
 SCATTER_MAX = 3000
@@ -246,3 +246,35 @@ def inspect_dataset(ds: IQDataset, frame_length: int | None = None) -> CaptureRe
     )
     flags = capture_flags(ds, report_fields, stats, frame_length)
     return CaptureReport(**report_fields, flags=tuple(flags), elapsed_s=time.perf_counter() - t0, plots=plots)
+
+
+def _fmt(v, unit="", digits=2) -> str:
+    if v is None:
+        return "—"
+    return f"{v:.{digits}f}{unit}"
+
+
+def summary_rows(r: CaptureReport) -> list[tuple[str, str]]:
+    """(label, value) rows of a report: the command line's table and the window's summary table."""
+    s = r.spec
+    mhz = lambda v: f"{v / 1e6:g} MHz" if v else "—"  # noqa: E731
+    aclr = lambda a: f"{a[0]:.1f} / {a[1]:.1f} dBc" if a else "—"  # noqa: E731
+    return [
+        ("Dataset", r.name),
+        ("Sample rate", mhz(s.get("input_signal_fs"))),
+        ("Spec bandwidth / carriers", f"{mhz(s.get('bw_main_ch'))} / {s.get('n_sub_ch', '—')}"),
+        ("Samples train / val / test", " / ".join(f"{r.n_samples[k]:,}" for k in ("train", "val", "test"))),
+        ("PAPR x / y", f"{_fmt(r.papr_x_db)} / {_fmt(r.papr_y_db, ' dB')}"),
+        ("Delay y after x", f"{r.delay_samples:+.3f} samples ({r.delay_integer:+d} {r.delay_fraction:+.3f})"),
+        ("Small-signal gain", f"{_fmt(r.gain_db, ' dB')}, {_fmt(r.phase_deg, '°')}"),
+        ("AM/AM fit a1, a3, a5", ", ".join(f"{c:.4g}" for c in r.am_am.get("coefficients", [])) +
+         f" (residual {_fmt(r.am_am.get('residual_db'), ' dB', 1)})"),
+        ("AM/PM fit b0, b2, b4 (°)", ", ".join(f"{c:.4g}" for c in r.am_pm.get("coefficients", [])) +
+         f" (RMS residual {_fmt(r.am_pm.get('rms_residual'), '°', 1)})"),
+        ("Linear NMSE (y vs g·x)", _fmt(r.linear_nmse_db, " dB", 1)),
+        ("P1dB (input)", r.p1db_text),
+        ("Occupied BW 99 % x / y", f"{mhz(r.obw_x_hz)} / {mhz(r.obw_y_hz)}" +
+         (f" ({100 * r.obw_ratio:.0f} % of spec)" if r.obw_ratio else "")),
+        ("ACLR x (L / R)", aclr(r.aclr_x_db)),
+        ("ACLR y (L / R)", aclr(r.aclr_y_db)),
+    ]

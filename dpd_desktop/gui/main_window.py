@@ -21,6 +21,7 @@ from ..runs.workspace import Workspace
 from . import theme
 from .actions import PREVIEW_WARNING, WindowActions
 from .dataset_control import DATASET_FILTER, DatasetControl
+from .inspector import install_inspector
 from .jobs import JobRegistry
 from .plot_area import PlotArea
 from .queue_panel import install_queue_panel
@@ -127,6 +128,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self._build_menus()
         self.queue_panel = install_queue_panel(self)  # the run queue, a dock (gui/queue_panel.py)
         self.resume_control = ResumeControl(self)  # Resume, after Stop (gui/resume_control.py)
+        install_inspector(self)  # Dataset ▸ Inspect… / Import capture… (gui/inspector.py)
 
         self._plot_timer = QTimer(self, singleShot=True, interval=30)
         self._plot_timer.timeout.connect(self._flush_plots)
