@@ -4,8 +4,8 @@
 
 Steps, in order:
 
-1. **Read** each file: CSV with a header naming I,Q (:func:`dpd_desktop.data.read_iq_csv`, which refuses NaN/Inf
-   naming the line), HDF5 (the dataset ``x``/``y``/``iq``/``data``/``signal``, or the file's only dataset), MAT v4-v7
+1. **Read** each file: CSV with a header naming I,Q (the split-CSV parser of :mod:`dpd_desktop.data.csv_parse`, float64,
+   which refuses NaN/Inf naming the line), HDF5 (the dataset ``x``/``y``/``iq``/``data``/``signal``, or the file's only dataset), MAT v4-v7
    (a variable of those names, or the only one): complex (N,) or real (N, 2). Non-finite samples are refused with the
    file and the first index. When the lengths differ, both are cut to the shorter one (reported).
 2. **Delay**: estimated by :func:`.estimators.estimate_delay` (FFT cross-correlation, integer + fraction) on the
@@ -34,7 +34,8 @@ from typing import Any
 import h5py
 import numpy as np
 
-from ..data import DatasetError, DatasetSpec, IQDataset, Split, load_dataset, read_iq_csv, save_split_csv
+from ..data import DatasetError, DatasetSpec, IQDataset, Split, load_dataset, save_split_csv
+from ..data.csv_parse import parse_iq_csv
 from ..runs.artifacts import file_sha256
 from . import estimators as est
 
@@ -102,7 +103,7 @@ def read_signal(path: str | Path) -> np.ndarray:
     suffix = p.suffix.lower()
     if suffix == ".csv":
         try:
-            a = read_iq_csv(p)
+            a = parse_iq_csv(p)  # float64 as parsed (read_iq_csv would round to float32 first)
         except DatasetError as exc:
             raise CaptureImportError(str(exc)) from exc
         z = a[:, 0].astype(np.float64) + 1j * a[:, 1].astype(np.float64)
