@@ -1,7 +1,8 @@
 """A synthetic capture from a known PA for the inspector and import tests (independent of the code under test).
 
-x: band-limited complex Gaussian (|f| < 0.9·fs/8: 180 MHz occupied of a 200 MHz channel at fs = 800 MHz), RMS 0.25. PA: a memoryless
-cubic y = g·(x + c3·x·|x|²) delayed by ``delay`` samples (exact frequency-domain delay, circular), plus white noise.
+x: band-limited complex Gaussian (|f| < 0.9·fs/8: 180 MHz occupied of a 200 MHz channel at fs = 800 MHz), RMS 0.25.
+PA: a memoryless cubic y = g·(x + c3·x·|x|²) delayed by ``delay`` samples (exact frequency-domain delay, circular),
+plus white noise.
 """
 from __future__ import annotations
 

@@ -5,8 +5,8 @@
 Steps, in order:
 
 1. **Read** each file: CSV with a header naming I,Q (the split-CSV parser of :mod:`dpd_desktop.data.csv_parse`, float64,
-   which refuses NaN/Inf naming the line), HDF5 (the dataset ``x``/``y``/``iq``/``data``/``signal``, or the file's only dataset), MAT v4-v7
-   (a variable of those names, or the only one): complex (N,) or real (N, 2). Non-finite samples are refused with the
+   which refuses NaN/Inf naming the line), HDF5 (the dataset ``x``/``y``/``iq``/``data``/``signal``, or the file's
+   only dataset), MAT v4-v7 (a variable of those names, or the only one): complex (N,) or real (N, 2). Non-finite samples are refused with the
    file and the first index. When the lengths differ, both are cut to the shorter one (reported).
 2. **Delay**: estimated by :func:`.estimators.estimate_delay` (FFT cross-correlation, integer + fraction) on the
    first 65,536 samples; only the **integer** part is removed, by dropping samples: y[n + d] is paired with x[n]

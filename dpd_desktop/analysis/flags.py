@@ -114,8 +114,8 @@ def capture_flags(ds, r: dict[str, Any], st: dict[str, Any], frame_length: int |
                         + "; ".join(votes) + ". Exchange the input and output files."))
 
     if r["delay_peak_ratio"] < 10:
-        out.append(Flag("WEAK_CORRELATION", "warning", f"x and y hardly correlate (peak/mean {r['delay_peak_ratio']:.1f}):"
-                        " are they the same capture?"))
+        out.append(Flag("WEAK_CORRELATION", "warning", "x and y hardly correlate (peak/mean "
+                        f"{r['delay_peak_ratio']:.1f}): are they the same capture?"))
     elif abs(r["delay_samples"]) >= 0.5:
         out.append(Flag("DELAY", "warning", f"y lags x by {r['delay_samples']:.2f} samples; the model has to learn "
                         "this misalignment (Import capture… removes it)."))
@@ -140,7 +140,8 @@ def capture_flags(ds, r: dict[str, Any], st: dict[str, Any], frame_length: int |
                             f"accepted {BW_RATIO_OK[0]}–{BW_RATIO_OK[1]}): fix the bandwidth in spec.json."))
         if not layout_ok:
             out.append(Flag("SPEC_LAYOUT", "error", f"ACLR of the measured output is {r['aclr_y_db'][2]:.1f} dBc with "
-                            "this channel layout: the adjacent channels hold signal, so bw_main_ch / n_sub_ch are wrong."))
+                            "this channel layout: the adjacent channels hold signal, so bw_main_ch / n_sub_ch are "
+                            "wrong."))
         cdb = st["carriers_db"]
         if cdb is not None and np.min(cdb) < -10:
             k = int(np.argmin(cdb))

@@ -13,8 +13,9 @@ What is measured, and on which samples (the estimators and their methods: :mod:`
   segments of the train split (at most 16);
 * plot arrays: the AM/AM / AM/PM scatter is every k-th sample of the aligned block, at most :data:`SCATTER_MAX`.
 
-Measured on the 2-core development machine (another job running): ``inspect_dataset`` on DPA_160MHz (491,520
-samples, nperseg 16384) 0.55 s, on DPA_200MHz 0.2 s (loading the CSVs is not included).
+Measured on the 2-core development machine (load average 2.7: other jobs running), CSV loading not included:
+DPA_160MHz (491,520 samples, nperseg 16384) 1.24–1.35 s for the first call in a process (about 0.6 s of it is the
+first import of ``scipy.signal``), 0.34–0.46 s for later calls; DPA_200MHz 0.16 s (later calls).
 """
 from __future__ import annotations
 
@@ -86,7 +87,8 @@ class CaptureReport:
     def p1db_text(self) -> str:
         if self.p1db_input_amplitude is None:
             return "not reached"
-        return f"|x| = {self.p1db_input_amplitude:.3f} ({self.p1db_input_dbfs:.2f} dBFS, {self.p1db_backoff_db:+.2f} dB re RMS)"
+        return (f"|x| = {self.p1db_input_amplitude:.3f} ({self.p1db_input_dbfs:.2f} dBFS, "
+                f"{self.p1db_backoff_db:+.2f} dB re RMS)")
 
     def to_dict(self, include_plots: bool = False) -> dict[str, Any]:
         """Plain JSON types (NaN → None); ``plots`` as lists only with ``include_plots``."""

@@ -12,8 +12,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QAction, QColor, QKeySequence
-from PySide6.QtWidgets import (QApplication, QDialog, QDialogButtonBox, QHeaderView, QLabel, QMenu, QPushButton, QSplitter,
-                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QApplication, QDialog, QDialogButtonBox, QHeaderView, QLabel, QMenu, QPushButton,
+                               QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ..analysis.inspect import CaptureReport, inspect_dataset, summary_rows
 from . import theme
@@ -158,7 +158,8 @@ class InspectorDialog(QDialog):
         self.p_ampm.plot(d["am_am_x"], d["am_pm_deg"], pen=None, symbol="o", symbolSize=2, symbolPen=None,
                          symbolBrush=pg.mkBrush(cy), name="measured")
         self.p_ampm.plot(d["fit_x"], d["am_pm_fit"], pen=fit_pen, name="fit")
-        ph = np.asarray(d["am_pm_deg"])[np.asarray(d["am_am_x"]) > 0.2 * max(float(np.max(d["fit_x"], initial=0)), 1e-30)]
+        a_top = max(float(np.max(d["fit_x"], initial=0)), 1e-30)
+        ph = np.asarray(d["am_pm_deg"])[np.asarray(d["am_am_x"]) > 0.2 * a_top]  # the range without the noisy tail
         if ph.size:
             lo, hi = np.percentile(ph, [1, 99])
             pad = max(hi - lo, 1.0) * 0.3

@@ -143,3 +143,15 @@ def test_spec_with_the_wrong_bandwidth_is_flagged(tmp_path):
     assert rep.obw_ratio == pytest.approx(rep.obw_x_hz / 100e6)
     assert rep.obw_ratio > 1.9
     assert rep.aclr_y_db[2] > -10
+
+
+def test_an_empty_carrier_is_flagged():
+    rng = np.random.default_rng(9)
+    n = 2 ** 15
+    w = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+    f = np.fft.fftfreq(n) * cf.FS
+    x = np.fft.ifft(np.fft.fft(w) * ((f > -90e6) & (f < -10e6)))  # carrier 1 of 2 only
+    x *= 0.25 / np.sqrt(np.mean(np.abs(x) ** 2))
+    rep = inspect_dataset(cf.dataset_from(x, cf.pa(x), n_sub_ch=2))
+    msg = [f.message for f in rep.flags if f.code == "SPEC_CARRIERS"]
+    assert len(msg) == 1 and msg[0].startswith("Sub-channel 2 of 2 holds")
