@@ -1,5 +1,6 @@
 """Dataset ▸ Import capture…: two measured signals → a dataset folder (:mod:`dpd_desktop.analysis.capture_import`),
-written by an :class:`ImportCaptureJob` in the window's job registry, then loaded into the window."""
+written by an :class:`ImportCaptureJob` in the window's job registry, then loaded into the window (and inspected:
+gui/inspector.py)."""
 from __future__ import annotations
 
 import traceback

@@ -209,6 +209,24 @@ def open_inspector(window) -> InspectorDialog | None:
     return dlg
 
 
+def _import_then_inspect(window):
+    """Import capture…: once the new dataset has loaded into the window, inspect it."""
+    dlg = open_import_dialog(window)
+
+    def imported(res):
+        folder = res.folder.resolve()
+
+        def loaded(ds):
+            window.datasetLoaded.disconnect(loaded)
+            if getattr(ds, "source", None) == folder:
+                open_inspector(window)
+
+        window.datasetLoaded.connect(loaded)
+
+    dlg.imported.connect(imported)
+    return dlg
+
+
 def install_inspector(window) -> None:
     """Add Dataset ▸ Inspect… / Import capture… and an Inspect… button under the dataset summary."""
     act = window.act_inspect = QAction("&Inspect…", window)
@@ -217,7 +235,7 @@ def install_inspector(window) -> None:
     act.triggered.connect(lambda: open_inspector(window))
     imp = window.act_import_capture = QAction("Import &capture…", window)
     imp.setToolTip("Make a dataset from a measured PA input and output (CSV, HDF5 or MAT)")
-    imp.triggered.connect(lambda: open_import_dialog(window))
+    imp.triggered.connect(lambda: _import_then_inspect(window))
     menus = [m for m in window.menuBar().actions() if m.menu() is not None]
     before = next((m for m in menus if m.text() == "&Run"), None)
     if before is None:

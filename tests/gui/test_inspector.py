@@ -90,6 +90,10 @@ def test_import_capture_dialog_writes_and_loads_the_dataset(make_window, qtbot, 
     ds = sig.args[0]
     assert ds.name == "imported" and ds.n_samples == {"train": 17997, "val": 5999, "test": 5999}
     assert (tmp_path / "imported" / "spec.json").is_file()
+    qtbot.waitUntil(lambda: getattr(w, "inspector", None) is not None and w.inspector.report is not None,
+                    timeout=20000)  # the new dataset is inspected at once
+    rep = w.inspector.report
+    assert rep.name == "imported" and rep.errors == () and abs(rep.delay_samples) < 0.05
 
 
 def test_import_dialog_shows_the_error(make_window, qtbot, tmp_path):
