@@ -71,6 +71,7 @@ class ImportCaptureDialog(QDialog):
         super().__init__(window)
         self.window_ = window
         self.setWindowTitle("Import capture")
+        self.setMinimumWidth(560)
         form = QFormLayout(self)
         self.x_file, self.y_file, self.out = QLineEdit(), QLineEdit(), QLineEdit()
         self.x_file.setPlaceholderText("PA input x: .csv (header I,Q), .h5/.hdf5 or .mat")
