@@ -237,7 +237,7 @@ def install_inspector(window) -> None:
     imp.setToolTip("Make a dataset from a measured PA input and output (CSV, HDF5 or MAT)")
     imp.triggered.connect(lambda: _import_then_inspect(window))
     menus = [m for m in window.menuBar().actions() if m.menu() is not None]
-    before = next((m for m in menus if m.text() == "&Run"), None)
+    before = next((m for m in menus if m.text() == "&Help"), None)  # after File and Run (tests index Run at 1)
     if before is None:
         menu = window.menuBar().addMenu("&Dataset")
     else:
