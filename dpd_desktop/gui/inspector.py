@@ -154,7 +154,7 @@ class InspectorDialog(QDialog):
         if r.p1db_input_amplitude is not None:
             self.p_amam.addItem(pg.InfiniteLine(r.p1db_input_amplitude, angle=90, label="P1dB",
                                                 pen=pg.mkPen("#d93025", style=Qt.PenStyle.DotLine),
-                                                labelOpts={"position": 0.9}))
+                                                labelOpts={"position": 0.9, "color": "#d93025"}))
         self.p_ampm.plot(d["am_am_x"], d["am_pm_deg"], pen=None, symbol="o", symbolSize=2, symbolPen=None,
                          symbolBrush=pg.mkBrush(cy), name="measured")
         self.p_ampm.plot(d["fit_x"], d["am_pm_fit"], pen=fit_pen, name="fit")
@@ -179,7 +179,7 @@ class InspectorDialog(QDialog):
         self.p_xcorr.plot(d["xcorr_lags"], d["xcorr_mag"], pen=pg.mkPen(cy, width=1.5), symbol="o", symbolSize=4,
                           symbolBrush=pg.mkBrush(cy), name="|r[k]|")
         self.p_xcorr.addItem(pg.InfiniteLine(r.delay_samples, angle=90, label=f"{r.delay_samples:+.2f}",
-                                             pen=pg.mkPen("#d93025"), labelOpts={"position": 0.15}))
+                                             pen=pg.mkPen("#d93025"), labelOpts={"position": 0.15, "color": "#d93025"}))
 
 
 def _frame_length(window) -> int | None:
