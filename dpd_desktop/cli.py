@@ -9,6 +9,7 @@
     dpd-desktop queue add|list|move|cancel|run   the run queue (cli_queue.py)
     dpd-desktop resume RUN              continue an interrupted/cancelled/failed run (cli_resume.py)
     dpd-desktop runs evaluate RUN --profile NAME [--json]   re-score a finished run under a metric profile
+    dpd-desktop inspect DATASET | import-capture ...   check a capture / make a dataset of one (cli_inspect.py)
     dpd-desktop --self-test             check the installation (dpd_desktop.selftest); with --workspace the run stays
 
 ``--workspace DIR`` is a global option, placed before the sub-command (it is accepted after it too).
@@ -30,7 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, cli_limits, cli_poly, cli_queue, cli_resume, cli_runs
+from . import __version__, cli_inspect, cli_limits, cli_poly, cli_queue, cli_resume, cli_runs
 from .cli_checks import option_message, preflight
 from .config import GAIN_RULES, METRIC_PROFILES, ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
@@ -135,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_poly.add_parser(add)
     cli_queue.add_parser(add)  # dpd-desktop queue add|list|move|cancel|run (cli_queue.py)
     cli_resume.add_parser(add)
+    cli_inspect.add_parser(add)  # dpd-desktop inspect / import-capture (cli_inspect.py)
     return p
 
 
@@ -430,6 +432,8 @@ def execute(argv=None) -> Outcome:
         return cli_queue.handle(args, ws)
     if cmd == "resume":
         return cli_resume.handle(args, ws)
+    if cmd in cli_inspect.COMMANDS:
+        return Outcome(cli_inspect.handle(args, ws))
     return Outcome(cli_runs.handle(args, ws, named))
 
 

@@ -22,6 +22,7 @@ from . import theme
 from .actions import PREVIEW_WARNING, WindowActions
 from .close_prompt import CloseGuard
 from .dataset_control import DATASET_FILTER, DatasetControl
+from .inspector import install_inspector
 from .jobs import JobRegistry
 from .plot_area import PlotArea
 from .queue_panel import install_queue_panel
@@ -128,6 +129,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self._build_menus()
         self.queue_panel = install_queue_panel(self)  # the run queue, a dock (gui/queue_panel.py)
         self.resume_control = ResumeControl(self)  # Resume, after Stop (gui/resume_control.py)
+        install_inspector(self)  # Dataset ▸ Inspect… / Import capture… (gui/inspector.py)
 
         self._plot_timer = QTimer(self, singleShot=True, interval=30)
         self._plot_timer.timeout.connect(self._flush_plots)
