@@ -36,7 +36,7 @@ METRIC_ROWS = (
 CURVES = (("val NMSE [dB]", "VAL_NMSE"), ("val ACLR avg [dBc]", "VAL_ACLR_AVG"), ("val EVM [dB]", "VAL_EVM"),
           ("train loss", "TRAIN_LOSS"), ("val loss", "VAL_LOSS"))
 #: config.json blocks whose scalar fields enter the config diff besides ``experiment``
-_DIFF_BLOCKS = {"dataset": ("name", "kind", "source", "fingerprint"), "model": ("params", "macs_per_sample", "model_id")}
+_DIFF_BLOCKS = {"dataset": ("name", "kind", "source", "fingerprint"), "model": ("params", "macs_per_sample")}
 
 
 class CompareError(ValueError):

@@ -34,7 +34,7 @@ td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}td.num{text-align:ri
 """
 
 
-def _cell(v: Any, unit: str = "") -> str:
+def format_value(v: Any, unit: str = "") -> str:
     """A metric as the report prints it: dB/dBc with 2 decimals, counts as integers, seconds with 1 decimal."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "—"
@@ -117,7 +117,7 @@ def render_run(run: RunSummary) -> str:
                                                              run.dataset_name or "?"]], numeric_from=9))
     out.append("<h2>Metrics (test split, selected checkpoint)</h2>")
     out.append(_table(["metric", "unit", "value"],
-                      [[label, unit, _cell(run.metrics.get(key), unit)] for label, unit, key in METRIC_ROWS],
+                      [[label, unit, format_value(run.metrics.get(key), unit)] for label, unit, key in METRIC_ROWS],
                       numeric_from=2))
     if run.error:
         out.append(f'<p class="note">{html.escape(run.error)}</p>')
@@ -125,7 +125,7 @@ def render_run(run: RunSummary) -> str:
     out.extend(_learning_figs([run]))
     out.extend(_psd_amam_figs([run], run.nperseg))
     out.append("</div><h2>Configuration</h2>")
-    out.append(_table(["field", "value"], [[k, _cell(v)] for k, v in run.config.items()], numeric_from=1))
+    out.append(_table(["field", "value"], [[k, format_value(v)] for k, v in run.config.items()], numeric_from=1))
     out.append("</body></html>")
     return "\n".join(out)
 
@@ -139,7 +139,7 @@ def render_comparison(cmp: Comparison) -> str:
     for note in cmp.notes:
         out.append(f'<p class="note">{html.escape(note)}</p>')
     out.append("<h2>Metrics (test split, selected checkpoints)</h2>")
-    out.append(_table(["metric", "unit", *ids], [[label, unit, *(_cell(v, unit) for v in values)]
+    out.append(_table(["metric", "unit", *ids], [[label, unit, *(format_value(v, unit) for v in values)]
                                                  for label, unit, values in cmp.metric_table()], numeric_from=2))
     out.append("<h2>Plots</h2><div class=\"figs\">")
     out.extend(_learning_figs(cmp.runs))
@@ -147,7 +147,7 @@ def render_comparison(cmp: Comparison) -> str:
         out.extend(_psd_amam_figs(cmp.runs, cmp.runs[0].nperseg))
     out.append("</div><h2>Configuration: the fields that differ</h2>")
     if cmp.config_diff:
-        out.append(_table(["field", *ids], [[k, *(_cell(v) for v in values)] for k, values in cmp.config_diff]))
+        out.append(_table(["field", *ids], [[k, *(format_value(v) for v in values)] for k, values in cmp.config_diff]))
     else:
         out.append("<p>The configurations are identical.</p>")
     out.append("</body></html>")
