@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QGridLayout, QHBoxLayout, QHeaderView, QLabel,
                                QPushButton, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from ..runs.compare import CURVES, Comparison
+from ..runs.compare import CURVES, Comparison, reference_name
 from ..runs.report_html import format_value
 from .panel_export import add_context_menu
 from .panels.base import IntegerAxis, LogAxis, PlotPanel
@@ -69,7 +69,7 @@ class OverlayPanel(PlotPanel):
     """PSD or AM/AM of the test split: the reference signal of the first run and each run's prediction."""
 
     def __init__(self, cmp: Comparison, kind: str, parent=None):
-        self.kind = kind
+        self.overlay_kind = kind
         self.title = "PSD (test)" if kind == "psd" else "AM/AM (test)"
         self.file_stem = f"compare_{kind}"
         super().__init__(parent, show_legend=True)
@@ -77,16 +77,19 @@ class OverlayPanel(PlotPanel):
                         ("|out| [lin., data units]", "|x| [lin., data units]"))
         self.plot = self._add_plot(0, 0, self.title, left=left, bottom=bottom)
         self.plot.getAxis("left").setWidth(56)
-        self.legend = self._add_legend(self.plot, force=True, offset=(-8, 8) if kind == "psd" else (8, 8))
-        self.items: dict[str, pg.PlotDataItem] = {}
+        self.legend = self._add_legend(self.plot, force=True, offset=(8, 8))
+        if kind == "psd":  # bottom centre: below the channel, above the noise floor's edges
+            self.legend.anchor(itemPos=(0.5, 1), parentPos=(0.5, 1), offset=(0, -8))
+        self.overlay_items: dict[str, pg.PlotDataItem] = {}
         if not cmp.same_dataset or not cmp.runs or cmp.runs[0].test is None:
             return
         first = cmp.runs[0]
-        ref = "measured y" if first.step == "pa" else "target g·x"
         fg = pg.getConfigOption("foreground")
         if kind == "amam":
-            tx = first.target_amam()
-            self._add(ref, tx, pen=None, brush=pg.mkBrush(fg), scatter=True)
+            self._add(reference_name(first.step), first.target_amam(), pen=None, brush=pg.mkBrush(fg), scatter=True)
+        elif cmp.reference_psd is not None:
+            name, f, p = cmp.reference_psd
+            self._add(name, (f, p), pen=pg.mkPen(fg, width=1.2))
         for i, r in enumerate(cmp.runs):
             data = r.psd() if kind == "psd" else r.amam()
             if data is None:
@@ -100,14 +103,15 @@ class OverlayPanel(PlotPanel):
 
     def _add(self, name, data, pen=None, brush=None, scatter=False) -> None:
         x, y = (np.asarray(a, dtype=np.float64) for a in data)
-        if scatter:
-            item = pg.PlotDataItem(x, y, pen=None, symbol="o", symbolSize=3, symbolPen=None, symbolBrush=brush,
+        if scatter:  # created empty, data after addItem (pyqtgraph: data before the item has its ViewBox fails)
+            item = pg.PlotDataItem(pen=None, symbol="o", symbolSize=3, symbolPen=None, symbolBrush=brush,
                                    name=name)
         else:
-            item = pg.PlotDataItem(x, y, pen=pen, name=name, clipToView=True, autoDownsample=True,
+            item = pg.PlotDataItem(pen=pen, name=name, clipToView=True, autoDownsample=True,
                                    downsampleMethod="peak")
         self.plot.addItem(item)
-        self.items[name] = item
+        item.setData(x, y)
+        self.overlay_items[name] = item
 
 
 def _table(headers, rows, numeric_from: int = 1) -> QTableWidget:
@@ -182,6 +186,7 @@ class CompareView(QWidget):
         split.addWidget(tables)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
+        split.setSizes([520, 250])  # the metrics table whole (eight rows)
         lay.addWidget(split, 1)
         self.resize(1400, 820)
 

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pyqtgraph as pg
 from pyqtgraph.exporters import CSVExporter, ImageExporter, SVGExporter
-from PySide6.QtCore import QSize
-from PySide6.QtGui import QAction
+from PySide6.QtCore import QBuffer, QIODevice, QRectF, QSize
+from PySide6.QtGui import QAction, QPainter
+from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox
 
 from ..runs.artifacts import atomic_write_bytes, atomic_write_text
@@ -72,10 +73,37 @@ def export_png(panel: PlotPanel, path: str | os.PathLike) -> Path:
     return save_png_atomic(image, path)
 
 
+def _svg_via_qt(panel: PlotPanel) -> bytes:
+    """The panel's scene painted onto a QSvgGenerator (Qt's own SVG writer; vector paths and text)."""
+    buf = QBuffer()
+    buf.open(QIODevice.OpenModeFlag.WriteOnly)
+    gen = QSvgGenerator()
+    gen.setOutputDevice(buf)
+    rect = panel.scene().sceneRect()
+    gen.setSize(rect.size().toSize())
+    gen.setViewBox(QRectF(0, 0, rect.width(), rect.height()))
+    gen.setResolution(SCREEN_DPI)
+    gen.setTitle(panel.title)
+    painter = QPainter(gen)
+    try:
+        painter.fillRect(QRectF(0, 0, rect.width(), rect.height()), panel.backgroundBrush())
+        panel.scene().render(painter, QRectF(0, 0, rect.width(), rect.height()), rect)
+    finally:
+        painter.end()
+    return bytes(buf.data())
+
+
 def export_svg(panel: PlotPanel, path: str | os.PathLike) -> Path:
-    """Write the panel as SVG (vector; 3.5 in × 2.6 in in logical pixels at 96 dpi)."""
+    """Write the panel as SVG (vector; 3.5 in × 2.6 in in logical pixels at 96 dpi).
+
+    pyqtgraph's SVGExporter first; where it fails on a closed path ("Z" in a path's data, pyqtgraph 0.14.0:
+    pyqtgraph/pyqtgraph#3495, ValueError), Qt's QSvgGenerator paints the same scene.
+    """
     with _AtSize(panel, _logical_size()):
-        data = SVGExporter(panel.scene()).export(toBytes=True)
+        try:
+            data = SVGExporter(panel.scene()).export(toBytes=True)
+        except ValueError:
+            data = _svg_via_qt(panel)
     return atomic_write_bytes(path, data)
 
 

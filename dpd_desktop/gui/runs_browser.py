@@ -109,13 +109,19 @@ class RunsFilterProxy(QSortFilterProxyModel):
     def set_filters(self, text: str | None = None, step: str | None | bool = False,
                     state: str | None | bool = False) -> None:
         """Change the filters given (``False``: keep); None step/state: all."""
+        begin = getattr(self, "beginFilterChange", None)  # Qt 6.9+; invalidateFilter() is deprecated there
+        if begin is not None:
+            begin()
         if text is not None:
             self.text = text.strip().casefold()
         if step is not False:
             self.step = step
         if state is not False:
             self.state = state
-        self.invalidateFilter()
+        if begin is not None:
+            self.endFilterChange()
+        else:
+            self.invalidateFilter()
 
     def filterAcceptsRow(self, source_row: int, source_parent) -> bool:  # noqa: N802 (Qt name)
         r = self.sourceModel().rows[source_row]
@@ -358,7 +364,7 @@ def show_replay(window, replay) -> None:
         window.learning_panel.set_best_epoch(best)
         window.epoch_table.mark_best_epoch(best)
     if replay.plots is not None:
-        window.show_plots(replay.plots, f"test · selected epoch {best} · from the run folder")
+        window.show_plots(replay.plots, f"test · saved run, epoch {best}")
     rec = replay.record
     text = f"Run {rec.run_id} ({rec.state}) shown from its folder; nothing was retrained."
     if replay.notes:

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..metrics.spectra import psd_db
 from ..training.plotdata import AMAM_POINTS
 from .record import RecordError, RunRecord
 from .replay import ReplayError, SplitArrays, read_split
@@ -68,7 +69,6 @@ class RunSummary:
     config: dict[str, Any]
     test: SplitArrays | None = None
     error: str | None = None
-    nperseg: int | None = None
 
     def curve(self, column: str) -> tuple[np.ndarray, np.ndarray]:
         """(epoch, value) of a history.csv column; rows without a number are left out."""
@@ -109,6 +109,9 @@ class Comparison:
     same_dataset: bool
     config_diff: list[tuple[str, tuple[Any, ...]]]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: (name, frequency [MHz], PSD [dB/Hz]) of the shared reference signal (measured y / target g·x of the first
+    #: run's test split, :func:`~dpd_desktop.metrics.spectra.psd_db` on the predictions' frequency grid), or None
+    reference_psd: tuple[str, np.ndarray, np.ndarray] | None = None
 
     def metric_table(self) -> list[tuple[str, str, list[float | None]]]:
         """(label, unit, one value per run) for each of :data:`METRIC_ROWS`."""
@@ -193,12 +196,11 @@ def summarize(run_dir: str | Path) -> RunSummary:
     ds = rec.dataset
     spec = dict(ds.spec) if ds is not None else {}
     fs = _num(spec.get("sample_rate_hz"))
-    nps = spec.get("nperseg")
     label = f"{rec.run_id} · {str(rec.backbone).upper()}-{rec.hidden_size}"
     return RunSummary(run_id=rec.run_id, run_dir=rec.run_dir, state=rec.state, step=str(rec.step), label=label,
                       dataset_fingerprint=ds.fingerprint if ds else None, dataset_name=ds.name if ds else None,
                       fs_hz=fs, metrics=metrics, history=rec.history(), config=flatten_config(rec), test=test,
-                      error=error, nperseg=nps if isinstance(nps, int) and not isinstance(nps, bool) else None)
+                      error=error)
 
 
 def compare_runs(run_dirs: Sequence[str | Path]) -> Comparison:
@@ -221,4 +223,19 @@ def compare_runs(run_dirs: Sequence[str | Path]) -> Comparison:
         if r.error:
             notes.append(f"{r.run_id}: {r.error}")
     return Comparison(runs=runs, same_dataset=same, config_diff=config_diff([r.config for r in runs]),
-                      notes=tuple(notes))
+                      notes=tuple(notes), reference_psd=reference_psd(runs[0]) if same else None)
+
+
+def reference_psd(run: RunSummary) -> tuple[str, np.ndarray, np.ndarray] | None:
+    """(name, frequency [MHz], PSD [dB/Hz]) of the run's test reference (measured y for a PA, g·x for a DPD) with
+    the Welch window of its stored prediction PSD (so both share a frequency grid); None without results.h5 or fs."""
+    if run.test is None or not run.fs_hz:
+        return None
+    n_bins = int(run.test.psd_freq_hz.shape[0])
+    f, p = psd_db(run.test.target, run.fs_hz, n_bins)
+    return reference_name(run.step), f / 1e6, np.asarray(p, dtype=np.float64)
+
+
+def reference_name(step: str) -> str:
+    """The plots' name of the reference signal (training/evaluation.py ``signal_names``)."""
+    return "measured y" if step == "pa" else "target g·x"

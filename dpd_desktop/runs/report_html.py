@@ -20,7 +20,8 @@ import numpy as np
 from .. import __version__
 from ..metrics.spectra import psd_db
 from .artifacts import atomic_write_text
-from .compare import CURVES, METRIC_ROWS, Comparison, RunSummary, compare_runs, summarize
+from .compare import (CURVES, METRIC_ROWS, Comparison, RunSummary, compare_runs, reference_name, reference_psd,
+                      summarize)
 from .svg_plot import Series, line_chart
 
 REPORT_AMAM_POINTS = 800  # AM/AM points per signal in a report (keeps a report of four runs under ~1 MB)
@@ -75,20 +76,19 @@ def _learning_figs(runs: Sequence[RunSummary]) -> list[str]:
     return figs
 
 
-def _psd_amam_figs(runs: Sequence[RunSummary], spec_nperseg: int | None) -> list[str]:
-    """PSD and AM/AM of the test split: the reference signal (from the first run) and each run's prediction."""
+def _psd_amam_figs(cmp: Comparison) -> list[str]:
+    """PSD and AM/AM of the test split: the reference signal (the first run's) and each run's prediction; for one
+    run also the error's PSD."""
+    runs = cmp.runs
     first = runs[0]
     if first.test is None:
         return []
-    ref_name = "measured y" if first.step == "pa" else "target g·x"
     psd_series, amam_series = [], []
-    f_mhz, _ = first.psd()
-    if first.fs_hz:
-        nps = spec_nperseg or 2 * (len(f_mhz) // 2)
-        f, p = psd_db(first.test.target, first.fs_hz, min(int(nps), len(f_mhz)))
-        psd_series.append(Series(ref_name, f / 1e6, p, color="#000000"))
+    if cmp.reference_psd is not None:
+        name, f, p = cmp.reference_psd
+        psd_series.append(Series(name, f, p, color="#000000"))
     tx = first.target_amam(REPORT_AMAM_POINTS)
-    amam_series.append(Series(ref_name, tx[0], tx[1], kind="points", color="#000000"))
+    amam_series.append(Series(reference_name(first.step), tx[0], tx[1], kind="points", color="#000000"))
     for r in runs:
         if r.test is None:
             continue
@@ -97,8 +97,7 @@ def _psd_amam_figs(runs: Sequence[RunSummary], spec_nperseg: int | None) -> list
         amam_series.append(Series(name, *r.amam(REPORT_AMAM_POINTS), kind="points"))
     if len(runs) == 1 and first.fs_hz:
         err = first.test.prediction.astype(np.float64) - first.test.target.astype(np.float64)
-        nps = min(len(f_mhz), int(spec_nperseg or len(f_mhz)))
-        f, p = psd_db(err, first.fs_hz, nps)
+        f, p = psd_db(err, first.fs_hz, int(first.test.psd_freq_hz.shape[0]))
         psd_series.append(Series("error", f / 1e6, p, color="#999999"))
     return [line_chart(psd_series, "PSD (test)", "frequency [MHz]", "PSD [dB/Hz rel.]"),
             line_chart(amam_series, "AM/AM (test)", "|x| [lin.]", "|out| [lin.]")]
@@ -123,7 +122,7 @@ def render_run(run: RunSummary) -> str:
         out.append(f'<p class="note">{html.escape(run.error)}</p>')
     out.append("<h2>Plots</h2><div class=\"figs\">")
     out.extend(_learning_figs([run]))
-    out.extend(_psd_amam_figs([run], run.nperseg))
+    out.extend(_psd_amam_figs(Comparison([run], True, [], reference_psd=reference_psd(run))))
     out.append("</div><h2>Configuration</h2>")
     out.append(_table(["field", "value"], [[k, format_value(v)] for k, v in run.config.items()], numeric_from=1))
     out.append("</body></html>")
@@ -144,7 +143,7 @@ def render_comparison(cmp: Comparison) -> str:
     out.append("<h2>Plots</h2><div class=\"figs\">")
     out.extend(_learning_figs(cmp.runs))
     if cmp.same_dataset:
-        out.extend(_psd_amam_figs(cmp.runs, cmp.runs[0].nperseg))
+        out.extend(_psd_amam_figs(cmp))
     out.append("</div><h2>Configuration: the fields that differ</h2>")
     if cmp.config_diff:
         out.append(_table(["field", *ids], [[k, *(format_value(v) for v in values)] for k, values in cmp.config_diff]))
