@@ -4,7 +4,7 @@
     dpd-desktop runs pin RUN [RUN ...]                            keep runs (retention never removes them)
     dpd-desktop runs unpin RUN [RUN ...]                          make them scratch again
     dpd-desktop runs clean [--dry-run] [--older-than HOURS]       remove scratch runs older than retention_hours
-    dpd-desktop runs report RUN [RUN ...] --out FILE.html         a self-contained HTML report (one run, or a comparison)
+    dpd-desktop runs report RUN [RUN ...] --out FILE.html         an HTML report (one run, or a comparison)
 
 Each sub-action is one entry of :data:`ACTIONS`: ``name → (add_arguments(parser), handler(args, ws) -> exit
 status)``; a new one (e.g. ``evaluate``) is one more entry. The list's text columns are for people; ``--json`` gives

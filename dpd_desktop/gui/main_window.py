@@ -130,7 +130,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self.queue_panel = install_queue_panel(self)  # the run queue, a dock (gui/queue_panel.py)
         self.resume_control = ResumeControl(self)  # Resume, after Stop (gui/resume_control.py)
         self.runs_browser = install_runs_browser(self)  # the runs dock: open, compare, report (gui/runs_browser.py)
-        install_export_menu(self)  # File ▸ Export current plot as PNG/SVG/CSV, and each plot's menu (gui/panel_export.py)
+        install_export_menu(self)  # File ▸ Export as PNG/SVG/CSV, and each plot's menu (gui/panel_export.py)
 
         self._plot_timer = QTimer(self, singleShot=True, interval=30)
         self._plot_timer.timeout.connect(self._flush_plots)

@@ -3,9 +3,10 @@ from each plot's context menu and from File ▸ Export.
 
 Figures are at a publication size: :data:`FIGURE_IN` (3.5 in × 2.6 in, a single journal column) at
 :data:`FIGURE_DPI` (300 dpi), i.e. 1050 × 780 pixels. They are drawn from an offscreen print copy of the panel
-(:func:`figure_of`: white background, 6-8 pt text) laid out at that size in logical pixels at 96 dpi (336 × 250),
-so the text keeps its point size on paper; the live panel is not resized. The SVG is the same copy; the CSV holds each curve's original data (x, y columns per curve, pyqtgraph's "(x,y) per plot" layout)
-of every plot of the panel, one block of columns after the other. Each file is written atomically.
+(:func:`figure_of`: white background, 7-8 pt text, pens and symbols scaled to 300 dpi), laid out at the PNG's own
+size, so nothing is rescaled; the live panel is not touched. The SVG is drawn from the same copy. The CSV holds each
+curve's original data (x, y columns per curve, pyqtgraph's "(x,y) per plot" layout) of every plot of the panel, one
+block of columns after the other. Each file is written atomically.
 """
 from __future__ import annotations
 
@@ -54,9 +55,10 @@ def _pen(pen) -> QPen:
 
 def figure_of(panel: PlotPanel) -> pg.GraphicsLayoutWidget:
     """An offscreen copy of ``panel`` for print, :data:`FIGURE_PX` pixels (3.5 in × 2.6 in at 300 dpi; text in points
-    at 96 dpi times :data:`SCALE`), on a white background with black axes: every PlotItem (title, axis labels and kinds, log mode, view range, legend), its
-    curves and points (original data, same pens and symbols), its marker lines and shaded regions, and the layout's
-    text labels (the PSD's ACLR read-out). The live panel is not touched. Close the copy after use."""
+    at 96 dpi times :data:`SCALE`), on a white background with black axes: every PlotItem (title, axis labels and
+    kinds, log mode, view range, legend), its curves and points (original data, same pens and symbols), its marker
+    lines and shaded regions, and the layout's text labels (the PSD's ACLR read-out). The live panel is not touched.
+    Close the copy after use."""
     saved = {k: pg.getConfigOption(k) for k in ("background", "foreground", "antialias")}
     pg.setConfigOptions(background="w", foreground="k", antialias=True)
     try:
@@ -111,7 +113,8 @@ def _copy_plot(src: pg.PlotItem, fig: pg.GraphicsLayoutWidget, row: int, col: in
         ox = (src.legend.opts.get("offset") or (-1, 1))[0] if src.legend is not None else (-1 if legend_right else 1)
         legend = dst.addLegend(offset=(-4 * SCALE, 4 * SCALE) if ox < 0 else (4 * SCALE, 4 * SCALE),
                                labelTextSize=_pt(7), verSpacing=round(-2 * SCALE),
-                               colCount=src.legend.columnCount if src.legend is not None else 1, brush=pg.mkBrush(255, 255, 255, 200))
+                               colCount=src.legend.columnCount if src.legend is not None else 1,
+                               brush=pg.mkBrush(255, 255, 255, 200))
         legend.setLabelTextColor("k")
     vb = src.getViewBox()
     for item in src.items:
@@ -289,8 +292,10 @@ def add_context_menu(window, panel: PlotPanel, folder=lambda: None) -> None:
 def install_export_menu(window) -> QMenu:
     """File ▸ Export: the current plot (the one last clicked) as PNG, SVG or CSV; and each panel's context menu."""
     menu = QMenu("Export current plot as", window)
-    folder = lambda: (str(Path(window.session.run_dir) / "plots") if getattr(window.session, "run_dir", None)  # noqa: E731
-                      else None)
+    def folder():
+        run_dir = getattr(window.session, "run_dir", None)
+        return str(Path(run_dir) / "plots") if run_dir else None
+
     for fmt, text in (("png", f"PNG ({FIGURE_IN[0]} × {FIGURE_IN[1]} in, {FIGURE_DPI} dpi)…"), ("svg", "SVG…"),
                       ("csv", "CSV (the plotted data)…")):
         menu.addAction(text, lambda f=fmt: ask_and_export(window, window.current_panel, f, folder()))

@@ -16,8 +16,10 @@ import math
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QHBoxLayout, QHeaderView,
-                               QLabel, QLineEdit, QPushButton, QTableView, QVBoxLayout, QWidget)
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QFrame, QHBoxLayout,
+                               QHeaderView, QLabel, QLineEdit, QPushButton, QScrollArea, QTableView, QVBoxLayout,
+                               QWidget)
 
 from ..cli_runs import dataset_label, format_duration
 from ..runs.compare import compare_runs
@@ -25,6 +27,7 @@ from ..runs.record import RunRecord
 from ..runs.replay import load_replay
 from ..runs.states import DAMAGED, RUN_STATES, UNREADABLE
 from .compare import CompareView
+from .queue_panel import DOCK_MIN_HEIGHT
 from .runs_jobs import index_rows, start_job, write_report_job
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -373,19 +376,35 @@ def show_replay(window, replay) -> None:
 
 
 def install_runs_browser(window) -> RunsBrowser:
-    """Add the runs browser to ``window`` as a bottom dock (tabbed with the run queue; its toggle in the Run menu),
-    refresh it now and after each run; returns the browser."""
+    """Add the runs browser to ``window`` as a bottom dock, tabbed with the run queue and hidden until shown (its
+    toggle in the Run menu); it is read now, when shown and after each run; returns the browser."""
     browser = RunsBrowser(window)
     dock = QDockWidget("Runs", window)
     dock.setObjectName("runs_dock")
-    dock.setWidget(browser)
+    # in a scroll area that may shrink to a strip, as the queue's dock: the dock must not raise the window's minimum
+    # height (a small screen, a restored geometry)
+    scroll = QScrollArea()
+    scroll.setWidget(browser)
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QFrame.Shape.NoFrame)
+    scroll.setMinimumHeight(DOCK_MIN_HEIGHT)
+    dock.setWidget(scroll)
     window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
     queue_dock = getattr(window, "queue_dock", None)
     if queue_dock is not None:
         window.tabifyDockWidget(queue_dock, dock)
+    # hidden until asked for (Run ▸ Runs browser, Ctrl+Shift+B): a tabbed dock's tab bar would raise the window's
+    # minimum height past a small screen's (tests/gui/test_main_window.py, the 800 px offscreen screen)
+    dock.hide()
+    toggle = dock.toggleViewAction()
+    toggle.setText("Runs browser")
+    toggle.setShortcut(QKeySequence("Ctrl+Shift+B"))
+    toggle.setToolTip("Every run of the workspace: open, compare, report (Ctrl+Shift+B)")
+    toggle.toggled.connect(lambda on: on and browser.refresh())
+    window.addAction(toggle)
     for action in window.menuBar().actions():
         if action.text().replace("&", "") == "Run" and action.menu() is not None:
-            action.menu().addAction(dock.toggleViewAction())
+            action.menu().addAction(toggle)
     window.runs_dock = dock
     window.runEnded.connect(lambda *_: browser.refresh())
     browser.refresh()

@@ -72,9 +72,10 @@ def render(browser_png: str, compare_png: str, workspace: str | None = None, epo
     win.resize(1600, 1000)
     win.show()
     b = win.runs_browser
+    win.runs_dock.show()
+    win.runs_dock.raise_()
     b.refresh()
     _wait(b.rowsLoaded)
-    win.runs_dock.raise_()
     win.resizeDocks([win.runs_dock], [230], Qt.Orientation.Vertical)
     rows = b.visible_rows()
     b.select_ids([rows[-1].run_id])

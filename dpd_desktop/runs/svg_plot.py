@@ -84,7 +84,8 @@ def line_chart(series: Sequence[Series], title: str = "", xlabel: str = "", ylab
                max_points: int = 2500, integer_x: bool = False) -> str:
     """An ``<svg>`` element drawing ``series``; each longer than ``max_points`` is decimated evenly.
 
-    ``integer_x`` keeps only integer x ticks (epochs). ``log_y`` draws log10(y) (non-positive y left out) with decade labels; ``y_range`` fixes the y range (in data
+    ``integer_x`` keeps only integer x ticks (epochs). ``log_y`` draws log10(y) (non-positive y left out) with
+    1-2-5 labels; ``y_range`` fixes the y range (in data
     units; for log_y, of y itself).
     """
     ml, mr, mt, mb = 62, 12, 26 if title else 10, 42

@@ -191,3 +191,14 @@ def test_report_from_the_window(win, runs, qtbot, tmp_path):
         b.report_selected(str(tmp_path / "r.html"))
     text = sig.args[0].read_text(encoding="utf-8")
     assert "<svg" in text and format_value(status(runs["a"])["test_metrics"]["NMSE"], "dB") in text
+
+
+def test_menus_and_dock_toggle(win, qtbot):
+    texts = [a.text() for a in win.export_menu.actions()]
+    assert len(texts) == 3 and texts[0].startswith("PNG (3.5 × 2.6 in, 300 dpi)")
+    menu_texts = [a.text() for a in win.psd_panel.plot.getViewBox().menu.actions()]
+    assert any(t.startswith("Export PNG (3.5 × 2.6 in") for t in menu_texts) and "Export SVG…" in menu_texts
+    assert not win.runs_dock.isVisible()
+    with qtbot.waitSignal(win.runs_browser.rowsLoaded, timeout=20000):
+        win.runs_dock.toggleViewAction().trigger()  # showing the dock reads the index again
+    assert win.runs_dock.isVisible()
