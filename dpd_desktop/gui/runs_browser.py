@@ -341,8 +341,8 @@ class RunsBrowser(QWidget):
                   failed=lambda exc, tb: self._fail("The runs cannot be compared", exc))
 
     def _show_compare(self, cmp) -> None:
-        view = CompareView(cmp, self.window_)
-        self.compare_views = [v for v in self.compare_views if v.isVisible()] + [view]
+        view = CompareView(cmp, self.window_, parent=self.window_)  # a window of its own, closed with the main one
+        self.compare_views = [v for v in self.compare_views if _alive(v)] + [view]
         view.show()
         self.compareOpened.emit(view)
 
@@ -351,6 +351,14 @@ class RunsBrowser(QWidget):
         if not rows:
             return
         write_report_job(self.window_, [r.folder for r in rows], path, self.reportWritten.emit)
+
+
+def _alive(widget) -> bool:
+    """Whether a compare view is still open (one closed is deleted: WA_DeleteOnClose)."""
+    try:
+        return widget.isVisible()
+    except RuntimeError:
+        return False
 
 
 def show_replay(window, replay) -> None:
@@ -377,7 +385,7 @@ def show_replay(window, replay) -> None:
 
 def install_runs_browser(window) -> RunsBrowser:
     """Add the runs browser to ``window`` as a bottom dock, tabbed with the run queue and hidden until shown (its
-    toggle in the Run menu); it is read now, when shown and after each run; returns the browser."""
+    toggle in the Run menu); it reads the index when shown and, while shown, after each run; returns the browser."""
     browser = RunsBrowser(window)
     dock = QDockWidget("Runs", window)
     dock.setObjectName("runs_dock")
@@ -406,6 +414,5 @@ def install_runs_browser(window) -> RunsBrowser:
         if action.text().replace("&", "") == "Run" and action.menu() is not None:
             action.menu().addAction(toggle)
     window.runs_dock = dock
-    window.runEnded.connect(lambda *_: browser.refresh())
-    browser.refresh()
+    window.runEnded.connect(lambda *_: dock.isVisible() and browser.refresh())
     return browser

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog
+from shiboken6 import isValid
 
 from ..runs.index import RunIndex
 from ..runs.report_html import write_report
@@ -49,15 +50,19 @@ def start_job(window, name: str, fn: Callable[..., Any], *args, done: Callable |
     job = CallJob(name, fn, *args)
     window.jobs.add(job)
 
+    # the callbacks are plain functions, which Qt cannot disconnect when the window goes: a result queued before a
+    # close and delivered after it finds the window deleted, and is dropped
     def _done(result, job=job):
-        window.jobs.discard(job)
-        if done is not None:
-            done(result)
+        if isValid(window):
+            window.jobs.discard(job)
+            if done is not None:
+                done(result)
 
     def _failed(exc, tb, job=job):
-        window.jobs.discard(job)
-        if failed is not None:
-            failed(exc, tb)
+        if isValid(window):
+            window.jobs.discard(job)
+            if failed is not None:
+                failed(exc, tb)
 
     job.signals.done.connect(_done)
     job.signals.failed.connect(_failed)
