@@ -20,7 +20,7 @@ COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#00
 @dataclass(frozen=True)
 class Series:
     """One series: ``x``, ``y`` 1-D arrays of equal length; ``kind`` "line" or "points"; ``color`` CSS color
-    (None: the next of :data:`COLORS`)."""
+    (None: the next of :data:`COLORS` not yet taken, so the n-th run has one color in every chart)."""
 
     label: str
     x: np.ndarray
@@ -90,8 +90,8 @@ def line_chart(series: Sequence[Series], title: str = "", xlabel: str = "", ylab
     """
     ml, mr, mt, mb = 62, 12, 26 if title else 10, 42
     pw, ph = width - ml - mr, height - mt - mb
-    prepared = []
-    for i, s in enumerate(series):
+    prepared, auto = [], 0
+    for s in series:
         x = np.asarray(s.x, dtype=np.float64).ravel()
         y = np.asarray(s.y, dtype=np.float64).ravel()
         n = min(x.size, y.size)
@@ -102,7 +102,11 @@ def line_chart(series: Sequence[Series], title: str = "", xlabel: str = "", ylab
         if n > max_points:
             idx = np.linspace(0, n - 1, max_points).astype(np.int64)
             x, y = x[idx], y[idx]
-        prepared.append((s, x, y, s.color or COLORS[i % len(COLORS)]))
+        color = s.color
+        if color is None:  # the palette's next color: series of fixed color (a reference) take none of it
+            color = COLORS[auto % len(COLORS)]
+            auto += 1
+        prepared.append((s, x, y, color))
     x0, x1 = _range([p[1] for p in prepared])
     if y_range is not None:
         y0, y1 = (math.log10(v) for v in y_range) if log_y else y_range
