@@ -25,9 +25,11 @@ from .dataset_control import DATASET_FILTER, DatasetControl
 from .inspector import install_inspector
 from .jobs import JobRegistry
 from .plot_area import PlotArea
+from .panel_export import install_export_menu
 from .queue_panel import install_queue_panel
 from .resume_control import ResumeControl
 from .retention_prompt import install_retention_prompt
+from .runs_browser import install_runs_browser
 from .run_control import DPD_OUTPUT_FILTERS, RunControl, same_dataset, validate_config
 from .session import Session, format_duration
 from .widgets.config_form import BACKBONES
@@ -130,6 +132,8 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self.queue_panel = install_queue_panel(self)  # the run queue, a dock (gui/queue_panel.py)
         self.resume_control = ResumeControl(self)  # Resume, after Stop (gui/resume_control.py)
         install_inspector(self)  # Dataset ▸ Inspect… / Import capture… (gui/inspector.py)
+        self.runs_browser = install_runs_browser(self)  # the runs dock: open, compare, report (gui/runs_browser.py)
+        install_export_menu(self)  # File ▸ Export as PNG/SVG/CSV, and each plot's menu (gui/panel_export.py)
 
         self._plot_timer = QTimer(self, singleShot=True, interval=30)
         self._plot_timer.timeout.connect(self._flush_plots)
