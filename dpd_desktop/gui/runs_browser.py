@@ -51,7 +51,10 @@ COLUMNS: tuple[tuple[str, Any, Any], ...] = (
     ("test NMSE [dB]", lambda r: r.test_nmse, lambda r: _f2(r.test_nmse)),
     ("test ACLR [dBc]", lambda r: r.test_aclr_avg, lambda r: _f2(r.test_aclr_avg)),
     ("test EVM [dB]", lambda r: r.test_evm, lambda r: _f2(r.test_evm)),
+    ("profile", lambda r: r.metric_profile, lambda r: r.metric_profile or ""),
     ("params", lambda r: r.n_params, lambda r: "" if r.n_params is None else f"{r.n_params:,}"),
+    ("MACs/sample", lambda r: r.macs_per_sample,
+     lambda r: "" if r.macs_per_sample is None else f"{r.macs_per_sample:,}"),
     ("time", lambda r: r.wall_s, lambda r: "" if r.wall_s is None else format_duration(r.wall_s)),
 )
 _STATE_COL = 4
