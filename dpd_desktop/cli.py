@@ -9,6 +9,7 @@
     dpd-desktop queue add|list|move|cancel|run   the run queue (cli_queue.py)
     dpd-desktop resume RUN              continue an interrupted/cancelled/failed run (cli_resume.py)
     dpd-desktop runs evaluate RUN --profile NAME [--json]   re-score a finished run under a metric profile
+    dpd-desktop inspect DATASET | import-capture ...   check a capture / make a dataset of one (cli_inspect.py)
     dpd-desktop --self-test             check the installation (dpd_desktop.selftest); with --workspace the run stays
 
 ``--workspace DIR`` is a global option, placed before the sub-command (it is accepted after it too).
@@ -30,7 +31,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, cli_limits, cli_poly, cli_queue, cli_resume, cli_runs
+from . import __version__, cli_inspect, cli_limits, cli_poly, cli_queue, cli_resume, cli_runs
+from .cli_checks import option_message, preflight
 from .config import GAIN_RULES, METRIC_PROFILES, ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
 from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display
@@ -134,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_poly.add_parser(add)
     cli_queue.add_parser(add)  # dpd-desktop queue add|list|move|cancel|run (cli_queue.py)
     cli_resume.add_parser(add)
+    cli_inspect.add_parser(add)  # dpd-desktop inspect / import-capture (cli_inspect.py)
     return p
 
 
@@ -256,6 +259,8 @@ def write_plots(run_dir, rec: PlotRecorder) -> None:
 
         paths = write_run_plots(Path(run_dir), rec.rows, rec.plots)
         print(f"plots: {len(paths)} PNG files in {Path(run_dir) / 'plots'}")
+    except OSError as exc:  # e.g. "learning_curves.png: cannot write: No space left on device"
+        print(f"warning: plots not written: {exc}", file=sys.stderr)
     except Exception as exc:  # noqa: BLE001
         print(f"warning: plots not written ({type(exc).__name__}: {exc})", file=sys.stderr)
 
@@ -359,8 +364,9 @@ def _train(args, ws: Workspace) -> Outcome:
     cfg = _config_from_args(args, "pa" if args.command == "train-pa" else "dpd")
     try:
         cli_limits.with_limit_options(cfg, args, WorkspaceSettings.load(ws.root)).validate()
+        preflight(cfg, ws)  # device, PA run: exit 2 before a dataset is read or a run folder exists
     except (ConfigError, SettingsError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {option_message(exc) if isinstance(exc, ConfigError) else exc}", file=sys.stderr)
         return Outcome(Exit.USAGE)
     return Outcome(run_training(cfg, ws, quiet=args.quiet, plots=not args.no_plots), skip_teardown=True)
 
@@ -426,6 +432,8 @@ def execute(argv=None) -> Outcome:
         return cli_queue.handle(args, ws, named)
     if cmd == "resume":
         return cli_resume.handle(args, ws)
+    if cmd in cli_inspect.COMMANDS:
+        return Outcome(cli_inspect.handle(args, ws))
     return Outcome(cli_runs.handle(args, ws, named))
 
 

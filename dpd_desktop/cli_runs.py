@@ -4,6 +4,7 @@
     dpd-desktop runs pin RUN [RUN ...]                            keep runs (retention never removes them)
     dpd-desktop runs unpin RUN [RUN ...]                          make them scratch again
     dpd-desktop runs clean [--dry-run] [--older-than HOURS]       remove scratch runs older than retention_hours
+    dpd-desktop runs report RUN [RUN ...] --out FILE.html         an HTML report (one run, or a comparison)
 
 Each sub-action is one entry of :data:`ACTIONS`: ``name → (add_arguments(parser), handler(args, ws) -> exit
 status)``; a new one (e.g. ``evaluate``) is one more entry. The list's text columns are for people; ``--json`` gives
@@ -63,7 +64,8 @@ def format_duration(s: float | None) -> str:
 
 
 COLUMNS = (("RUN", 40), ("STEP", 4), ("FAMILY", 8), ("H", 4), ("STATE", 11), ("PIN", 4), ("DATASET", 20),
-           ("EP", 3), ("VAL NMSE", 8), ("VAL ACLR", 8), ("TEST NMSE", 9), ("TEST ACLR", 9), ("TIME", 8))
+           ("EP", 3), ("VAL NMSE", 8), ("VAL ACLR", 8), ("TEST NMSE", 9), ("TEST ACLR", 9), ("PROFILE", 12),
+           ("PARAMS", 7), ("MACS/S", 7), ("TIME", 8))
 
 
 def table_row(row) -> list[str]:
@@ -71,13 +73,14 @@ def table_row(row) -> list[str]:
     return [row.run_id, row.step, row.family, _cell(row.hidden_size, "{}"), row.state,
             "kept" if row.pinned else "-", dataset_label(row)[:20], _cell(row.best_epoch, "{}"),
             _cell(row.val_nmse), _cell(row.val_aclr_avg), _cell(row.test_nmse), _cell(row.test_aclr_avg),
+            row.metric_profile or "-", _cell(row.n_params, "{}"), _cell(row.macs_per_sample, "{}"),
             format_duration(row.wall_s)]
 
 
 def _format(cells: list[str]) -> str:
     out = []
     for (name, width), c in zip(COLUMNS, cells):
-        right = name in ("H", "EP", "VAL NMSE", "VAL ACLR", "TEST NMSE", "TEST ACLR", "TIME")
+        right = name in ("H", "EP", "VAL NMSE", "VAL ACLR", "TEST NMSE", "TEST ACLR", "PARAMS", "MACS/S", "TIME")
         out.append(c.rjust(width) if right else c.ljust(width))
     return " ".join(out).rstrip()
 
@@ -183,6 +186,37 @@ def _clean(args, ws) -> int:
     return Exit.OK
 
 
+# ------------------------------------------------------------------------------------------------ report
+def _add_report(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", nargs="+", help="run id (in the workspace) or run folder; two or more: a comparison")
+    p.add_argument("--out", required=True, metavar="FILE.html", help="the HTML file to write (replaced atomically)")
+
+
+def _report(args, ws) -> int:
+    # report_html is imported here: it pulls numpy and SciPy's Welch (~0.6 s), which `runs list` never needs
+    from .runs.compare import CompareError
+    from .runs.report_html import write_report
+
+    folders = []
+    for run in args.run:
+        try:
+            folders.append(ws.resolve(run))
+        except OSError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return Exit.USAGE
+    try:
+        out = write_report(folders, args.out)
+    except CompareError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return Exit.USAGE
+    except OSError as exc:
+        print(f"error: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return Exit.USAGE
+    kind = "report of" if len(folders) == 1 else "comparison of"
+    print(f"wrote {out} ({kind} {', '.join(f.name for f in folders)})")
+    return Exit.OK
+
+
 #: sub-actions of ``runs``: name → (help, add_arguments, handler(args, ws) -> exit status)
 ACTIONS: dict[str, tuple[str, Callable, Callable]] = {
     "list": ("list the runs (the default)", _add_list, _list),
@@ -190,12 +224,13 @@ ACTIONS: dict[str, tuple[str, Callable, Callable]] = {
     "unpin": ("make runs scratch again (removed once older than retention_hours)", _add_pin, _unpin),
     "clean": ("remove scratch runs older than retention_hours (settings.json, default 24 h)", _add_clean, _clean),
     "evaluate": (cli_evaluate.HELP, cli_evaluate.add_arguments, cli_evaluate.handle),
+    "report": ("write a self-contained HTML report of a run, or a comparison of several", _add_report, _report),
 }
 
 
 def add_parser(add: Callable[..., argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register ``runs`` and its sub-actions with cli.py's ``add(name, **kw)``; returns the ``runs`` parser."""
-    p = add("runs", help="list the runs of the workspace; pin, unpin, clean (retention); evaluate (re-score)",
+    p = add("runs", help="list the runs of the workspace; pin, unpin, clean (retention); evaluate (re-score); report",
             description="The runs of the workspace. Without a sub-action: the list.")
     _add_list(p, top=True)
     sub = p.add_subparsers(dest="runs_action", metavar="{" + ",".join(ACTIONS) + "}")

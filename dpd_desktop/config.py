@@ -143,6 +143,9 @@ class ExperimentConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(name, f"expected a positive integer, got {v!r}")
+        if self.stride > self.frame_length:
+            raise ConfigError("stride", f"{self.stride} is longer than frame_length ({self.frame_length}): the samples "
+                              "between two frames would never be trained on; expected 1 to frame_length")
         for name, top in (("hidden_size", MAX_HIDDEN_SIZE), ("num_layers", MAX_NUM_LAYERS)):
             if getattr(self, name) > top:
                 raise ConfigError(name, f"expected at most {top} (a PA/DPD model of this size would not fit in "

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from .errors import DatasetError
+from .locks import ensure_unlocked
 
 #: Accepted header names of a two-column I/Q CSV (split CSV files, ``read_iq_csv``), as (I name, Q name), compared
 #: case-insensitively after stripping spaces and quotes; either order is accepted (Q first → columns swapped).
@@ -38,12 +39,17 @@ def _read_text(path: Path) -> str:
 
 def _read_text_nl(path: Path) -> tuple[str, int]:
     """``(_read_text(path), number of "\\n" in it)``; the count is taken on the bytes (fast) unless line ends change."""
+    ensure_unlocked(path)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         raise DatasetError(f"file not found: {path}", path=path, expected="an existing file") from None
     except OSError as exc:
         raise DatasetError(f"cannot read file ({exc.strerror or exc})", path=path, expected="a readable file") from exc
+    for bom, name in ((b"\xff\xfe", "UTF-16 (little-endian)"), (b"\xfe\xff", "UTF-16 (big-endian)")):
+        if data.startswith(bom):
+            raise DatasetError(f"{name} text (byte-order mark 0x{bom[0]:02X} 0x{bom[1]:02X})", path=path, line=1,
+                               expected="UTF-8 or ASCII text: save the file as CSV (UTF-8)")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -55,6 +61,20 @@ def _read_text_nl(path: Path) -> tuple[str, int]:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         return text, text.count("\n")
     return text, int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10))  # UTF-8: byte 10 is only "\n"
+
+
+_OTHER_SEPARATORS = ((";", "semicolons"), ("\t", "tabs"), ("|", "vertical bars"))
+
+
+def _check_separator(header: str, path: Path, line: int) -> None:
+    """A header without a comma but with another separator: the file is not comma-separated."""
+    if "," in header:
+        return
+    for sep, name in _OTHER_SEPARATORS:
+        if sep in header:
+            raise DatasetError(f"the columns are separated by {name}, not commas: {_show(header)}", path=path,
+                               line=line, expected="comma-separated values (save the file as CSV with ',' between "
+                               "columns)")
 
 
 def _body_lines(body: str, first_line: int) -> Iterator[tuple[int, str]]:
@@ -172,6 +192,7 @@ def parse_iq_csv(path: Path) -> np.ndarray:
     header = text if nl < 0 else text[:nl]
     if not header.strip():
         raise DatasetError("empty line; expected a header line such as 'I,Q'", path=path, line=1)
+    _check_separator(header, path, 1)
     cells = header.split(",")
     names = [c.strip().strip("\"'").strip() for c in cells]
     numeric = True
@@ -264,6 +285,7 @@ def parse_columns_csv(path: Path, *, columns: tuple[str, ...]) -> np.ndarray:
     header = line
     body = "" if nl < 0 else text[nl + 1 :]
     first_line = header_line + 1
+    _check_separator(header, path, header_line)
     hdr = [h.strip().strip('"').strip() for h in header.split(",")]
 
     idx: list[int] = []

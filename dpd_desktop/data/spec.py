@@ -31,6 +31,7 @@ from typing import Any
 
 from ..metrics.spectra import channel_bins
 from .errors import DatasetError
+from .locks import ensure_unlocked
 
 __all__ = [
     "DatasetSpec",
@@ -525,6 +526,7 @@ def read_spec_file(path: str | Path) -> DatasetSpec:
         object; any field error of :func:`normalize_spec`.
     """
     p = Path(path)
+    ensure_unlocked(p)
     try:
         data = p.read_bytes()
     except OSError as exc:

@@ -58,13 +58,13 @@ def main(argv: list[str] | None = None, dataset=None, autostart_config=None, wor
 
 
 def _close_on_ctrl_c(win) -> None:
-    """Ctrl+C in the terminal that started the window closes it as the close button does (a running training is
-    cancelled and its run stays readable); a second Ctrl+C quits at once (exit 130): :data:`~dpd_desktop.process.
-    CTRL_C` with closing as its first action. Python runs signal handlers only when the interpreter gets control,
-    which Qt's event loop does not give it: a 200 ms timer does."""
+    """Ctrl+C in the terminal that started the window closes it as "Stop and quit" does, without asking (a running
+    training is cancelled and its run stays readable); a second Ctrl+C quits at once (exit 130):
+    :data:`~dpd_desktop.process.CTRL_C` with closing as its first action. Python runs signal handlers only when the
+    interpreter gets control, which Qt's event loop does not give it: a 200 ms timer does."""
     if threading.current_thread() is not threading.main_thread():
         return
-    if not CTRL_C.install(lambda: QTimer.singleShot(0, win.close), CLOSING):
+    if not CTRL_C.install(lambda: QTimer.singleShot(0, win.close_guard.stop_and_close), CLOSING):
         return
     heartbeat = QTimer(win)
     heartbeat.timeout.connect(lambda: None)

@@ -20,12 +20,16 @@ from ..config import ExperimentConfig, default_hidden_size
 from ..runs.workspace import Workspace
 from . import theme
 from .actions import PREVIEW_WARNING, WindowActions
+from .close_prompt import CloseGuard
 from .dataset_control import DATASET_FILTER, DatasetControl
+from .inspector import install_inspector
 from .jobs import JobRegistry
 from .plot_area import PlotArea
+from .panel_export import install_export_menu
 from .queue_panel import install_queue_panel
 from .resume_control import ResumeControl
 from .retention_prompt import install_retention_prompt
+from .runs_browser import install_runs_browser
 from .run_control import DPD_OUTPUT_FILTERS, RunControl, same_dataset, validate_config
 from .session import Session, format_duration
 from .widgets.config_form import BACKBONES
@@ -127,6 +131,9 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self._build_menus()
         self.queue_panel = install_queue_panel(self)  # the run queue, a dock (gui/queue_panel.py)
         self.resume_control = ResumeControl(self)  # Resume, after Stop (gui/resume_control.py)
+        install_inspector(self)  # Dataset ▸ Inspect… / Import capture… (gui/inspector.py)
+        self.runs_browser = install_runs_browser(self)  # the runs dock: open, compare, report (gui/runs_browser.py)
+        install_export_menu(self)  # File ▸ Export as PNG/SVG/CSV, and each plot's menu (gui/panel_export.py)
 
         self._plot_timer = QTimer(self, singleShot=True, interval=30)
         self._plot_timer.timeout.connect(self._flush_plots)
@@ -137,6 +144,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self.setAcceptDrops(True)
         self._restore_geometry()
         self.session.subscribe(self._render)
+        self.close_guard = CloseGuard(self)  # a close while a run is live asks first (close_prompt.py)
         self._sync_pa_runs()
         self._render()
         self._update_title()
@@ -303,6 +311,8 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         return not left
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        if not self.close_guard.allow(event):  # "Quit when it finishes" / "Cancel": the window stays
+            return
         if len(self.jobs):
             # A running training is cancelled; PNGs of a finished run land (each is written atomically anyway).
             self.statusBar().showMessage("Stopping the run…" if self._worker is not None else "Finishing…")

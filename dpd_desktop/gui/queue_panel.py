@@ -306,4 +306,5 @@ def install_queue_panel(window) -> QueuePanel:
             action.menu().addSeparator()
             action.menu().addAction(dock.toggleViewAction())
     window.queue_dock = dock
+    window.session.add_busy_check(lambda: "the run queue" if panel.worker is not None else None)  # close asks
     return panel

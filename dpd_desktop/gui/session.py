@@ -165,6 +165,7 @@ class Session:
         self.lr: float | None = None
         self.progress = 0.0  # fraction of the run done, 0..1
         self._text = IDLE_TEXT
+        self._busy_checks: list[Callable[[], str | None]] = []
 
     # -- reading ---------------------------------------------------------------------------------------------------
     @property
@@ -194,6 +195,30 @@ class Session:
         if self._state.cancel_requested and self.is_live:
             return self._text + STOPPING_SUFFIX
         return self._text
+
+    # -- what a quit would stop ---------------------------------------------------------------------------------
+    def add_busy_check(self, check: Callable[[], str | None]) -> None:
+        """Let another part of the window (a queue panel) say what it keeps busy: ``check()`` returns a short
+        description (e.g. "2 queued runs") or None when idle. Asked by :meth:`busy`."""
+        self._busy_checks.append(check)
+
+    def busy(self) -> list[str]:
+        """What quitting now would stop, in words ([] when nothing): the live run, then every added check's."""
+        out = []
+        if self.is_live:
+            out.append(self.live_run_text())
+        out += [t for t in (check() for check in self._busy_checks) if t]
+        return out
+
+    def live_run_text(self) -> str:
+        """The live run in words: "the PA run 2026-12-01-101500-pa-gru23 (epoch 3 of 150)"."""
+        step = str(getattr(self.config, "step", "") or "").upper()
+        what = f"the {step} run" if step else "the run"
+        if self._state.run == "queued":
+            return f"{what} waiting for its dataset"
+        where = f" {self.run_id}" if self.run_id else ""
+        epoch = f" (epoch {min(self.epochs_done + 1, self.epochs)} of {self.epochs})" if self.epochs else ""
+        return f"{what}{where}{epoch}"
 
     def subscribe(self, listener: Callable[[Session], None]) -> None:
         self._listeners.append(listener)

@@ -7,6 +7,7 @@ new one. Checkpoints hold tensors and plain metadata only and load with ``torch.
 from __future__ import annotations
 
 import csv
+import errno
 import hashlib
 import io
 import json
@@ -14,6 +15,7 @@ import math
 import os
 import re
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -52,33 +54,124 @@ def _set_default_mode(tmp: str) -> None:
     os.chmod(tmp, 0o666 & ~current_umask())
 
 
-def atomic_write_via(path: str | Path, writer) -> Path:
-    """Let ``writer(tmp_path)`` create the file (HDF5, MAT, ... writers that want a path), then fsync it and move it
-    into place with ``os.replace``. The temporary file sits next to ``path`` and is removed on any error; the file
-    gets the mode of an ordinary new file (0o666 minus the umask)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+class ArtifactWriteError(OSError):
+    """An artifact could not be written (disk full, permission, I/O error): ``str()`` is
+    ``"<file name>: cannot write: <reason>"`` (e.g. ``results.h5: cannot write: No space left on device``); ``path``
+    is the artifact's full path, ``errno`` the system's error number. The temporary file is gone by then and the
+    previous version of the artifact (if any) is untouched."""
+
+    def __init__(self, path: str | Path, exc: BaseException):
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        super().__init__(getattr(exc, "errno", None), reason)
+        self.path = Path(path)
+        self.filename = str(self.path)
+        self.message = f"{self.path.name}: cannot write: {reason}"
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte of ``data`` is written (a short write is continued, an error raised)."""
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:
+            raise OSError(errno.EIO, "short write")
+        view = view[n:]
+
+
+def fsync_dir(folder: str | Path) -> None:
+    """fsync a folder so that a rename inside it survives a power cut (POSIX; a no-op on Windows, where a folder
+    cannot be opened). A file system that cannot sync folders (EINVAL) is accepted as it is."""
+    if os.name == "nt":
+        return
+    fd = os.open(folder, os.O_RDONLY)
     try:
-        writer(tmp)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        _set_default_mode(tmp)
-        os.replace(tmp, path)
-    except BaseException:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
+
+
+def _replace_into_place(tmp: str, path: Path) -> None:
+    _set_default_mode(tmp)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def _unlink_quietly(tmp: str | None) -> None:
+    if tmp is not None:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+
+
+def _mkstemp(path: Path) -> tuple[int, str]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+
+
+def atomic_write_via(path: str | Path, writer) -> Path:
+    """Let ``writer(tmp_path)`` create the file (writers that want a path: MATLAB files), then fsync it, move it into
+    place with ``os.replace`` and fsync the folder. The temporary file sits next to ``path`` and is removed on any
+    error; the file gets the mode of an ordinary new file (0o666 minus the umask).
+
+    Prefer :func:`atomic_write_bytes` with the file built in memory where the library allows it (HDF5, PNG): a
+    library writing to disk itself may not survive a full disk (h5py segfaulted on ENOSPC mid-file).
+
+    Raises:
+        ArtifactWriteError: the system refused the write, the sync or the rename (names the file); an error of
+            ``writer`` that is not an OSError propagates as it is.
+    """
+    path = Path(path)
+    tmp = None
+    try:
+        fd, tmp = _mkstemp(path)
+        os.close(fd)
+        writer(tmp)
+        fd = os.open(tmp, os.O_RDWR)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        _replace_into_place(tmp, path)
+    except BaseException as exc:
+        _unlink_quietly(tmp if tmp is not None and os.path.exists(tmp) else None)
+        if isinstance(exc, OSError) and not isinstance(exc, ArtifactWriteError):
+            raise ArtifactWriteError(path, exc) from exc
         raise
     return path
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temp file + fsync + os.replace; the mode of an ordinary new file).
-    Returns the path."""
-    return atomic_write_via(path, lambda tmp: Path(tmp).write_bytes(data))
+    """Write ``data`` to ``path`` atomically: a temporary file in the same folder, written, fsynced, renamed over
+    ``path`` (``os.replace``), then the folder fsynced; the mode of an ordinary new file. Returns the path.
+
+    Raises:
+        ArtifactWriteError: disk full (ENOSPC), permission (EACCES), I/O error (EIO), ... at any step; the message
+            names the file, the temporary file is removed and the previous ``path`` (if any) is untouched.
+    """
+    path = Path(path)
+    tmp = None
+    try:
+        fd, tmp = _mkstemp(path)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        _replace_into_place(tmp, path)
+    except BaseException as exc:
+        if tmp is not None and os.path.exists(tmp):
+            _unlink_quietly(tmp)
+        if isinstance(exc, OSError) and not isinstance(exc, ArtifactWriteError):
+            raise ArtifactWriteError(path, exc) from exc
+        raise
+    return path
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
@@ -175,13 +268,21 @@ class CheckpointError(ValueError):
     """A checkpoint file is missing, unreadable or of the wrong architecture; the message names file and field."""
 
 
+#: ``meta["format"]`` of the checkpoints :func:`save_checkpoint` writes (training/record_payload.py sets it); a
+#: checkpoint whose meta names another format is refused.
+CHECKPOINT_FORMATS = ("dpd-desktop-checkpoint-1",)
+
+
 def load_checkpoint(path: str | Path) -> tuple[dict, dict]:
-    """Load a checkpoint written by :func:`save_checkpoint` (``weights_only=True``). Returns (state_dict, meta).
+    """Load a checkpoint written by :func:`save_checkpoint` (``weights_only=True``: tensors and plain data only, a
+    pickled object is refused by torch's restricted unpickler). Returns (state_dict, meta).
 
     A plain reference-style ``state_dict`` file (OpenDPD ``save/...pt``) is accepted too, with empty meta.
 
     Raises:
-        CheckpointError: missing file or not a checkpoint.
+        CheckpointError: missing file, not a checkpoint (not a zip, truncated, a pickled object), a ``meta.format``
+            of another program or version, a ``state_dict`` that is not a mapping of names to tensors; the message
+            names the file and the field.
     """
     import torch
 
@@ -189,16 +290,36 @@ def load_checkpoint(path: str | Path) -> tuple[dict, dict]:
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint file not found")
     try:
+        is_zip = zipfile.is_zipfile(path)
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot read the checkpoint ({exc.strerror or exc})") from exc
+    if not is_zip:  # torch.save's container since PyTorch 1.6; a truncated file has lost its zip directory
+        raise CheckpointError(f"{path}: not a readable checkpoint (not the zip archive torch.save writes: the file "
+                              "is cut short, damaged or of another kind)")
+    try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - report any unpickling failure in plain words
         detail = _load_error_detail(exc)
         raise CheckpointError(f"{path}: not a readable checkpoint ({type(exc).__name__})"
                               + (f": {detail}" if detail else "")) from exc
     if isinstance(obj, dict) and "state_dict" in obj:
-        return dict(obj["state_dict"]), dict(obj.get("meta", {}))
-    if isinstance(obj, dict) and all(hasattr(v, "shape") for v in obj.values()):
-        return dict(obj), {}
-    raise CheckpointError(f"{path}: field 'state_dict' missing; not a DPD Desktop or OpenDPD checkpoint")
+        state, meta = obj["state_dict"], obj.get("meta", {})
+        if not isinstance(meta, dict):
+            raise CheckpointError(f"{path}: field 'meta' is a {type(meta).__name__}, expected a mapping")
+        fmt = meta.get("format")
+        if fmt is not None and fmt not in CHECKPOINT_FORMATS:
+            raise CheckpointError(f"{path}: field 'meta.format' is {fmt!r}; this version reads "
+                                  f"{', '.join(CHECKPOINT_FORMATS)}")
+    elif isinstance(obj, dict) and obj and all(isinstance(v, torch.Tensor) for v in obj.values()):
+        state, meta = obj, {}
+    else:
+        raise CheckpointError(f"{path}: field 'state_dict' missing; not a DPD Desktop or OpenDPD checkpoint")
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path}: field 'state_dict' is a {type(state).__name__}, expected tensors by name")
+    for k, v in state.items():
+        if not isinstance(k, str) or not isinstance(v, torch.Tensor):
+            raise CheckpointError(f"{path}: field 'state_dict.{k}' is a {type(v).__name__}, expected a tensor")
+    return dict(state), dict(meta)
 
 
 _UNSAFE_ADVICE = re.compile(r"weights[_ ]only|trust|can still be loaded|safe_globals|two options", re.IGNORECASE)
@@ -213,6 +334,10 @@ def _load_error_detail(exc: BaseException) -> str:
     marker = "WeightsUnpickler error:"
     if marker in text:
         text = text.split(marker, 1)[1]
+    refused = re.search(r"unsupported GLOBAL (\S+)", text)
+    if refused:  # a pickled Python object (code that would run on a plain torch.load): refused, never run
+        return (f"it holds a pickled Python object ({refused.group(1)}), which a checkpoint never contains; "
+                "it was not loaded")
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if not lines:
         return ""
@@ -247,6 +372,8 @@ def load_state_checked(model, path: str | Path, arch: Mapping[str, Any]) -> dict
         if tuple(v.shape) != tuple(state[k].shape):
             raise CheckpointError(f"{path}: field '{k}' has shape {tuple(state[k].shape)}, expected {tuple(v.shape)} "
                                   f"for {arch['backbone']} H={arch['hidden_size']}")
+        if state[k].dtype != v.dtype:
+            raise CheckpointError(f"{path}: field '{k}' has dtype {state[k].dtype}, expected {v.dtype}")
     model.load_state_dict(state)
     return meta
 

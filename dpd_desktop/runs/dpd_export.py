@@ -43,7 +43,8 @@ import numpy as np
 import torch
 
 from .. import __version__
-from ..data import read_iq_csv
+from ..data import DatasetError, read_iq_csv
+from ..data.locks import ensure_unlocked
 from ..data.framing import segment, unsegment
 from ..models import build_from_arch
 from ..training.device import resolve_device
@@ -489,6 +490,10 @@ def _read_h5_x(p: Path, split: str) -> tuple[np.ndarray, str]:
 def _read_mat_x(p: Path) -> tuple[np.ndarray, str]:
     from scipy.io import loadmat  # here, not at the top: a 0.14 s import (python -X importtime), .mat only
 
+    try:
+        ensure_unlocked(p)
+    except DatasetError as exc:
+        raise DpdExportError(f"input file {exc}") from exc
     try:
         d = loadmat(p, variable_names=["x"])
     except NotImplementedError as exc:  # MATLAB v7.3 files are HDF5

@@ -35,7 +35,7 @@ from .states import LIVE_STATES
 
 INDEX_FILE = "index.sqlite"
 #: the table layout's version (``PRAGMA user_version``); another number means: rebuild
-INDEX_SCHEMA = 2  # 2: no hidden size for MP/GMP rows
+INDEX_SCHEMA = 3  # 2: macs_per_sample, metric_profile, gain_rule; 3: no hidden size for MP/GMP rows
 #: families without a hidden size (their config.json holds the unused default)
 POLY_FAMILIES = ("mp", "gmp")
 APPLICATION_ID = 0x44504449  # "DPDI": PRAGMA application_id, tells our file from any other SQLite database
@@ -49,7 +49,9 @@ SIGNATURE_FILES = ("config.json", "status.json", "best.pt", PIN_FILE)
 class IndexedRun:
     """One row of the index: what :class:`RunRecord` says of a run folder.
 
-    Metrics are in dB (NMSE, EVM) and dBc (ACLR); ``wall_s`` in seconds; ``created`` / ``updated`` the ISO times of
+    ``n_params`` / ``macs_per_sample``: the model's parameters and real multiply-accumulates per sample (config.json
+    ``model``, models/cost.py); ``metric_profile``: the profile its metrics follow; ``gain_rule``: a DPD's target gain
+    rule. Metrics are in dB (NMSE, EVM) and dBc (ACLR); ``wall_s`` in seconds; ``created`` / ``updated`` the ISO times of
     config.json's ``created`` and status.json's ``updated``; ``pinned`` the run is kept (never removed by retention).
     ``state`` is a :data:`~dpd_desktop.runs.states.RUN_STATES` word, or "unreadable" / "damaged".
     """
@@ -62,6 +64,9 @@ class IndexedRun:
     hidden_size: int | None = None
     num_layers: int | None = None
     n_params: int | None = None
+    macs_per_sample: int | None = None
+    metric_profile: str | None = None
+    gain_rule: str | None = None
     dataset_name: str | None = None
     dataset_kind: str | None = None
     dataset_fingerprint: str | None = None
@@ -132,7 +137,10 @@ def row_from_record(rec: RunRecord) -> IndexedRun:
     pa = rec.pa or {}
     return IndexedRun(
         run_id=rec.run_id, folder=str(rec.run_dir), state=rec.state, step=str(rec.step), family=str(rec.backbone),
-        hidden_size=None if str(rec.backbone) in POLY_FAMILIES else _int(rec.hidden_size), num_layers=_int(rec.num_layers), n_params=_int(rec.model.get("n_params")),
+        hidden_size=None if str(rec.backbone) in POLY_FAMILIES else _int(rec.hidden_size),
+        num_layers=_int(rec.num_layers), n_params=_int(rec.model.get("n_params")),
+        macs_per_sample=_int(rec.model.get("macs_per_sample")), metric_profile=_text(rec.metric_profile),
+        gain_rule=_text(rec.gain_rule) if rec.step == "dpd" else None,
         dataset_name=_text(ds.name) if ds else None, dataset_kind=_text(ds.kind) if ds else None,
         dataset_fingerprint=_text(ds.fingerprint) if ds else None, dataset_shown=ds.shown if ds else None,
         selection_metric=_text(rec.selection_metric), best_epoch=_int(status.get("best_epoch")),

@@ -45,7 +45,7 @@ def _pid_alive(pid: int) -> bool:
             return True
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # OverflowError: a pid beyond the system's range (a damaged file)
         return False
     except PermissionError:
         return True

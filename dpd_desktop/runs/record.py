@@ -150,16 +150,41 @@ class DatasetRef:
             raise DatasetUnavailable(f"{where}: field 'dataset.source' missing, so the run's dataset cannot be "
                                      "reloaded")
         else:
+            source = self.resolved_source()
             try:
-                ds = load_dataset(self.source)
+                ds = load_dataset(source)
             except (ValueError, OSError) as exc:
-                raise DatasetUnavailable(f"cannot reload the run's dataset from {self.source} (recorded in "
+                raise DatasetUnavailable(f"cannot reload the run's dataset from {source} (recorded in "
                                          f"{where}): {exc}") from exc
         if self.fingerprint and ds.fingerprint() != self.fingerprint:
             raise DatasetChanged(f"the dataset at {self.source or 'the demo settings'} has changed since the run "
                                  f"(its fingerprint differs from 'dataset.fingerprint' in {where}), or the run "
                                  "trained on a subset of it; the exported u would not be the one scored by the run")
         return ds
+
+    def resolved_source(self) -> Path:
+        """``source`` as an absolute path: as recorded when absolute (``..`` resolved); a relative one (a run folder
+        from elsewhere, edited by hand) is resolved against the folder of the config.json that recorded it.
+
+        Raises:
+            DatasetUnavailable: no source, a relative source without a recording folder, or a path that does not
+                exist; the message names the field ``dataset.source``.
+        """
+        where = self.recorded_in or "config.json"
+        if not self.source:
+            raise DatasetUnavailable(f"{where}: field 'dataset.source' missing, so the run's dataset cannot be "
+                                     "reloaded")
+        p = Path(self.source).expanduser()
+        if not p.is_absolute():
+            if self.recorded_in is None:
+                raise DatasetUnavailable(f"field 'dataset.source' is the relative path {self.source!r} and no run "
+                                         "folder to resolve it against")
+            p = Path(self.recorded_in).parent / p
+        p = p.resolve()
+        if not p.exists():
+            raise DatasetUnavailable(f"{where}: field 'dataset.source' names {p}, which does not exist (the dataset "
+                                     "was moved or deleted: open it from where it is now)")
+        return p
 
     @property
     def shown(self) -> str:
@@ -220,7 +245,8 @@ class RunRecord:
         self.dataset = dataset
         self.state = state
         self.status_doc = status
-        self.schema = int(self.doc.get("schema", 1)) if doc else None
+        schema = self.doc.get("schema", 1)
+        self.schema = schema if doc and isinstance(schema, int) and not isinstance(schema, bool) else None
 
     # ---------------------------------------------------------------- opening
     @classmethod
@@ -418,7 +444,7 @@ class RunRecord:
         Raises:
             RecordError: no results.h5 (the run did not finish), or one that cannot be read / lacks a dataset.
         """
-        import h5py  # 0.07 s: see runs/writer.py ``_fill_results``
+        import h5py  # 0.07 s: see runs/writer.py ``results_image``
 
         p = self.results_path
         if not p.is_file():

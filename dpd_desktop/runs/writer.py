@@ -7,6 +7,7 @@ writes no file. The round trip writer → reader is tested in tests/unit/test_re
 from __future__ import annotations
 
 import csv
+import io
 import json
 import time
 from pathlib import Path
@@ -25,8 +26,11 @@ class RunWriter:
     ``ResultsReady`` → results.h5; ``RunFinished`` / ``RunCancelled`` / ``RunFailed`` → the final status.json.
     Status is written after the files it describes, so it never says more than the disk holds.
 
-    Errors propagate (an unwritable run folder fails the run); the trainer calls the writer before any other
-    observer. Call :meth:`close` when the run is over (closes log.txt; idempotent).
+    Errors propagate (an unwritable run folder fails the run): a failed write raises
+    :class:`~dpd_desktop.runs.artifacts.ArtifactWriteError` ("<file>: cannot write: <reason>"), leaves no temporary
+    file and leaves the earlier version of every artifact as it was; the trainer calls the writer before any other
+    observer. log.txt is rewritten whole (atomically) at each line, like every other file. Call :meth:`close` when
+    the run is over (idempotent).
 
     ``resume`` (training/resume.py): reopen an existing run folder instead. ``RunPrepared`` then keeps log.txt
     (appended) and config.json (its ``resumes`` list gains an entry), rewrites history.csv with the rows of last.pt
@@ -43,7 +47,9 @@ class RunWriter:
         self.history: list[Mapping[str, Any]] = []
         self.config_doc: dict[str, Any] | None = None
         self.epochs_written = 0  # epochs whose history row and checkpoints are on disk
-        self._log_fh = None
+        self.best_written: int | None = None  # the epoch best.pt holds
+        self._config_written = False
+        self._log_text: str | None = None  # log.txt's text (None: no run folder yet, or closed)
 
     def __call__(self, event) -> None:
         handler = _WRITER_HANDLERS.get(type(event).__name__)
@@ -51,15 +57,14 @@ class RunWriter:
             handler(self, event)
 
     def close(self) -> None:
-        fh, self._log_fh = self._log_fh, None
-        if fh is not None:
-            fh.close()
+        self._log_text = None
 
     # ---------------------------------------------------------------- handlers
     def _prepared(self, ev) -> None:
         self.run_id, self.run_dir = ev.run_id, Path(ev.run_dir)
         self.step, self.selection_metric = ev.step, ev.selection_metric
-        self._log_fh = open(self.run_dir / "log.txt", "a", encoding="utf-8")
+        log = self.run_dir / "log.txt"  # kept and continued (a resumed run's log goes on)
+        self._log_text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
         if self.resume is not None:
             self._reopen(ev)
             return
@@ -83,14 +88,15 @@ class RunWriter:
         artifacts.write_history_csv(self.run_dir / "history.csv", self.history, header=HISTORY_COLUMNS)
         best = r["best"]
         artifacts.save_checkpoint(self.run_dir / "best.pt", best["model"], best["meta"])
+        self.best_written = best["meta"].get("epoch")
         artifacts.write_history_csv(self.run_dir / "best.csv", [best["row"]])
         self.epochs_written = len(self.history)
         self.write_status("running", epochs_completed=self.epochs_written, resumed_from_epoch=r["from_epoch"])
 
     def _log_line(self, ev) -> None:
-        if self._log_fh is not None:
-            self._log_fh.write(f"{ev.clock} {ev.text}\n")
-            self._log_fh.flush()
+        if self._log_text is not None:
+            self._log_text += f"{ev.clock} {ev.text}\n"  # kept on a failed write: the next one carries it
+            artifacts.atomic_write_text(self.run_dir / "log.txt", self._log_text)
 
     def _started(self, ev) -> None:
         self.config_doc = {**(self.config_doc or self._config_head(ev.config)), "experiment": dict(ev.config),
@@ -107,6 +113,7 @@ class RunWriter:
         artifacts.write_history_csv(d / "history.csv", self.history)
         if ev.is_best:
             artifacts.save_checkpoint(d / "best.pt", ev.model_state, ev.meta)
+            self.best_written = ev.epoch
             artifacts.write_history_csv(d / "best.csv", [ev.row])
         artifacts.save_training_state(d / "last.pt", {
             **dict(ev.resume_state), "epoch": ev.epoch, "model": dict(ev.model_state),
@@ -125,7 +132,8 @@ class RunWriter:
         self.write_status("running", epochs_completed=ev.epoch + 1)
 
     def _results(self, ev) -> None:
-        artifacts.atomic_write_via(self.run_dir / "results.h5", lambda tmp: _fill_results(tmp, ev))
+        # built in memory, written atomically: h5py never meets a full disk mid-file (it crashed the process)
+        artifacts.atomic_write_bytes(self.run_dir / "results.h5", results_image(ev))
 
     def _finished(self, ev) -> None:
         self.write_status("succeeded", epochs_completed=self.epochs_written, best_epoch=ev.best_epoch,
@@ -137,16 +145,22 @@ class RunWriter:
     def _cancelled(self, ev) -> None:
         extra = {"message": ev.reason} if getattr(ev, "reason", "") else {}
         self.write_status("cancelled", epochs_completed=min(ev.epochs_completed, self.epochs_written),
-                          best_epoch=ev.best_epoch, **extra)
+                          best_epoch=self.best_written, **extra)
         self.close()
 
     def _failed(self, ev) -> None:
         try:
             if self.run_dir is not None:
-                # never more epochs than the disk holds (a failed write of an epoch's files is not counted)
+                if not self._config_written and self.config_doc:
+                    try:  # a run whose first config.json failed: one more try, so that the failed run is listed
+                        self._write_config()
+                    except OSError:
+                        pass
+                # never more epochs than the disk holds (a failed write of an epoch's files is not counted), and
+                # the selected epoch is the one best.pt holds
                 self.write_status("failed", message=ev.message,
                                   epochs_completed=min(ev.epochs_completed, self.epochs_written),
-                                  best_epoch=ev.best_epoch if self.epochs_written else None)
+                                  best_epoch=self.best_written)
         finally:
             self.close()
 
@@ -164,6 +178,7 @@ class RunWriter:
 
     def _write_config(self) -> None:
         artifacts.atomic_write_json(self.run_dir / "config.json", self.config_doc)
+        self._config_written = True
 
 
 def write_evaluation(run_dir: str | Path, profile: str, doc: Mapping[str, Any]) -> Path:
@@ -179,14 +194,15 @@ _WRITER_HANDLERS = {"RunPrepared": RunWriter._prepared, "LogLine": RunWriter._lo
                     "RunFailed": RunWriter._failed}
 
 
-def _fill_results(tmp: str, ev) -> None:
-    """results.h5: root attributes, then per split the datasets x, target, prediction (dpd_output), psd_freq_hz,
-    psd_prediction_db and the attributes loss and the metrics."""
+def results_image(ev) -> bytes:
+    """results.h5's bytes, built in memory (h5py on an io.BytesIO): root attributes, then per split the datasets x,
+    target, prediction (dpd_output), psd_freq_hz, psd_prediction_db and the attributes loss and the metrics."""
     # h5py is imported here, not at the top: its import (0.07 s alone, python -X importtime) would sit on every start-up path
     # that imports the record (the command line's `runs`, the window); the trainer warms it on a thread.
     import h5py
 
-    with h5py.File(tmp, "w") as f:
+    buf = io.BytesIO()
+    with h5py.File(buf, "w") as f:
         for k, v in ev.attrs.items():
             f.attrs[k] = v
         for name, sr in ev.splits.items():
@@ -201,6 +217,7 @@ def _fill_results(tmp: str, ev) -> None:
                 g.attrs[k] = float(v)
             g.create_dataset("psd_freq_hz", data=sr.psd_freq_hz)
             g.create_dataset("psd_prediction_db", data=sr.psd_prediction_db)
+    return buf.getvalue()
 
 
 def set_pinned(run_dir: str | Path, pinned: bool) -> Path:

@@ -24,12 +24,12 @@ class TrainerOutput:
 
     def set_preview_every(self, n: int | None) -> None:
         """Turn the live batch preview on (every ``n`` batches) or off (None) while a run is going (thread-safe:
-        one attribute, read at each batch boundary). The setting is recorded in the log."""
+        one attribute, read at each batch boundary). The setting is recorded in the log at the epoch's end, by the
+        training thread (the caller, the window's thread, never waits for the disk)."""
         if n is not None and (not isinstance(n, int) or n < 1):
             raise ValueError(f"preview_every: expected a positive integer or None, got {n!r}")
         self._preview_every = n
-        if self.run_dir is not None:
-            self._log(f"live batch preview: {'every %d batches' % n if n else 'off'}")
+        self._notes.append(f"live batch preview: {'every %d batches' % n if n else 'off'}")
 
     # ------------------------------------------------------------------ plots and preview
     def _dataset_summary(self) -> dict[str, Any]:

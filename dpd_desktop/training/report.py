@@ -20,7 +20,7 @@ def describe_error(exc: BaseException) -> str:
     if "can't allocate memory" in low or isinstance(exc, MemoryError):
         return ("the computer ran out of memory: reduce the batch size, the frame length or the hidden size "
                 f"({text.splitlines()[0]})")
-    if exc.__class__.__name__ in ("DatasetError", "CheckpointError", "RecordError"):
+    if exc.__class__.__name__ in ("DatasetError", "CheckpointError", "RecordError", "ArtifactWriteError"):
         return text
     return f"{type(exc).__name__}: {text}"
 

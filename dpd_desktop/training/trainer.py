@@ -158,6 +158,7 @@ class Trainer(TrainerOutput):
         self._preview = None  # preview.BatchPreview: the frozen copy is made on the first preview
         self._preview_every: int | None = config.preview_every
         self._preview_failed = False
+        self._notes: list[str] = []  # log lines from other threads, logged by the training thread (atomic append)
 
     # ------------------------------------------------------------------ public API
     def request_cancel(self) -> None:
@@ -192,7 +193,10 @@ class Trainer(TrainerOutput):
             self._epoch_loop()
             return self._finish(t0)
         except Cancelled:
-            return self._on_cancel(t0)
+            try:
+                return self._on_cancel(t0)
+            except OSError as exc:  # the cancelled state could not be written (disk full): the run failed
+                return self._on_failure(exc, t0)
         except Exception as exc:  # noqa: BLE001 - a run failure must be reported, not crash the app
             return self._on_failure(exc, t0)
         finally:
@@ -352,6 +356,8 @@ class Trainer(TrainerOutput):
             te = time.perf_counter()
             lr = self.optimizer.param_groups[0]["lr"]
             train_loss = self._train_epoch(epoch)
+            while self._notes:
+                self._log(self._notes.pop(0))
             if not math.isfinite(train_loss):
                 self._drain()  # earlier epochs' results and checkpoints stay as written
                 raise limits.nonfinite_error(self.device, epoch, self._epoch_losses, lr)

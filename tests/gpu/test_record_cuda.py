@@ -25,6 +25,8 @@ def _digest(run_dir: Path) -> dict:
             h.update(obj.contiguous().cpu().numpy().tobytes())
         elif isinstance(obj, dict):
             for k in sorted(obj, key=str):
+                if k in ("TIME:", "run_id"):  # last.pt's history rows and best record: the wall clock, the folder
+                    continue
                 h.update(str(k).encode())
                 tensors(obj[k], h)
         elif isinstance(obj, (list, tuple)):

@@ -74,7 +74,9 @@ def test_pa_sigkill_mid_epoch_resume_cuda_fast_path(tmp_path, ds):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     (run,) = list((ws / "runs").iterdir())
-    assert torch.load(run / "last.pt", weights_only=True)["epoch"] == 2
+    # killed in epoch 3: with the epoch ends overlapped (training/overlap.py) epoch 2's last.pt may still be on the
+    # worker thread when the kill comes, so the last finished epoch on disk is 2 or, one behind, 1
+    assert torch.load(run / "last.pt", weights_only=True)["epoch"] in (1, 2)
     res = resume_run(run, Workspace(ws))
     assert res.state == "succeeded", res.message
     _same(ref.run_dir, run, PA["epochs"])

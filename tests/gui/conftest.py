@@ -26,6 +26,15 @@ def _isolated_env(tmp_path, monkeypatch):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _close_answers_stop(monkeypatch):
+    """A close while a run is live asks (gui/close_prompt.py); a modal dialog would block an offscreen test, so the
+    answer is "Stop and quit" unless a test sets another (tests/gui/test_close_prompt.py)."""
+    from dpd_desktop.gui import close_prompt
+
+    monkeypatch.setattr(close_prompt, "ask", lambda parent, busy: close_prompt.STOP_AND_QUIT)
+
+
 @pytest.fixture
 def settings(tmp_path):
     from PySide6.QtCore import QSettings

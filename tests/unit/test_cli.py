@@ -19,7 +19,7 @@ from dpd_desktop.process import CTRL_C
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY_TRAIN = ["train-pa", "--dataset", "demo", "--epochs", "50", "--device", "cpu", "--hidden-size", "4",
-              "--frame-length", "40", "--stride", "64"]
+              "--frame-length", "40", "--stride", "40"]
 
 
 def _spawn(ws: Path, *args: str, **env_vars: str) -> subprocess.Popen:

@@ -67,7 +67,9 @@ def _expected(folder: Path) -> dict:
     ds = rec.dataset
     return {"run_id": folder.name, "folder": str(folder), "state": rec.state, "step": rec.step,
             "family": rec.backbone, "hidden_size": rec.hidden_size, "num_layers": rec.num_layers,
-            "n_params": rec.model.get("n_params"), "dataset_name": ds and ds.name, "dataset_kind": ds and ds.kind,
+            "n_params": rec.model.get("n_params"), "macs_per_sample": rec.model.get("macs_per_sample"),
+            "metric_profile": rec.doc.get("experiment", {}).get("metric_profile", "legacy-2.2.1"),
+            "gain_rule": (rec.doc.get("gain") or {}).get("rule") if rec.step == "dpd" else None, "dataset_name": ds and ds.name, "dataset_kind": ds and ds.kind,
             "dataset_fingerprint": ds and ds.fingerprint, "dataset_shown": ds and ds.shown,
             "selection_metric": rec.selection_metric, "best_epoch": rec.best_epoch, "best_value": rec.best_value,
             "epochs_completed": st.get("epochs_completed"), "test_nmse": test.get("NMSE"),
@@ -94,6 +96,9 @@ def test_rows_equal_the_records_of_tiny_trainings(trained, tmp_path):
     assert (dpd["step"], dpd["hidden_size"], dpd["pa_run_id"]) == ("dpd", 3, trained["pa"].name)
     assert pa["dataset_kind"] == "demo" and pa["dataset_fingerprint"] == dpd["dataset_fingerprint"]
     assert pa["n_params"] == json.loads((trained["pa"] / "config.json").read_text())["model"]["n_params"] > 0
+    pa_model = json.loads((trained["pa"] / "config.json").read_text())["model"]
+    assert pa["macs_per_sample"] == pa_model["macs_per_sample"] > 0 and pa["n_params"] == pa_model["params"]
+    assert (pa["metric_profile"], pa["gain_rule"], dpd["gain_rule"]) == ("legacy-2.2.1", None, "peak")
     status = json.loads((trained["dpd"] / "status.json").read_text())
     assert dpd["test_aclr_avg"] == status["test_metrics"]["ACLR_AVG"] and dpd["wall_s"] == status["wall_s"] > 0
     assert pa["device"] == "cpu" and pa["fast_path"].startswith("off")
@@ -278,7 +283,7 @@ def test_runs_lists_the_index(trained, tmp_path, capsys):
     assert cli.main(["--workspace", str(tmp_path), "runs"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["RUN", "STEP", "FAMILY", "H", "STATE", "PIN", "DATASET", "EP", "VAL", "NMSE", "VAL",
-                                "ACLR", "TEST", "NMSE", "TEST", "ACLR", "TIME"]
+                                "ACLR", "TEST", "NMSE", "TEST", "ACLR", "PROFILE", "PARAMS", "MACS/S", "TIME"]
     assert [ln.split()[0] for ln in lines[1:]] == sorted(p.name for p in ws.runs_dir.iterdir())[::-1]
     row = RunRecord.read(ws.runs_dir / dpd)
     cells = next(ln for ln in lines if ln.startswith(dpd)).split()
@@ -286,7 +291,9 @@ def test_runs_lists_the_index(trained, tmp_path, capsys):
     assert cells[6:9] == ["demo", "seed", "1"] and cells[9] == str(row.best_epoch)
     assert cells[10:14] == [f"{row.val_metrics['NMSE']:.2f}", f"{row.val_metrics['ACLR_AVG']:.2f}",
                             f"{row.test_metrics['NMSE']:.2f}", f"{row.test_metrics['ACLR_AVG']:.2f}"]
-    assert cells[14:] == [f"{row.status_doc['wall_s']:.1f}", "s"]
+    model = json.loads((ws.runs_dir / dpd / "config.json").read_text())["model"]
+    assert cells[14:17] == ["legacy-2.2.1", str(model["n_params"]), str(model["macs_per_sample"])]
+    assert cells[17:] == [f"{row.status_doc['wall_s']:.1f}", "s"]
     assert cli.main(["--workspace", str(tmp_path), "runs", "--step", "pa", "--state", "succeeded", "--json"]) == 0
     (only,) = json.loads(capsys.readouterr().out)
     assert only == _expected(ws.runs_dir / pa)

@@ -20,7 +20,7 @@ POSIX = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 LONG_BATCHES = ["train-pa", "--dataset", "demo", "--epochs", "5", "--device", "cpu", "--hidden-size", "64",
                 "--frame-length", "1000", "--stride", "16", "--batch-size", "256", "--no-plots"]
 LONG_TRAIN = ["train-pa", "--dataset", "demo", "--epochs", "200", "--device", "cpu", "--hidden-size", "4",
-              "--frame-length", "40", "--stride", "64", "--no-plots"]
+              "--frame-length", "40", "--stride", "40", "--no-plots"]
 
 
 def test_exit_statuses_are_the_documented_ones():
@@ -175,6 +175,6 @@ def test_the_process_instance_is_not_left_installed_by_a_python_caller(tmp_path)
     from dpd_desktop.runs.workspace import Workspace
 
     before = signal.getsignal(signal.SIGINT)
-    cfg = ExperimentConfig(dataset="demo", epochs=1, device="cpu", hidden_size=4, frame_length=40, stride=64)
+    cfg = ExperimentConfig(dataset="demo", epochs=1, device="cpu", hidden_size=4, frame_length=40, stride=40)
     assert cli.run_training(cfg, Workspace(tmp_path), plots=False) == Exit.OK
     assert not CTRL_C.installed and signal.getsignal(signal.SIGINT) is before

@@ -338,8 +338,11 @@ def test_dataset_ref_load_checks_the_fingerprint(tmp_path, demo):
         DatasetRef(kind="demo", source=None, fingerprint=None, demo={"n_train": 0}).load()
     with pytest.raises(DatasetUnavailable, match="field 'dataset.source' missing"):
         DatasetRef(kind="split-folder", source=None, fingerprint=None).load()
-    with pytest.raises(DatasetUnavailable, match="cannot reload the run's dataset from"):
+    with pytest.raises(DatasetUnavailable, match=r"field 'dataset.source' names .*nothing, which does not exist"):
         DatasetRef(kind="split-folder", source=str(tmp_path / "nothing"), fingerprint=None).load()
+    (tmp_path / "afile.h5").write_bytes(b"not HDF5")
+    with pytest.raises(DatasetUnavailable, match="cannot reload the run's dataset from"):
+        DatasetRef(kind="hdf5", source=str(tmp_path / "afile.h5"), fingerprint=None).load()
 
 
 def test_dataset_ref_of_a_folder_dataset(tmp_path):

@@ -9,10 +9,10 @@ from typing import Iterable, Mapping
 import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.exporters import ImageExporter
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Signal
 from PySide6.QtGui import QColor
 
-from ...runs.artifacts import atomic_write_via
+from ...runs.artifacts import atomic_write_bytes
 from .. import theme
 
 LINE_OPTS = dict(clipToView=True, autoDownsample=True, downsampleMethod="peak", connect="finite")
@@ -242,13 +242,18 @@ def ordered(names: Iterable[str], target: str, pred: str) -> list[str]:
 
 
 def save_png_atomic(image, path: str | os.PathLike) -> Path:
-    """Save a QImage/QPixmap as PNG atomically (artifacts.atomic_write_via: temp file, fsync, os.replace).
+    """Save a QImage/QPixmap as PNG atomically: encoded in memory, then written by
+    :func:`~dpd_desktop.runs.artifacts.atomic_write_bytes` (temp file, fsync, os.replace, folder fsync).
 
     Raises:
-        OSError: Qt could not encode or write the image (the message names ``path``).
+        OSError: Qt could not encode the image, or the file could not be written
+            (:class:`~dpd_desktop.runs.artifacts.ArtifactWriteError`, naming the file).
     """
-    def write(tmp: str) -> None:
-        if not image.save(tmp, "PNG"):
-            raise OSError(f"could not write the PNG image {path}")
-
-    return atomic_write_via(path, write)
+    data = QByteArray()
+    buf = QBuffer(data)
+    buf.open(QIODevice.OpenModeFlag.WriteOnly)
+    ok = image.save(buf, "PNG")
+    buf.close()
+    if not ok:
+        raise OSError(f"could not encode the PNG image {path}")
+    return atomic_write_bytes(path, bytes(data))

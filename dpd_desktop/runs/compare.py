@@ -1,0 +1,241 @@
+"""Compare runs: their metrics side by side, their learning curves, their test-split PSD and AM/AM overlays (on the
+same test signal only when the runs share a dataset) and a config diff (only the fields that differ).
+
+Everything is read through :class:`~dpd_desktop.runs.record.RunRecord` and results.h5 (runs/replay.py
+``read_split``); no model is loaded. Call off the GUI thread (h5py, disk).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..metrics.spectra import psd_db
+from ..training.plotdata import AMAM_POINTS
+from .record import RecordError, RunRecord
+from .replay import ReplayError, SplitArrays, read_split
+from .states import UNREADABLE
+
+#: the metric profile of a run whose config.json does not name one (runs before profiles were recorded)
+DEFAULT_METRIC_PROFILE = "legacy-2.2.1"
+#: rows of the metrics table: (label, unit, key of :attr:`RunSummary.metrics`)
+METRIC_ROWS = (
+    ("test NMSE", "dB", "NMSE"),
+    ("test ACLR L", "dBc", "ACLR_L"),
+    ("test ACLR R", "dBc", "ACLR_R"),
+    ("test ACLR avg", "dBc", "ACLR_AVG"),
+    ("test EVM", "dB", "EVM"),
+    ("params", "", "params"),
+    ("MACs/sample", "", "macs_per_sample"),
+    ("duration", "s", "wall_s"),
+)
+#: learning-curve series drawn in a comparison: (label, history.csv column)
+CURVES = (("val NMSE [dB]", "VAL_NMSE"), ("val ACLR avg [dBc]", "VAL_ACLR_AVG"), ("val EVM [dB]", "VAL_EVM"),
+          ("train loss", "TRAIN_LOSS"), ("val loss", "VAL_LOSS"))
+#: config.json blocks whose scalar fields enter the config diff besides ``experiment``
+_DIFF_BLOCKS = {"dataset": ("name", "kind", "source", "fingerprint"), "model": ("params", "macs_per_sample")}
+
+
+class CompareError(ValueError):
+    """Runs cannot be compared (fewer than two, or one cannot be read); the message names the run and the file."""
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a comparison needs of one run.
+
+    Attributes:
+        metrics: :data:`METRIC_ROWS` keys → value (dB / dBc / count / s) or None when not recorded.
+        history: history.csv rows (numbers parsed).
+        config: flattened config fields (``experiment.lr``, ``dataset.fingerprint``, ...) → value.
+        test: the test split of results.h5, or None when it is missing.
+        error: why results.h5 could not be read (the run is still compared by its record), or None.
+    """
+
+    run_id: str
+    run_dir: Path
+    state: str
+    step: str
+    label: str
+    dataset_fingerprint: str | None
+    dataset_name: str | None
+    fs_hz: float | None
+    metrics: dict[str, float | None]
+    history: list[dict[str, Any]]
+    config: dict[str, Any]
+    test: SplitArrays | None = None
+    error: str | None = None
+
+    def curve(self, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """(epoch, value) of a history.csv column; rows without a number are left out."""
+        ep, val = [], []
+        for i, row in enumerate(self.history):
+            v = row.get(column)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+                e = row.get("EPOCH", i)
+                ep.append(float(e) if isinstance(e, (int, float)) else float(i))
+                val.append(float(v))
+        return np.asarray(ep), np.asarray(val)
+
+    def psd(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(frequency [MHz], prediction PSD [dB/Hz]) as results.h5 stored them, or None."""
+        if self.test is None:
+            return None
+        return self.test.psd_freq_hz / 1e6, np.asarray(self.test.psd_prediction_db, dtype=np.float64)
+
+    def amam(self, points: int = AMAM_POINTS) -> tuple[np.ndarray, np.ndarray] | None:
+        """(|x|, |prediction|) at ``points`` evenly spaced test samples (the PlotData's decimation), or None."""
+        if self.test is None:
+            return None
+        return _amam(self.test.x, self.test.prediction, points)
+
+    def target_amam(self, points: int = AMAM_POINTS) -> tuple[np.ndarray, np.ndarray] | None:
+        if self.test is None:
+            return None
+        return _amam(self.test.x, self.test.target, points)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two or more runs. ``same_dataset``: every run recorded the same dataset fingerprint (the PSD and AM/AM
+    overlays are then on the same test signal); ``config_diff``: (field, one value per run) for the fields that
+    differ, in field order; ``notes``: what the comparison leaves out, in words."""
+
+    runs: list[RunSummary]
+    same_dataset: bool
+    config_diff: list[tuple[str, tuple[Any, ...]]]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    #: (name, frequency [MHz], PSD [dB/Hz]) of the shared reference signal (measured y / target g·x of the first
+    #: run's test split, :func:`~dpd_desktop.metrics.spectra.psd_db` on the predictions' frequency grid), or None
+    reference_psd: tuple[str, np.ndarray, np.ndarray] | None = None
+
+    def metric_table(self) -> list[tuple[str, str, list[float | None]]]:
+        """(label, unit, one value per run) for each of :data:`METRIC_ROWS`."""
+        return [(label, unit, [r.metrics.get(key) for r in self.runs]) for label, unit, key in METRIC_ROWS]
+
+
+def _amam(x: np.ndarray, out: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray]:
+    n = x.shape[0]
+    idx = np.linspace(0, n - 1, num=min(points, n)).astype(np.int64)
+    mag = lambda a: np.hypot(a[idx, 0].astype(np.float64), a[idx, 1].astype(np.float64))  # noqa: E731
+    return mag(x), mag(out)
+
+
+def _num(v) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def flatten_config(rec: RunRecord) -> dict[str, Any]:
+    """The fields of a run's config.json that describe it: ``experiment.*`` (``extra`` as JSON text),
+    ``experiment.metric_profile`` (default :data:`DEFAULT_METRIC_PROFILE`), ``dataset.*`` and ``model.*`` scalars
+    (:data:`_DIFF_BLOCKS`), ``pa.run_id``."""
+    out: dict[str, Any] = {}
+    exp = rec.doc.get("experiment") if isinstance(rec.doc.get("experiment"), dict) else {}
+    for k, v in exp.items():
+        out[f"experiment.{k}"] = json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
+    out.setdefault("experiment.metric_profile", DEFAULT_METRIC_PROFILE)
+    for block, keys in _DIFF_BLOCKS.items():
+        b = rec.doc.get(block) if isinstance(rec.doc.get(block), dict) else {}
+        for k in keys:
+            out[f"{block}.{k}"] = b.get(k)
+    pa = rec.doc.get("pa") if isinstance(rec.doc.get("pa"), dict) else {}
+    out["pa.run_id"] = pa.get("run_id")
+    return out
+
+
+def config_diff(configs: Sequence[dict[str, Any]]) -> list[tuple[str, tuple[Any, ...]]]:
+    """(field, values) for each field whose value is not the same in every config (a missing field is None);
+    fields in first-seen order."""
+    keys: list[str] = []
+    for c in configs:
+        keys.extend(k for k in c if k not in keys)
+    out = []
+    for k in keys:
+        values = tuple(c.get(k) for c in configs)
+        if any(v != values[0] for v in values[1:]):
+            out.append((k, values))
+    return out
+
+
+def summarize(run_dir: str | Path) -> RunSummary:
+    """One run's :class:`RunSummary`.
+
+    Raises:
+        CompareError: the folder is not a run or its config.json cannot be read (names the file and the field).
+    """
+    rec = RunRecord.read(run_dir)
+    if rec is None:
+        raise CompareError(f"{run_dir}: not a run folder (no config.json)")
+    if rec.state == UNREADABLE or rec.config is None:
+        try:
+            RunRecord.open(run_dir)
+        except RecordError as exc:
+            raise CompareError(str(exc)) from exc
+        raise CompareError(f"{Path(run_dir) / 'status.json'}: unreadable, the run cannot be compared")
+    test_m = rec.test_metrics
+    model = rec.model
+    metrics = {k: _num(test_m.get(k)) for k in ("NMSE", "ACLR_L", "ACLR_R", "ACLR_AVG", "EVM")}
+    metrics["params"] = _num(model.get("params", model.get("n_params")))
+    metrics["macs_per_sample"] = _num(model.get("macs_per_sample"))
+    metrics["wall_s"] = _num(rec.status_doc.get("wall_s"))
+    test = error = None
+    if rec.results_path.is_file():
+        try:
+            test = read_split(rec.results_path, "test")
+        except ReplayError as exc:
+            error = str(exc)
+    else:
+        error = f"{rec.results_path}: missing (no test predictions)"
+    ds = rec.dataset
+    spec = dict(ds.spec) if ds is not None else {}
+    fs = _num(spec.get("sample_rate_hz"))
+    label = f"{rec.run_id} · {str(rec.backbone).upper()}-{rec.hidden_size}"
+    return RunSummary(run_id=rec.run_id, run_dir=rec.run_dir, state=rec.state, step=str(rec.step), label=label,
+                      dataset_fingerprint=ds.fingerprint if ds else None, dataset_name=ds.name if ds else None,
+                      fs_hz=fs, metrics=metrics, history=rec.history(), config=flatten_config(rec), test=test,
+                      error=error)
+
+
+def compare_runs(run_dirs: Sequence[str | Path]) -> Comparison:
+    """Compare two or more run folders (in the order given).
+
+    Raises:
+        CompareError: fewer than two runs, or one cannot be read.
+    """
+    if len(run_dirs) < 2:
+        raise CompareError(f"a comparison needs two or more runs, got {len(run_dirs)}")
+    runs = [summarize(d) for d in run_dirs]
+    fps = {r.dataset_fingerprint for r in runs}
+    same = len(fps) == 1 and None not in fps
+    notes = []
+    if not same:
+        names = ", ".join(sorted({str(r.dataset_name or r.dataset_fingerprint or "?") for r in runs}))
+        notes.append(f"the runs were trained on different datasets ({names}): only the learning curves and the "
+                     "metrics are overlaid, not the PSD or AM/AM of the test signal")
+    for r in runs:
+        if r.error:
+            notes.append(f"{r.run_id}: {r.error}")
+    return Comparison(runs=runs, same_dataset=same, config_diff=config_diff([r.config for r in runs]),
+                      notes=tuple(notes), reference_psd=reference_psd(runs[0]) if same else None)
+
+
+def reference_psd(run: RunSummary) -> tuple[str, np.ndarray, np.ndarray] | None:
+    """(name, frequency [MHz], PSD [dB/Hz]) of the run's test reference (measured y for a PA, g·x for a DPD) with
+    the Welch window of its stored prediction PSD (so both share a frequency grid); None without results.h5 or fs."""
+    if run.test is None or not run.fs_hz:
+        return None
+    n_bins = int(run.test.psd_freq_hz.shape[0])
+    f, p = psd_db(run.test.target, run.fs_hz, n_bins)
+    return reference_name(run.step), f / 1e6, np.asarray(p, dtype=np.float64)
+
+
+def reference_name(step: str) -> str:
+    """The plots' name of the reference signal (training/evaluation.py ``signal_names``)."""
+    return "measured y" if step == "pa" else "target g·x"

@@ -1,0 +1,188 @@
+"""Replay a finished run from its folder: the history rows and the same :class:`PlotData` the live run showed at its
+end, read from ``history.csv`` and ``results.h5`` (no model, no torch, no retraining).
+
+The live run's final plots are :meth:`Evaluator.plots` of the selected checkpoint on the test split
+(training/evaluation.py); here :func:`~dpd_desktop.training.plotdata.build_plot_data` is fed the arrays results.h5
+stored for that split (``x``, ``target``, ``prediction``, for a DPD ``dpd_output``), so every panel gets the same
+kind of data object. Two differences, both stated in :attr:`Replay.notes`: the prediction's PSD is the one
+results.h5 stored (``psd_prediction_db``, bit for bit), and a DPD's "PA(x) no DPD" baseline is absent (it needs the
+frozen PA model; results.h5 does not store it).
+
+Reading results.h5 takes h5py (imported in :func:`load_replay`, see the note there); call it off the GUI thread.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..data.framing import segment
+from ..data.spec import DatasetSpec
+from ..metrics import aclr_db
+from ..training.events import PlotData
+from ..training.plotdata import build_plot_data
+from .record import RecordError, RunRecord
+from .states import DAMAGED, UNREADABLE
+
+#: signal names of the plots, as training/evaluation.py ``signal_names`` gives them
+SIGNAL_NAMES = {"pa": ("measured y", "predicted ŷ"), "dpd": ("target g·x", "PA(DPD(x))")}
+DPD_OUTPUT_NAME = "DPD output u"
+
+
+class ReplayError(RecordError):
+    """A run folder cannot be replayed; the message names the file and the field (or says why)."""
+
+
+@dataclass(frozen=True)
+class SplitArrays:
+    """One split of results.h5: (N, 2) float32 arrays, the stored PSD (Hz, dB/Hz) and the metrics attributes."""
+
+    x: np.ndarray
+    target: np.ndarray
+    prediction: np.ndarray
+    dpd_output: np.ndarray | None
+    psd_freq_hz: np.ndarray
+    psd_prediction_db: np.ndarray
+    metrics: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A run as the window shows it after its end.
+
+    Attributes:
+        record: the run's :class:`RunRecord`.
+        history: history.csv rows (numbers parsed), in file order.
+        best_epoch: the selected epoch (status.json), or None.
+        plots: the test split's PlotData, or None when results.h5 is missing (a run that ended before its results).
+        test: the raw test split of results.h5 (None without results.h5).
+        notes: what differs from the live view, in words.
+    """
+
+    record: RunRecord
+    history: list[dict[str, Any]]
+    best_epoch: int | None
+    plots: PlotData | None
+    test: SplitArrays | None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def run_id(self) -> str:
+        return self.record.run_id
+
+
+def spec_of(record: RunRecord) -> DatasetSpec:
+    """The run's :class:`DatasetSpec` from config.json ``dataset.spec`` (unknown keys ignored).
+
+    Raises:
+        ReplayError: no spec recorded, or its ``nperseg`` is not a positive integer.
+    """
+    raw = dict(record.dataset.spec) if record.dataset is not None else {}
+    names = {f.name for f in dataclasses.fields(DatasetSpec)}
+    kw = {k: v for k, v in raw.items() if k in names}
+    nps = kw.get("nperseg")
+    if isinstance(nps, bool) or not isinstance(nps, int) or nps < 1:
+        raise ReplayError(f"{record.config_path}: field 'dataset.spec.nperseg' is {nps!r}, expected a positive "
+                          "integer")
+    kw.setdefault("split_ratios", {})
+    kw.setdefault("dataset_format", "split_csv")
+    try:
+        return DatasetSpec(**kw)
+    except TypeError as exc:
+        raise ReplayError(f"{record.config_path}: field 'dataset.spec': {exc}") from exc
+
+
+def read_split(path: Path, split: str = "test") -> SplitArrays:
+    """One split of results.h5 (runs/writer.py ``_fill_results`` layout).
+
+    Raises:
+        ReplayError: the file is not HDF5, or the split or one of its datasets is missing.
+    """
+    # h5py is imported here, not at the top: its import (0.07 s, python -X importtime) would weigh on the window's
+    # start-up, which imports this module for the runs browser
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            if split not in f:
+                raise ReplayError(f"{path}: group '{split}' is missing")
+            g = f[split]
+            arrays = {}
+            for name in ("x", "target", "prediction", "psd_freq_hz", "psd_prediction_db"):
+                if name not in g:
+                    raise ReplayError(f"{path}: dataset '{split}/{name}' is missing")
+                arrays[name] = np.asarray(g[name][()])
+            u = np.asarray(g["dpd_output"][()]) if "dpd_output" in g else None
+            metrics = {str(k): float(v) for k, v in g.attrs.items() if k != "loss"}
+    except OSError as exc:
+        raise ReplayError(f"{path}: cannot read results ({exc})") from exc
+    for name in ("x", "target", "prediction"):
+        a = arrays[name]
+        if a.ndim != 2 or a.shape[1] != 2:
+            raise ReplayError(f"{path}: dataset '{split}/{name}' has shape {a.shape}, expected (N, 2)")
+    return SplitArrays(x=arrays["x"].astype(np.float32), target=arrays["target"].astype(np.float32),
+                       prediction=arrays["prediction"].astype(np.float32),
+                       dpd_output=None if u is None else u.astype(np.float32),
+                       psd_freq_hz=arrays["psd_freq_hz"].astype(np.float64),
+                       psd_prediction_db=arrays["psd_prediction_db"], metrics=metrics)
+
+
+def _aclr_pair(sig: np.ndarray, spec: DatasetSpec) -> tuple[float, float]:
+    if not (spec.sample_rate_hz and spec.bw_main_hz and spec.n_sub_ch):
+        return math.nan, math.nan
+    left, right, _ = aclr_db(segment(sig, spec.nperseg), spec.sample_rate_hz, spec.bw_main_hz, spec.n_sub_ch)
+    return float(left), float(right)
+
+
+def plot_data_of(step: str, split: SplitArrays, spec: DatasetSpec, source: str = "test") -> PlotData:
+    """The PlotData the live run built from this split's evaluation (training/evaluation.py ``plots``), the
+    prediction's PSD replaced by the stored one and without the DPD's baseline (module docstring)."""
+    tname, pname = SIGNAL_NAMES.get(step, SIGNAL_NAMES["pa"])
+    signals = {tname: split.target, pname: split.prediction}
+    if step == "dpd" and split.dpd_output is not None:
+        signals[DPD_OUTPUT_NAME] = split.dpd_output
+    aclr = {pname: (split.metrics.get("ACLR_L", math.nan), split.metrics.get("ACLR_R", math.nan)),
+            tname: _aclr_pair(split.target, spec)}
+    pd = build_plot_data(source, split.x, signals, spec, target_name=tname, pred_name=pname, aclr=aclr,
+                         error_of=(pname, tname))
+    psd = dict(pd.psd)
+    if split.psd_prediction_db.shape == pd.psd_freq_mhz.shape:
+        psd[pname] = np.asarray(split.psd_prediction_db, dtype=np.float32)
+    return dataclasses.replace(pd, psd=psd, psd_freq_mhz=(split.psd_freq_hz / 1e6).astype(np.float32)
+                               if split.psd_freq_hz.shape == pd.psd_freq_mhz.shape else pd.psd_freq_mhz)
+
+
+def load_replay(run_dir: str | Path) -> Replay:
+    """Read the run at ``run_dir`` for the window's panels.
+
+    Raises:
+        ReplayError / RecordError: the folder is not a run, its config.json or status.json is unreadable, the
+            record is damaged (best.pt missing), or history.csv / results.h5 cannot be read; the message says which.
+    """
+    rec = RunRecord.read(run_dir)
+    if rec is None:
+        raise ReplayError(f"{run_dir}: not a run folder (no config.json)")
+    if rec.state == UNREADABLE or rec.config is None:
+        try:
+            RunRecord.open(run_dir)  # the strict reader names the file and the field
+        except RecordError:
+            raise
+        raise ReplayError(f"{Path(run_dir) / 'status.json'}: unreadable (the run's state cannot be read)")
+    notes: list[str] = []
+    if rec.state == DAMAGED:
+        notes.append(f"damaged: {rec.best_checkpoint} is missing or not a checkpoint (plots from results.h5)")
+    history = rec.history()
+    plots = test = None
+    if rec.results_path.is_file():
+        test = read_split(rec.results_path, "test")
+        plots = plot_data_of(rec.step, test, spec_of(rec), "test")
+        if rec.step == "dpd":
+            notes.append("the PA(x) no-DPD baseline is not stored in results.h5 and is not drawn")
+    else:
+        notes.append(f"{rec.results_path.name} missing: learning curves only (the run ended before its results)")
+    return Replay(record=rec, history=history, best_epoch=rec.best_epoch, plots=plots, test=test,
+                  notes=tuple(notes))
