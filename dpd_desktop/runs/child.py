@@ -136,18 +136,23 @@ class _Forwarder:
                     self.supervisor_gone = True
 
 
+#: the cancel reason of a child whose supervisor's pipe closed (the supervisor was killed or ended)
+SUPERVISOR_GONE = "the queue's supervising process ended"
+
+
 def _listen(control, trainer_box: list, stop: threading.Event) -> None:
-    """The supervisor's requests, until its pipe closes (then: cancel)."""
+    """The supervisor's requests, until its pipe closes (then: cancel, with that reason in status.json)."""
     while True:
+        reason = ""
         try:
             msg = control.recv_bytes().decode("ascii", "replace")
         except (EOFError, OSError):
-            msg = "cancel"
+            msg, reason = "cancel", SUPERVISOR_GONE
         trainer = trainer_box[0] if trainer_box else None
         if msg == "cancel":
             stop.set()
             if trainer is not None:
-                trainer.request_cancel()
+                trainer.request_cancel(reason)
             return
         if msg.startswith("preview:") and trainer is not None:
             n = msg.split(":", 1)[1]

@@ -29,6 +29,7 @@ from typing import Any, Iterable
 
 from ..config import ConfigError, ExperimentConfig
 from .owner import owner_gone, process_identity
+from .record import RunRecord
 from .states import FINAL_STATES, RUN_STATES
 
 QUEUE_FILE = "queue.sqlite"
@@ -201,7 +202,7 @@ class RunQueue:
             raise QueueError(self.path, f"state {state!r} is not one of {RUN_STATES}", entry=eid, field="state")
         message = d["message"] or ""
         if state == "running" and _supervisor_gone(d["owner"]):
-            state, message = "interrupted", _interrupted_message(d["owner"])
+            state, message = _orphan_outcome(d)
         return QueueEntry(id=eid, position=d["position"], config=cfg, device=d["device"], state=state,
                           after=d["after"], run_id=d["run_id"], run_dir=d["run_dir"], message=message,
                           cancel_requested=bool(d["cancel_requested"]), created=d["created"], updated=d["updated"])
@@ -289,7 +290,7 @@ class RunQueue:
             for row in db.execute(f"SELECT {', '.join(_COLUMNS)} FROM entries WHERE state='running'").fetchall():
                 d = dict(zip(_COLUMNS, row))
                 if _supervisor_gone(d["owner"]):
-                    self._set_final(db, d["id"], "interrupted", _interrupted_message(d["owner"]))
+                    self._set_final(db, d["id"], *_orphan_outcome(d))
                     out.append(d["id"])
         return [self.get(i) for i in out]
 
@@ -381,6 +382,15 @@ def _supervisor_gone(owner_json: str | None) -> bool:
     except ValueError:
         return False
     return isinstance(owner, dict) and owner_gone(owner)
+
+
+def _orphan_outcome(d: dict) -> tuple[str, str]:
+    """(state, message) of a running entry whose supervisor is gone: the final state its run folder records (the
+    child stops after its batch when the supervisor's pipe closes: ``cancelled``, resumable), else ``interrupted``."""
+    rec = RunRecord.read(d["run_dir"]) if d.get("run_dir") else None
+    if rec is not None and rec.state in FINAL_STATES:
+        return rec.state, rec.message or _interrupted_message(d["owner"])
+    return "interrupted", _interrupted_message(d["owner"])
 
 
 def _interrupted_message(owner_json: str | None) -> str:

@@ -531,7 +531,8 @@ def _read_state(run_dir: Path) -> tuple[str, dict[str, Any]]:
     """(state, raw status.json). No status.json: "interrupted" (the process died before writing it); one that
     cannot be read or is not an object: "unreadable"; queued/running whose recorded process is gone: "interrupted";
     a final state with a selected epoch whose ``best.pt`` is missing or not a checkpoint file (torch.save's zip
-    container, checked without torch: a truncated or overwritten file has no zip directory): "damaged"."""
+    container, checked without torch: a truncated or overwritten file has no zip directory), or a "succeeded" one
+    whose ``results.h5`` is there but does not start with the HDF5 signature (overwritten): "damaged"."""
     p = run_dir / "status.json"
     try:
         st = json.loads(p.read_text(encoding="utf-8"))
@@ -546,12 +547,26 @@ def _read_state(run_dir: Path) -> tuple[str, dict[str, Any]]:
         state = "interrupted"
     elif state not in LIVE_STATES and st.get("best_epoch") is not None and not _is_checkpoint_file(run_dir / "best.pt"):
         state = DAMAGED
+    elif state == "succeeded" and (run_dir / "results.h5").exists() and not _is_hdf5_file(run_dir / "results.h5"):
+        state = DAMAGED
     return state, st
 
 
 def _is_checkpoint_file(path: Path) -> bool:
     try:
         return path.is_file() and zipfile.is_zipfile(path)
+    except OSError:
+        return False
+
+
+#: the first 8 bytes of an HDF5 file without a user block (HDF5 file format specification, "Format Signature")
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def _is_hdf5_file(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(8) == _HDF5_SIGNATURE
     except OSError:
         return False
 

@@ -8,7 +8,8 @@ config.json's mtime without a status.json) exceeds the retention time. Never due
 * a live run (queued / running, whose owner is alive or unknown: runs/owner.py through the reader's state);
 * a PA run that a DPD run still in the workspace and not due was trained on (config.json ``pa.run_id`` /
   ``pa.run_dir``, or ``experiment.pa_run``): a kept DPD run always keeps its PA;
-* an unreadable folder (what it is cannot be told; the user checks it by hand);
+* an unreadable or damaged folder (what it holds cannot be told; the user checks it by hand: a damaged run is never
+  removed on a doubt);
 * anything that is not a plain folder directly inside the workspace's runs folder (a symbolic link, a path that
   resolves elsewhere).
 
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from .record import RunRecord
 from .settings import WorkspaceSettings
-from .states import LIVE_STATES, UNREADABLE
+from .states import DAMAGED, LIVE_STATES, UNREADABLE
 
 TRASH_DIR = ".trash"
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S%z"  # status.json's "updated" (runs/writer.py)
@@ -175,8 +176,8 @@ def plan_retention(workspace, older_than_hours: float | None = None, now: float 
             continue  # not a run folder (no config.json): not listed, not ours to remove
         ended = ended_at(rec)
         age = None if ended is None else max(0.0, now - ended)
-        if rec.state == UNREADABLE:
-            item = RetentionItem(rec.run_id, folder, rec.state, age, False, "unreadable: check it by hand")
+        if rec.state in (UNREADABLE, DAMAGED):
+            item = RetentionItem(rec.run_id, folder, rec.state, age, False, f"{rec.state}: check it by hand")
         elif rec.pinned:
             item = RetentionItem(rec.run_id, folder, rec.state, age, False, "kept (pinned)")
         elif rec.state in LIVE_STATES:

@@ -112,6 +112,7 @@ class Trainer(TrainerOutput):
         self.observers = list(observers)
         self.writer = writer if writer is not None else RunWriter()
         self._cancel = threading.Event()
+        self._cancel_reason = ""  # why request_cancel was called ("" for a user's Stop / Ctrl+C)
         # --- the run (set by _setup_run_folder)
         self.run_id: str | None = None
         self.run_dir: Path | None = None
@@ -161,8 +162,9 @@ class Trainer(TrainerOutput):
         self._notes: list[str] = []  # log lines from other threads, logged by the training thread (atomic append)
 
     # ------------------------------------------------------------------ public API
-    def request_cancel(self) -> None:
-        """Ask the run to stop at the next batch boundary (thread-safe)."""
+    def request_cancel(self, reason: str = "") -> None:
+        """Ask the run to stop at the next batch boundary (thread-safe); ``reason`` goes into status.json."""
+        self._cancel_reason = self._cancel_reason or reason
         self._cancel.set()
 
     @property
@@ -545,7 +547,8 @@ class Trainer(TrainerOutput):
         except Exception as exc:  # noqa: BLE001
             self._log(f"epoch end failed during cancel: {exc}")
         done = len(self.history)
-        reason = limits.TIME_LIMIT_REASON if self._time_limit is not None and self._time_limit.fired else ""
+        fired = self._time_limit is not None and self._time_limit.fired
+        reason = limits.TIME_LIMIT_REASON if fired else self._cancel_reason
         self._log(f"cancelled{': ' + reason if reason else ''} after {done} completed epoch(s)")
         self._emit(RunCancelled(run_id=self.run_id, run_dir=str(self.run_dir), epochs_completed=done,
                                 best_epoch=self.best_epoch, reason=reason))

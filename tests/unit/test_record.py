@@ -376,3 +376,20 @@ def test_a_run_whose_best_checkpoint_is_damaged_is_listed_damaged_and_refused_as
     assert res.state == "failed" and res.run_dir is None and str(best) in res.message
     assert ("checkpoint file not found" if damage == "missing" else "not a readable checkpoint") in res.message
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [d.name]
+
+
+@pytest.mark.parametrize("damage", ["overwritten", "truncated"])
+def test_a_succeeded_run_whose_results_file_is_not_hdf5_is_listed_damaged(tmp_path, damage):
+    """results.h5 overwritten by other bytes or cut to nothing: the run reads "damaged", not succeeded (the index
+    too)."""
+    from dpd_desktop.runs.index import RunIndex
+
+    d = _copy(tmp_path)
+    assert RunRecord.open(d).state == "succeeded"
+    with RunIndex.open(Workspace(tmp_path)) as idx:
+        assert [r.state for r in idx.runs()] == ["succeeded"]
+    res = d / "results.h5"
+    res.write_bytes(b"x\n" if damage == "overwritten" else b"")
+    assert RunRecord.open(d).state == "damaged"
+    with RunIndex.open(Workspace(tmp_path)) as idx:
+        assert [r.state for r in idx.runs()] == ["damaged"]

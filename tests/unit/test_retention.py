@@ -203,3 +203,12 @@ def test_clean_refuses_a_negative_age_and_reports_bad_settings(ws, capsys):
     assert cli.main(["--workspace", str(w.root), "runs", "clean", "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert "settings.json" in err and "retention_hours" in err
+
+
+def test_a_damaged_run_is_never_removed_on_a_doubt(ws):
+    """An old scratch run whose results.h5 was overwritten reads damaged: retention keeps it for the user to check."""
+    w, runs = ws
+    (runs["old"] / "results.h5").write_bytes(b"not hdf5")
+    plan = retention.plan_retention(w)
+    assert runs["old"].name not in [i.run_id for i in plan.due]
+    assert {i.run_id: i.reason for i in plan.kept}[runs["old"].name] == "damaged: check it by hand"

@@ -222,3 +222,41 @@ def test_the_child_forwarder_goes_quiet_when_its_supervisor_is_gone():
     for _ in range(3):
         fwd(ev)  # no exception
     assert fwd.supervisor_gone
+
+
+def test_a_killed_queue_run_leaves_its_entry_and_run_folder_agreeing(tmp_path):
+    """SIGKILL of `queue run` mid-run: the child notices the closed pipe, stops after its batch and records why
+    (status.json cancelled, resumable); the queue then reads the run folder's state, not a guess."""
+    import subprocess
+    import sys
+    import time
+
+    ws = Workspace(tmp_path)
+    ws.check(create=True)
+    with RunQueue(ws.root) as q:
+        eid = q.add(replace(TINY, epochs=400, max_train_samples=2000)).id
+    proc = subprocess.Popen([sys.executable, "-m", "dpd_desktop", "--workspace", str(tmp_path), "queue", "run"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    hist = None
+    while time.monotonic() < deadline:  # until the child has finished one epoch
+        runs = list((tmp_path / "runs").glob("*/history.csv")) if (tmp_path / "runs").is_dir() else []
+        if runs and len(runs[0].read_text().splitlines()) >= 2:
+            hist = runs[0]
+            break
+        time.sleep(0.2)
+    assert hist is not None, "the queued run never finished an epoch"
+    proc.kill()
+    proc.wait(timeout=30)
+    rec = None
+    while time.monotonic() < deadline:
+        rec = RunRecord.read(hist.parent)
+        if rec is not None and rec.state != "running":
+            break
+        time.sleep(0.2)
+    assert rec.state == "cancelled" and rec.message == "the queue's supervising process ended"
+    with RunQueue(ws.root) as q:
+        entry = q.get(eid)
+        assert (entry.state, entry.message) == ("cancelled", "the queue's supervising process ended")
+        q.recover()
+        assert q.get(eid).state == "cancelled"
