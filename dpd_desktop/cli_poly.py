@@ -19,7 +19,7 @@ POLY = ("mp", "gmp")
 
 def _int_list(text: str) -> list[int]:
     try:
-        values = [int(t) for t in str(text).replace(" ", "").split(",") if t]
+        values = [int(t) for t in str(text).replace(" ", "").split(",")]  # "3,,5": an empty item is an error
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
     if not values:

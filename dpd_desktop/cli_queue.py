@@ -105,7 +105,10 @@ def handle(args, ws, named: bool = False):
             if cmd == "list":
                 _print(q.entries())
             elif cmd == "move":
-                _print(q.move(args.entry, args.position))
+                entries = q.move(args.entry, args.position)
+                moved = next(e for e in entries if e.id == args.entry)
+                print(f"entry {moved.id} moved to position {moved.position}")
+                _print(entries)
             elif cmd == "cancel":
                 e = q.cancel(args.entry)
                 print(f"entry {e.id}: " + ("stops after its current batch" if e.state == "running" else e.state))
@@ -145,9 +148,14 @@ def _add(args, ws, config_from_args) -> int:
     return Exit.OK
 
 
+QUEUE_HEADER = f"{'ID':>4s} {'POS':>4s}  {'STATE':11s} {'DEVICE':7s} {'EXPERIMENT':40s} RUN"
+
+
 def _print(entries) -> None:
     if not entries:
         print("the queue is empty", file=sys.stderr)
+        return
+    print(QUEUE_HEADER)
     for e in entries:
         run = e.run_id or (f"after entry {e.after}" if e.after is not None and e.state == "queued" else "")
         line = f"{e.id:4d} {e.position:4d}  {e.state:11s} {e.device:7s} {e.label():40s} {run}"

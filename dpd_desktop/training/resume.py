@@ -61,6 +61,9 @@ def prepare_resume(workspace: Workspace, run: str | Path, dataset=None, **limits
         st = rec.status_doc
         raise ResumeRefused(f"run {name} is still {rec.state} (process {st.get('pid')} on {st.get('host')}); "
                             "stop it first, or wait for it to end")
+    if rec.state == "unreadable":
+        raise ResumeRefused(f"run {name} is unreadable: {rec.run_dir / 'status.json'} is not a JSON object with a "
+                            "state; fix or remove that file")
     if rec.state not in RESUMABLE_STATES:
         raise ResumeRefused(f"run {name} is {rec.state}; only an interrupted, cancelled or failed run can be resumed")
     last = rec.last_checkpoint

@@ -233,3 +233,14 @@ def test_coefficient_export_never_overwrites_a_run_folder_file_nor_makes_folders
         assert message in capsys.readouterr().err, out
     assert best_csv.read_bytes() == before and ro.read_text() == "mine\n"
     assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize("text", ["3,,5", "3,", ",3", "a,3", ""])
+def test_grid_lists_with_an_empty_or_bad_item_are_refused(text):
+    import argparse
+
+    from dpd_desktop.cli_poly import _int_list
+
+    with pytest.raises(argparse.ArgumentTypeError, match="comma-separated integers|at least one"):
+        _int_list(text)
+    assert _int_list("3, 5,7") == [3, 5, 7]

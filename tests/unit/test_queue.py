@@ -11,6 +11,7 @@ from dataclasses import replace
 import pytest
 
 from dpd_desktop.cli import main as cli_main
+from dpd_desktop.cli_queue import QUEUE_HEADER
 from dpd_desktop.config import ConfigError, ExperimentConfig
 from dpd_desktop.runs.queue import QUEUE_FILE, QueueError, RunQueue, device_lane
 
@@ -281,10 +282,12 @@ def test_cli_add_list_move_cancel(tmp_path, capsys):
     assert out.splitlines() == ["entry 1 queued at position 1: PA GRU-4 demo on cpu",
                                 "entry 2 queued at position 2: DPD GRU-3 demo on cpu, after entry 1"]
     assert cli_main([*ws, "queue", "move", "2", "1"]) == 0
+    assert capsys.readouterr().out.splitlines()[:2] == ["entry 2 moved to position 1", QUEUE_HEADER]
     assert cli_main([*ws, "queue", "cancel", "1"]) == 0
     capsys.readouterr()
     assert cli_main([*ws, "queue", "list"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    header, *lines = capsys.readouterr().out.splitlines()
+    assert header.split() == ["ID", "POS", "STATE", "DEVICE", "EXPERIMENT", "RUN"]
     assert [ln.split()[:3] for ln in lines] == [["2", "1", "failed"], ["1", "2", "cancelled"]]
     assert "PA entry 1 ended cancelled: cancelled before it started; this DPD entry needs its run" in lines[0]
     with RunQueue(tmp_path) as q:

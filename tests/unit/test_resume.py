@@ -163,6 +163,9 @@ def test_refusals_exit_2_with_the_reason(tmp_path, ds, reference, capsys):
     st = json.loads((run / "status.json").read_text())
     (run / "status.json").write_text(json.dumps({**st, "state": "running", "pid": os.getpid()}))
     assert "is still running (process" in _refused(ws, run.name, capsys)
+    # an unreadable status.json: the file is named
+    (run / "status.json").write_text("x")
+    assert f"is unreadable: {run / 'status.json'} is not a JSON object" in _refused(ws, run.name, capsys)
     (run / "status.json").write_bytes(before["status.json"])
     # last.pt of another architecture than config.json
     doc = json.loads(before["config.json"])
