@@ -219,6 +219,11 @@ def compare_runs(run_dirs: Sequence[str | Path]) -> Comparison:
         names = ", ".join(sorted({str(r.dataset_name or r.dataset_fingerprint or "?") for r in runs}))
         notes.append(f"the runs were trained on different datasets ({names}): only the learning curves and the "
                      "metrics are overlaid, not the PSD or AM/AM of the test signal")
+    profiles = [str(r.config.get("experiment.metric_profile", DEFAULT_METRIC_PROFILE)) for r in runs]
+    if len(set(profiles)) > 1:
+        notes.append("the runs' metrics follow different metric profiles ("
+                     + ", ".join(f"{r.run_id}: {p}" for r, p in zip(runs, profiles))
+                     + "): re-score them under one with `dpd-desktop runs evaluate RUN --profile NAME`")
     for r in runs:
         if r.error:
             notes.append(f"{r.run_id}: {r.error}")

@@ -137,3 +137,20 @@ def test_report_of_a_comparison_and_the_cli(runs, tmp_path):
 def test_nice_step():
     assert [nice_step(s) for s in (1.0, 6.0, 13.0, 0.07)] == [0.2, 1.0, 5.0, 0.02]
     assert math.isclose(nice_step(600.0), 100.0)
+
+
+def test_compare_of_runs_under_different_metric_profiles_says_so(runs, tmp_path):
+    """Runs recorded under different metric profiles: the config diff lists the profile and a note names each run's
+    profile and how to re-score them under one."""
+    import json
+    import shutil
+
+    b = tmp_path / runs["b"].name
+    shutil.copytree(runs["b"], b)
+    doc = json.loads((b / "config.json").read_text())
+    doc["experiment"]["metric_profile"] = "corrected"
+    (b / "config.json").write_text(json.dumps(doc))
+    cmp = compare_runs([runs["a"], b])
+    assert ("experiment.metric_profile", ("legacy-2.2.1", "corrected")) in cmp.config_diff
+    (note,) = [n for n in cmp.notes if "metric profiles" in n]
+    assert f"{runs['a'].name}: legacy-2.2.1" in note and f"{b.name}: corrected" in note and "runs evaluate" in note
