@@ -5,8 +5,10 @@ session model (:func:`dpd_desktop.gui.session.controls`).
 """
 from __future__ import annotations
 
+import sys
+from importlib import metadata
+
 import PySide6
-import torch
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QHBoxLayout, QLabel, QMenu, QMessageBox,
@@ -16,6 +18,17 @@ from .. import __version__
 from .widgets.banner import warning_color
 
 PREVIEW_WARNING = "⚠ Batch preview runs extra inference and slows training"
+
+
+def _torch_version() -> str:
+    """PyTorch's version without importing it (the window imports torch behind its first paint, gui/preload.py)."""
+    torch = sys.modules.get("torch")
+    if getattr(torch, "__version__", None):
+        return str(torch.__version__)
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return "not installed"
 
 
 class WindowActions:
@@ -182,7 +195,7 @@ class WindowActions:
         """The About box's text: the app's version and the versions of the libraries it runs on (rich text)."""
         return (f"<h3>DPD Desktop {__version__}</h3>"
                 "<p>Neural PA behavioral modeling and digital predistortion for measured I/Q data.</p>"
-                f"<p>PyTorch {torch.__version__} · Qt (PySide6) {PySide6.__version__}</p>"
+                f"<p>PyTorch {_torch_version()} · Qt (PySide6) {PySide6.__version__}</p>"
                 "<p>License: Apache-2.0</p>")
 
     def show_about(self) -> None:

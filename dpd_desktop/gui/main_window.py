@@ -61,6 +61,8 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
     runEnded = Signal(str)  # the final state: succeeded / failed / cancelled
     dpdExportEnded = Signal(str)  # "succeeded" / "failed" (Run DPD…)
     plotsWritten = Signal(object)  # after a finished run: the PNG paths written, or the exception
+    firstPainted = Signal()  # once, right after the window's first paint (the PyTorch preload starts then)
+    coreLoaded = Signal()  # the PyTorch preload ended (gui/preload.py)
 
     # The training worker's signals come from its thread. PySide6 queues them to the GUI thread only for slots
     # defined in the body of the QObject class (a part's method, even re-decorated here, is called directly on the
@@ -118,6 +120,9 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self._pending_plots: tuple[Any, str] | None = None
         self._pending_progress = None
         self.write_plots_on_finish = True
+        #: Import PyTorch and the trainer on a pool thread after the first paint (gui/preload.py).
+        self.preload_core = True
+        self._painted = False
 
         self.setWindowTitle(f"DPD Desktop {__version__}")
         self._build_actions()
@@ -134,6 +139,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self._progress_timer.timeout.connect(self._flush_progress)
 
         self.form.changed.connect(self._update_title)
+        self.firstPainted.connect(self._start_preload)
         self.setAcceptDrops(True)
         self._restore_geometry()
         self.session.subscribe(self._render)
@@ -310,6 +316,29 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
             self.shutdown(CLOSE_WAIT_MS)
         self._save_geometry()
         super().closeEvent(event)
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().paintEvent(event)
+        if not self._painted:
+            self._painted = True
+            # After this paint's event has returned: the children paint and the backing store flushes first.
+            QTimer.singleShot(0, self.firstPainted.emit)
+
+    def _start_preload(self) -> None:
+        if not self.preload_core:
+            return
+        from .preload import start_preload
+
+        job = start_preload(self.jobs)
+        if job.is_done():
+            self._on_core_loaded()
+        else:
+            job.signals.done.connect(self._on_core_loaded)
+
+    @Slot()
+    def _on_core_loaded(self, *_) -> None:
+        self.form.apply_registry_labels()
+        self.coreLoaded.emit()
 
     def changeEvent(self, event) -> None:  # noqa: N802
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):

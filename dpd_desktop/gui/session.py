@@ -11,7 +11,6 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from ..runs.dpd_export import is_dpd_run
 from ..runs.states import LIVE_STATES
 from . import history
 
@@ -109,6 +108,14 @@ def controls(s: SessionState) -> Controls:
     )
 
 
+def is_dpd_run(run_dir: str) -> bool:
+    """:func:`dpd_desktop.runs.dpd_export.is_dpd_run`, imported when a run ends: that module brings PyTorch
+    (~1 s), which the window imports behind its first paint (gui/preload.py)."""
+    from ..runs.dpd_export import is_dpd_run as check
+
+    return check(run_dir)
+
+
 # ---------------------------------------------------------------------------------------------------- outcome texts
 def finished_message(ev) -> str:
     """The banner text of a ``RunFinished``: duration, selected epoch, val/test NMSE [dB], test ACLR [dBc], EVM."""
@@ -147,8 +154,8 @@ class Session:
             when a run ends (default: the core's ``is_dpd_run``).
     """
 
-    def __init__(self, dpd_run_check: Callable[[str], bool] = is_dpd_run):
-        self._dpd_run_check = dpd_run_check
+    def __init__(self, dpd_run_check: Callable[[str], bool] | None = None):
+        self._dpd_run_check = dpd_run_check or is_dpd_run
         self._state = SessionState()
         self._listeners: list[Callable[[Session], None]] = []
         self.config: Any = None  # the ExperimentConfig of the current/last run

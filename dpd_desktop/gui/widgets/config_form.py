@@ -31,10 +31,13 @@ FIELD_LABELS = {
 }
 
 
-def _registry_labels() -> dict[str, tuple[str, str]]:
+def registry_labels() -> dict[str, tuple[str, str]]:
+    """Family → (label, description) from the model registry; {} when it cannot be imported.
+
+    Not called while the form is built: dpd_desktop.models imports torch (~1.1 s measured), which the window imports
+    behind its first paint (gui/preload.py); :meth:`ConfigForm.apply_registry_labels` runs once it has.
+    """
     try:
-        # Imported here, not at the top: dpd_desktop.models imports torch (~1.1 s measured), and the form must
-        # build (with its static labels) where the model registry cannot be imported.
         from ...models import REGISTRY  # type: ignore[attr-defined]
     except Exception:  # noqa: BLE001 - the core may not be importable yet; static labels suffice
         return {}
@@ -97,15 +100,13 @@ class ConfigForm(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self._base = ExperimentConfig()
-        labels = _registry_labels()
 
         self.model_box = QGroupBox("Model")
         mf = QFormLayout(self.model_box)
         self.backbone = QComboBox()
         for value, label, tip in BACKBONES:
-            label, desc = labels.get(value, (label, tip))
             self.backbone.addItem(label, value)
-            self.backbone.setItemData(self.backbone.count() - 1, desc or tip, Qt.ItemDataRole.ToolTipRole)
+            self.backbone.setItemData(self.backbone.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
         self.hidden_size = _spin(1, MAX_HIDDEN_SIZE, "Hidden units per layer")
         self.num_layers = _spin(1, MAX_NUM_LAYERS, "Number of recurrent layers")
         mf.addRow("Backbone", self.backbone)
@@ -156,6 +157,16 @@ class ConfigForm(QWidget):
             sig = getattr(w, "currentIndexChanged", None) or w.valueChanged
             sig.connect(self._on_changed)
         self.set_config(self._base)
+
+    def apply_registry_labels(self, labels: dict[str, tuple[str, str]] | None = None) -> None:
+        """Backbone labels and tooltips from the model registry (:func:`registry_labels` unless given)."""
+        labels = registry_labels() if labels is None else labels
+        for i in range(self.backbone.count()):
+            found = labels.get(str(self.backbone.itemData(i)))
+            if found:
+                self.backbone.setItemText(i, found[0])
+                if found[1]:
+                    self.backbone.setItemData(i, found[1], Qt.ItemDataRole.ToolTipRole)
 
     # -- config round trip ----------------------------------------------------------------------------------------
     def set_config(self, cfg: ExperimentConfig) -> None:
