@@ -15,13 +15,14 @@ from typing import Any, Callable
 from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QApplication, QMainWindow
 
-from .. import __version__
 from ..config import ExperimentConfig, default_hidden_size
 from ..runs.workspace import Workspace
 from . import theme
 from .actions import PREVIEW_WARNING, WindowActions
 from .dataset_control import DATASET_FILTER, DatasetControl
+from .form_state import FormState
 from .jobs import JobRegistry
+from .qt_app import APP_NAME
 from .plot_area import PlotArea
 from .queue_panel import install_queue_panel
 from .resume_control import ResumeControl
@@ -43,7 +44,7 @@ def _default_workspace():
         return None
 
 
-class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindow):
+class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState, QMainWindow):
     """DPD Desktop's main window.
 
     Args:
@@ -123,8 +124,9 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         #: Import PyTorch and the trainer on a pool thread after the first paint (gui/preload.py).
         self.preload_core = True
         self._painted = False
+        self._suggested: tuple[int, int] | None = None  # (epochs, stride) last suggested for a dataset
 
-        self.setWindowTitle(f"DPD Desktop {__version__}")
+        self.setWindowTitle(APP_NAME)
         self._build_actions()
         self._build_toolbar()
         self._build_central()
@@ -139,6 +141,9 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self._progress_timer.timeout.connect(self._flush_progress)
 
         self.form.changed.connect(self._update_title)
+        self.form.changed.connect(self.update_estimate)
+        self.form.preview_every.valueChanged.connect(self._on_preview_period_changed)
+        self.coreLoaded.connect(self.update_estimate)  # "auto" may mean CUDA, known once torch is imported
         self.firstPainted.connect(self._start_preload)
         self.setAcceptDrops(True)
         self._restore_geometry()
@@ -146,6 +151,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self._sync_pa_runs()
         self._render()
         self._update_title()
+        self.update_estimate()
         self.retention_prompt = install_retention_prompt(self)  # scratch runs due for removal, shown first
 
     # ================================================================================================ state
@@ -232,7 +238,9 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         label = dict((v, l) for v, l, _ in BACKBONES).get(self.form.backbone.currentData(),
                                                           str(self.form.backbone.currentText()))
         parts.append(f"{label}-{self.form.hidden_size.value()}")
-        self.setWindowTitle(f"DPD Desktop {__version__} — " + " · ".join(parts))
+        # Ends with the application's display name, so that Qt does not append it a second time (it appends it
+        # to titles that do not end with it, QPlatformWindow::formatWindowTitle); the version is in Help → About.
+        self.setWindowTitle(" · ".join(parts) + f" — {APP_NAME}")
 
     def _on_step_toggled(self, dpd: bool) -> None:
         new, old = ("dpd", "pa") if dpd else ("pa", "dpd")
@@ -244,6 +252,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
             self.refresh_pa_runs()
         self.session.update(step=new)
         self._update_title()
+        self.update_estimate()
 
     def refresh_pa_runs(self) -> None:
         """Fill the DPD combo with PA runs from the workspace (newest first as the workspace lists them)."""
@@ -273,6 +282,11 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         i = self.pa_run_combo.findData(current) if current is not None else -1
         self.pa_run_combo.setCurrentIndex(i if i >= 0 else 0)
         self._sync_pa_runs()
+
+    def _on_preview_period_changed(self, n: int) -> None:
+        """A new "Preview every" during a run reaches the trainer at its next batch (set_preview_every)."""
+        if self._worker is not None and self.preview_check.isChecked():
+            self._worker.set_preview_every(int(n))
 
     def _on_preview_toggled(self, on: bool) -> None:
         self.preview_warning.setVisible(on)
@@ -315,6 +329,8 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
             QApplication.processEvents()
             self.shutdown(CLOSE_WAIT_MS)
         self._save_geometry()
+        self.save_form_settings()
+        self._settings.sync()
         super().closeEvent(event)
 
     def paintEvent(self, event) -> None:  # noqa: N802 (Qt name)

@@ -27,8 +27,9 @@ class PlotArea:
         outer = QVBoxLayout(central)
         outer.setContentsMargins(6, 6, 6, 0)
         outer.setSpacing(6)
+        # The banner sits above the plots, not above the whole window: showing it never moves the dataset box or
+        # the form (the plots give up the height).
         self.banner = OutcomeBanner()
-        outer.addWidget(self.banner)
 
         # -- left column: dataset summary + forms
         self.dataset_box = DatasetSummary()
@@ -95,8 +96,14 @@ class PlotArea:
         self.epoch_table = EpochTable()
         bl.addWidget(self.epoch_table)
 
+        plots_w = QWidget()
+        pl = QVBoxLayout(plots_w)
+        pl.setContentsMargins(0, 0, 0, 0)
+        pl.setSpacing(4)
+        pl.addWidget(self.banner)
+        pl.addWidget(grid_w, 1)
         right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(grid_w)
+        right.addWidget(plots_w)
         right.addWidget(bottom)
         right.setStretchFactor(0, 5)
         right.setStretchFactor(1, 1)
@@ -148,8 +155,12 @@ class PlotArea:
         return out
 
     def _reset_run_views(self) -> None:
+        """Forget the previous run's drawing: data, signal legend, zoom (axes back to auto range), table, best."""
+        self._plot_timer.stop()
         for p in self.panels:
             p.clear_data()
+            p.reset_view()
+        self.signal_legend.set_signals([])
         self.epoch_table.clear_rows()
         self._history_rows = []
         self._last_plots = None

@@ -78,8 +78,10 @@ def test_controls_before_any_run():
 def test_controls_while_live(run):
     c = controls(SessionState(run=run, step="dpd", pa_run_available=True, preview=True, dpd_run_ready=True))
     assert (c.start, c.stop, c.open_dataset, c.form_editable, c.step_choice, c.pa_run_choice, c.preview_period,
-            c.run_dpd) == (False, True, False, False, False, False, False, False)
+            c.run_dpd) == (False, True, False, False, False, False, True, False)
     assert c.run_dpd_saved  # another, saved run can be exported meanwhile
+    # "Preview every" stays editable during a run (the trainer's set_preview_every), only while the preview is on
+    assert not controls(SessionState(run=run, preview=False)).preview_period
 
 
 def test_controls_cancel_pending_disables_stop_only():
@@ -129,7 +131,7 @@ def test_a_run_from_start_to_success_with_its_texts():
     assert s.progress_text == "Epoch 2/10 · batch 50/100 · 12.0 s/epoch · 2 min left · lr 0.0025"  # 6 + 96 s
     s.on_finished(_finished())
     assert s.state == "succeeded" and s.progress == 1.0
-    assert s.progress_text == "Finished · 1 epochs · 2 min"
+    assert s.progress_text == "Finished · 1 epoch · 2 min"
     assert checked == ["/runs/r1"]
     assert seen[0] == "running" and seen[-1] == "succeeded" and None not in seen
     assert s.on_worker_done() is None  # the outcome had arrived

@@ -80,12 +80,23 @@ class LearningRateSpinBox(QDoubleSpinBox):
         self.setValue(self.value() * (2.0 ** steps))
 
 
-def _spin(lo: int, hi: int, tip: str = "", suffix: str = "") -> QSpinBox:
-    s = QSpinBox()
+class UnitSpinBox(QSpinBox):
+    """A spin box whose unit agrees with its value: "1 sample", "200 samples" (``unit``, ``units``)."""
+
+    def __init__(self, unit: str, units: str | None = None, parent=None):
+        super().__init__(parent)
+        self.unit, self.units = unit, units or unit + "s"
+        self.valueChanged.connect(self._sync_suffix)
+        self._sync_suffix(self.value())
+
+    def _sync_suffix(self, v: int) -> None:
+        self.setSuffix(f" {self.unit if v == 1 else self.units}")
+
+
+def _spin(lo: int, hi: int, tip: str = "", unit: str = "", units: str | None = None) -> QSpinBox:
+    s = UnitSpinBox(unit, units) if unit else QSpinBox()
     s.setRange(lo, hi)
     s.setGroupSeparatorShown(True)
-    if suffix:
-        s.setSuffix(suffix)
     if tip:
         s.setToolTip(tip)
     return s
@@ -116,17 +127,17 @@ class ConfigForm(QWidget):
         self.training_box = QGroupBox("Training")
         tf = QFormLayout(self.training_box)
         self.epochs = _spin(1, 1_000_000, "Number of passes over the training frames")
-        self.batch_size = _spin(1, 1_000_000, "Frames per training batch", " frames")
+        self.batch_size = _spin(1, 1_000_000, "Frames per training batch", "frame")
         self.lr = LearningRateSpinBox()
         self.lr.setToolTip("Initial AdamW learning rate (halved on plateau down to the final LR)")
-        self.frame_length = _spin(1, 1_000_000, "Samples per training frame", " samples")
-        self.stride = _spin(1, 1_000_000, "Step between frame starts", " samples")
+        self.frame_length = _spin(1, 1_000_000, "Samples per training frame", "sample")
+        self.stride = _spin(1, 1_000_000, "Step between frame starts", "sample")
         self.seed = _spin(0, 2**31 - 1, "Random seed (model init, batch order)")
         self.device = QComboBox()
         for value, label in DEVICES:
             self.device.addItem(label, value)
-        self.preview_every = _spin(1, 1_000_000, "With Live batch preview on: plots refresh every N batches",
-                                   " batches")
+        self.preview_every = _spin(1, 1_000_000, "With Live batch preview on: plots refresh every N batches "
+                                   "(can change during a run)", "batch", "batches")
         self.preview_every.setValue(200)
         tf.addRow("Epochs", self.epochs)
         tf.addRow("Batch size", self.batch_size)
@@ -235,9 +246,12 @@ class ConfigForm(QWidget):
             w.setStyleSheet("")
 
     def set_read_only(self, read_only: bool) -> None:
-        """Lock the form while a run is going (values stay readable)."""
+        """Lock the form while a run is going (values stay readable); "Preview every" follows
+        :meth:`set_preview_enabled` instead (it may change during a run)."""
         self.model_box.setEnabled(not read_only)
-        self.training_box.setEnabled(not read_only)
+        for name, w in self._fields.items():
+            if w.parent() is self.training_box and name != "preview_every":
+                w.setEnabled(not read_only)
 
     def set_preview_enabled(self, on: bool) -> None:
         self.preview_every.setEnabled(on)
