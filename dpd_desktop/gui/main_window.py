@@ -323,6 +323,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState,
         return not left
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        self._finish_png_rendering()
         if len(self.jobs):
             # A running training is cancelled; PNGs of a finished run land (each is written atomically anyway).
             self.statusBar().showMessage("Stopping the run…" if self._worker is not None else "Finishing…")

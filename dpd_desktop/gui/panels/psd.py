@@ -66,7 +66,6 @@ class PSDPanel(PlotPanel):
                 region.setRegion((float(lohi[0]), float(lohi[1])))
                 region.setVisible(True)
         self._aclr_text = self._format_aclr(plots)
-        self._power_change_db = None  # new data: the change is set again by whoever knows it
         self.readout.setText(self._readout_text() or " ")
         self.set_source_label(label)
         self._sync_empty()
