@@ -7,8 +7,8 @@ Each launch is a fresh process running the console script's code path (``dpd_des
 sub-command) offscreen, with a temporary workspace and settings folder. The clock starts in this process right
 before the child is spawned (so the interpreter's own start is included) and stops at the main window's first
 paint event; the child then waits for the window's PyTorch preload (gui/preload.py: torch, the trainer, Run DPD's
-module) to end and reports when it did (without a preload: torch was imported before the paint). "Cold-ish": the files are in the page cache after the first launch;
-the first launch is printed separately.
+module) to end and reports when it did (without a preload: torch was imported before the paint). "Cold-ish": the
+files are in the page cache after the first launch; the first launch is printed separately and not counted.
 """
 from __future__ import annotations
 

@@ -112,6 +112,7 @@ def configure_pyqtgraph(background: QColor | str | None = None, foreground: QCol
 # ---------------------------------------------------------------------------------------------------- light / dark
 SCHEMES = ("system", "light", "dark")
 _SYSTEM_PALETTE: QPalette | None = None
+_SYSTEM_STYLE: str | None = None
 
 
 def scheme_palette(scheme: str) -> QPalette:
@@ -146,8 +147,14 @@ def apply_scheme(scheme: str) -> None:
         raise ValueError(f"color scheme: expected one of {SCHEMES}, got {scheme!r}")
     from PySide6.QtWidgets import QApplication
 
+    global _SYSTEM_STYLE
     app = QApplication.instance()
+    palette = scheme_palette(scheme)  # remembers the start-up palette on the first call
+    if _SYSTEM_STYLE is None:
+        _SYSTEM_STYLE = app.style().name()
     if scheme != "system" and app.style().name().lower() != "fusion":
         app.setStyle("Fusion")  # the native styles of some platforms ignore an application palette
-    app.setPalette(scheme_palette(scheme))
+    elif scheme == "system" and app.style().name() != _SYSTEM_STYLE:
+        app.setStyle(_SYSTEM_STYLE)
+    app.setPalette(palette)
     configure_pyqtgraph()

@@ -379,3 +379,23 @@ def test_estimate_beside_start_follows_the_form_and_defaults_fit_the_dataset(mak
     # the user's own values are kept when another dataset loads
     w.set_dataset(FakeDataset(n=(294_912, 98_304, 98_304)))
     assert (w.form.epochs.value(), w.form.stride.value()) == (20, 2)
+
+
+def test_epoch_table_model_rows_star_and_clear(qtbot):
+    from dpd_desktop.gui.widgets.epoch_table import EpochTable
+
+    t = EpochTable()
+    qtbot.addWidget(t)
+    inserted = []
+    t.model().rowsInserted.connect(lambda *a: inserted.append(a[1]))
+    for e in range(3):
+        t.append_row(make_row(e, 3), is_best=(e == 1), epoch=e, seconds=1.5 + e)
+    assert t.rowCount() == 3 and inserted == [0, 1, 2]
+    assert [t.item(r, 1).text() for r in range(3)] == ["0", "1", "2"]
+    assert t.item(2, 4).text() == f"{-26.0:.2f}" and t.item(0, 3).text() == f"{1e-2:.3e}"
+    assert t.item(1, 8).text() == "2.5"  # the seconds column from the event when the row has none
+    assert t.best_row == 1 and t.item(1, 0).text() == "★" and t.item(1, 2).font().bold()
+    t.mark_best_epoch(2)
+    assert t.best_row == 2 and t.item(1, 0).text() == "" and not t.item(1, 2).font().bold()
+    t.clear_rows()
+    assert t.rowCount() == 0 and t.best_row is None
