@@ -10,6 +10,7 @@ from pathlib import Path
 from PySide6.QtWidgets import QFileDialog
 
 from .jobs import DatasetLoader
+from .run_control import same_dataset
 
 DATASET_FILTER = ("I/Q datasets (*.csv *.h5 *.hdf5 spec.json);;CSV (*.csv);;HDF5 (*.h5 *.hdf5);;"
                   "Dataset folder's spec.json (spec.json);;All files (*)")
@@ -50,11 +51,13 @@ class DatasetControl:
             ref = "demo" if src in (None, "") or str(src) == "demo" or str(src).startswith("<") else str(src)
         self._dataset_ref = ref
         self.dataset_box.set_dataset(dataset)
-        if not self.session.is_live:
-            # The previous run's plots, legend, axis ranges and Run DPD belong to another dataset now.
+        cfg = self.session.config
+        if not self.session.is_live and cfg is not None and not same_dataset(getattr(cfg, "dataset", None), ref):
+            # Another dataset than the ended run's: its plots, legend, axis ranges and Run DPD go with it.
             self._reset_run_views()
             if self.session.forget_ended_run() and self.banner.isVisible() and self.banner.kind != "error":
                 self.banner.setVisible(False)
+        if not self.session.is_live:
             self._suggest_defaults(dataset)
         self._update_title()
         self.update_estimate()

@@ -52,7 +52,9 @@ def test_another_dataset_resets_plots_legend_zoom_and_run_dpd(make_window, qtbot
     vb = w.psd_panel.plot.getViewBox()
     vb.setXRange(-10, 10)  # the user zooms in
     assert vb.state["autoRange"][0] is False
-    w.set_dataset(FakeDataset(name="other"))
+    w.set_dataset(FakeDataset(), "demo")  # the run's own dataset again: the run stays
+    assert w.act_run_dpd.isEnabled() and all(p.has_data() for p in w.panels) and w.state == "succeeded"
+    w.set_dataset(FakeDataset(name="other"), "/data/other")
     assert [p.point_count() for p in w.panels] == [0, 0, 0, 0, 0]
     assert w.signal_legend.names == []
     assert vb.state["autoRange"] == [True, True]
@@ -113,7 +115,7 @@ def test_empty_plots_show_a_placeholder_not_ticks(make_window, qtbot):
     for p in w.panels:
         assert not p.shows_placeholder, p.title
         assert p._plots[0].getAxis("left").style["showValues"] is True
-    w.set_dataset(FakeDataset(name="b"))
+    w.set_dataset(FakeDataset(name="b"), "/data/b")
     assert all(p.shows_placeholder for p in w.panels)
 
 
