@@ -15,6 +15,7 @@ from typing import Any, Callable
 from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QApplication, QMainWindow
 
+from .. import __version__
 from ..config import ExperimentConfig, default_hidden_size
 from ..runs.workspace import Workspace
 from . import theme
@@ -126,7 +127,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState,
         self._painted = False
         self._suggested: tuple[int, int] | None = None  # (epochs, stride) last suggested for a dataset
 
-        self.setWindowTitle(APP_NAME)
+        self.setWindowTitle(f"{APP_NAME} {__version__}")
         self._build_actions()
         self._build_toolbar()
         self._build_central()
@@ -238,9 +239,8 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState,
         label = dict((v, l) for v, l, _ in BACKBONES).get(self.form.backbone.currentData(),
                                                           str(self.form.backbone.currentText()))
         parts.append(f"{label}-{self.form.hidden_size.value()}")
-        # Ends with the application's display name, so that Qt does not append it a second time (it appends it
-        # to titles that do not end with it, QPlatformWindow::formatWindowTitle); the version is in Help → About.
-        self.setWindowTitle(" · ".join(parts) + f" — {APP_NAME}")
+        # The app name once: ensure_app sets no display name, which Qt would append (gui/qt_app.py).
+        self.setWindowTitle(f"{APP_NAME} {__version__} — " + " · ".join(parts))
 
     def _on_step_toggled(self, dpd: bool) -> None:
         new, old = ("dpd", "pa") if dpd else ("pa", "dpd")

@@ -14,6 +14,7 @@ import pytest
 from PySide6.QtCore import QPoint
 from PySide6.QtGui import QGuiApplication, QPalette
 
+from dpd_desktop import __version__
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.gui import estimate, theme
 from dpd_desktop.gui.qt_app import APP_NAME
@@ -99,9 +100,15 @@ def test_title_names_the_app_once(make_window):
     w = make_window()
     w.set_dataset(FakeDataset(name="DPA_160MHz"))
     title = w.windowTitle()
-    assert title == f"DPA_160MHz · PA · GRU-{w.form.hidden_size.value()} — {APP_NAME}"
+    assert title == f"{APP_NAME} {__version__} — DPA_160MHz · PA · GRU-{w.form.hidden_size.value()}"
     assert title.count(APP_NAME) == 1
-    # Qt appends the application's display name (ensure_app sets APP_NAME) only to titles not ending with it
+    # Qt would append a display name set with setApplicationDisplayName to this title: ensure_app sets none (an
+    # unset display name follows applicationName, a set one does not)
+    code = ("from dpd_desktop.gui.qt_app import ensure_app; app = ensure_app(); app.setApplicationName('renamed'); "
+            "print(app.applicationDisplayName())")
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "renamed", out.stderr[-2000:]
 
 
 def test_empty_plots_show_a_placeholder_not_ticks(make_window, qtbot):
