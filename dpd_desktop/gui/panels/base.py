@@ -93,7 +93,7 @@ class PlotPanel(pg.GraphicsLayoutWidget):
     title = "Plot"
     file_stem = "plot"
     #: Shown in the middle of the empty panel, instead of 0–1 ticks that mean nothing.
-    placeholder = "Plots appear when the first epoch ends"
+    placeholder = "Plots appear when\nthe first epoch ends"
     #: Emitted when the user clicks into the panel (the main window tracks the "current" plot for Ctrl+E).
     activated = Signal(object)
 

@@ -44,7 +44,7 @@ class LearningPanel(PlotPanel):
 
     title = "Learning curves"
     file_stem = "learning_curves"
-    placeholder = "Learning curves appear when the first epoch ends"
+    placeholder = "Learning curves appear\nwhen the first epoch ends"
     #: At most this many points per curve are drawn (an even stride over the epochs, the last epoch always in):
     #: the cost of an append stays constant however long the run (benchmarks/bench_gui_responsiveness.py).
     MAX_DRAWN = 2000
