@@ -39,7 +39,7 @@ def _table(doc) -> str:
 
 def handle(args, ws) -> int:
     """Run ``runs evaluate``; returns the exit status (0, or 2 for a run that cannot be scored)."""
-    # runs.evaluate imports data.framing, which brings PyTorch (0.75 s, see the note under cli.py's imports)
+    # runs.evaluate brings h5py and scipy.signal, which `dpd-desktop runs` and `--help` do not need
     from .runs.evaluate import evaluate_run, save_evaluation
 
     try:

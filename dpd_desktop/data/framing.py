@@ -18,6 +18,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
+from .segments import segment, unsegment  # noqa: F401 - re-exported (the evaluation segments' owner)
+
 DISABLE_BATCHED_LOADER = os.environ.get("DPD_DESKTOP_DISABLE_BATCHED_LOADER") == "1"
 
 
@@ -33,23 +35,6 @@ def n_frames(n_samples: int, frame_length: int, stride: int) -> int:
         raise ValueError(
             f"the training split has {n_samples} samples, fewer than one frame of {frame_length} samples")
     return (n_samples - frame_length) // stride + 1
-
-
-def segment(series: np.ndarray, nperseg: int) -> np.ndarray:
-    """Cut an (N, 2) series into (ceil(N / nperseg), nperseg, 2) consecutive segments, zero-padding the tail.
-
-    Dtype is preserved. Reference §2.2 (val/test segmentation).
-    """
-    n = series.shape[0]
-    n_seg = -(-n // nperseg)
-    out = np.zeros((n_seg * nperseg,) + series.shape[1:], dtype=series.dtype)
-    out[:n] = series
-    return out.reshape((n_seg, nperseg) + series.shape[1:])
-
-
-def unsegment(segments: np.ndarray, n_valid: int) -> np.ndarray:
-    """Inverse of :func:`segment`: (S, nperseg, 2) → (n_valid, 2), dropping the zero padding."""
-    return segments.reshape((-1,) + segments.shape[2:])[:n_valid]
 
 
 def frames(series: np.ndarray, frame_length: int, stride: int) -> np.ndarray:

@@ -5,10 +5,34 @@ Entry points: :func:`dpd_desktop.gui.app.main` (the window), :func:`dpd_desktop.
 """
 from __future__ import annotations
 
+import sys
+
 __all__ = ["main", "write_run_plots"]
 
 # The two entry points import their modules when called, not at the top: importing the package must not import Qt
 # (the Qt-free session model and the command line import modules of this package).
+
+
+def import_torch_first(platform: str = sys.platform, importer=None) -> bool:
+    """Import PyTorch now when ``platform`` needs it imported before Qt; returns whether it did.
+
+    On Windows some PyTorch builds fail to load their DLLs once Qt's are loaded (pytorch#166628: ``import torch``
+    after ``import PySide6`` raises an OSError from c10.dll), so there torch is imported before any Qt module. On
+    Linux and macOS the window imports torch after it is shown (gui/preload.py), which saves ~1 s of start-up.
+    ``importer``: ``importlib.import_module`` unless given (tests).
+    """
+    if platform != "win32":
+        return False
+    if importer is None:
+        import importlib
+
+        importer = importlib.import_module
+    importer("torch")
+    return True
+
+
+# Every Qt module of the window is a submodule of this package, so this runs before any of them.
+import_torch_first()
 
 
 def main(argv=None, dataset=None, autostart_config=None, workspace=None) -> int:

@@ -5,17 +5,31 @@ session model (:func:`dpd_desktop.gui.session.controls`).
 """
 from __future__ import annotations
 
+import sys
+from importlib import metadata
+
 import PySide6
-import torch
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QHBoxLayout, QLabel, QMenu, QMessageBox,
                                QRadioButton, QStyle, QToolBar, QToolButton, QWidget)
 
 from .. import __version__
+from . import theme
 from .widgets.banner import warning_color
 
 PREVIEW_WARNING = "⚠ Batch preview runs extra inference and slows training"
+
+
+def _torch_version() -> str:
+    """PyTorch's version without importing it (the window imports torch behind its first paint, gui/preload.py)."""
+    torch = sys.modules.get("torch")
+    if getattr(torch, "__version__", None):
+        return str(torch.__version__)
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return "not installed"
 
 
 class WindowActions:
@@ -94,7 +108,7 @@ class WindowActions:
         self.step_group.addButton(self.step_dpd)
         self.step_pa.setChecked(True)
         self.pa_run_combo = QComboBox()
-        self.pa_run_combo.setMinimumContentsLength(26)
+        self.pa_run_combo.setMinimumContentsLength(20)
         self.pa_run_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.pa_run_combo.setToolTip("The PA run whose selected checkpoint the DPD trains through")
         self.pa_run_combo.setPlaceholderText("PA run (for the DPD step)")
@@ -106,6 +120,11 @@ class WindowActions:
         tb.addSeparator()
 
         tb.addAction(self.act_start)
+        self.estimate_label = QLabel("≈ —")
+        self.estimate_label.setObjectName("run_estimate")
+        self.estimate_label.setContentsMargins(0, 0, 8, 0)
+        self.estimate_label.setStyleSheet("color: palette(placeholder-text);")
+        tb.addWidget(self.estimate_label)
         tb.addAction(self.act_stop)
         tb.addAction(self.act_run_dpd)
         tb.addSeparator()
@@ -175,14 +194,31 @@ class WindowActions:
         r.addSeparator()
         r.addAction(self.act_run_dpd)
         r.addAction(self.act_run_dpd_saved)
+        v = mb.addMenu("&View")
+        scheme_menu = v.addMenu("Colors")
+        group = QActionGroup(self)
+        self.scheme_actions: dict[str, QAction] = {}
+        for scheme, label in (("system", "System"), ("light", "Light"), ("dark", "Dark")):
+            a = QAction(label, self, checkable=True)
+            a.setChecked(scheme == "system")
+            a.triggered.connect(lambda _=False, sc=scheme: self.set_color_scheme(sc))
+            group.addAction(a)
+            scheme_menu.addAction(a)
+            self.scheme_actions[scheme] = a
         h = mb.addMenu("&Help")
         h.addAction(self.act_about)
+
+    def set_color_scheme(self, scheme: str) -> None:
+        """View → Colors: "system", "light" or "dark" for the whole application (kept in QSettings)."""
+        theme.apply_scheme(scheme)
+        self.scheme_actions[scheme].setChecked(True)
+        self._settings.setValue("window/scheme", scheme)
 
     def about_text(self) -> str:
         """The About box's text: the app's version and the versions of the libraries it runs on (rich text)."""
         return (f"<h3>DPD Desktop {__version__}</h3>"
                 "<p>Neural PA behavioral modeling and digital predistortion for measured I/Q data.</p>"
-                f"<p>PyTorch {torch.__version__} · Qt (PySide6) {PySide6.__version__}</p>"
+                f"<p>PyTorch {_torch_version()} · Qt (PySide6) {PySide6.__version__}</p>"
                 "<p>License: Apache-2.0</p>")
 
     def show_about(self) -> None:

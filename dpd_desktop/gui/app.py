@@ -38,6 +38,8 @@ def main(argv: list[str] | None = None, dataset=None, autostart_config=None, wor
     win = MainWindow(workspace=workspace)
     if autostart_config is not None:
         win.set_form_from_config(autostart_config)
+    elif dataset is None:
+        win.restore_last_session()  # the form, step and dataset of the last close (QSettings)
     if dataset is not None:
         if isinstance(dataset, (str, os.PathLike)):
             if str(dataset) == "demo":

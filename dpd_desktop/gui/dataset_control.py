@@ -10,6 +10,7 @@ from pathlib import Path
 from PySide6.QtWidgets import QFileDialog
 
 from .jobs import DatasetLoader
+from .run_control import same_dataset
 
 DATASET_FILTER = ("I/Q datasets (*.csv *.h5 *.hdf5 spec.json);;CSV (*.csv);;HDF5 (*.h5 *.hdf5);;"
                   "Dataset folder's spec.json (spec.json);;All files (*)")
@@ -50,7 +51,16 @@ class DatasetControl:
             ref = "demo" if src in (None, "") or str(src) == "demo" or str(src).startswith("<") else str(src)
         self._dataset_ref = ref
         self.dataset_box.set_dataset(dataset)
+        cfg = self.session.config
+        if not self.session.is_live and cfg is not None and not same_dataset(getattr(cfg, "dataset", None), ref):
+            # Another dataset than the ended run's: its plots, legend, axis ranges and Run DPD go with it.
+            self._reset_run_views()
+            if self.session.forget_ended_run() and self.banner.isVisible() and self.banner.kind != "error":
+                self.banner.setVisible(False)
+        if not self.session.is_live:
+            self._suggest_defaults(dataset)
         self._update_title()
+        self.update_estimate()
         self.datasetLoaded.emit(dataset)
 
     def _load(self, source: str, what: str) -> None:
@@ -85,8 +95,7 @@ class DatasetControl:
         hint = ("Check that the folder holds spec.json and the six split CSVs (I,Q columns), or that the file is a "
                 ".csv with I_in,Q_in,I_out,Q_out columns or an .h5/.hdf5 file in the documented layout.")
         self.banner.show_message("error", f"{msg}\n{hint}", detail=tb)
-        self.dataset_box.hint.setText("No dataset loaded. <b>Open dataset…</b> (Ctrl+O) or <b>Demo data</b>.")
-        self.dataset_box.hint.setVisible(self._dataset is None)
+        self.dataset_box.show_fields()
         self.statusBar().showMessage("Dataset not loaded", 5000)
         self.session.update(loading=False)
         self.datasetFailed.emit(str(exc))

@@ -49,41 +49,58 @@ def render_run_plots(history_rows: Sequence[Mapping], plots=None, size: tuple[in
     QApplication when none exists. Plots are drawn on a light background regardless of the desktop theme (they end
     up in reports).
     """
+    images = []
+    for name, image in iter_run_plots(history_rows, plots, size=size, width=width, best_epoch=best_epoch):
+        images.append((name, image))
+        if on_image is not None:
+            on_image(name, image)
+    return images
+
+
+def iter_run_plots(history_rows: Sequence[Mapping], plots=None, size: tuple[int, int] = EXPORT_SIZE,
+                   width: int = EXPORT_WIDTH, best_epoch: int | None = None):
+    """:func:`render_run_plots` one panel at a time: yields ``(file name, QImage)``; each step builds, renders and
+    closes one panel, so that the window can return to its event loop between panels (one panel's rendering is the
+    longest it waits; benchmarks/bench_gui_responsiveness.py)."""
     app = ensure_app()  # offscreen where there is no display (process.detect_display)
-    saved_opts = {k: pg.getConfigOption(k) for k in ("background", "foreground", "antialias")}
-    pg.setConfigOptions(background="w", foreground="k", antialias=True)
-    images: list[tuple[str, object]] = []
-    panels = []
-    try:
-        learning = LearningPanel()
-        for row in history_rows:
-            learning.append_row(row)
-        best = best_epoch if best_epoch is not None else _best_epoch(history_rows)
+    rows = list(history_rows)
+
+    def learning():
+        p = LearningPanel()
+        for row in rows:
+            p.append_row(row)
+        best = best_epoch if best_epoch is not None else _best_epoch(rows)
         if best is not None:
-            learning.set_best_epoch(best)
-        panels.append(learning)
-        if plots is not None:
-            label = f"{getattr(plots, 'source', '')}"
-            for cls in (PSDPanel, AMAMPanel, AMPMPanel, TimeDomainPanel):
-                p = cls()
-                p.update_from(plots, label)
-                panels.append(p)
-        for p in panels:
+            p.set_best_epoch(best)
+        return p
+
+    def data_panel(cls):
+        def make():
+            p = cls()
+            p.update_from(plots, f"{getattr(plots, 'source', '')}")
+            return p
+        return make
+
+    makers = [learning] + ([data_panel(c) for c in (PSDPanel, AMAMPanel, AMPMPanel, TimeDomainPanel)]
+                           if plots is not None else [])
+    for make in makers:
+        saved_opts = {k: pg.getConfigOption(k) for k in ("background", "foreground", "antialias")}
+        pg.setConfigOptions(background="w", foreground="k", antialias=True)
+        p = None
+        try:
+            p = make()
             p.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
             p.resize(*size)
             p.show()
-        app.processEvents()
-        for p in panels:
-            images.append((f"{p.file_stem}.png", p.render_image(width)))
-            if on_image is not None:
-                on_image(*images[-1])
-    finally:
-        for p in panels:
-            p.close()
-            p.deleteLater()
-        app.processEvents()
-        pg.setConfigOptions(**saved_opts)
-    return images
+            app.processEvents()
+            item = (f"{p.file_stem}.png", p.render_image(width))
+        finally:
+            if p is not None:
+                p.close()
+                p.deleteLater()
+            pg.setConfigOptions(**saved_opts)
+        yield item
+    app.processEvents()
 
 
 def save_images(images: Sequence[tuple[str, object]], out_dir: str | os.PathLike) -> list[Path]:

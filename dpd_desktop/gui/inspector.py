@@ -249,7 +249,7 @@ def install_inspector(window) -> None:
     btn = window.inspect_button = QPushButton("Inspect…")
     btn.setToolTip(act.toolTip())
     btn.clicked.connect(act.trigger)
-    window.dataset_box.layout().addRow(btn)
+    window.dataset_box.layout().addWidget(btn)
     act.setEnabled(False)
     btn.setEnabled(False)
 

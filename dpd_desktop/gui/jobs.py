@@ -20,11 +20,9 @@ import traceback
 import warnings
 from pathlib import Path
 
-import torch
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from ..data import load_dataset, make_demo_dataset
-from ..runs.dpd_export import run_dpd
 from ..runs.record import RunRecord
 from .export import save_images
 
@@ -142,6 +140,8 @@ class DpdExportJob(PoolJob):
     @staticmethod
     def _device(recorded: dict) -> str:
         """The run's own device type when this machine has it (so that u is bit for bit the scored one), else cpu."""
+        import torch  # imported by then (below); the window's import path stays free of torch (gui/preload.py)
+
         dev = str(recorded.get("device", "cpu"))
         return "cuda" if dev.startswith("cuda") and torch.cuda.is_available() else "cpu"
 
@@ -149,6 +149,11 @@ class DpdExportJob(PoolJob):
         if self.stop_requested:
             return
         try:
+            from .preload import wait_for_core
+
+            wait_for_core()  # never import torch on two threads at once
+            from ..runs.dpd_export import run_dpd  # PyTorch (~1 s): kept off the window's import path
+
             record = RunRecord.open(self.run_dir)
             ds = self.dataset
             want = record.dataset.fingerprint

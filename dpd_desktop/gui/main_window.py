@@ -22,8 +22,10 @@ from . import theme
 from .actions import PREVIEW_WARNING, WindowActions
 from .close_prompt import CloseGuard
 from .dataset_control import DATASET_FILTER, DatasetControl
+from .form_state import FormState
 from .inspector import install_inspector
 from .jobs import JobRegistry
+from .qt_app import APP_NAME
 from .plot_area import PlotArea
 from .panel_export import install_export_menu
 from .queue_panel import install_queue_panel
@@ -47,7 +49,7 @@ def _default_workspace():
         return None
 
 
-class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindow):
+class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState, QMainWindow):
     """DPD Desktop's main window.
 
     Args:
@@ -65,6 +67,8 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
     runEnded = Signal(str)  # the final state: succeeded / failed / cancelled
     dpdExportEnded = Signal(str)  # "succeeded" / "failed" (Run DPD…)
     plotsWritten = Signal(object)  # after a finished run: the PNG paths written, or the exception
+    firstPainted = Signal()  # once, right after the window's first paint (the PyTorch preload starts then)
+    coreLoaded = Signal()  # the PyTorch preload ended (gui/preload.py)
 
     # The training worker's signals come from its thread. PySide6 queues them to the GUI thread only for slots
     # defined in the body of the QObject class (a part's method, even re-decorated here, is called directly on the
@@ -122,8 +126,12 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self._pending_plots: tuple[Any, str] | None = None
         self._pending_progress = None
         self.write_plots_on_finish = True
+        #: Import PyTorch and the trainer on a pool thread after the first paint (gui/preload.py).
+        self.preload_core = True
+        self._painted = False
+        self._suggested: tuple[int, int] | None = None  # (epochs, stride) last suggested for a dataset
 
-        self.setWindowTitle(f"DPD Desktop {__version__}")
+        self.setWindowTitle(f"{APP_NAME} {__version__}")
         self._build_actions()
         self._build_toolbar()
         self._build_central()
@@ -141,6 +149,10 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self._progress_timer.timeout.connect(self._flush_progress)
 
         self.form.changed.connect(self._update_title)
+        self.form.changed.connect(self.update_estimate)
+        self.form.preview_every.valueChanged.connect(self._on_preview_period_changed)
+        self.coreLoaded.connect(self.update_estimate)  # "auto" may mean CUDA, known once torch is imported
+        self.firstPainted.connect(self._start_preload)
         self.setAcceptDrops(True)
         self._restore_geometry()
         self.session.subscribe(self._render)
@@ -148,6 +160,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         self._sync_pa_runs()
         self._render()
         self._update_title()
+        self.update_estimate()
         self.retention_prompt = install_retention_prompt(self)  # scratch runs due for removal, shown first
 
     # ================================================================================================ state
@@ -234,7 +247,8 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         label = dict((v, l) for v, l, _ in BACKBONES).get(self.form.backbone.currentData(),
                                                           str(self.form.backbone.currentText()))
         parts.append(f"{label}-{self.form.hidden_size.value()}")
-        self.setWindowTitle(f"DPD Desktop {__version__} — " + " · ".join(parts))
+        # The app name once: ensure_app sets no display name, which Qt would append (gui/qt_app.py).
+        self.setWindowTitle(f"{APP_NAME} {__version__} — " + " · ".join(parts))
 
     def _on_step_toggled(self, dpd: bool) -> None:
         new, old = ("dpd", "pa") if dpd else ("pa", "dpd")
@@ -246,6 +260,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
             self.refresh_pa_runs()
         self.session.update(step=new)
         self._update_title()
+        self.update_estimate()
 
     def refresh_pa_runs(self) -> None:
         """Fill the DPD combo with PA runs from the workspace (newest first as the workspace lists them)."""
@@ -262,7 +277,8 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
                 (getattr(r, "status", None) == "cancelled" and getattr(r, "best_epoch", None) is not None)]
         for rec in runs:
             best = getattr(rec, "best_epoch", None)
-            label = f"{rec.run_id} · {str(rec.backbone).upper()}-{rec.hidden_size}"
+            size = "" if str(rec.backbone) in ("mp", "gmp") else f"-{rec.hidden_size}"  # MP/GMP: orders, no H
+            label = f"{rec.run_id} · {str(rec.backbone).upper()}{size}"
             if getattr(rec, "status", None):
                 label += f" · {rec.status}"
             if best is not None:
@@ -275,6 +291,11 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
         i = self.pa_run_combo.findData(current) if current is not None else -1
         self.pa_run_combo.setCurrentIndex(i if i >= 0 else 0)
         self._sync_pa_runs()
+
+    def _on_preview_period_changed(self, n: int) -> None:
+        """A new "Preview every" during a run reaches the trainer at its next batch (set_preview_every)."""
+        if self._worker is not None and self.preview_check.isChecked():
+            self._worker.set_preview_every(int(n))
 
     def _on_preview_toggled(self, on: bool) -> None:
         self.preview_warning.setVisible(on)
@@ -313,13 +334,39 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, QMainWindo
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt name)
         if not self.close_guard.allow(event):  # "Quit when it finishes" / "Cancel": the window stays
             return
+        self._finish_png_rendering()
         if len(self.jobs):
             # A running training is cancelled; PNGs of a finished run land (each is written atomically anyway).
             self.statusBar().showMessage("Stopping the run…" if self._worker is not None else "Finishing…")
             QApplication.processEvents()
             self.shutdown(CLOSE_WAIT_MS)
         self._save_geometry()
+        self.save_form_settings()
+        self._settings.sync()
         super().closeEvent(event)
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().paintEvent(event)
+        if not self._painted:
+            self._painted = True
+            # After this paint's event has returned: the children paint and the backing store flushes first.
+            QTimer.singleShot(0, self.firstPainted.emit)
+
+    def _start_preload(self) -> None:
+        if not self.preload_core:
+            return
+        from .preload import start_preload
+
+        job = start_preload(self.jobs)
+        if job.is_done():
+            self._on_core_loaded()
+        else:
+            job.signals.done.connect(self._on_core_loaded)
+
+    @Slot()
+    def _on_core_loaded(self, *_) -> None:
+        self.form.apply_registry_labels()
+        self.coreLoaded.emit()
 
     def changeEvent(self, event) -> None:  # noqa: N802
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):

@@ -29,7 +29,10 @@ def ensure_app(argv: list[str] | None = None, headless: bool | None = None) -> Q
     QCoreApplication.setOrganizationName(ORG_NAME)
     QCoreApplication.setApplicationName(APP_NAME)
     app = QApplication(list(argv) if argv is not None else sys.argv[:1])
-    app.setApplicationDisplayName(APP_NAME)
+    # No setApplicationDisplayName: Qt appends a display name that is set to every window title not ending with it
+    # (QPlatformWindow::formatWindowTitle), and the main window's title already starts with the app name and version
+    # ("DPD Desktop 0.1.0 — DPA_160MHz · PA · GRU-23"): the name would show twice. Unset, the display name is
+    # applicationName().
     app.setDesktopFileName("dpd-desktop")
     icon = _icon_path()
     if icon:

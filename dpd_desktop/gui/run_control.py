@@ -17,7 +17,7 @@ from .. import timing
 from ..config import ConfigError, ExperimentConfig
 from . import history
 from .jobs import DpdExportJob
-from .session import cancelled_message, failed_message, finished_message
+from .session import POWER_WARNING_DB, cancelled_message, failed_message, finished_message, output_power_change_db
 from .widgets.config_form import BACKBONES
 from .widgets.dataset_summary import describe_summary
 from .worker import TrainingWorker
@@ -174,7 +174,10 @@ class RunControl:
         timing.mark("gui_final_plots_shown")
         self.epoch_table.mark_best_epoch(ev.best_epoch)
         self.learning_panel.set_best_epoch(ev.best_epoch)
-        self.banner.show_message("success", finished_message(ev), run_dir=ev.run_dir)
+        power = output_power_change_db(ev.extra, ev.test_metrics)
+        self.psd_panel.set_power_change(power)
+        kind = "warning" if power is not None and abs(power) > POWER_WARNING_DB else "success"
+        self.banner.show_message(kind, finished_message(ev), run_dir=ev.run_dir)
         self.session.on_finished(ev)
         if self.write_plots_on_finish and ev.run_dir:
             QTimer.singleShot(0, lambda d=ev.run_dir, p=(ev.plots or self._last_plots): self._write_plots(d, p))

@@ -24,7 +24,7 @@ from .panels.base import save_png_atomic
 
 def render_main_window(path: str | os.PathLike, window=None, size: tuple[int, int] = (1600, 1000),
                        config=None, dataset=None, workspace=None, run: bool = True, at_epoch: int | None = None,
-                       timeout_s: float = 600.0, preview: bool = False) -> Path:
+                       timeout_s: float = 600.0, preview: bool = False, scheme: str | None = None) -> Path:
     """Grab the whole main window into ``path`` (PNG, written atomically); returns the path.
 
     Args:
@@ -36,13 +36,19 @@ def render_main_window(path: str | os.PathLike, window=None, size: tuple[int, in
         run: train before grabbing, so that every panel holds data.
         at_epoch: grab while running, once this many epochs are done (then stop the run); None: after the end.
         preview: tick "Live batch preview" (shows the warning label) for the shot.
+        scheme: "light" or "dark" colors for the shot (:func:`dpd_desktop.gui.theme.apply_scheme`); None: as is.
     """
     app = ensure_app(headless=None)
+    if scheme is not None:
+        from .theme import apply_scheme
+
+        apply_scheme(scheme)
     own = window is None
     if own:
         if workspace is None:
             workspace = Workspace(tempfile.mkdtemp(prefix="dpd-screenshot-"))
         window = MainWindow(workspace=workspace)
+        window.preload_core = run  # an idle shot needs no PyTorch
         window.write_plots_on_finish = False
         window.resize(*size)
         window.show()
@@ -90,10 +96,13 @@ def main(argv=None) -> int:
     p.add_argument("--width", type=int, default=1600)
     p.add_argument("--height", type=int, default=1000)
     p.add_argument("--preview", action="store_true", help="tick Live batch preview for the shot")
+    p.add_argument("--idle", action="store_true", help="the window before any run (no dataset)")
+    p.add_argument("--scheme", choices=("light", "dark"), default=None, help="colors of the shot")
     a = p.parse_args(argv)
     cfg = ExperimentConfig(step="pa", dataset="demo", epochs=a.epochs, hidden_size=16, frame_length=100, stride=4,
                            device="cpu", preview_every=50 if a.preview else None)
-    out = render_main_window(a.path, size=(a.width, a.height), config=cfg, at_epoch=a.at_epoch, preview=a.preview)
+    out = render_main_window(a.path, size=(a.width, a.height), config=cfg, at_epoch=a.at_epoch, preview=a.preview,
+                             run=not a.idle, scheme=a.scheme)
     print(out)
     return 0
 

@@ -11,7 +11,6 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from ..runs.dpd_export import is_dpd_run
 from ..runs.states import LIVE_STATES
 from . import history
 
@@ -19,6 +18,11 @@ STOPPING_SUFFIX = " · stopping after this batch…"
 IDLE_TEXT = "Idle"
 PREPARING_TEXT = "Preparing data and model…"
 QUEUED_TEXT = "Waiting for the dataset to load…"
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``"1 epoch"``, ``"2 epochs"``, ``"1,234 samples"`` (``many``: the plural when it is not ``word + "s"``)."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
 def format_duration(seconds: float | None) -> str:
@@ -103,13 +107,36 @@ def controls(s: SessionState) -> Controls:
         form_editable=not live,
         step_choice=not live,
         pa_run_choice=not live and s.step == "dpd" and s.pa_run_available,
-        preview_period=s.preview and not live,
+        preview_period=s.preview,  # also while running: the trainer takes a new period (set_preview_every)
         run_dpd=not live and not s.exporting and s.run in ("succeeded", "cancelled") and s.dpd_run_ready,
         run_dpd_saved=not s.exporting,
     )
 
 
+def is_dpd_run(run_dir: str) -> bool:
+    """:func:`dpd_desktop.runs.dpd_export.is_dpd_run`, imported when a run ends: that module brings PyTorch
+    (~1 s), which the window imports behind its first paint (gui/preload.py)."""
+    from ..runs.dpd_export import is_dpd_run as check
+
+    return check(run_dir)
+
+
 # ---------------------------------------------------------------------------------------------------- outcome texts
+#: Where a DPD run's output-power change [dB] (RMS of PA(DPD(x)) vs PA(x) on the test split) may be found, first wins.
+POWER_CHANGE_KEYS = ("output_power_change_db", "rms_out_diff_db")
+POWER_WARNING_DB = 0.5  # the trainer's own threshold (training/evaluation.py output_power_report)
+
+
+def output_power_change_db(*mappings) -> float | None:
+    """The DPD's output-power change [dB] from RunFinished.extra / metrics / results attrs; None when absent."""
+    for m in mappings:
+        for key in POWER_CHANGE_KEYS:
+            v = history.to_float((m or {}).get(key)) if key in (m or {}) else math.nan
+            if math.isfinite(v):
+                return v
+    return None
+
+
 def finished_message(ev) -> str:
     """The banner text of a ``RunFinished``: duration, selected epoch, val/test NMSE [dB], test ACLR [dBc], EVM."""
     v, t = dict(ev.val_metrics or {}), dict(ev.test_metrics or {})
@@ -118,16 +145,22 @@ def finished_message(ev) -> str:
         bits.append(f"val NMSE {history.fmt(history.to_float(v['NMSE']))} dB")
     if "NMSE" in t:
         bits.append(f"test NMSE {history.fmt(history.to_float(t['NMSE']))} dB")
+    power = output_power_change_db(getattr(ev, "extra", None), t)
     if "ACLR_AVG" in t and math.isfinite(history.to_float(t["ACLR_AVG"])):
-        bits.append(f"test ACLR {history.to_float(t['ACLR_AVG']):.2f} dBc")
+        aclr = f"test ACLR {history.to_float(t['ACLR_AVG']):.2f} dBc"
+        bits.append(aclr + (f" (output power {power:+.2f} dB with DPD)" if power is not None else ""))
+    elif power is not None:
+        bits.append(f"output power {power:+.2f} dB with DPD")
     if "EVM" in t and math.isfinite(history.to_float(t["EVM"])):
         bits.append(f"test EVM {history.to_float(t['EVM']):.2f} dB")
     extra = dict(getattr(ev, "extra", None) or {})
-    if isinstance(extra.get("rms_out_diff_db"), (int, float)) and math.isfinite(extra["rms_out_diff_db"]):
-        bits.append(f"output power {extra['rms_out_diff_db']:+.2f} dB vs no DPD")
     if extra.get("metric_profile"):
         bits.append(f"metrics: {extra['metric_profile']}")
-    return " · ".join(bits) + "."
+    text = " · ".join(bits) + "."
+    if power is not None and abs(power) > POWER_WARNING_DB:
+        text += (f"\nThe DPD changes the output power by {power:+.2f} dB (more than {POWER_WARNING_DB} dB): part of "
+                 "its ACLR gain may come from a lower drive level.")
+    return text
 
 
 def cancelled_message(ev) -> str:
@@ -135,7 +168,7 @@ def cancelled_message(ev) -> str:
     best = (f"; the best checkpoint so far (epoch {ev.best_epoch}) is kept" if ev.best_epoch is not None
             else "; no epoch completed, so there is no checkpoint")
     n, why = ev.epochs_completed, f" ({ev.reason})" if getattr(ev, "reason", "") else ""
-    return f"Run stopped{why} after {n} completed epoch{'s' if n != 1 else ''}{best}."
+    return f"Run stopped{why} after {plural(n, 'completed epoch')}{best}."
 
 
 def failed_message(ev) -> str:
@@ -152,8 +185,8 @@ class Session:
             when a run ends (default: the core's ``is_dpd_run``).
     """
 
-    def __init__(self, dpd_run_check: Callable[[str], bool] = is_dpd_run):
-        self._dpd_run_check = dpd_run_check
+    def __init__(self, dpd_run_check: Callable[[str], bool] | None = None):
+        self._dpd_run_check = dpd_run_check or is_dpd_run
         self._state = SessionState()
         self._listeners: list[Callable[[Session], None]] = []
         self.config: Any = None  # the ExperimentConfig of the current/last run
@@ -294,8 +327,8 @@ class Session:
     def on_started(self, ev) -> None:
         """RunStarted: "Epoch 1/E · B batches per epoch · P parameters"."""
         self.run_id, self.run_dir, self.epochs = ev.run_id, ev.run_dir, ev.epochs
-        self._text = (f"Epoch 1/{ev.epochs} · {ev.batches_per_epoch:,} batches per epoch · "
-                      f"{ev.n_params:,} parameters")
+        self._text = (f"Epoch 1/{ev.epochs} · {plural(ev.batches_per_epoch, 'batch', 'batches')} per epoch · "
+                      f"{plural(ev.n_params, 'parameter')}")
         self._changed()
 
     def on_batch(self, ev) -> None:
@@ -343,7 +376,7 @@ class Session:
     def on_finished(self, ev) -> None:
         """RunFinished → ``succeeded``: "Finished · N epochs · duration", progress 1."""
         self.progress = 1.0
-        self._text = f"Finished · {self.epochs_done} epochs · {format_duration(ev.wall_s)}"
+        self._text = f"Finished · {plural(self.epochs_done, 'epoch')} · {format_duration(ev.wall_s)}"
         self._end("succeeded", ev.run_dir)
 
     def on_failed(self, ev) -> None:
@@ -353,8 +386,19 @@ class Session:
 
     def on_cancelled(self, ev) -> None:
         """RunCancelled → ``cancelled``: "Stopped · N epochs completed"."""
-        self._text = f"Stopped · {ev.epochs_completed} epochs completed"
+        self._text = f"Stopped · {plural(ev.epochs_completed, 'epoch')} completed"
         self._end("cancelled", ev.run_dir)
+
+    def forget_ended_run(self) -> bool:
+        """Another dataset was loaded: the ended run no longer belongs to what the window shows → no run (Idle; Run
+        DPD of it disabled). False (nothing changes) while a run is live, when there is none, or when the run ended
+        before it had a run folder (a queued run stopped while its dataset loaded keeps its ``cancelled``)."""
+        if self._state.run is None or self.is_live or not self.run_dir:
+            return False
+        self._reset(None)
+        self._text = IDLE_TEXT
+        self._set_run(None, dpd_run_ready=False)
+        return True
 
     def on_interrupted(self, run_dir: str | None = None, text: str = "Interrupted") -> None:
         """A queued run's process was killed (gui/queue_panel.py) → ``interrupted``."""
@@ -373,4 +417,4 @@ class Session:
 
 
 __all__ = ["Controls", "Session", "SessionState", "cancelled_message", "controls", "epoch_pace_s", "failed_message",
-           "finished_message", "format_duration", "remaining_s"]
+           "finished_message", "format_duration", "output_power_change_db", "plural", "remaining_s"]

@@ -107,3 +107,54 @@ def configure_pyqtgraph(background: QColor | str | None = None, foreground: QCol
         foreground=foreground if foreground is not None else fg,
         imageAxisOrder="row-major",
     )
+
+
+# ---------------------------------------------------------------------------------------------------- light / dark
+SCHEMES = ("system", "light", "dark")
+_SYSTEM_PALETTE: QPalette | None = None
+_SYSTEM_STYLE: str | None = None
+
+
+def scheme_palette(scheme: str) -> QPalette:
+    """The QPalette of ``scheme``: ``light`` and ``dark`` are explicit palettes (Fusion's roles, WCAG-readable text
+    on their bases); ``system`` is the palette the application started with."""
+    global _SYSTEM_PALETTE
+    if _SYSTEM_PALETTE is None:
+        _SYSTEM_PALETTE = QPalette(QGuiApplication.palette())
+    if scheme == "system":
+        return QPalette(_SYSTEM_PALETTE)
+    dark = scheme == "dark"
+    window, base, alt, text, button, highlight, disabled = (
+        ("#2b2d30", "#1e1f22", "#26282b", "#dfe1e5", "#3c3f41", "#2f65ca", "#7f8287") if dark else
+        ("#efefef", "#ffffff", "#f5f5f5", "#1a1a1a", "#e6e6e6", "#308cc6", "#8a8a8a"))
+    pal = QPalette()
+    R, G = QPalette.ColorRole, QPalette.ColorGroup
+    for role, color in ((R.Window, window), (R.WindowText, text), (R.Base, base), (R.AlternateBase, alt),
+                        (R.Text, text), (R.Button, button), (R.ButtonText, text), (R.ToolTipBase, base),
+                        (R.ToolTipText, text), (R.Highlight, highlight), (R.HighlightedText, "#ffffff"),
+                        (R.BrightText, "#ff5555"), (R.Link, "#5aa0ff" if dark else "#0b62c4"),
+                        (R.PlaceholderText, disabled)):
+        pal.setColor(role, QColor(color))
+    for role in (R.WindowText, R.Text, R.ButtonText):
+        pal.setColor(G.Disabled, role, QColor(disabled))
+    return pal
+
+
+def apply_scheme(scheme: str) -> None:
+    """Switch the running application to ``scheme`` (one of :data:`SCHEMES`); the widgets and plots follow through
+    their PaletteChange events. Raises ValueError for another name."""
+    if scheme not in SCHEMES:
+        raise ValueError(f"color scheme: expected one of {SCHEMES}, got {scheme!r}")
+    from PySide6.QtWidgets import QApplication
+
+    global _SYSTEM_STYLE
+    app = QApplication.instance()
+    palette = scheme_palette(scheme)  # remembers the start-up palette on the first call
+    if _SYSTEM_STYLE is None:
+        _SYSTEM_STYLE = app.style().name()
+    if scheme != "system" and app.style().name().lower() != "fusion":
+        app.setStyle("Fusion")  # the native styles of some platforms ignore an application palette
+    elif scheme == "system" and app.style().name() != _SYSTEM_STYLE:
+        app.setStyle(_SYSTEM_STYLE)
+    app.setPalette(palette)
+    configure_pyqtgraph()

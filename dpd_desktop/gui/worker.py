@@ -22,7 +22,11 @@ TrainerFactory = Callable[..., Any]
 def default_trainer_factory(config, dataset=None, workspace=None, observers=()):
     """Build the real :class:`dpd_desktop.training.trainer.Trainer`."""
     # Imported here, not at the top: the trainer brings torch (~1.1 s measured), which the window must not wait
-    # for at start-up; the first run pays it on the training thread.
+    # for at start-up; gui/preload.py imports it behind the first paint, and a run started before that waits here
+    # (on the training thread) instead of importing torch on a second thread at the same time.
+    from .preload import wait_for_core
+
+    wait_for_core()
     from ..training.ls_fit import make_trainer
 
     return make_trainer(config, dataset=dataset, workspace=workspace, observers=list(observers))

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from ..data.framing import segment
+from ..data.segments import segment
 from ..metrics.profiles import PROFILE_NOTES, check_profile, compute_profile_metrics
 from .record import RecordError, RunRecord
 from .writer import write_evaluation

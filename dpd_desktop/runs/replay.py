@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data.framing import segment
+from ..data.segments import segment
 from ..data.spec import DatasetSpec
 from ..metrics import aclr_db
 from ..training.events import PlotData

@@ -13,6 +13,7 @@ import copy
 import torch
 
 from ..metrics import nmse_db
+from ..metrics.aclr import aclr_db
 from .events import PlotData
 from .plotdata import build_plot_data
 
@@ -46,5 +47,22 @@ class BatchPreview:
         tname, pname = names
         sig = {tname: t_seg0[0][:n], pname: pred[0][:n]}
         plots = build_plot_data("preview", es["x_seg"][0][:n], sig, spec, target_name=tname, pred_name=pname,
-                                error_of=(pname, tname))
+                                aclr=preview_aclr(sig, spec), error_of=(pname, tname))
         return plots, nmse
+
+
+def preview_aclr(signals, spec) -> dict[str, tuple[float, float]]:
+    """(left, right) ACLR [dBc] of each (N, 2) signal of a preview (validation segment 0), the metrics' own
+    definition (:func:`~dpd_desktop.metrics.aclr.aclr_db` on that one segment); {} when the spec has no sample rate
+    or channel layout, or the segment is too short for it."""
+    fs, bw, n_sub = (getattr(spec, a, None) for a in ("sample_rate_hz", "bw_main_hz", "n_sub_ch"))
+    if not (fs and bw and n_sub):
+        return {}
+    out = {}
+    for name, s in signals.items():
+        try:
+            left, right, _ = aclr_db(s[None], fs, bw, n_sub)
+        except ValueError:
+            return {}
+        out[name] = (left, right)
+    return out

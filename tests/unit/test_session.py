@@ -78,8 +78,10 @@ def test_controls_before_any_run():
 def test_controls_while_live(run):
     c = controls(SessionState(run=run, step="dpd", pa_run_available=True, preview=True, dpd_run_ready=True))
     assert (c.start, c.stop, c.open_dataset, c.form_editable, c.step_choice, c.pa_run_choice, c.preview_period,
-            c.run_dpd) == (False, True, False, False, False, False, False, False)
+            c.run_dpd) == (False, True, False, False, False, False, True, False)
     assert c.run_dpd_saved  # another, saved run can be exported meanwhile
+    # "Preview every" stays editable during a run (the trainer's set_preview_every), only while the preview is on
+    assert not controls(SessionState(run=run, preview=False)).preview_period
 
 
 def test_controls_cancel_pending_disables_stop_only():
@@ -129,7 +131,7 @@ def test_a_run_from_start_to_success_with_its_texts():
     assert s.progress_text == "Epoch 2/10 · batch 50/100 · 12.0 s/epoch · 2 min left · lr 0.0025"  # 6 + 96 s
     s.on_finished(_finished())
     assert s.state == "succeeded" and s.progress == 1.0
-    assert s.progress_text == "Finished · 1 epochs · 2 min"
+    assert s.progress_text == "Finished · 1 epoch · 2 min"
     assert checked == ["/runs/r1"]
     assert seen[0] == "running" and seen[-1] == "succeeded" and None not in seen
     assert s.on_worker_done() is None  # the outcome had arrived
@@ -220,8 +222,10 @@ def test_outcome_messages():
     dpd = RunFinished(run_id="r1", run_dir="/runs/r1", best_epoch=3, val_metrics={}, wall_s=125.0,
                       test_metrics={"ACLR_AVG": -45.678},
                       extra={"rms_out_diff_db": -2.071, "metric_profile": "corrected"})
-    assert finished_message(dpd) == ("Run finished in 2 min. Selected epoch 3 · test ACLR -45.68 dBc · output power "
-                                     "-2.07 dB vs no DPD · metrics: corrected.")
+    assert finished_message(dpd) == ("Run finished in 2 min. Selected epoch 3 · test ACLR -45.68 dBc (output power "
+                                     "-2.07 dB with DPD) · metrics: corrected.\nThe DPD changes the output power by "
+                                     "-2.07 dB (more than 0.5 dB): part of its ACLR gain may come from a lower drive "
+                                     "level.")
     assert cancelled_message(RunCancelled(run_id="r", run_dir="/r", epochs_completed=1, best_epoch=0)) == \
         "Run stopped after 1 completed epoch; the best checkpoint so far (epoch 0) is kept."
     assert cancelled_message(RunCancelled(run_id="r", run_dir="/r", epochs_completed=0, best_epoch=None)) == \

@@ -92,6 +92,8 @@ class PlotPanel(pg.GraphicsLayoutWidget):
 
     title = "Plot"
     file_stem = "plot"
+    #: Shown in the middle of the empty panel, instead of 0–1 ticks that mean nothing.
+    placeholder = "Plots appear when\nthe first epoch ends"
     #: Emitted when the user clicks into the panel (the main window tracks the "current" plot for Ctrl+E).
     activated = Signal(object)
 
@@ -101,6 +103,8 @@ class PlotPanel(pg.GraphicsLayoutWidget):
         self.setMinimumSize(260, 200)
         self.ci.setContentsMargins(4, 4, 18, 4)
         self._plots: list[pg.PlotItem] = []
+        self._placeholder_item: pg.TextItem | None = None
+        self._empty_look: bool | None = None
 
     # -- building helpers ------------------------------------------------------------------------------------------
     def _add_plot(self, row: int = 0, col: int = 0, title: str | None = None, left: str = "", bottom: str = "",
@@ -112,6 +116,10 @@ class PlotPanel(pg.GraphicsLayoutWidget):
         plot.setLabel("bottom", bottom, units=bottom_units)
         for ax in ("left", "bottom"):
             plot.getAxis(ax).enableAutoSIPrefix(False)
+            # Major ticks and one minor level (pyqtgraph's default draws two): the grid is drawn by the axes and
+            # replayed at every repaint; on DPA_160MHz plot data this cut the repaint of an epoch end from 137 to
+            # 83-92 ms on the 2-core machine (benchmarks/bench_gui_responsiveness.py --part epoch-end).
+            plot.getAxis(ax).setStyle(maxTickLevel=1)
         plot.showGrid(x=True, y=True, alpha=0.25)
         plot.setMenuEnabled(True)
         self._plots.append(plot)
@@ -146,6 +154,36 @@ class PlotPanel(pg.GraphicsLayoutWidget):
     def has_data(self) -> bool:
         return self.point_count() > 0
 
+    def reset_view(self) -> None:
+        """Back to auto range on every axis (a zoom of the previous run does not carry over)."""
+        for plot in self._plots:
+            plot.enableAutoRange()
+
+    def _sync_empty(self) -> None:
+        """Empty: no tick values and no grid, a placeholder text instead; with data: the axes come back."""
+        empty = not self.has_data()
+        if empty == self._empty_look or not self._plots:
+            return
+        self._empty_look = empty
+        for plot in self._plots:
+            for name in ("left", "bottom"):
+                plot.getAxis(name).setStyle(showValues=not empty)
+            plot.showGrid(x=not empty, y=not empty, alpha=0.25)
+        if self._placeholder_item is None:
+            _, fg = theme.palette_colors()
+            self._placeholder_item = pg.TextItem(self.placeholder, color=fg, anchor=(0.5, 0.5))
+            self._plots[0].addItem(self._placeholder_item, ignoreBounds=True)
+        if empty:
+            vb = self._plots[0].getViewBox()
+            (x0, x1), (y0, y1) = vb.viewRange()
+            self._placeholder_item.setPos((x0 + x1) / 2, (y0 + y1) / 2)
+        self._placeholder_item.setVisible(empty)
+
+    @property
+    def shows_placeholder(self) -> bool:
+        """The panel shows its placeholder text (no data)."""
+        return bool(self._placeholder_item is not None and self._placeholder_item.isVisible())
+
     def set_source_label(self, label: str) -> None:
         """Show where the data came from (e.g. "validation · epoch 3") in the first plot's title."""
         if self._plots:
@@ -172,6 +210,8 @@ class PlotPanel(pg.GraphicsLayoutWidget):
                 plot.legend.setLabelTextColor(fg)
                 for _, label in plot.legend.items:  # pyqtgraph stores the color but does not re-render
                     label.setText(label.text)
+        if self._placeholder_item is not None:
+            self._placeholder_item.setColor(fg)
         for item in self.ci.items:  # LabelItems of the layout (e.g. the PSD's ACLR read-out)
             if isinstance(item, pg.LabelItem) and item not in [p.titleLabel for p in self._plots]:
                 item.setAttr("color", fg)

@@ -44,6 +44,12 @@ class LearningPanel(PlotPanel):
 
     title = "Learning curves"
     file_stem = "learning_curves"
+    placeholder = "Learning curves appear\nwhen the first epoch ends"
+    #: At most this many points per curve are drawn (an even stride over the epochs, the last epoch always in):
+    #: the cost of an append stays constant however long the run (benchmarks/bench_gui_responsiveness.py).
+    MAX_DRAWN = 2000
+    #: Markers only while the curves are short (a marker per epoch of a long run would be a solid band).
+    MAX_MARKED = 200
     SERIES = (
         ("train_loss", "train loss", "loss"),
         ("val_loss", "val loss", "loss"),
@@ -57,32 +63,51 @@ class LearningPanel(PlotPanel):
         self.loss_plot = self._add_plot(0, 0, self.title, left="loss [MSE, data units²]", bottom="",
                                         axisItems={"left": LogAxis("left"), "bottom": IntegerAxis("bottom")})
         self.loss_plot.setLogMode(x=False, y=True)
-        self.metric_plot = self._add_plot(1, 0, None, left="NMSE, EVM [dB] · ACLR [dBc]", bottom="epoch",
+        # The legends are rows of their own under each plot, so that they never cover a curve.
+        self.loss_legend = self.addLabel("", row=1, col=0, size="9pt")
+        self.metric_plot = self._add_plot(2, 0, None, left="NMSE, EVM [dB] · ACLR [dBc]", bottom="epoch",
                                           axisItems={"bottom": IntegerAxis("bottom")})
+        self.metric_legend = self.addLabel("", row=3, col=0, size="9pt")
         self.metric_plot.setXLink(self.loss_plot)
         self.loss_plot.getAxis("bottom").setStyle(showValues=True)
         for p in (self.loss_plot, self.metric_plot):
             p.getAxis("left").setWidth(62)
-        # Losses and metrics are not signals: these legends show in the window too.
-        self._add_legend(self.loss_plot, force=True)
-        self._add_legend(self.metric_plot, force=True)
         self._epochs = GrowingBuffer()
         self._buffers = {key: GrowingBuffer() for key, _, _ in self.SERIES}
+        self._has_values = {key: False for key, _, _ in self.SERIES}  # a finite value arrived (no O(n) scan)
         self._curves: dict[str, pg.PlotDataItem] = {}
+        self._colors: dict[str, str] = {}
         for key, label, where in self.SERIES:
             color = theme.SERIES_COLORS.get("val_aclr" if key == "val_aclr_avg" else key)
+            self._colors[key] = color
             plot = self.loss_plot if where == "loss" else self.metric_plot
             pen = pg.mkPen(color, width=2)
             item = pg.PlotDataItem(pen=pen, symbol="o", symbolSize=5, symbolBrush=color, symbolPen=None,
                                    name=label, connect="finite")
-            plot.addItem(item)  # named: joins the legend
+            plot.addItem(item)
             self._curves[key] = item
+        self._marked = True
+        self._set_legends()
         best_pen = pg.mkPen(theme.SERIES_COLORS["best"], width=1.5, style=Qt.PenStyle.DashLine)
         self._best_lines = [pg.InfiniteLine(angle=90, movable=False, pen=best_pen) for _ in range(2)]
         for line, plot in zip(self._best_lines, (self.loss_plot, self.metric_plot)):
             line.setVisible(False)
             plot.addItem(line, ignoreBounds=True)
         self._best_epoch: float | None = None
+        self._sync_empty()
+
+    def _legend_html(self, where: str) -> str:
+        return "&nbsp;&nbsp;&nbsp;".join(
+            f"<span style='color:{self._colors[key]}; font-weight:900'>━●━</span>&nbsp;{label}"
+            for key, label, w in self.SERIES if w == where)
+
+    def _set_legends(self) -> None:
+        self.loss_legend.setText(self._legend_html("loss"))
+        self.metric_legend.setText(self._legend_html("metric"))
+
+    def legend_names(self) -> dict[str, list[str]]:
+        """The series named in each legend row: ``{"loss": [...], "metric": [...]}``."""
+        return {where: [label for _, label, w in self.SERIES if w == where] for where in ("loss", "metric")}
 
     def append_row(self, row: Mapping, is_best: bool = False) -> None:
         """Append one epoch (a history row). ``is_best`` moves the ★ line to this epoch."""
@@ -95,6 +120,8 @@ class LearningPanel(PlotPanel):
             if key in ("train_loss", "val_loss") and not v > 0:
                 v = math.nan  # log axis
             self._buffers[key].append(v)
+            if math.isfinite(v):
+                self._has_values[key] = True
         if is_best:
             self.set_best_epoch(ep)
         self._redraw()
@@ -109,14 +136,29 @@ class LearningPanel(PlotPanel):
                 line.setValue(epoch)
                 line.setVisible(True)
 
+    def drawn_index(self) -> slice | np.ndarray:
+        """Which epochs are drawn: all up to :attr:`MAX_DRAWN`, else an even stride plus the last one."""
+        n = len(self._epochs)
+        if n <= self.MAX_DRAWN:
+            return slice(0, n)
+        step = -(-n // self.MAX_DRAWN)
+        idx = np.arange(0, n, step)
+        return idx if idx[-1] == n - 1 else np.append(idx, n - 1)
+
     def _redraw(self) -> None:
-        x = self._epochs.view
+        idx = self.drawn_index()
+        x = self._epochs.view[idx]
+        marked = len(x) <= self.MAX_MARKED
         for key, item in self._curves.items():
-            y = self._buffers[key].view
-            if np.all(np.isnan(y)):
+            if marked != self._marked:
+                item.setSymbol("o" if marked else None)
+            y = self._buffers[key].view[idx]
+            if not self._has_values[key]:
                 item.setData([], [])
             else:
                 item.setData(x, y)
+        self._marked = marked
+        self._sync_empty()
 
     def update_from(self, plots, label: str = "") -> None:
         """Learning curves come from rows, not PlotData; nothing to do."""
@@ -125,6 +167,7 @@ class LearningPanel(PlotPanel):
         self._epochs.clear()
         for b in self._buffers.values():
             b.clear()
+        self._has_values = {key: False for key in self._has_values}
         self.set_best_epoch(None)
         self._redraw()
 

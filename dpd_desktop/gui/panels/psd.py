@@ -40,6 +40,19 @@ class PSDPanel(PlotPanel):
         self.nextRow()
         self.readout = self.addLabel("", row=1, col=0, size="9pt", justify="left")
         self._aclr_text = ""
+        self._power_change_db: float | None = None
+        self._sync_empty()
+
+    def set_power_change(self, db: float | None) -> None:
+        """The DPD's output-power change [dB] (with vs without DPD), shown after the ACLR read-out; None: none."""
+        self._power_change_db = db
+        self.readout.setText(self._readout_text() or " ")
+
+    def _readout_text(self) -> str:
+        text = self._aclr_text
+        if self._power_change_db is not None:
+            text += ("<br>" if text else "") + f"output power with DPD {self._power_change_db:+.2f} dB"
+        return text
 
     def update_from(self, plots, label: str = "") -> None:
         f = np.asarray(plots.psd_freq_mhz, dtype=np.float64)
@@ -53,8 +66,9 @@ class PSDPanel(PlotPanel):
                 region.setRegion((float(lohi[0]), float(lohi[1])))
                 region.setVisible(True)
         self._aclr_text = self._format_aclr(plots)
-        self.readout.setText(self._aclr_text or " ")
+        self.readout.setText(self._readout_text() or " ")
         self.set_source_label(label)
+        self._sync_empty()
 
     @staticmethod
     def _format_aclr(plots) -> str:
@@ -86,7 +100,8 @@ class PSDPanel(PlotPanel):
 
     @property
     def aclr_text(self) -> str:
-        return self._aclr_text
+        """The ACLR read-out (and the output-power change when set), rich text."""
+        return self._readout_text()
 
     def clear_data(self) -> None:
         self.curves.clear()
@@ -94,7 +109,9 @@ class PSDPanel(PlotPanel):
             r.setVisible(False)
         self.readout.setText(" ")
         self._aclr_text = ""
+        self._power_change_db = None
         self.set_source_label("")
+        self._sync_empty()
 
     def point_count(self) -> int:
         return self.curves.point_count()

@@ -23,6 +23,7 @@ class TimeDomainPanel(PlotPanel):
         self.legend = self._add_legend(self.i_plot, columns=2)
         self.i_curves = CurveSet(self.i_plot, "line")
         self.q_curves = CurveSet(self.q_plot, "line")
+        self._sync_empty()
 
     def update_from(self, plots, label: str = "") -> None:
         n = np.asarray(plots.time_idx, dtype=np.float64)
@@ -35,11 +36,13 @@ class TimeDomainPanel(PlotPanel):
         self.i_curves.set({name: (n, v[:, 0]) for name, v in iq.items()}, widths)
         self.q_curves.set({name: (n, v[:, 1]) for name, v in iq.items()}, widths)
         self.set_source_label(label)
+        self._sync_empty()
 
     def clear_data(self) -> None:
         self.i_curves.clear()
         self.q_curves.clear()
         self.set_source_label("")
+        self._sync_empty()
 
     def point_count(self) -> int:
         return self.i_curves.point_count() + self.q_curves.point_count()

@@ -31,10 +31,13 @@ FIELD_LABELS = {
 }
 
 
-def _registry_labels() -> dict[str, tuple[str, str]]:
+def registry_labels() -> dict[str, tuple[str, str]]:
+    """Family → (label, description) from the model registry; {} when it cannot be imported.
+
+    Not called while the form is built: dpd_desktop.models imports torch (~1.1 s measured), which the window imports
+    behind its first paint (gui/preload.py); :meth:`ConfigForm.apply_registry_labels` runs once it has.
+    """
     try:
-        # Imported here, not at the top: dpd_desktop.models imports torch (~1.1 s measured), and the form must
-        # build (with its static labels) where the model registry cannot be imported.
         from ...models import REGISTRY  # type: ignore[attr-defined]
     except Exception:  # noqa: BLE001 - the core may not be importable yet; static labels suffice
         return {}
@@ -77,12 +80,23 @@ class LearningRateSpinBox(QDoubleSpinBox):
         self.setValue(self.value() * (2.0 ** steps))
 
 
-def _spin(lo: int, hi: int, tip: str = "", suffix: str = "") -> QSpinBox:
-    s = QSpinBox()
+class UnitSpinBox(QSpinBox):
+    """A spin box whose unit agrees with its value: "1 sample", "200 samples" (``unit``, ``units``)."""
+
+    def __init__(self, unit: str, units: str | None = None, parent=None):
+        super().__init__(parent)
+        self.unit, self.units = unit, units or unit + "s"
+        self.valueChanged.connect(self._sync_suffix)
+        self._sync_suffix(self.value())
+
+    def _sync_suffix(self, v: int) -> None:
+        self.setSuffix(f" {self.unit if v == 1 else self.units}")
+
+
+def _spin(lo: int, hi: int, tip: str = "", unit: str = "", units: str | None = None) -> QSpinBox:
+    s = UnitSpinBox(unit, units) if unit else QSpinBox()
     s.setRange(lo, hi)
     s.setGroupSeparatorShown(True)
-    if suffix:
-        s.setSuffix(suffix)
     if tip:
         s.setToolTip(tip)
     return s
@@ -97,15 +111,13 @@ class ConfigForm(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self._base = ExperimentConfig()
-        labels = _registry_labels()
 
         self.model_box = QGroupBox("Model")
         mf = QFormLayout(self.model_box)
         self.backbone = QComboBox()
         for value, label, tip in BACKBONES:
-            label, desc = labels.get(value, (label, tip))
             self.backbone.addItem(label, value)
-            self.backbone.setItemData(self.backbone.count() - 1, desc or tip, Qt.ItemDataRole.ToolTipRole)
+            self.backbone.setItemData(self.backbone.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
         self.hidden_size = _spin(1, MAX_HIDDEN_SIZE, "Hidden units per layer")
         self.num_layers = _spin(1, MAX_NUM_LAYERS, "Number of recurrent layers")
         mf.addRow("Backbone", self.backbone)
@@ -115,17 +127,17 @@ class ConfigForm(QWidget):
         self.training_box = QGroupBox("Training")
         tf = QFormLayout(self.training_box)
         self.epochs = _spin(1, 1_000_000, "Number of passes over the training frames")
-        self.batch_size = _spin(1, 1_000_000, "Frames per training batch", " frames")
+        self.batch_size = _spin(1, 1_000_000, "Frames per training batch", "frame")
         self.lr = LearningRateSpinBox()
         self.lr.setToolTip("Initial AdamW learning rate (halved on plateau down to the final LR)")
-        self.frame_length = _spin(1, 1_000_000, "Samples per training frame", " samples")
-        self.stride = _spin(1, 1_000_000, "Step between frame starts", " samples")
+        self.frame_length = _spin(1, 1_000_000, "Samples per training frame", "sample")
+        self.stride = _spin(1, 1_000_000, "Step between frame starts", "sample")
         self.seed = _spin(0, 2**31 - 1, "Random seed (model init, batch order)")
         self.device = QComboBox()
         for value, label in DEVICES:
             self.device.addItem(label, value)
-        self.preview_every = _spin(1, 1_000_000, "With Live batch preview on: plots refresh every N batches",
-                                   " batches")
+        self.preview_every = _spin(1, 1_000_000, "With Live batch preview on: plots refresh every N batches "
+                                   "(can change during a run)", "batch", "batches")
         self.preview_every.setValue(200)
         tf.addRow("Epochs", self.epochs)
         tf.addRow("Batch size", self.batch_size)
@@ -156,6 +168,16 @@ class ConfigForm(QWidget):
             sig = getattr(w, "currentIndexChanged", None) or w.valueChanged
             sig.connect(self._on_changed)
         self.set_config(self._base)
+
+    def apply_registry_labels(self, labels: dict[str, tuple[str, str]] | None = None) -> None:
+        """Backbone labels and tooltips from the model registry (:func:`registry_labels` unless given)."""
+        labels = registry_labels() if labels is None else labels
+        for i in range(self.backbone.count()):
+            found = labels.get(str(self.backbone.itemData(i)))
+            if found:
+                self.backbone.setItemText(i, found[0])
+                if found[1]:
+                    self.backbone.setItemData(i, found[1], Qt.ItemDataRole.ToolTipRole)
 
     # -- config round trip ----------------------------------------------------------------------------------------
     def set_config(self, cfg: ExperimentConfig) -> None:
@@ -224,9 +246,12 @@ class ConfigForm(QWidget):
             w.setStyleSheet("")
 
     def set_read_only(self, read_only: bool) -> None:
-        """Lock the form while a run is going (values stay readable)."""
+        """Lock the form while a run is going (values stay readable); "Preview every" follows
+        :meth:`set_preview_enabled` instead (it may change during a run)."""
         self.model_box.setEnabled(not read_only)
-        self.training_box.setEnabled(not read_only)
+        for name, w in self._fields.items():
+            if w.parent() is self.training_box and name != "preview_every":
+                w.setEnabled(not read_only)
 
     def set_preview_enabled(self, on: bool) -> None:
         self.preview_every.setEnabled(on)

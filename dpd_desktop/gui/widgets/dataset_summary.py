@@ -4,7 +4,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFormLayout, QGroupBox, QLabel
+from PySide6.QtWidgets import (QFormLayout, QGroupBox, QLabel, QSizePolicy, QStackedWidget, QVBoxLayout,
+                               QWidget)
 
 
 def _num(v) -> float | None:
@@ -93,56 +94,97 @@ def _scaled(v, factor: float):
 
 
 class DatasetSummary(QGroupBox):
-    """Shows what the loaded dataset is (or how to get one)."""
+    """Shows what the loaded dataset is (or how to get one).
+
+    The hint ("No dataset loaded…", "Loading…") and the fields are two pages of a QStackedWidget, whose height is
+    the larger page's whichever is shown; the rows that come and go keep their lines reserved (source one line,
+    note two, samples two). So the box keeps its height when a dataset loads and the form below never moves.
+    """
 
     ROWS = (("name", "Name"), ("fs", "Sample rate"), ("bandwidth", "Bandwidth"), ("carriers", "Carriers"),
             ("samples", "Samples"))
+    EMPTY_HINT = ("No dataset loaded. <b>Open dataset…</b> (Ctrl+O) or <b>Demo data</b>;"
+                  " Start without one uses the demo data.")
 
     def __init__(self, parent=None):
         super().__init__("Dataset", parent)
-        form = QFormLayout(self)
-        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
-        self.values: dict[str, QLabel] = {}
-        self.hint = QLabel("No dataset loaded. <b>Open dataset…</b> (Ctrl+O) or <b>Demo data</b>;"
-                           " Start without one uses the demo data.")
+        self.pages = QStackedWidget()
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(6, 4, 6, 4)
+        outer.addWidget(self.pages)
+        self.hint = QLabel(self.EMPTY_HINT)
         self.hint.setWordWrap(True)
-        form.addRow(self.hint)
+        self.hint.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.pages.addWidget(self.hint)
+        fields = QWidget()
+        form = QFormLayout(fields)
+        form.setContentsMargins(0, 0, 0, 0)
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
+        line = self.fontMetrics().lineSpacing()
+        self.values: dict[str, QLabel] = {}
         for key, label in self.ROWS:
             v = QLabel("—")
             v.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             v.setWordWrap(True)
+            if key == "samples":
+                v.setMinimumHeight(2 * line)  # "train 294,912 · val 98,304 · test 98,304" takes two lines
             self.values[key] = v
             form.addRow(label, v)
         self.source = QLabel()
-        self.source.setWordWrap(True)
         self.source.setStyleSheet("color: palette(placeholder-text);")
         self.source.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.source.setMinimumHeight(line)
+        self.source.setMinimumWidth(1)
+        self.source.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         form.addRow(self.source)
-        self.source.setVisible(False)
         self.note = QLabel()
         self.note.setWordWrap(True)
         self.note.setStyleSheet("color: #b26a00;")
+        self.note.setMinimumHeight(2 * line)
+        self.note.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         form.addRow(self.note)
-        self.note.setVisible(False)
+        self.pages.addWidget(fields)
+        self.fields_page = fields
+        self.pages.setCurrentWidget(self.hint)
+        self._has_dataset = False
 
     def set_dataset(self, dataset) -> None:
         self.set_fields(describe(dataset))
 
     def set_fields(self, fields: Mapping[str, str]) -> None:
-        self.hint.setVisible(False)
+        self._has_dataset = True
+        self.pages.setCurrentWidget(self.fields_page)
         for key, label in self.values.items():
             if key in fields:
                 label.setText(fields[key])
         src = fields.get("source", "")
-        self.source.setText(src)
-        self.source.setToolTip(src)
-        self.source.setVisible(bool(src) and src != "demo" and not src.startswith("<"))
+        shown = bool(src) and src != "demo" and not src.startswith("<")
+        self.source.setText(self._elide_left(src) if shown else "")
+        self.source.setToolTip(src if shown else "")
         self.note.setText(fields.get("note", ""))
-        self.note.setVisible(bool(fields.get("note")))
+
+    def _elide_left(self, text: str) -> str:
+        width = max(self.source.width(), self.width() - 24, 120)
+        return self.source.fontMetrics().elidedText(text, Qt.TextElideMode.ElideLeft, width)
 
     def set_loading(self, what: str) -> None:
-        self.hint.setText(f"Loading {what}…")
-        self.hint.setVisible(True)
+        self.show_hint(f"Loading {what}…")
+
+    def show_hint(self, text: str | None = None) -> None:
+        """Show the hint page (``text``, default :attr:`EMPTY_HINT`)."""
+        self.hint.setText(text or self.EMPTY_HINT)
+        self.pages.setCurrentWidget(self.hint)
+
+    def show_fields(self) -> None:
+        """Back to the fields of the loaded dataset (after a failed load); the hint when none is loaded."""
+        if self._has_dataset:
+            self.pages.setCurrentWidget(self.fields_page)
+        else:
+            self.show_hint()
+
+    @property
+    def showing_hint(self) -> bool:
+        return self.pages.currentWidget() is self.hint
 
     def text(self) -> str:
         return "\n".join(f"{k}: {v.text()}" for k, v in self.values.items())

@@ -1,0 +1,327 @@
+"""The window's responsiveness on this machine (offscreen): event-loop ticks during a CPU training run, GUI-thread
+work per epoch end on DPA_160MHz plot data, and the cost and memory of 10,000 epochs in the panels.
+
+    python benchmarks/bench_gui_responsiveness.py                       # all three parts
+    python benchmarks/bench_gui_responsiveness.py --part ticks --epochs 4 --preview-every 20
+    python benchmarks/bench_gui_responsiveness.py --part epoch-end --dataset ../shared/datasets/DPA_160MHz
+    python benchmarks/bench_gui_responsiveness.py --part many-epochs
+
+Targets (issue 11): 95th-percentile tick under 50 ms and no stall over 200 ms during a run, epoch ends and previews
+included; under 50 ms of GUI-thread work per epoch end on DPA_160MHz plot data; 10,000 epochs grow the process by
+under 50 MB with a constant cost per append.
+
+ticks: a 10 ms QTimer (Qt.PreciseTimer) records the time between its timeouts from the window's first paint
+(the PyTorch preload runs then) through a real CPU training run on the demo data (loaded in the background, Live
+batch preview on) until its PNGs are written. Printed per phase: the 95th percentile and the longest interval, and
+the five longest stalls with the window's last event before each.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import numpy as np  # noqa: E402
+from PySide6.QtCore import QEventLoop, QSettings, Qt, QTimer  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+from dpd_desktop.gui.qt_app import ensure_app  # noqa: E402
+from dpd_desktop.gui.main_window import MainWindow  # noqa: E402
+
+TICK_MS = 10
+
+
+def rss_mb() -> float:
+    """Resident set size of this process [MB] (Linux /proc/self/statm)."""
+    with open("/proc/self/statm") as fh:
+        pages = int(fh.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+EVENTS: list[tuple[float, float, str]] = []  # (start, seconds in the handler, what), GUI thread
+
+
+def _timed(cls, name, what):
+    """Wrap the window part's handler ``cls.name`` (called by MainWindow's thin slots, on the GUI thread)."""
+    fn = getattr(cls, name, None)
+    if fn is None:  # an older window without this part (when comparing with the commit before)
+        return
+
+    def wrapper(self, *args):
+        t = time.perf_counter()
+        out = fn(self, *args)
+        ev = args[0] if args else None
+        EVENTS.append((t, time.perf_counter() - t, what(ev) if callable(what) else what))
+        return out
+
+    setattr(cls, name, wrapper)
+
+
+def instrument() -> None:
+    from dpd_desktop.gui.plot_area import PlotArea
+    from dpd_desktop.gui.run_control import RunControl
+
+    _timed(RunControl, "_on_run_started", "run started")
+    _timed(RunControl, "_on_epoch_ended", lambda ev: f"epoch {ev.epoch} end")
+    _timed(RunControl, "_flush_progress", "progress")
+    _timed(RunControl, "_on_run_finished", "run finished")
+    _timed(PlotArea, "_on_preview_ready", lambda ev: f"preview e{ev.epoch} b{ev.batch}")
+    _timed(PlotArea, "_flush_plots", "plots drawn")
+    _timed(PlotArea, "_write_plots", "PNGs rendered")
+    from dpd_desktop.gui.dataset_control import DatasetControl
+    _timed(DatasetControl, "set_dataset", "dataset shown")
+    _timed(RunControl, "_launch_worker", "worker launched")
+    _timed(PlotArea, "_draw_panel", lambda panel: f"{panel.title} data set")
+    from dpd_desktop.gui.panels.base import PlotPanel
+    _timed(PlotPanel, "paintEvent", lambda ev: "a panel painted")
+
+
+class GilWatch:
+    """A thread that sleeps 5 ms at a time; when it wakes more than ``threshold_s`` late, the GIL was held (by C code
+    that does not release it) or the machine was busy: it records the innermost dpd_desktop (else any) frame of the
+    other threads at that moment, i.e. who held it."""
+
+    def __init__(self, threshold_s: float = 0.15):
+        import threading
+
+        self.threshold_s = threshold_s
+        self.late: list[tuple[float, float, list[str]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gil-watch", daemon=True)
+
+    def start(self):
+        self._thread.start()
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(2)
+
+    def _run(self):
+        import threading
+        import traceback
+
+        me = threading.get_ident()
+        names = {}
+        while not self._stop.is_set():
+            t = time.perf_counter()
+            time.sleep(0.005)
+            late = time.perf_counter() - t - 0.005
+            if late > self.threshold_s:
+                names = {th.ident: th.name for th in threading.enumerate()}
+                where = []
+                for ident, frame in sys._current_frames().items():
+                    if ident == me:
+                        continue
+                    stack = traceback.extract_stack(frame)
+                    own = [f for f in stack if "dpd_desktop" in f.filename] or stack
+                    f = own[-1]
+                    where.append(f"{names.get(ident, ident)}: {Path(f.filename).name}:{f.lineno} {f.name}")
+                self.late.append((t, late, where))
+
+
+def summarize(name: str, ticks: list[float], events, t_from: float, t_to: float) -> None:
+    ts = [t for t in ticks if t_from <= t <= t_to]
+    iv = np.diff(ts) * 1e3
+    if len(iv) < 2:
+        print(f"  {name}: too few ticks")
+        return
+    p95 = float(np.percentile(iv, 95))
+    print(f"  {name}: {len(iv)} ticks over {t_to - t_from:.1f} s; interval p50 {np.median(iv):.1f} ms, "
+          f"p95 {p95:.1f} ms, max {iv.max():.0f} ms  (targets: p95 < 50, max < 200)")
+    worst = np.argsort(iv)[::-1][:5]
+    for i in sorted(worst, key=lambda k: -iv[k]):
+        start = ts[i]
+        before = [e for e in events if e[0] <= ts[i + 1]]
+        last = before[-1] if before else None
+        what = f"{last[2]} ({last[1] * 1e3:.0f} ms in its slot, {(start - last[0]) * 1e3:+.0f} ms)" if last else "—"
+        print(f"      stall {iv[i]:6.0f} ms at {start - t_from:6.2f} s; last window event: {what}")
+
+
+def part_ticks(a) -> None:
+    from dpd_desktop.config import ExperimentConfig
+    from dpd_desktop.runs.workspace import Workspace
+
+    app = ensure_app()
+    tmp = tempfile.mkdtemp(prefix="bench-gui-")
+    instrument()
+    w = MainWindow(workspace=Workspace(Path(tmp) / "ws"), settings=QSettings(str(Path(tmp) / "w.ini"),
+                                                                             QSettings.Format.IniFormat))
+    ticks: list[float] = []
+    timer = QTimer(w)
+    timer.setTimerType(Qt.TimerType.PreciseTimer)
+    timer.setInterval(TICK_MS)
+    timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
+    marks: dict[str, float] = {}
+    loop = QEventLoop()
+    painted = getattr(w, "firstPainted", None)  # absent before the start-up work (commit 9097fd6): a 0 ms timer
+    if painted is not None:
+        painted.connect(lambda: (marks.setdefault("painted", time.perf_counter()), timer.start()))
+        w.coreLoaded.connect(lambda: marks.setdefault("core loaded", time.perf_counter()))
+    w.runEnded.connect(lambda s: marks.setdefault("run ended", time.perf_counter()))
+    w.plotsWritten.connect(lambda r: (marks.setdefault("PNGs written", time.perf_counter()), loop.quit()))
+    w.resize(1600, 1000)
+    watch = GilWatch()
+    watch.start()
+    w.show()
+
+    def start():
+        marks["start"] = time.perf_counter()
+        cfg = ExperimentConfig(step="pa", dataset="demo", epochs=a.epochs, hidden_size=16, frame_length=100,
+                               stride=a.stride, device="cpu", preview_every=a.preview_every)
+        w.set_form_from_config(cfg)
+        w.preview_check.setChecked(True)
+        w.start_run(cfg)  # queued: the demo data loads in the background first
+
+    # the run starts 1 s after the paint, while the preload may still be going (the worst case)
+    if painted is not None:
+        painted.connect(lambda: QTimer.singleShot(a.start_after_ms, start))
+    else:
+        QTimer.singleShot(0, lambda: (marks.setdefault("painted", time.perf_counter()), timer.start(),
+                                      QTimer.singleShot(a.start_after_ms, start)))
+    QTimer.singleShot(600_000, loop.quit)
+    loop.exec()
+    timer.stop()
+    watch.stop()
+    t_paint = marks["painted"]
+    print(f"ticks ({TICK_MS} ms QTimer), demo data, GRU-16, {a.epochs} epochs, stride {a.stride}, preview every "
+          f"{a.preview_every} batches, CPU; load average {os.getloadavg()[0]:.2f}")
+    for k, v in sorted(marks.items(), key=lambda kv: kv[1]):
+        print(f"    {k:14s} {v - t_paint:7.2f} s after the first paint")
+    ev = EVENTS
+    summarize("preload (paint → core loaded)", ticks, ev, t_paint, marks.get("core loaded", t_paint))
+    summarize("run (Start → PNGs written)", ticks, ev, marks["start"], marks.get("PNGs written", ticks[-1]))
+    summarize("whole session", ticks, ev, t_paint, ticks[-1])
+    by = {}
+    for _, dt, what in ev:
+        key = ("epoch end" if what.endswith(" end") else "preview" if what.startswith("preview") else
+               "panel data set" if what.endswith("data set") else what)
+        by.setdefault(key, []).append(dt * 1e3)
+    for k, v in by.items():
+        print(f"    {k:18s} n={len(v):4d}  median {statistics.median(v):6.1f} ms  max {max(v):6.1f} ms")
+    print(f"  a 5 ms sleeper thread woke over {watch.threshold_s * 1e3:.0f} ms late {len(watch.late)} times; the other "
+          "threads were then at (innermost dpd_desktop frame):")
+    for t, late, where in sorted(watch.late, key=lambda r: -r[1])[:8]:
+        print(f"    {late * 1e3:5.0f} ms at {t - t_paint:6.2f} s: " + " | ".join(where))
+    w.close()
+
+
+def dpa_plotdata(dataset: str):
+    """PlotData of the dataset's validation split as the trainer builds it (build_plot_data), the prediction a
+    slightly distorted copy of the measurement."""
+    from dpd_desktop.data import load_dataset
+    from dpd_desktop.training.plotdata import build_plot_data
+
+    ds = load_dataset(dataset)
+    y = ds.val.y.astype(np.float32)
+    pred = (0.98 * y + 0.003 * np.random.default_rng(0).standard_normal(y.shape)).astype(np.float32)
+    return ds, build_plot_data("validation", ds.val.x, {"measured y": y, "predicted ŷ": pred}, ds.spec,
+                               target_name="measured y", pred_name="predicted ŷ",
+                               aclr={"measured y": (-40.0, -41.0), "predicted ŷ": (-39.0, -40.0)},
+                               error_of=("predicted ŷ", "measured y"))
+
+
+def epoch_event(e: int, plots, epochs: int = 10_000):
+    from dpd_desktop.training.events import EpochEnded
+
+    row = {"EPOCH": e, "N_EPOCH": epochs, "LR": 5e-3, "TRAIN_LOSS": 1e-2 / (e + 1), "VAL_LOSS": 1.2e-2 / (e + 1),
+           "VAL_NMSE": -20.0 - 0.001 * e, "VAL_EVM": -18.0, "VAL_ACLR_AVG": -40.5, "TEST_NMSE": -20.3}
+    return EpochEnded(epoch=e, epochs=epochs, row=row, is_best=True, best_epoch=e, best_value=row["VAL_NMSE"],
+                      selection_metric="VAL_NMSE", epoch_seconds=1.0, plots=plots)
+
+
+def part_epoch_end(a) -> None:
+    from dpd_desktop.runs.workspace import Workspace
+
+    app = ensure_app()
+    ds, plots = dpa_plotdata(a.dataset)
+    tmp = tempfile.mkdtemp(prefix="bench-gui-")
+    w = MainWindow(workspace=Workspace(Path(tmp) / "ws"), settings=QSettings(str(Path(tmp) / "w.ini"),
+                                                                             QSettings.Format.IniFormat))
+    w.preload_core = False
+    w.resize(1600, 1000)
+    w.show()
+    w.set_dataset(ds)
+    for _ in range(10):
+        app.processEvents()
+    times = []
+    for e in range(a.repeats):
+        t = time.perf_counter()
+        w._on_epoch_ended(epoch_event(e, plots, a.repeats))
+        w._plot_timer.stop()
+        w._flush_plots()
+        app.processEvents()  # the repaints the changes posted
+        while getattr(w, "_draw_queue", None):  # the panels drawn one per event-loop pass, and their repaints
+            app.processEvents()
+        app.processEvents()
+        times.append(time.perf_counter() - t)
+    ms = np.array(times[1:]) * 1e3  # the first draw creates the curves
+    pts = sum(p.point_count() for p in w.panels)
+    print(f"epoch end on {Path(a.dataset).name} plot data ({pts:,} points in the panels): GUI-thread work per "
+          f"epoch end (row, table, curves, plots, repaint) median {np.median(ms):.1f} ms, max {ms.max():.1f} ms "
+          f"over {len(ms)} (first {times[0] * 1e3:.1f} ms); target < 50 ms")
+    w.close()
+
+
+def part_many_epochs(a) -> None:
+    from dpd_desktop.runs.workspace import Workspace
+
+    app = ensure_app()
+    tmp = tempfile.mkdtemp(prefix="bench-gui-")
+    w = MainWindow(workspace=Workspace(Path(tmp) / "ws"), settings=QSettings(str(Path(tmp) / "w.ini"),
+                                                                             QSettings.Format.IniFormat))
+    w.preload_core = False
+    w.resize(1600, 1000)
+    w.show()
+    for _ in range(10):
+        app.processEvents()
+    n = a.n_epochs
+    events = [epoch_event(e, None, n) for e in range(n)]
+    rss0 = rss_mb()
+    per = []
+    for e, ev in enumerate(events):
+        t = time.perf_counter()
+        w._on_epoch_ended(ev)
+        if e % a.paint_every == 0:
+            app.processEvents()  # the repaints the append posted
+        per.append(time.perf_counter() - t)
+    app.processEvents()
+    rss1 = rss_mb()
+    first, last = sum(per[:1000]), sum(per[-1000:])
+    print(f"{n:,} epochs fed to the window (learning curves + epoch table; a repaint every {a.paint_every}): memory "
+          f"+{rss1 - rss0:.1f} MB (target < 50 MB); first 1,000 appends {first:.2f} s ({first:.2f} ms per append), "
+          f"last 1,000 {last:.2f} s; ratio last/first {last / first:.2f} (constant cost: ≈ 1)")
+    w.close()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--part", choices=("ticks", "epoch-end", "many-epochs", "all"), default="all")
+    ap.add_argument("--epochs", type=int, default=4)
+    ap.add_argument("--stride", type=int, default=8)
+    ap.add_argument("--preview-every", type=int, default=20)
+    ap.add_argument("--start-after-ms", type=int, default=1000)
+    ap.add_argument("--dataset", default=str(ROOT.parent / "shared" / "datasets" / "DPA_160MHz"))
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--n-epochs", type=int, default=10_000)
+    ap.add_argument("--paint-every", type=int, default=1)
+    a = ap.parse_args(argv)
+    if a.part in ("ticks", "all"):
+        part_ticks(a)
+    if a.part in ("epoch-end", "all"):
+        part_epoch_end(a)
+    if a.part in ("many-epochs", "all"):
+        part_many_epochs(a)
+    QApplication.instance().processEvents()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""The form's state in the window (a part of :class:`~dpd_desktop.gui.main_window.MainWindow`): the run-time
+estimate beside Start (:mod:`.estimate`), suggested epochs/stride when a dataset loads, and the form, step and dataset
+saved in QSettings at close and restored at the next start (values coerced back to their types; odd ones ignored).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import sys
+from typing import Any
+
+from ..config import ExperimentConfig
+from .estimate import estimate_run, suggest_cpu_defaults
+from .session import format_duration
+
+#: Form fields saved in QSettings under ``form/<name>``, with their types.
+SAVED_FIELDS: dict[str, type] = {"backbone": str, "hidden_size": int, "num_layers": int, "epochs": int,
+                                 "batch_size": int, "lr": float, "frame_length": int, "stride": int, "seed": int,
+                                 "device": str, "preview_every": int}
+
+
+def coerce(value: Any, kind: type) -> Any:
+    """``value`` (as QSettings returns it: often a string) as ``kind``; None when it does not convert cleanly
+    (``"12.5"`` is no int, ``"nan"`` no float, a list no str)."""
+    if value is None or isinstance(value, (list, tuple, dict, bytes, bytearray)):
+        return None
+    try:
+        if kind is bool:
+            if isinstance(value, str):
+                return {"true": True, "false": False, "1": True, "0": False}.get(value.strip().lower())
+            return bool(value) if isinstance(value, (int, float)) else None
+        if kind is int:
+            if isinstance(value, bool):
+                return None
+            f = float(value)
+            return int(f) if math.isfinite(f) and f == int(f) else None
+        if kind is float:
+            f = float(value)
+            return f if math.isfinite(f) else None
+        return str(value) if isinstance(value, (str, int, float)) else None
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA device, asked only once torch is imported (it loads behind the first paint)."""
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.cuda.is_available())
+    except Exception:  # noqa: BLE001 - a broken CUDA set-up: the run reports it; the estimate assumes the CPU
+        return False
+
+
+class FormState:
+    """Estimate, suggested defaults and saved form values of the window."""
+
+    # ------------------------------------------------------------------------------------------------ estimate
+    def _estimate_on_cuda(self, device: str) -> bool:
+        return device.startswith("cuda") or (device == "auto" and cuda_available())
+
+    def update_estimate(self, *_) -> None:
+        """Recompute the estimate beside Start from the dataset and the form."""
+        label = self.estimate_label
+        ds = self._dataset
+        if ds is None:
+            label.setText("≈ —")
+            label.setToolTip("Estimated run time: load a dataset first (the estimate needs its size)")
+            return
+        cfg = self.form.config(step="dpd" if self.step_dpd.isChecked() else "pa")
+        n_train = len(ds.train.x)
+        if cfg.max_train_samples:
+            n_train = min(n_train, int(cfg.max_train_samples))
+        n_eval = len(ds.val.x) + len(ds.test.x)
+        cuda = self._estimate_on_cuda(str(cfg.device))
+        est = estimate_run(n_train, n_eval, backbone=cfg.backbone, hidden_size=cfg.hidden_size, epochs=cfg.epochs,
+                           batch_size=cfg.batch_size, frame_length=cfg.frame_length, stride=cfg.stride,
+                           step=cfg.step, cuda=cuda)
+        if est is None:
+            fits = cfg.frame_length <= n_train
+            label.setText("≈ seconds" if fits else "⚠ frame > split")
+            label.setToolTip("MP/GMP are fitted by least squares, no epochs" if fits else
+                             f"frame length {cfg.frame_length} > {n_train:,} training samples")
+            return
+        where = "CUDA" if cuda else "CPU"
+        label.setText(f"≈ {format_duration(est.seconds)}")
+        label.setToolTip(f"Estimated run time on {where}: {format_duration(est.epoch_s)} per epoch × {cfg.epochs} "
+                         f"({est.frames:,} frames per epoch).\nModel: {est.basis}.\nA rough guide: the machine's load "
+                         "and the model change it; the progress read-out gives the measured pace once running.")
+
+    # ------------------------------------------------------------------------------------------------ defaults
+    def _suggest_defaults(self, dataset) -> None:
+        """Epochs and stride for the loaded dataset on the CPU (:func:`~.estimate.suggest_cpu_defaults`), applied
+        only to fields the user has not changed (still the config's defaults or the last suggestion)."""
+        if self._estimate_on_cuda(str(self.form.device.currentData())):
+            return
+        base = ExperimentConfig()
+        untouched = {(base.epochs, base.stride)}
+        if self._suggested is not None:
+            untouched.add(self._suggested)
+        current = (self.form.epochs.value(), self.form.stride.value())
+        if current not in untouched:
+            return
+        s = suggest_cpu_defaults(len(dataset.train.x), self.form.frame_length.value())
+        self._suggested = (s["epochs"], s["stride"])
+        self.form.epochs.setValue(s["epochs"])
+        self.form.stride.setValue(s["stride"])
+        self.statusBar().showMessage(f"Suggested for {getattr(dataset, 'name', 'this dataset')} on the CPU: "
+                                     f"{s['epochs']} epochs, stride {s['stride']}", 8000)
+
+    # ------------------------------------------------------------------------------------------------ saved form
+    def save_form_settings(self) -> None:
+        """Write the form's values, the step, the preview tick and the dataset to QSettings."""
+        st = self._settings
+        cfg = self.form.config()
+        for name in SAVED_FIELDS:
+            value = self.form.preview_period if name == "preview_every" else getattr(cfg, name)
+            st.setValue(f"form/{name}", value)
+        st.setValue("form/step", "dpd" if self.step_dpd.isChecked() else "pa")
+        st.setValue("form/preview", bool(self.preview_check.isChecked()))
+        if self._dataset_ref:
+            st.setValue("form/dataset", str(self._dataset_ref))
+
+    def saved_form(self) -> tuple[ExperimentConfig, dict[str, Any]]:
+        """The config saved at the last close (defaults for values missing or not of their type) and the other
+        saved values (``step``, ``preview``, ``dataset``; missing when absent or unusable)."""
+        st = self._settings
+        values: dict[str, Any] = {}
+        for name, kind in SAVED_FIELDS.items():
+            v = coerce(st.value(f"form/{name}"), kind)
+            if v is not None:
+                values[name] = v
+        other: dict[str, Any] = {}
+        step = coerce(st.value("form/step"), str)
+        if step in ("pa", "dpd"):
+            other["step"] = step
+        preview = coerce(st.value("form/preview"), bool)
+        if preview is not None:
+            other["preview"] = preview
+        ds = coerce(st.value("form/dataset"), str)
+        if ds and (ds == "demo" or os.path.exists(ds)):
+            other["dataset"] = ds
+        base = ExperimentConfig()
+        good = {name: v for name, v in values.items() if self._fits_form(name, v)}
+        preview_every = good.pop("preview_every", None)
+        cfg = dataclasses.replace(base, step=other.get("step", "pa"), **good)
+        if preview_every is not None:
+            other["preview_every"] = preview_every
+        return cfg, other
+
+    def _fits_form(self, name: str, value: Any) -> bool:
+        """Whether a saved value is one the form can show as it is (in its field's range or list); checked by hand,
+        not with ``ExperimentConfig.validate`` (that imports the model registry, i.e. torch, at start-up)."""
+        w = self.form._fields[name]
+        if name in ("backbone", "device"):
+            return w.findData(value) >= 0
+        if name == "lr":
+            return w.minimum() <= value <= w.maximum()
+        return w.minimum() <= value <= w.maximum() and (name == "seed" or value >= 1)
+
+    def restore_last_session(self) -> bool:
+        """Fill the form, step and preview tick from QSettings and load the saved dataset in the background;
+        False when nothing was saved."""
+        scheme = coerce(self._settings.value("window/scheme"), str)
+        if scheme in ("light", "dark"):
+            self.set_color_scheme(scheme)
+        if not self._settings.contains("form/epochs") and not self._settings.contains("form/dataset"):
+            return False
+        cfg, other = self.saved_form()
+        self.set_form_from_config(cfg)
+        if "preview_every" in other:
+            self.form.preview_every.setValue(int(other["preview_every"]))
+        self.preview_check.setChecked(bool(other.get("preview", False)))
+        self._suggested = (cfg.epochs, cfg.stride)  # the user's values: a dataset load keeps them
+        ds = other.get("dataset")
+        if ds == "demo":
+            self.load_demo()
+        elif ds:
+            self.open_dataset(ds)
+        return True

@@ -1,0 +1,83 @@
+"""The core's PyTorch modules, imported on a pool thread once the window has painted.
+
+The window's own import path is free of torch (measured on the 2-core development machine: the window painted 2.5 s
+after process start with torch imported first, ~1.2 s without; benchmarks/bench_window_startup.py). The trainer
+(``training.ls_fit`` → ``training.trainer``, ``models``) and Run DPD's module (``runs.dpd_export``) are imported here
+behind the window, so the first Start does not pay for them either. Code that needs them on another thread calls
+:func:`wait_for_core` first, so that two threads never import torch at the same time.
+
+On Windows torch is imported before Qt instead (``dpd_desktop.gui.import_torch_first``); the preload then finds it
+imported and only adds the core's modules.
+"""
+from __future__ import annotations
+
+import importlib
+import threading
+import traceback
+
+from PySide6.QtCore import QObject, Signal
+
+from .jobs import PoolJob
+
+#: What the preload imports, in order (each brings torch or needs it).
+CORE_MODULES = ("torch", "dpd_desktop.training.ls_fit", "dpd_desktop.runs.dpd_export")
+
+_lock = threading.Lock()
+_job: "CorePreloadJob | None" = None
+
+
+class _PreloadSignals(QObject):
+    done = Signal(float)  # seconds the imports took
+    failed = Signal(str)  # the traceback (the run that needs torch then reports the error itself)
+
+
+class CorePreloadJob(PoolJob):
+    """Imports :data:`CORE_MODULES` on a pool thread. A stop request cannot interrupt an import: ``wait`` is
+    bounded by the registry's shutdown."""
+
+    name = "PyTorch preload"
+
+    def __init__(self, modules=CORE_MODULES):
+        super().__init__()
+        self.modules = tuple(modules)
+        self.signals = _PreloadSignals()
+        self.error: str | None = None
+
+    def work(self) -> None:
+        import time
+
+        t0 = time.perf_counter()
+        try:
+            for name in self.modules:
+                importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - reported; whoever needs the module imports it again and raises
+            self.error = traceback.format_exc()
+            self.signals.failed.emit(self.error)
+            return
+        self.signals.done.emit(time.perf_counter() - t0)
+
+
+def start_preload(jobs=None, modules=CORE_MODULES) -> CorePreloadJob:
+    """Start the preload once per process (later calls return the first job); ``jobs``: a JobRegistry that keeps
+    it until it ends (so that closing the window waits for it instead of tearing down a half-imported torch)."""
+    global _job
+    with _lock:
+        if _job is None:
+            _job = CorePreloadJob(modules)
+            if jobs is not None:
+                jobs.add(_job)
+            _job.submit()
+        elif jobs is not None and not _job.is_done():
+            jobs.add(_job)
+        return _job
+
+
+def wait_for_core(timeout_ms: int = 120_000) -> bool:
+    """Block (on a worker thread) until a started preload has ended; True when none was started or it ended."""
+    job = _job
+    return True if job is None else job.wait(timeout_ms)
+
+
+def preload_job() -> CorePreloadJob | None:
+    """The preload of this process, None before :func:`start_preload`."""
+    return _job

@@ -1,0 +1,95 @@
+"""Start-up: the window's import path is free of PyTorch on Linux (torch loads behind the first paint), and on
+Windows torch is imported before Qt (pytorch#166628). Timing is in benchmarks/bench_window_startup.py."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CHILD = r"""
+import json, sys, tempfile
+from dpd_desktop.gui.qt_app import ensure_app
+app = ensure_app()
+from dpd_desktop.gui.main_window import MainWindow
+from dpd_desktop.runs.workspace import Workspace
+from PySide6.QtCore import QTimer, QSettings
+out = {"torch_after_import": "torch" in sys.modules}
+w = MainWindow(workspace=Workspace(tempfile.mkdtemp()), settings=QSettings(tempfile.mktemp(suffix=".ini"),
+               QSettings.Format.IniFormat))
+out["torch_after_build"] = "torch" in sys.modules
+out["tooltip_before"] = w.form.backbone.itemData(0, 3)
+def painted():
+    out["torch_at_first_paint"] = "torch" in sys.modules
+def loaded():
+    out["torch_after_preload"] = "torch" in sys.modules
+    out["trainer_after_preload"] = "dpd_desktop.training.trainer" in sys.modules
+    out["tooltip_after"] = w.form.backbone.itemData(0, 3)
+    from dpd_desktop.gui.preload import preload_job
+    out["preload_ended"] = preload_job().wait(5000)
+    out["jobs_left"] = len(w.jobs)
+    app.quit()
+w.firstPainted.connect(painted)
+w.coreLoaded.connect(loaded)
+w.show()
+QTimer.singleShot(90000, app.quit)
+app.exec()
+print("RESULT " + json.dumps(out))
+"""
+
+
+def test_linux_window_paints_before_torch_is_imported_then_preloads_it():
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=120)
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert line, proc.stderr[-3000:]
+    out = json.loads(line[0][7:])
+    assert out["torch_after_import"] is False
+    assert out["torch_after_build"] is False
+    assert out["torch_at_first_paint"] is False
+    assert out["torch_after_preload"] is True
+    assert out["trainer_after_preload"] is True
+    # the static tooltip first, the model registry's description once the core is loaded
+    assert out["tooltip_before"] == "Gated recurrent unit"
+    assert out["tooltip_after"].startswith("nn.GRU(2, H)")
+    assert out["preload_ended"] is True and out["jobs_left"] == 0  # then no longer a live job of the window
+
+
+def test_torch_first_only_on_windows():
+    from dpd_desktop.gui import import_torch_first
+
+    imported = []
+    assert import_torch_first("win32", importer=imported.append) is True
+    assert imported == ["torch"]
+    assert import_torch_first("linux", importer=imported.append) is False
+    assert import_torch_first("darwin", importer=imported.append) is False
+    assert imported == ["torch"]
+
+
+def test_about_box_names_torch_version_without_importing_it(make_window):
+    from importlib import metadata
+
+    w = make_window()
+    assert f"PyTorch {metadata.version('torch')}" in w.about_text()
+
+
+def test_a_run_started_during_the_preload_waits_for_it(monkeypatch):
+    """The trainer factory waits for the preload before it imports the trainer (never two threads importing torch
+    at once)."""
+    from dpd_desktop.gui import preload, worker
+    from dpd_desktop.training import ls_fit
+
+    calls = []
+
+    class RunningPreload:
+        def wait(self, ms):
+            calls.append(("preload waited", ms))
+            return True
+
+    monkeypatch.setattr(preload, "_job", RunningPreload())
+    monkeypatch.setattr(ls_fit, "make_trainer", lambda cfg, **kw: calls.append(("trainer built", cfg)) or "T")
+    assert worker.default_trainer_factory("cfg", observers=()) == "T"
+    assert calls == [("preload waited", 120_000), ("trainer built", "cfg")]
