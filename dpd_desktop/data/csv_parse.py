@@ -7,7 +7,6 @@ that reports the exact 1-based line (header = line 1), column and offending text
 from __future__ import annotations
 
 import io
-import math
 import re
 from pathlib import Path
 from typing import Any, Iterator

@@ -28,7 +28,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import uuid
 from dataclasses import dataclass, field, replace
 from functools import cached_property

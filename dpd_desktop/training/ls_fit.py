@@ -33,7 +33,6 @@ import numpy as np
 from ..config import ConfigError, ExperimentConfig
 from ..models import Cascade, build_model, count_parameters
 from ..models.poly import basis, fit_least_squares
-from ..runs.record import HISTORY_METRICS
 from .errors import Cancelled, TrainingError
 from .events import CheckpointReady, EpochEnded, RunFinished
 from .record_payload import checkpoint_meta
@@ -143,19 +142,12 @@ class LeastSquaresFit(Trainer):
 
     # ------------------------------------------------------------------ the one "epoch"
     def _epoch_loop(self) -> None:
-        cfg = self.config
         self._start_time = time.time()
         te = time.perf_counter()
         val = self.evaluator.evaluate("val", self.net)
         test = self.evaluator.evaluate("test", self.net)
         train_loss = self._train_loss()
-        row = {"EPOCH": 0, "N_EPOCH": 1, "TIME:": (time.time() - self._start_time) / 60.0, "LR": 0.0,
-               "BATCH_SIZE": cfg.batch_size, "N_PARAM": self.n_params, "FRAME_LENGTH": cfg.frame_length,
-               "BACKBONE": cfg.backbone, "HIDDEN_SIZE": cfg.hidden_size, "TRAIN_LOSS": train_loss,
-               "VAL_LOSS": val["loss"]}
-        row.update({f"VAL_{k}": val["metrics"][k] for k in HISTORY_METRICS})
-        row["TEST_LOSS"] = test["loss"]
-        row.update({f"TEST_{k}": test["metrics"][k] for k in HISTORY_METRICS})
+        row = self._history_row(0, 1, 0.0, train_loss, val, test)
         self.history.append(row)
         value = row[self.selection_metric]
         state = {k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()}
