@@ -19,8 +19,12 @@ from PySide6.QtCore import QObject, Signal
 
 from .jobs import PoolJob
 
-#: What the preload imports, in order (each brings torch or needs it).
-CORE_MODULES = ("torch", "dpd_desktop.training.ls_fit", "dpd_desktop.runs.dpd_export")
+#: What the preload imports, in order: torch and the modules that need it, then what the first epoch end and the
+#: results file need (the trainer's own warm-up thread imports those at the start of a run, where an import holding
+#: the GIL stalled the window's event loop: benchmarks/bench_gui_responsiveness.py --part ticks on the idle 2-core
+#: machine, the longest stall in the run's first second 227-299 ms without them here, 168-185 ms with them).
+CORE_MODULES = ("torch", "dpd_desktop.training.ls_fit", "dpd_desktop.runs.dpd_export", "scipy.signal", "scipy.fft",
+                "h5py")
 
 _lock = threading.Lock()
 _job: "CorePreloadJob | None" = None
