@@ -286,20 +286,25 @@ class QueuePanel(QWidget):
         w._render()
 
 
-def install_queue_panel(window) -> QueuePanel:
-    """Add the queue panel to ``window`` as a bottom dock (its toggle in the Run menu); returns the panel."""
-    panel = QueuePanel(window)
-    dock = QDockWidget("Run queue", window)
-    dock.setObjectName("queue_dock")
-    # in a scroll area that may shrink to a strip: the dock must not raise the window's minimum height (a small
-    # screen, a restored geometry); the buttons scroll then
+def bottom_dock(window, title: str, object_name: str, widget) -> QDockWidget:
+    """A dock at the bottom of ``window`` holding ``widget`` in a scroll area that may shrink to a strip: the dock
+    must not raise the window's minimum height (a small screen, a restored geometry); its contents scroll then."""
+    dock = QDockWidget(title, window)
+    dock.setObjectName(object_name)
     scroll = QScrollArea()
-    scroll.setWidget(panel)
+    scroll.setWidget(widget)
     scroll.setWidgetResizable(True)
     scroll.setFrameShape(QFrame.Shape.NoFrame)
     scroll.setMinimumHeight(DOCK_MIN_HEIGHT)
     dock.setWidget(scroll)
     window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
+    return dock
+
+
+def install_queue_panel(window) -> QueuePanel:
+    """Add the queue panel to ``window`` as a bottom dock (its toggle in the Run menu); returns the panel."""
+    panel = QueuePanel(window)
+    dock = bottom_dock(window, "Run queue", "queue_dock", panel)
     window.resizeDocks([dock], [DOCK_HEIGHT], Qt.Orientation.Vertical)  # the plots keep most of the height
     for action in window.menuBar().actions():
         if action.text().replace("&", "") == "Run" and action.menu() is not None:

@@ -13,11 +13,12 @@ import threading
 import time
 import traceback
 
-from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, QThread, Signal, Slot
 
 from ..runs.supervisor import EntryEnded, EntryStarted, Supervisor
 from ..training.events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunFailed, RunFinished,
                                RunStarted)
+from .worker import start_on_thread
 
 _SIGNAL_OF = {RunStarted: "started", EpochEnded: "epochEnded", PreviewReady: "previewReady",
               RunFinished: "finished", RunFailed: "failed", RunCancelled: "cancelled"}
@@ -60,14 +61,7 @@ class QueueWorker(QObject):
 
     # -- control (GUI thread) -------------------------------------------------------------------------------------
     def start(self) -> QThread:
-        thread = QThread()
-        thread.setObjectName("dpd-queue")
-        self.thread = thread
-        self.moveToThread(thread)
-        thread.started.connect(self.run)
-        self.done.connect(thread.quit, Qt.ConnectionType.DirectConnection)
-        thread.start()
-        return thread
+        return start_on_thread(self, "dpd-queue")
 
     def request_stop(self) -> None:
         """Stop the queue (safe from any thread)."""

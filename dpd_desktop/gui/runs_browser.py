@@ -17,9 +17,8 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDockWidget, QFrame, QHBoxLayout,
-                               QHeaderView, QLabel, QLineEdit, QPushButton, QScrollArea, QTableView, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton,
+                               QTableView, QVBoxLayout, QWidget)
 
 from ..cli_runs import dataset_label, format_duration
 from ..runs.compare import compare_runs
@@ -27,7 +26,7 @@ from ..runs.record import RunRecord
 from ..runs.replay import load_replay
 from ..runs.states import DAMAGED, RUN_STATES, UNREADABLE
 from .compare import CompareView
-from .queue_panel import DOCK_MIN_HEIGHT
+from .queue_panel import bottom_dock
 from .runs_jobs import index_rows, start_job, write_report_job
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -390,17 +389,7 @@ def install_runs_browser(window) -> RunsBrowser:
     """Add the runs browser to ``window`` as a bottom dock, tabbed with the run queue and hidden until shown (its
     toggle in the Run menu); it reads the index when shown and, while shown, after each run; returns the browser."""
     browser = RunsBrowser(window)
-    dock = QDockWidget("Runs", window)
-    dock.setObjectName("runs_dock")
-    # in a scroll area that may shrink to a strip, as the queue's dock: the dock must not raise the window's minimum
-    # height (a small screen, a restored geometry)
-    scroll = QScrollArea()
-    scroll.setWidget(browser)
-    scroll.setWidgetResizable(True)
-    scroll.setFrameShape(QFrame.Shape.NoFrame)
-    scroll.setMinimumHeight(DOCK_MIN_HEIGHT)
-    dock.setWidget(scroll)
-    window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
+    dock = bottom_dock(window, "Runs", "runs_dock", browser)
     queue_dock = getattr(window, "queue_dock", None)
     if queue_dock is not None:
         window.tabifyDockWidget(queue_dock, dock)

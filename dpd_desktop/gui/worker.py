@@ -32,6 +32,20 @@ def default_trainer_factory(config, dataset=None, workspace=None, observers=()):
     return make_trainer(config, dataset=dataset, workspace=workspace, observers=list(observers))
 
 
+def start_on_thread(worker, name: str) -> QThread:
+    """Move ``worker`` (a QObject with a ``run`` slot and a ``done`` signal) to a new QThread named ``name``, start
+    ``run`` there, and quit the thread when ``done`` is emitted; sets and returns ``worker.thread``."""
+    thread = QThread()
+    thread.setObjectName(name)
+    worker.thread = thread
+    worker.moveToThread(thread)
+    thread.started.connect(worker.run)
+    # quit() is thread-safe: call it directly from the worker thread, before any queued GUI slot waits on it.
+    worker.done.connect(thread.quit, Qt.ConnectionType.DirectConnection)
+    thread.start()
+    return thread
+
+
 class TrainingWorker(QObject):
     """Runs ``Trainer.run()`` on its own QThread and forwards the trainer's events as signals.
 
@@ -71,15 +85,7 @@ class TrainingWorker(QObject):
     # -- control (GUI thread) -------------------------------------------------------------------------------------
     def start(self) -> QThread:
         """Move to a new QThread and start the run there. Returns the thread."""
-        thread = QThread()
-        thread.setObjectName("dpd-training")
-        self.thread = thread
-        self.moveToThread(thread)
-        thread.started.connect(self.run)
-        # quit() is thread-safe: call it directly from the worker thread, before any queued GUI slot waits on it.
-        self.done.connect(thread.quit, Qt.ConnectionType.DirectConnection)
-        thread.start()
-        return thread
+        return start_on_thread(self, "dpd-training")
 
     def request_cancel(self) -> None:
         """Ask the trainer to stop at the next batch boundary (safe from any thread)."""
