@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from ..kernels import DEFAULT_KERNEL, run_recurrent
 from .base import init_linear_xavier_, init_recurrent_gate_blocks_, safe_amplitude
 
 __all__ = ["DGRUBackbone", "features"]
@@ -84,6 +85,7 @@ class DGRUBackbone(nn.Module):
         super().__init__()
         self.hidden_size = hidden_size
         self.num_layers = num_layers
+        self.kernel = DEFAULT_KERNEL  # "reference" | "fast" (dpd_desktop/kernels); not in the state_dict
         self.rnn = nn.GRU(input_size=N_FEATURES, hidden_size=hidden_size, num_layers=num_layers, bias=True,
                           batch_first=True, bidirectional=False)
         # Registration order rnn, fc_out, fc_hid fixes the default-init RNG consumption and the key order (§3.4).
@@ -101,7 +103,7 @@ class DGRUBackbone(nn.Module):
 
     def forward_features(self, f: Tensor, h0: Tensor) -> Tensor:
         """Run the network on precomputed features f ``(B, T, 6)`` with h0 ``(L, B, H)`` → ``(B, T, 2)``."""
-        h, _ = self.rnn(f, h0)
+        h = run_recurrent(self.rnn, f, h0, self.kernel)
         a = torch.relu(self.fc_hid(h))
         return self.fc_out(torch.cat([a, f], dim=-1))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from ..kernels import DEFAULT_KERNEL, run_recurrent
 from .base import init_linear_xavier_, init_recurrent_gate_blocks_
 from .gru import features
 
@@ -34,6 +35,7 @@ class LSTMBackbone(nn.Module):
         super().__init__()
         self.hidden_size = hidden_size
         self.num_layers = num_layers
+        self.kernel = DEFAULT_KERNEL  # "reference" | "fast" (dpd_desktop/kernels); not in the state_dict
         self.rnn = nn.LSTM(input_size=input_size, hidden_size=hidden_size, num_layers=num_layers, bias=True,
                            batch_first=True, bidirectional=False)
         self.fc_out = nn.Linear(hidden_size, output_size, bias=True)
@@ -46,5 +48,5 @@ class LSTMBackbone(nn.Module):
 
     def forward(self, x: Tensor, h0: Tensor) -> Tensor:
         """x ``(B, T, 2)``, h0 ``(L, B, H)`` → ``(B, T, 2)``."""
-        out, _ = self.rnn(features(x), (h0, h0))
+        out = run_recurrent(self.rnn, features(x), h0, self.kernel)
         return self.fc_out(out)

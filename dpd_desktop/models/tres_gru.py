@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from ..kernels import DEFAULT_KERNEL, run_recurrent
 from .base import init_gate_blocks_, safe_amplitude
 
 __all__ = ["TResGRUBackbone", "features"]
@@ -77,6 +78,7 @@ class TResGRUBackbone(nn.Module):
         super().__init__()
         self.hidden_size = hidden_size
         self.num_layers = num_layers
+        self.kernel = DEFAULT_KERNEL  # "reference" | "fast" (dpd_desktop/kernels); not in the state_dict
         self.rnn = nn.GRU(input_size=N_FEATURES, hidden_size=hidden_size, num_layers=num_layers, bias=False,
                           batch_first=True, bidirectional=False)
         self.fc_out = nn.Linear(hidden_size, output_size, bias=False)
@@ -114,5 +116,5 @@ class TResGRUBackbone(nn.Module):
         which the gradient contributions reaching ``x`` are summed (bitwise-equal input gradients).
         """
         skip = self.residual(x)
-        h, _ = self.rnn(features(x), h0)
+        h = run_recurrent(self.rnn, features(x), h0, self.kernel)
         return self.fc_out(h) + skip
