@@ -33,7 +33,7 @@ from pathlib import Path
 
 from . import __version__, cli_inspect, cli_limits, cli_poly, cli_queue, cli_resume, cli_runs
 from .cli_checks import option_message, preflight
-from .config import GAIN_RULES, METRIC_PROFILES, ConfigError, ExperimentConfig, default_hidden_size
+from .config import GAIN_RULES, KERNELS, METRIC_PROFILES, ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
 from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display
 from .runs.settings import SettingsError, WorkspaceSettings
@@ -61,6 +61,9 @@ def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
         p.add_argument("--gain-rule", default=d.gain_rule, choices=GAIN_RULES,
                        help="DPD target gain g of g·x: peak = max|y|/max|x| (the reference's), small-signal = "
                             "least squares on the lowest 40 %% of |x|, rms = rms(y)/rms(x) (default %(default)s)")
+    p.add_argument("--kernel", default=d.kernel, choices=KERNELS,
+                   help="recurrence kernels: reference = nn.GRU/nn.LSTM (cuDNN), bitwise equal to OpenDPD 2.2.1; "
+                        "fast = ours (default %(default)s)")
     p.add_argument("--metric-profile", default=d.metric_profile, choices=METRIC_PROFILES,
                    help="metric definitions: legacy-2.2.1 = OpenDPD 2.2.1's numbers bitwise; corrected = valid "
                         "samples, half-open bands, full adjacent channels, pooled NMSE (default %(default)s)")
@@ -274,7 +277,8 @@ def _config_from_args(a, step: str) -> ExperimentConfig:
         stride=a.stride, seed=a.seed, loss=a.loss, device=a.device or "auto", threads=a.threads,
         max_train_samples=a.max_train_samples, preview_every=a.preview_every,
         allow_dataset_mismatch=bool(getattr(a, "allow_dataset_mismatch", False)), **poly_config_fields(a),
-        metric_profile=a.metric_profile, gain_rule=getattr(a, "gain_rule", "peak"))
+        metric_profile=a.metric_profile, gain_rule=getattr(a, "gain_rule", "peak"),
+        kernel=getattr(a, "kernel", "reference"))
 
 
 def _cancelled_before_start() -> int:

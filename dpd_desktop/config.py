@@ -25,6 +25,8 @@ MAX_MEMORY_DEPTH = 64
 #: Metric profiles (dpd_desktop/metrics/profiles.py) and DPD target gain rules (dpd_desktop/training/gain.py).
 METRIC_PROFILES = ("legacy-2.2.1", "corrected")
 GAIN_RULES = ("peak", "small-signal", "rms")
+#: Recurrence kernels (dpd_desktop/kernels): "reference" (nn.GRU/nn.LSTM, cuDNN on CUDA) or "fast" (ours).
+KERNELS = ("reference", "fast")
 #: Default hidden size of the trained model per step, for both faces (window and command line): the reference
 #: command line's (OpenDPD 2.2.1 arguments.py: PA 23, DPD 15; reference §3.9).
 DEFAULT_HIDDEN_SIZE = {"pa": 23, "dpd": 15}
@@ -85,6 +87,9 @@ class ExperimentConfig:
         gain_rule: the DPD target gain g of g·x: ``"peak"`` (max|y|/max|x|, the reference's), ``"small-signal"``
             (least squares on the lowest-amplitude 40 % of training samples) or ``"rms"`` (rms(y)/rms(x));
             training/gain.py. Recorded for a PA run, used by a DPD run.
+        kernel: the recurrence kernels, ``"reference"`` (nn.GRU / nn.LSTM as the reference computes them, bitwise
+            equal to OpenDPD 2.2.1) or ``"fast"`` (ours, dpd_desktop/kernels; unsupported shapes fall back with a
+            logged reason).
     """
 
     step: str = "pa"
@@ -115,6 +120,7 @@ class ExperimentConfig:
     allow_dataset_mismatch: bool = False
     metric_profile: str = "legacy-2.2.1"
     gain_rule: str = "peak"
+    kernel: str = "reference"
     name: str | None = None
     fit: str = "gradient"
     poly_order: int = 5
@@ -191,6 +197,8 @@ class ExperimentConfig:
         if not isinstance(self.allow_dataset_mismatch, bool):
             raise ConfigError("allow_dataset_mismatch", f"expected true or false, got {self.allow_dataset_mismatch!r}")
         self._validate_poly()
+        if self.kernel not in KERNELS:
+            raise ConfigError("kernel", f"expected one of {KERNELS}, got {self.kernel!r}")
         if self.metric_profile not in METRIC_PROFILES:
             raise ConfigError("metric_profile", f"expected one of {METRIC_PROFILES}, got {self.metric_profile!r}")
         if self.gain_rule not in GAIN_RULES:

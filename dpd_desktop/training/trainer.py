@@ -37,6 +37,7 @@ from .. import timing
 from ..config import ConfigError, ExperimentConfig
 from ..data import framing
 from ..data.framing import FrameLoader, PlainFrameLoader, draw_dataloader_iterator_seed
+from ..kernels import apply_kernel
 from ..models import Cascade, build_model, count_parameters
 from ..runs.record import HISTORY_COLUMNS, HISTORY_METRICS  # noqa: F401 - re-exported
 from ..runs.writer import RunWriter
@@ -315,6 +316,9 @@ class Trainer(TrainerOutput):
             self.net.freeze_pa()
             self.model = dpd
         self.net.to(self.device)
+        self.kernel_notes = apply_kernel(self.net, cfg.kernel, self.device)
+        for note in self.kernel_notes:
+            self._log(f"kernel: {note}")
         timing.mark("model_built")
         # convolutional families use deterministic cuDNN algorithms on CUDA (recorded in config.json)
         self.cudnn_note = deterministic_convolutions(self.net, self.device)
