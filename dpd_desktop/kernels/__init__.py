@@ -2,42 +2,70 @@
 
 ``reference`` runs ``torch.nn.GRU`` / ``torch.nn.LSTM`` themselves (cuDNN on CUDA, TF32 where PyTorch's defaults
 allow it): bitwise equal to OpenDPD 2.2.1. ``fast`` runs our own sequence-level kernels with PyTorch's gate
-equations and the same parameters (checkpoints are interchangeable): ``cuda_rnn`` on CUDA, ``cpu_rnn`` on the CPU.
-A shape or device the fast kernels do not support falls back to the reference recurrence with a reason
-(:func:`unsupported_reason`), which the trainer logs and records.
+equations and the same parameters (checkpoints are interchangeable): :mod:`.cuda_rnn` on CUDA, :mod:`.cpu_rnn` on
+the CPU. A shape or device the fast kernels do not support stays on the reference recurrence with a reason
+(:func:`unsupported_reason`), which the trainer logs (:func:`apply_kernel`).
 
-Interface (shapes float32, batch first):
-- ``run_recurrent(rnn, x (B, T, I), h0 (L, B, H), kernel) -> (B, T, H)``: the output sequence of the last layer;
-  for an LSTM, ``h0`` is used as both h0 and c0 (reference §2.5).
-- ``unsupported_reason(rnn, device) -> str | None``.
-- ``apply_kernel(net, kernel, device) -> list[str]``: sets every recurrent backbone of ``net`` (a cascade's DPD and
-  PA too) to ``kernel``; returns the notes to log (one per fallback, with its reason).
+Each backend module provides (float32, batch first; biases may be None for a bias-free GRU):
+- ``gru_sequence(x (B, T, I), h0 (B, H), w_ih (3H, I), w_hh (3H, H), b_ih (3H) | None, b_hh (3H) | None) -> y (B, T, H)``
+- ``lstm_sequence(x, h0, c0, w_ih (4H, I), w_hh (4H, H), b_ih (4H), b_hh (4H)) -> y (B, T, H)``
+- ``unsupported(rnn: nn.RNNBase) -> str | None`` (why that backend cannot run this module)
+Both differentiable (autograd) with respect to x, h0 (c0) and every weight.
 """
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
 from ..config import KERNELS
+from . import cpu_rnn, cuda_rnn
 
 DEFAULT_KERNEL = KERNELS[0]
 __all__ = ["KERNELS", "DEFAULT_KERNEL", "apply_kernel", "run_recurrent", "unsupported_reason"]
 
 
+def _backend(device):
+    return cuda_rnn if torch.device(device).type == "cuda" else cpu_rnn
+
+
 def unsupported_reason(rnn: nn.RNNBase, device) -> str | None:
     """Why ``fast`` cannot run ``rnn`` on ``device`` (None: it can)."""
-    return "fast kernels are not built yet"
+    if not isinstance(rnn, (nn.GRU, nn.LSTM)):
+        return f"{type(rnn).__name__} has no fast kernel"
+    if rnn.bidirectional or not rnn.batch_first or getattr(rnn, "proj_size", 0):
+        return "only unidirectional, batch-first recurrences without projection have fast kernels"
+    if any(p.dtype != torch.float32 for p in rnn.parameters()):
+        return "the fast kernels are float32 only"
+    return _backend(device).unsupported(rnn)
 
 
 def run_recurrent(rnn: nn.RNNBase, x: Tensor, h0: Tensor, kernel: str = DEFAULT_KERNEL) -> Tensor:
-    """``rnn`` over ``x`` from ``h0`` with the chosen kernel; returns the last layer's output ``(B, T, H)``."""
-    if isinstance(rnn, nn.LSTM):
-        return rnn(x, (h0, h0))[0]
-    return rnn(x, h0)[0]
+    """``rnn`` over ``x`` ``(B, T, I)`` from ``h0`` ``(L, B, H)`` with the chosen kernel; returns the last layer's
+    output ``(B, T, H)``. An LSTM starts from ``(h0, h0)`` (reference §2.5). ``kernel == "fast"`` assumes
+    :func:`unsupported_reason` said None (``apply_kernel`` sees to it)."""
+    lstm = isinstance(rnn, nn.LSTM)
+    if kernel != "fast":
+        return rnn(x, (h0, h0))[0] if lstm else rnn(x, h0)[0]
+    backend = _backend(x.device)
+    y = x
+    for layer in range(rnn.num_layers):
+        w_ih, w_hh = getattr(rnn, f"weight_ih_l{layer}"), getattr(rnn, f"weight_hh_l{layer}")
+        b_ih = getattr(rnn, f"bias_ih_l{layer}", None) if rnn.bias else None
+        b_hh = getattr(rnn, f"bias_hh_l{layer}", None) if rnn.bias else None
+        h = h0[layer]
+        if lstm:
+            y = backend.lstm_sequence(y, h, h, w_ih, w_hh, b_ih, b_hh)
+        else:
+            y = backend.gru_sequence(y, h, w_ih, w_hh, b_ih, b_hh)
+        if rnn.dropout and rnn.training and layer < rnn.num_layers - 1:
+            y = nn.functional.dropout(y, rnn.dropout, training=True)
+    return y
 
 
 def apply_kernel(net: nn.Module, kernel: str, device) -> list[str]:
-    """Set ``kernel`` on every module of ``net`` that has a ``kernel`` attribute and an ``rnn``; a module the fast
-    kernels cannot run stays on ``reference``. Returns the notes to log (empty for ``reference``)."""
+    """Set ``kernel`` on every module of ``net`` that has a ``kernel`` attribute and an ``rnn`` (a cascade's DPD and
+    PA both); a module the fast kernels cannot run stays on ``reference``. Returns the notes to log, one per
+    fallback with its reason (none for ``reference``)."""
     notes = []
     for name, module in net.named_modules():
         rnn = getattr(module, "rnn", None)
