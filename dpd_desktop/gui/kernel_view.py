@@ -17,8 +17,8 @@ def fallback_text(kernel: KernelRun) -> str | None:
     """The banner text when ``fast`` was asked for and some recurrent module runs on the reference kernel."""
     if not kernel.fell_back:
         return None
-    why = "; ".join(kernel.notes) or "no reason recorded"
-    return f"Kernel: fast was asked for, {', '.join(kernel.fell_back)} runs on the reference kernel ({why})."
+    why = "; ".join(kernel.notes) or f"{', '.join(kernel.fell_back)} runs on the reference kernel (no reason recorded)"
+    return f"Kernel fast fell back: {why}."
 
 
 def show_run_kernel(window, ev, device_text: str, device_tip: str) -> KernelRun:

@@ -100,12 +100,14 @@ def test_the_device_line_names_the_kernel_that_ran(make_window):
                                 "notes": [FELL_BACK]}, kernel="fast"))
     assert w.device_label.text() == "cpu · kernel fast → reference"
     assert f"Fell back: {FELL_BACK}" in w.device_label.toolTip()
-    assert shown == [("info", f"Kernel: fast was asked for, model runs on the reference kernel ({FELL_BACK}).")]
+    assert shown == [("info", f"Kernel fast fell back: {FELL_BACK}.")]
 
 
 def test_a_start_event_without_a_kernel_block_reads_as_its_setting():
     k = kernel_of_start(_started(kernel="fast"))
     assert (k.requested, k.recorded, k.label, fallback_text(k)) == ("fast", False, "fast", None)
+    k = kernel_of_start(_started({"requested": "fast", "used": {"dpd": "fast", "pa": "reference"}}, kernel="fast"))
+    assert fallback_text(k) == "Kernel fast fell back: pa runs on the reference kernel (no reason recorded)."
 
 
 def test_a_real_fast_run_on_the_stub_shows_the_fallback(make_window, qtbot, monkeypatch):
@@ -120,7 +122,7 @@ def test_a_real_fast_run_on_the_stub_shows_the_fallback(make_window, qtbot, monk
         assert w.start_run()
     assert blocker.args == ["succeeded"]
     assert w.device_label.text() == "cpu · kernel fast → reference"
-    assert ("info", f"Kernel: fast was asked for, model runs on the reference kernel ({FELL_BACK}).") in shown
+    assert ("info", f"Kernel fast fell back: {FELL_BACK}.") in shown
     cfg = json.loads((Path(w.session.run_dir) / "config.json").read_text(encoding="utf-8"))
     assert cfg["device"]["kernel"]["notes"] == [FELL_BACK]
 
