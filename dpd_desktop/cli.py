@@ -36,6 +36,7 @@ from .cli_checks import option_message, preflight
 from .config import GAIN_RULES, KERNELS, METRIC_PROFILES, ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
 from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display
+from .runs.kernel_record import read_kernel
 from .runs.settings import SettingsError, WorkspaceSettings
 from .runs.workspace import Workspace, WorkspaceError
 from .cli_poly import add_poly_options, poly_config_fields, poly_summary
@@ -166,8 +167,11 @@ class ConsoleObserver:
             gain_text = (f" · DPD target gain {gain['value']:.5f} ({gain.get('rule')})"
                          if ev.step == "dpd" and gain.get("value") is not None else "")
             print(f"metric profile: {self.profile}{gain_text}")
-            print(f"device {ev.device} ({ev.device_name}) · CUDA graph: {ev.fast_path} · {param_text(ev)} · "
-                  f"{ev.n_train_frames} frames, {ev.batches_per_epoch} batches/epoch", flush=True)
+            kernel = read_kernel({"experiment": ev.config or {}, "device": (ev.setup or {}).get("device") or {}})
+            print(f"device {ev.device} ({ev.device_name}) · CUDA graph: {ev.fast_path} · kernel {kernel.label} · "
+                  f"{param_text(ev)} · {ev.n_train_frames} frames, {ev.batches_per_epoch} batches/epoch", flush=True)
+            for note in kernel.notes:  # why fast fell back (also in log.txt and config.json device.kernel)
+                print(f"kernel: {note}", flush=True)
             for line in poly_summary(ev):
                 print(line, flush=True)
         elif isinstance(ev, E.BatchProgress) and not self.quiet:

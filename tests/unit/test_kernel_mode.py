@@ -245,3 +245,17 @@ def test_queue_entry_config_keeps_the_kernel_across_a_restart(tmp_path):
     with RunQueue(tmp_path) as q:
         (e,) = q.entries()
     assert e.config.kernel == "fast"
+
+
+def test_train_pa_prints_the_kernel_and_why_it_fell_back(monkeypatch, tmp_path, capsys):
+    install_stub(monkeypatch)
+    args = ["--workspace", str(tmp_path), "train-pa", *TINY, "--quiet", "--no-plots"]
+    assert cli.main([*args, "--kernel", "fast"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    (device,) = [ln for ln in out if ln.startswith("device cpu")]
+    assert " · kernel fast → reference · " in device
+    assert out[out.index(device) + 1] == f"kernel: {FELL_BACK}"
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert " · kernel reference · " in next(ln for ln in out if ln.startswith("device cpu"))
+    assert not any(ln.startswith("kernel:") for ln in out)
