@@ -259,3 +259,40 @@ def test_train_pa_prints_the_kernel_and_why_it_fell_back(monkeypatch, tmp_path, 
     out = capsys.readouterr().out.splitlines()
     assert " · kernel reference · " in next(ln for ln in out if ln.startswith("device cpu"))
     assert not any(ln.startswith("kernel:") for ln in out)
+
+
+@pytest.mark.parametrize("backbone, fit", [("rvtdcnn", "gradient"), ("mp", "ls")])
+def test_families_without_recurrence_record_that_fast_changes_nothing(tmp_path, ds, backbone, fit):
+    from dpd_desktop.training.ls_fit import make_trainer
+
+    ws = Workspace(tmp_path)
+    res = make_trainer(_cfg(backbone=backbone, fit=fit, kernel="fast"), dataset=ds, workspace=ws).run()
+    assert res.state == "succeeded", res.message
+    assert _json(res.run_dir / "config.json")["device"]["kernel"] == {"requested": "fast", "used": {}, "ran": "none",
+                                                                      "notes": []}
+    assert RunRecord.open(res.run_dir).kernel.label == "fast (no recurrence)"
+
+
+def test_an_mp_dpd_through_a_gru_pa_runs_the_pa_on_the_chosen_kernel(monkeypatch, tmp_path, ds):
+    from dpd_desktop.training.ls_fit import make_trainer
+
+    fake = install(monkeypatch)
+    ws = Workspace(tmp_path)
+    pa = Trainer(_cfg(), dataset=ds, workspace=ws).run()
+    tr = make_trainer(_cfg(step="dpd", pa_run=pa.run_id, backbone="mp", fit="ls", kernel="fast"), dataset=ds,
+                      workspace=ws)
+    res = tr.run()
+    assert res.state == "succeeded", res.message
+    assert fake.saw(tr.net.pa.backbone.rnn.weight_hh_l0) > 0
+    assert _json(res.run_dir / "config.json")["device"]["kernel"]["used"] == {"pa": "fast"}
+
+
+def test_a_resume_cannot_change_the_kernel(tmp_path, ds):
+    ws = Workspace(tmp_path)
+    tr = Trainer(_cfg(epochs=3), dataset=ds, workspace=ws)
+    tr.observers.append(lambda ev: isinstance(ev, E.BatchProgress) and ev.epoch == 1 and tr.request_cancel())
+    first = tr.run()
+    from dpd_desktop.training.resume import ResumeRefused
+
+    with pytest.raises(ResumeRefused, match="kernel cannot be changed by a resume"):
+        prepare_resume(ws, first.run_id, dataset=ds, kernel="fast")
