@@ -184,7 +184,7 @@ def _show(store, sweep_id: str, as_json: bool) -> int:
     spec = info.spec
     print(f"sweep {info.id}: {spec.search}, {info.state}" + (f" — {info.doc['message']}" if info.doc.get("message")
                                                              else ""))
-    print(f"space: " + ", ".join(p.key for p in spec.space) + f"; metric {spec.metric}; folder {info.folder}")
+    print("space: " + ", ".join(p.key for p in spec.space) + f"; metric {spec.metric}; folder {info.folder}")
     keys = [p.key for p in spec.space]
     print(f"{'#':>3s} {'STATE':10s} " + " ".join(f"{k[:12]:>12s}" for k in keys) + f" {spec.metric:>12s}  RUN")
     for t in info.trials:

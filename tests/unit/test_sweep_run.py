@@ -125,3 +125,44 @@ def test_optuna_sweep_prunes_a_poor_trial_early_and_keeps_its_folder(tmp_path):
     assert study.trials[0].value == pytest.approx(t0["value"], abs=0)
     assert study.trials[1].intermediate_values[0] == pytest.approx(
         float(rec.history()[0]["VAL_NMSE"]), abs=1e-6)
+
+
+def test_dpd_sweep_trains_through_a_given_pa_run(tmp_path):
+    ws = Workspace(tmp_path)
+    pa = SweepRun(ws, _grid(ws, seed=[0]).id).run()
+    pa_run = pa.trials[0]["run_id"]
+    spec = parse_spec({"sweep": {"name": "dpd"}, "base": {**TINY, "step": "dpd", "pa_run": pa_run},
+                       "space": {"gain_rule": ["peak", "rms"]}}, "test")
+    assert spec.metric == "VAL_ACLR_AVG"  # a DPD's selection metric
+    final = SweepRun(ws, create_sweep(ws, spec).id).run()
+    assert final.state == "succeeded"
+    for t in final.trials:
+        rec = RunRecord.open(t["run_dir"])
+        assert (rec.step, rec.config.gain_rule, rec.pa["run_id"]) == ("dpd", t["params"]["gain_rule"], pa_run)
+        hist = rec.history()
+        assert t["value"] == min(float(h["VAL_ACLR_AVG"]) for h in hist)
+    # a DPD sweep without its PA run is refused before anything is created, naming the key
+    with pytest.raises(ValueError, match=r"test: base\.pa_run: a DPD run needs the PA run"):
+        parse_spec({"base": {**TINY, "step": "dpd"}, "space": {"seed": [0]}}, "test")
+
+
+def test_sweep_cancel_from_another_process_and_an_interrupted_sweep(tmp_path, capsys):
+    ws = Workspace(tmp_path)
+    info = _grid(ws, seed=[0, 1, 2])
+    store = SweepStore(tmp_path)
+    result = {}
+
+    def cancel_when_running(i):
+        if any(t["state"] == "running" for t in i.trials) and "sent" not in result:
+            result["sent"] = cli_main(["--workspace", str(tmp_path), "sweep", "cancel", info.id])
+
+    out = SweepRun(ws, info.id, on_change=cancel_when_running).run()
+    assert result["sent"] == 0 and "stop after their current batch" in capsys.readouterr().out
+    assert out.state == "cancelled" and not all(t["state"] == "succeeded" for t in out.trials)
+    # a sweep recorded running by a process that is gone reads interrupted, and resumes
+    store.update(info.id, lambda d: d.update(state="running", owner={"pid": 2**22 + 12345, "host":
+                                                                     __import__("socket").gethostname(),
+                                                                     "process_start": 1}))
+    assert store.open(info.id).state == "interrupted"
+    assert cli_main(["--workspace", str(tmp_path), "sweep", "resume", info.id]) == 0
+    assert [t["state"] for t in store.open(info.id).trials] == ["succeeded"] * 3
