@@ -11,7 +11,8 @@
 Trials run as queue entries (queue list shows them), each in a child process, one at a time per device lane.
 Ctrl+C: the first stops the sweep (running trials end cancelled after their current batch; ``sweep resume`` runs
 them again), the second aborts. Exit status: 0 the sweep ran to its end (whatever its trials' outcomes, which
-``sweep show`` lists), 2 bad arguments or spec (nothing created), 3 stopped (Ctrl+C or ``sweep cancel``).
+``sweep show`` lists), 1 some trial did not finish (its process was killed: ``sweep resume`` runs it again), 2 bad
+arguments or spec (nothing created), 3 stopped (Ctrl+C or ``sweep cancel``).
 """
 from __future__ import annotations
 
@@ -154,7 +155,7 @@ def _run(ws, sweep_id: str) -> int:
             CTRL_C.uninstall()
     print(f"sweep {info.id}: {info.state} — {info.doc.get('message', '')}", flush=True)
     _best(info)
-    return Exit.OK if info.state == "succeeded" else Exit.CANCELLED
+    return {"succeeded": Exit.OK, "failed": Exit.FAILED}.get(info.state, Exit.CANCELLED)
 
 
 def _best(info) -> None:

@@ -5,7 +5,8 @@ when its sampler draws it). :func:`run_sweep` runs the trials that are not done 
 or an interruption only those that did not finish), on the calling thread; ``stop`` or a ``sweep cancel`` from
 another process (sweep.json ``cancel_requested``, polled) stops it: running trials end ``cancelled`` after their
 current batch, finished trials stay as they are. The sweep ends ``succeeded`` when every trial is done (some may have
-failed: the message counts them), else ``cancelled``.
+failed: the message counts them), ``cancelled`` when stopped before, else ``failed`` (a trial's process was killed:
+it reads interrupted, and resume runs it again).
 """
 from __future__ import annotations
 
@@ -107,8 +108,12 @@ class SweepRun:
             info = self.store.finish(self.id, "succeeded", ", ".join(parts))
         else:
             total = self.spec.trials if self.spec.search == "optuna" else len(trials)
-            info = self.store.finish(self.id, "cancelled", f"cancelled: {n_done} of {total} trials done "
-                                                           "(sweep resume runs the others)")
+            left = "(sweep resume runs the others)"
+            if self.stop.is_set():
+                info = self.store.finish(self.id, "cancelled", f"cancelled: {n_done} of {total} trials done {left}")
+            else:  # not stopped, yet some trial did not finish (its process was killed: interrupted)
+                info = self.store.finish(self.id, "failed", f"{n_done} of {total} trials done; the others did not "
+                                                            f"finish {left}")
         self._changed(info)
         return info
 
