@@ -42,6 +42,10 @@ class LocalExecutor:
             on_start: Callable[[Trial, str], None] | None = None) -> None:
         if not trials:
             return
+        if stop.is_set():  # stopped before anything was queued: nothing enters the queue
+            for t in trials:
+                on_done(TrialEnd(t, "cancelled", None, "cancelled before it started"))
+            return
         with RunQueue(self.workspace.root) as q:
             by_entry = {q.add(t.config).id: t for t in trials}
             ended: set[int] = set()

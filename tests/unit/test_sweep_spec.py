@@ -124,3 +124,13 @@ def test_command_line_grid_reads_each_field_type():
                              random_trials=3, seed=5)
     assert spec.search == "random" and spec.trials == 3 and spec.base == {"epochs": 2, "frame_length": 50}
     assert expand(spec) == expand(spec) and len(expand(spec)) == 3
+
+
+def test_devices_are_taken_in_turn_unless_searched(tmp_path):
+    p = _write(tmp_path, '[sweep]\ndevices = ["cpu", "cuda:0", "cuda:1"]\n' + BASE + "[space]\nseed = [0, 1, 2, 3]\n")
+    spec = load_spec(p)
+    assert [trial_config(spec, t, "S", i).device for i, t in enumerate(expand(spec))] == [
+        "cpu", "cuda:0", "cuda:1", "cpu"]
+    p = _write(tmp_path, '[sweep]\ndevices = ["gpu7"]\n' + BASE + "[space]\nseed = [0]\n")
+    with pytest.raises(SweepSpecError, match=r"sweep\.devices: expected auto, cpu, cuda or cuda:N"):
+        load_spec(p)
