@@ -262,19 +262,22 @@ def _check_staged(staging: Path, run_id: str) -> RunRecord:
     for name, doc in (("config.json", rec.doc), ("status.json", rec.status_doc)):
         if doc.get("run_id") != run_id:
             raise ReturnedRunError(f"{name}: field 'run_id' is {doc.get('run_id')!r}, expected {run_id!r}")
-    if rec.state not in RETURNED_STATES:
-        raise ReturnedRunError(f"status.json: field 'state' reads {rec.state!r}, expected one of "
+    recorded = rec.status_doc.get("state")
+    if recorded not in RETURNED_STATES:
+        raise ReturnedRunError(f"status.json: field 'state' is {recorded!r}, expected one of "
                                f"{', '.join(RETURNED_STATES)}")
-    try:
+    try:  # each file through its reader, so that the message names the file
         rec.history()
         if rec.best_epoch is not None:
             artifacts.load_checkpoint(rec.best_checkpoint)  # torch.load(weights_only=True)
         if rec.last_checkpoint.exists() and not zipfile.is_zipfile(rec.last_checkpoint):
             raise ReturnedRunError("last.pt: not a checkpoint file (not the zip archive torch.save writes)")
-        if rec.state == "succeeded":
+        if recorded == "succeeded":
             rec.read_results()
     except (RecordError, artifacts.CheckpointError) as exc:
         raise ReturnedRunError(str(exc)) from exc
+    if rec.state != recorded:  # the reader's own verdict (e.g. damaged) on what the checks above let pass
+        raise ReturnedRunError(f"status.json: field 'state' is {recorded!r} but the folder reads {rec.state!r}")
     return rec
 
 
