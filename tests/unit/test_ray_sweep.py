@@ -10,6 +10,7 @@ cluster without token authentication is refused unless overridden.
 """
 from __future__ import annotations
 
+import argparse
 import http.server
 import json
 import threading
@@ -24,7 +25,7 @@ from dpd_desktop.runs.index import RunIndex
 from dpd_desktop.runs.record import RunRecord
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.sweep.executor import Trial, TrialEnd
-from dpd_desktop.sweep.ray_executor import task_resources
+from dpd_desktop.sweep.ray_executor import RayExecutor, add_ray_arguments, executor_for, task_resources
 from dpd_desktop.sweep.ray_helper import DAMAGE_ENV, RayHelperClient, parse_damage
 from dpd_desktop.sweep.ray_security import (OVERRIDE_FLAG, LocalCluster, RaySecurityError, check_address,
                                             check_cluster_auth_mode, fetch_auth_mode, is_loopback)
@@ -97,6 +98,8 @@ def test_six_trial_sweep_is_bitwise_equal_to_local_runs(cluster, demo, tmp_path)
     assert rc == 0, client.stderr_tail
     assert sorted(ends) == list(range(6))
     assert {e.state for e in ends.values()} == {"succeeded"}, [e.message for e in ends.values()]
+    # the cluster's dashboard confirmed token authentication: no warning
+    assert [ev for ev in events if ev.get("event") == "warning"] == []
     # live progress: one epoch event per trial, its row the one history.csv holds
     live = {ev["trial"]: ev for ev in events if ev.get("event") == "epoch"}
     assert sorted(live) == list(range(6))
@@ -158,10 +161,13 @@ def test_stop_cancels_running_and_waiting_trials(cluster, tmp_path):
     started = {ev["trial"] for ev in events if ev.get("event") == "started"}
     with_folder = {n for n, e in ends.items() if e.run_dir is not None}
     assert with_folder == started and len(started) == 2
+    first_epoch = next(ev["trial"] for ev in events if ev.get("event") == "epoch")
     for n in with_folder:
         rec = RunRecord.open(ends[n].run_dir)
         assert rec.state == "cancelled" and rec.message == "the sweep was stopped"
-        assert 1 <= rec.status_doc["epochs_completed"] < 200
+        # the trial whose epoch end sent the stop has it on disk; the other may have been mid-epoch
+        assert (1 if n == first_epoch else 0) <= rec.status_doc["epochs_completed"] < 200
+        assert len(rec.history()) == rec.status_doc["epochs_completed"]
     assert run_folders(tmp_path) == sorted(Path(ends[n].run_dir).name for n in with_folder)
 
 
@@ -195,6 +201,23 @@ def test_the_helper_refuses_a_remote_cluster_without_token(tmp_path):
     assert client.close() == 2
     assert client.refused and events[-1]["event"] == "error" and "arbitrary code" in client.error
     assert not any(isinstance(e, TrialEnd) for e in events) and run_folders(tmp_path) == []
+
+
+def test_sweep_command_options_give_a_ray_executor_that_refuses_without_token(tmp_path, monkeypatch):
+    for k, v in NO_TOKEN_ENV.items():
+        monkeypatch.setenv(k, v)
+    parser = argparse.ArgumentParser()
+    add_ray_arguments(parser)
+    assert executor_for(parser.parse_args([]), Workspace(tmp_path)) is None  # the local executor's case
+    ex = executor_for(parser.parse_args(["--ray", REMOTE, "--ray-trials-per-gpu", "2"]), Workspace(tmp_path))
+    assert isinstance(ex, RayExecutor) and ex.address == REMOTE and ex.trials_per_gpu == 2
+    assert not ex.allow_unauthenticated
+    ended: list = []
+    with pytest.raises(RaySecurityError, match=OVERRIDE_FLAG):  # refused before Ray is imported or anything sent
+        ex.run([Trial("s", 0, tiny(0))], ended.append, threading.Event())
+    assert ended == [] and run_folders(tmp_path) == []
+    args = parser.parse_args(["--ray", REMOTE, OVERRIDE_FLAG])
+    assert executor_for(args, Workspace(tmp_path)).allow_unauthenticated
 
 
 class _ModeHandler(http.server.BaseHTTPRequestHandler):
