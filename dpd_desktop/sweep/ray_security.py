@@ -15,9 +15,10 @@ bearer token. Hence:
   cannot be reached (one listening on the remote machine's loopback) gives a warning: the cluster's mode is unknown.
 * :class:`LocalCluster` (``--ray local``): ``ray start --head --block`` with ``RAY_AUTH_MODE=token`` and a fresh
   token in a file only this user can read (mode 0600, in a private temporary folder: ``~/.ray`` is never touched);
-  the dashboard, Jobs API and client server listen on 127.0.0.1. Ray 2.60 replaces a loopback node address by the
-  machine's own (``ray._private.services.resolve_ip_for_localhost``) and binds its gRPC servers (GCS, raylet,
-  object manager) to every interface, with no option to bind them to the loopback (checked with ``ss -ltn``):
+  the dashboard and its Jobs API listen on 127.0.0.1 only. Ray 2.60 replaces a loopback node address by the
+  machine's own (``ray._private.services.resolve_ip_for_localhost``) and binds its gRPC servers (GCS, raylet, object
+  manager, dashboard agent) and the Ray Client server (which cannot be turned off: its port must be 1024-65535) to
+  the node's address or every interface, with no option to keep them on the loopback (checked with ``ss -ltn``):
   those ports are guarded by the token alone.
 
 Errors: :class:`RaySecurityError` (a connection refused by this policy), :class:`RayClusterError` (the local
@@ -189,7 +190,8 @@ class LocalCluster:
     """A Ray head node on this machine, started by this program (module docstring) and stopped by :meth:`stop`.
 
     ``num_cpus`` / ``num_gpus``: the resources it offers (None: Ray counts the machine's). After :meth:`start`:
-    ``address`` (the GCS, ``host:port``), ``dashboard_url`` (127.0.0.1), ``env`` (what a driver process needs:
+    ``address`` (the GCS, ``host:port``: the machine's address, see the module docstring), ``dashboard_url``
+    (127.0.0.1), ``env`` (what a driver process needs:
     ``RAY_AUTH_MODE=token`` and ``RAY_AUTH_TOKEN_PATH``). ``ray`` is the ``ray`` command beside this Python.
     """
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import http.server
 import json
+import socket
 import threading
 from pathlib import Path
 
@@ -28,7 +29,8 @@ from dpd_desktop.sweep.executor import Trial, TrialEnd
 from dpd_desktop.sweep.ray_executor import RayExecutor, add_ray_arguments, executor_for, task_resources
 from dpd_desktop.sweep.ray_helper import DAMAGE_ENV, RayHelperClient, parse_damage
 from dpd_desktop.sweep.ray_security import (OVERRIDE_FLAG, LocalCluster, RaySecurityError, check_address,
-                                            check_cluster_auth_mode, fetch_auth_mode, is_loopback)
+                                            check_cluster_auth_mode, fetch_auth_mode, is_loopback,
+                                            split_address)
 from dpd_desktop.sweep.ray_task import STAGING_DIR, ReturnedRunError, import_run, read_returned, TASK_FORMAT
 from dpd_desktop.training.dataset_checks import load_dataset_for
 from dpd_desktop.training.ls_fit import make_trainer
@@ -176,6 +178,12 @@ def test_the_cluster_we_start_requires_its_token(cluster):
     assert is_loopback(cluster.dashboard_url)
     assert check_cluster_auth_mode(cluster.address, cluster.dashboard_url) == []
     assert Path(cluster.env["RAY_AUTH_TOKEN_PATH"]).stat().st_mode & 0o077 == 0
+    # the dashboard (and its Jobs API) answers on the loopback only, not on the node's own address (Ray gives the
+    # node the machine's address; on a machine whose only address is the loopback there is nothing to check)
+    node_host, _ = split_address(cluster.address)
+    if not is_loopback(cluster.address):
+        with pytest.raises(OSError):
+            socket.create_connection((node_host, split_address(cluster.dashboard_url)[1]), timeout=5).close()
 
 
 # ---------------------------------------------------------------------------------------------------- the policy
@@ -193,6 +201,16 @@ def test_remote_cluster_without_token_is_refused_unless_overridden():
     # the loopback is warned about, not refused
     (loop,) = check_address("127.0.0.1:6379", env=NO_TOKEN_ENV)
     assert "other users of this machine" in loop
+
+
+@pytest.mark.parametrize("address, host, port, loopback", [
+    ("127.0.0.1:6379", "127.0.0.1", 6379, True), ("ray://localhost:10001", "localhost", 10001, True),
+    ("[::1]:6379", "::1", 6379, True), ("127.8.9.10", "127.8.9.10", None, True),
+    ("10.0.0.5:6379", "10.0.0.5", 6379, False), ("head.example.org:6379", "head.example.org", 6379, False),
+])
+def test_addresses_are_read_and_classified(address, host, port, loopback):
+    assert split_address(address) == (host, port)
+    assert is_loopback(address) is loopback
 
 
 def test_the_helper_refuses_a_remote_cluster_without_token(tmp_path):
