@@ -11,7 +11,9 @@ workspace index. The code sent to the workers is this package itself (Ray's ``py
 the driver's version.
 
 Live progress is polled: every ``poll_s`` seconds the driver drains the channel actor (ray_task.py
-``TrialChannel``) and hands each event to ``on_event`` as a dict: ``{"event": "warning", "message"}``,
+``TrialChannel``) and hands each event to ``on_event`` as a dict: ``{"event": "cluster", "address",
+"dashboard_url", "folder"}`` (a ``local`` cluster started; ``folder`` its temporary folder), ``{"event": "warning",
+"message"}``,
 ``{"event": "submitted", "trial", "run_id", "resources"}``, ``{"event": "started", "trial", "run_id", "node",
 "pid"}``, ``{"event": "epoch", "trial", "epoch", "epochs", "is_best", "row"}`` (the history row).
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -107,15 +110,20 @@ class RayExecutor:
 
     # ---------------------------------------------------------------- the protocol
     def run(self, trials: Sequence[Trial], on_done: Callable[[TrialEnd], None], stop: threading.Event) -> None:
-        """Train ``trials`` on the cluster; ``on_done`` once per trial, in the order they end (module docstring)."""
+        """Train ``trials`` on the cluster; ``on_done`` once per trial, in the order they end (module docstring).
+        ``ray.init`` sets its own SIGTERM handler (in the main thread): the caller's is restored at the end."""
         cluster = None
+        main = threading.current_thread() is threading.main_thread()
+        sigterm = signal.getsignal(signal.SIGTERM) if main else None
         try:
             if self.address == LOCAL_ADDRESS:
                 cluster = LocalCluster(self.num_cpus, self.num_gpus).start()
-                address, env, warnings = cluster.address, cluster.env, []
+                address, env, notes = cluster.address, cluster.env, []
+                self._emit({"event": "cluster", "address": address, "dashboard_url": cluster.dashboard_url,
+                            "folder": str(cluster.folder)})
             else:
                 address, env = self.address, {}
-                warnings = check_address(address, self.allow_unauthenticated)
+                notes = check_address(address, self.allow_unauthenticated)
             if cluster is not None:
                 os.environ.pop(TOKEN_ENV, None)  # it would take precedence over the local cluster's token file
             os.environ.update(env)
@@ -126,9 +134,9 @@ class RayExecutor:
                            namespace="dpd-desktop-sweep",
                            runtime_env={"py_modules": [str(pkg)], "excludes": ["__pycache__", "*.pyc"]})
             try:
-                warnings += check_cluster_auth_mode(address, getattr(ctx, "dashboard_url", None),
+                notes += check_cluster_auth_mode(address, getattr(ctx, "dashboard_url", None),
                                                     self.allow_unauthenticated)
-                for w in warnings:
+                for w in notes:
                     self._emit({"event": "warning", "message": w})
                 self._run_connected(ray, trials, on_done, stop)
             finally:
@@ -136,6 +144,8 @@ class RayExecutor:
         finally:
             if cluster is not None:
                 cluster.stop()
+            if sigterm is not None:
+                signal.signal(signal.SIGTERM, sigterm)
 
     def _run_connected(self, ray, trials, on_done, stop: threading.Event) -> None:
         channel = ray.remote(num_cpus=0)(TrialChannel).remote()

@@ -220,6 +220,12 @@ class RayHelperClient:
         except (OSError, ValueError):
             pass
 
+    def kill(self) -> None:
+        """End the helper at once (SIGKILL to this client's own process): a ``local`` cluster it started stops by
+        itself (ray_security.py ``LocalCluster``); trials running elsewhere see the driver gone and cancel."""
+        if self._proc.poll() is None:
+            self._proc.kill()
+
     def close(self, timeout_s: float = 60.0) -> int:
         """Close the helper's input (it stops the sweep if still running), wait for it; returns its exit status
         (it is killed after ``timeout_s``)."""

@@ -180,6 +180,22 @@ def check_cluster_auth_mode(address: str, dashboard_url: str | None, allow_unaut
     return [f"WARNING: the Ray cluster at {address} has authentication '{mode}' ({OVERRIDE_FLAG}): {RISK}"]
 
 
+def _child_setup() -> None:
+    """In the ``ray start`` child before it runs: SIGINT back to its default (a driver that ignores it, as the
+    window's helper does, would pass that on through exec, and SIGINT is how the node is stopped); on Linux, SIGINT
+    when the thread that started it ends, so that a killed driver (the helper ended by SIGKILL) leaves no cluster
+    behind (prctl PR_SET_PDEATHSIG)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes  # here: only this child needs it
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGINT))  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _free_loopback_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -192,7 +208,8 @@ class LocalCluster:
     ``num_cpus`` / ``num_gpus``: the resources it offers (None: Ray counts the machine's). After :meth:`start`:
     ``address`` (the GCS, ``host:port``: the machine's address, see the module docstring), ``dashboard_url``
     (127.0.0.1), ``env`` (what a driver process needs:
-    ``RAY_AUTH_MODE=token`` and ``RAY_AUTH_TOKEN_PATH``). ``ray`` is the ``ray`` command beside this Python.
+    ``RAY_AUTH_MODE=token`` and ``RAY_AUTH_TOKEN_PATH``). On Linux the node stops when the thread that started it
+    ends (the process killed included). ``ray`` is the ``ray`` command beside this Python.
     """
 
     def __init__(self, num_cpus: int | None = None, num_gpus: int | None = None):
@@ -235,8 +252,10 @@ class LocalCluster:
         env.update(self.env)
         log = open(self._dir / "ray-start.log", "wb")  # noqa: SIM115 - the process writes it until stop()
         try:
+            # its own session: a terminal's Ctrl+C is the driver's to handle (the sweep's stop), not the cluster's
             self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                          env=env, start_new_session=True)
+                                          env=env, start_new_session=True,
+                                          preexec_fn=_child_setup if os.name == "posix" else None)
         finally:
             log.close()
         address_file = self._dir / "t" / "ray_current_cluster"
@@ -253,6 +272,11 @@ class LocalCluster:
         tail = self._log_text()[-2000:]
         self.stop()
         raise RayClusterError(f"the local Ray cluster did not start within {timeout_s:.0f} s: {tail}")
+
+    @property
+    def folder(self) -> Path | None:
+        """The node's private temporary folder (its token file, Ray's session and logs); removed by :meth:`stop`."""
+        return self._dir
 
     def _log_text(self) -> str:
         try:

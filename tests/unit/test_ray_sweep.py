@@ -13,7 +13,10 @@ from __future__ import annotations
 import argparse
 import http.server
 import json
+import shutil
+import signal
 import socket
+import time
 import threading
 from pathlib import Path
 
@@ -171,6 +174,30 @@ def test_stop_cancels_running_and_waiting_trials(cluster, tmp_path):
         assert (1 if n == first_epoch else 0) <= rec.status_doc["epochs_completed"] < 200
         assert len(rec.history()) == rec.status_doc["epochs_completed"]
     assert run_folders(tmp_path) == sorted(Path(ends[n].run_dir).name for n in with_folder)
+
+
+def test_a_killed_helper_leaves_no_local_cluster_behind(tmp_path):
+    """``--ray local`` through the helper; the helper killed (SIGKILL) mid-trial: its cluster stops by itself."""
+    trials = [Trial("ray-kill", 0, tiny(0, epochs=200, max_train_samples=4000))]
+    client = RayHelperClient.start("local", trials, tmp_path, num_cpus=1)
+    info = None
+    try:
+        for ev in client:
+            if isinstance(ev, dict) and ev.get("event") == "cluster":
+                info = ev
+            if isinstance(ev, dict) and ev.get("event") == "epoch":
+                assert fetch_auth_mode(info["dashboard_url"]) == "token"
+                client.kill()
+                break
+        client.close()
+        assert info is not None and client.returncode == -signal.SIGKILL
+        deadline = time.monotonic() + 60
+        while fetch_auth_mode(info["dashboard_url"], timeout_s=1) is not None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert fetch_auth_mode(info["dashboard_url"], timeout_s=1) is None
+    finally:
+        if info is not None:  # what only the killed helper would have removed: the node's temporary folder
+            shutil.rmtree(info["folder"], ignore_errors=True)
 
 
 def test_the_cluster_we_start_requires_its_token(cluster):
