@@ -169,19 +169,26 @@ class RayExecutor:
             self._emit({"event": "submitted", "trial": trial.number, "run_id": run_id, "resources": res})
         started: set[int] = set()
         stop_sent = False
-        while pending:
-            if stop.is_set() and not stop_sent:
-                ray.get(channel.stop.remote())  # first the flag: a task starting now sees it
-                for ref, (trial, _, _) in pending.items():
-                    if trial.number not in started:
-                        ray.cancel(ref)
-                stop_sent = True
-            done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=self.poll_s)
+        try:
+            while pending:
+                if stop.is_set() and not stop_sent:
+                    ray.get(channel.stop.remote())  # first the flag: a task starting now sees it
+                    for ref, (trial, _, _) in pending.items():
+                        if trial.number not in started:
+                            ray.cancel(ref)
+                    stop_sent = True
+                done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=self.poll_s)
+                self._drain(ray, channel, started)
+                for ref in done:
+                    trial, run_id, run_dir = pending.pop(ref)
+                    on_done(self._finish(ray, ref, trial, run_id, run_dir))
             self._drain(ray, channel, started)
-            for ref in done:
-                trial, run_id, run_dir = pending.pop(ref)
-                on_done(self._finish(ray, ref, trial, run_id, run_dir))
-        self._drain(ray, channel, started)
+        except Exception as exc:  # the cluster was lost: every trial still out ends failed, then the error goes on
+            for trial, _, run_dir in pending.values():
+                _drop_reserved(run_dir)
+                on_done(TrialEnd(trial, "failed", None,
+                                 f"the connection to the Ray cluster failed: {_first_line(exc)}"))
+            raise
 
     def _drain(self, ray, channel, started: set[int]) -> None:
         for text in ray.get(channel.drain.remote()):
