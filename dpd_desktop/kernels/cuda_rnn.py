@@ -16,7 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from . import nvrtc
-from .nvrtc import INT, POINTER, KernelBuildError
+from .nvrtc import INT, POINTER
 
 MAX_HIDDEN = 64
 SOURCE = "rnn.cu"
@@ -52,8 +52,8 @@ def unsupported(rnn: nn.RNNBase) -> str | None:
         return f"the module's parameters are on {device}, not on a CUDA device"
     try:
         _module(rnn.hidden_size, device)
-    except KernelBuildError as exc:
-        return f"the fast CUDA kernels could not be built: {str(exc).splitlines()[0][:300]}"
+    except Exception as exc:  # noqa: BLE001 - KernelBuildError, or the bindings' own (a library not found, ...)
+        return f"the fast CUDA kernels could not be built: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
     return None
 
 

@@ -118,8 +118,9 @@ def compile_cubin(source: str, name: str, options: list[str]) -> bytes:
 class Module:
     """A loaded module of one source file and one set of defines, on one device (its primary context)."""
 
-    def __init__(self, handle, functions: dict, device: torch.device):
-        self.handle, self.functions, self.device = handle, functions, device
+    def __init__(self, handle, functions: dict, device: torch.device, context):
+        self.handle, self.functions, self.device, self.context = handle, functions, device, context
+        self._context_int = int(context)
 
     def launch(self, name: str, grid: int, block: int, smem: int, args: tuple, types: tuple) -> None:
         """Launch kernel ``name`` on ``grid`` blocks of ``block`` threads with ``smem`` dynamic shared bytes on
@@ -128,20 +129,23 @@ class Module:
         values = tuple((0 if a is None else a.data_ptr()) if (a is None or isinstance(a, torch.Tensor)) else a
                        for a in args)
         stream = torch.cuda.current_stream(self.device).cuda_stream
+        # autograd's device threads need not have made the context current (the caching allocator may have
+        # served every tensor without a CUDA call): make PyTorch's primary context current for the driver call
+        if int(_check(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")) != self._context_int:
+            _check(driver.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
         _check(driver.cuLaunchKernel(self.functions[name], grid, 1, 1, block, 1, 1, smem, stream,
                                      (values, types), 0), f"cuLaunchKernel({name})")
 
 
-def _ensure_context(device: torch.device) -> None:
-    """Make the device's primary context (the one PyTorch uses) current on this thread."""
+def _primary_context(device: torch.device):
+    """The device's primary context (the one PyTorch's runtime uses), made current on this thread."""
     torch.cuda.init()
     with torch.cuda.device(device):
-        torch.empty(1, device=device)  # the runtime makes the primary context current on this thread
-    ctx = _check(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
-    if int(ctx) == 0:
-        dev = _check(driver.cuDeviceGet(device.index or 0), "cuDeviceGet")
-        ctx = _check(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
-        _check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+        torch.empty(1, device=device)  # the runtime has created the primary context by now
+    dev = _check(driver.cuDeviceGet(device.index or 0), "cuDeviceGet")
+    ctx = _check(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+    _check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    return ctx
 
 
 def module(source_file: str, defines: dict[str, int], device, functions: dict[str, int]) -> Module:
@@ -187,9 +191,10 @@ def module(source_file: str, defines: dict[str, int], device, functions: dict[st
             except OSError:  # a read-only cache folder costs a compile per process, nothing else
                 entry["cache_write_failed"] = True
         t1 = time.perf_counter()
-        _ensure_context(device)
+        ctx = _primary_context(device)
+        image = ctypes.create_string_buffer(cubin, len(cubin))
         with torch.cuda.device(device):
-            handle = _check(driver.cuModuleLoadData(cubin), f"cuModuleLoadData({path.name})")
+            handle = _check(driver.cuModuleLoadData(ctypes.addressof(image)), f"cuModuleLoadData({path.name})")
             funcs = {}
             for name, smem in functions.items():
                 fn = _check(driver.cuModuleGetFunction(handle, name.encode()), f"cuModuleGetFunction({name})")
@@ -199,7 +204,7 @@ def module(source_file: str, defines: dict[str, int], device, functions: dict[st
                 funcs[name] = fn
         entry["load_s"] = time.perf_counter() - t1
         LOAD_LOG.append(entry)
-        mod = Module(handle, funcs, device)
+        mod = Module(handle, funcs, device, ctx)
         _MODULES[key] = mod
         return mod
 
