@@ -152,7 +152,7 @@ def module(source_file: str, defines: dict[str, int], device, functions: dict[st
     """The module of ``source_file`` (a file of this folder) compiled with ``defines`` for ``device``'s
     architecture, compiled or read from the cache on first use, then kept for the process.
 
-    ``functions``: kernel name → dynamic shared-memory bytes it needs (above 48 KiB the limit is raised on load).
+    ``functions``: kernel name → dynamic shared-memory bytes it needs (the function's limit is raised to it on load).
     Raises KernelBuildError (bindings missing, compile error, a stream of the device is capturing, driver error).
     """
     device = torch.device(device)
@@ -198,7 +198,7 @@ def module(source_file: str, defines: dict[str, int], device, functions: dict[st
             funcs = {}
             for name, smem in functions.items():
                 fn = _check(driver.cuModuleGetFunction(handle, name.encode()), f"cuModuleGetFunction({name})")
-                if smem > 48 * 1024:
+                if smem:  # static + dynamic above 48 KiB needs the opt-in; set it for every dynamic size
                     attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
                     _check(driver.cuFuncSetAttribute(fn, attr, smem), f"cuFuncSetAttribute({name}, {smem} B)")
                 funcs[name] = fn
