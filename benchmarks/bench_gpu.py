@@ -408,10 +408,12 @@ def main():
                              extra=[*small, "--kernel", a.kernel], pyc_env=pyc, device=device,
                              label=f"kernel {a.kernel}", **dpd_kw)
                 rows.append(fastk)
+            extra_row = None
             if a.extra_env:
                 k, v = a.extra_env.split("=", 1)
-                rows.append(ours(step, a.dataset, work / "extra", fast=True, epochs=epochs, env_extra={k: v},
-                                 extra=small, pyc_env=pyc, device=device, **dpd_kw))
+                extra_row = ours(step, a.dataset, work / "extra", fast=True, epochs=epochs, env_extra={k: v},
+                                 extra=small, pyc_env=pyc, device=device, **dpd_kw)
+                rows.append(extra_row)
             eager = None
             if not a.skip_eager and not a.dry_run:
                 eager = ours(step, a.dataset, work / "eager", fast=False, epochs=epochs, pyc_env=pyc, device=device,
@@ -456,6 +458,10 @@ def main():
                 checks.append(f"- {step.upper()}: {fastk['who']} vs {fast['who']} (reference kernel) — max |Δ| of dB "
                               f"metrics over every epoch {fmt(ck.get('max_abs_db_diff'), '{:.2e}')} dB; history "
                               f"bitwise equal: {ck.get('history_equal')}")
+                if extra_row is not None:
+                    cx = compare(fastk, extra_row, step)
+                    checks.append(f"- {step.upper()}: {fastk['who']} vs {extra_row['who']} — max |Δ| of dB metrics "
+                                  f"over every epoch {fmt(cx.get('max_abs_db_diff'), '{:.2e}')} dB")
                 if ref_r is not None and fastk["wall_s"]:
                     ratios.append(f"- {step.upper()}, kernel {a.kernel}: reference {fmt(ref_r['wall_s'])} s / "
                                   f"{fastk['who']} {fmt(fastk['wall_s'])} s = {fmt(ref_r['wall_s'] / fastk['wall_s'])}×")

@@ -7,7 +7,8 @@ as in PA training), each captured as a CUDA graph and timed over replays with CU
 ratio ours / cuDNN. Also the largest |Δ| of our forward against cuDNN's (TF32 as PyTorch's defaults leave it).
 Part 2: the kernels' first-use cost: NVRTC compile into an empty cache, and the cached load in a fresh process.
 Part 3 (``--headline``): benchmarks/bench_gpu.py with ``--kernel fast`` (PA and DPD GRU-23, DPA_160MHz, 4 epochs,
-ours in both kernel modes beside the reference 2.2.1, both sides' bytecode compiled); its table is appended.
+ours in both kernel modes beside the reference 2.2.1, both sides' bytecode compiled, plus ours on the reference kernel
+with ``NVIDIA_TF32_OVERRIDE=0``); its table is appended.
 
     python3 benchmarks/bench_kernels.py --out benchmarks/results/2026-12-01-kernels-h200.md [--headline]
 """
@@ -150,8 +151,11 @@ def main():
     if a.headline:
         with tempfile.TemporaryDirectory() as tmp:
             dest = Path(tmp) / "headline.md"
+            # the extra row: ours on the reference kernel with TF32 off in cuDNN/cuBLAS (NVIDIA's documented
+            # override), to tell the kernels' difference from the reference mode's TF32 rounding
             cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_gpu.py"), "--kernel", "fast", "--skip-eager",
-                   "--no-cold", "--ref", a.ref, "--dataset", a.dataset, "--out", str(dest)]
+                   "--no-cold", "--extra-env", "NVIDIA_TF32_OVERRIDE=0", "--ref", a.ref, "--dataset", a.dataset,
+                   "--out", str(dest)]
             env = {k: v for k, v in os.environ.items() if k != "OUT"}  # bench_gpu would copy its file into $OUT
             res = subprocess.run(cmd, env=env, capture_output=True, text=True)
             lines += ["", "## 4-epoch headline (benchmarks/bench_gpu.py)", "",

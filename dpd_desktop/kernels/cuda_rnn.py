@@ -28,14 +28,15 @@ def _smem_weights(hidden: int) -> bool:
     return hidden > 32
 
 
-def _module(hidden: int, device) -> nvrtc.Module:
-    smem = _smem_weights(hidden)
-    need = {name: ((3 if name.startswith("gru") else 4) * hidden * hidden * 4 if smem else 0) for name in _FUNCS}
-    return nvrtc.module(SOURCE, {"HID": hidden, "SMEM_W": int(smem)}, device, need)
-
-
 def _dyn_smem(gates: int, hidden: int) -> int:
-    return gates * hidden * hidden * 4 if _smem_weights(hidden) else 0
+    """Dynamic shared bytes of a kernel: the recurrent weights, H rows of (gates·H rounded up to odd) floats (rnn.cu's
+    forward layout; the backward's natural layout fits in it)."""
+    return hidden * ((gates * hidden) | 1) * 4 if _smem_weights(hidden) else 0
+
+
+def _module(hidden: int, device) -> nvrtc.Module:
+    need = {name: _dyn_smem(3 if name.startswith("gru") else 4, hidden) for name in _FUNCS}
+    return nvrtc.module(SOURCE, {"HID": hidden, "SMEM_W": int(_smem_weights(hidden))}, device, need)
 
 
 def unsupported(rnn: nn.RNNBase) -> str | None:

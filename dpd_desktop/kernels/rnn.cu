@@ -24,7 +24,11 @@
 #define UPL ((H + 31) / 32)      // hidden units per lane
 #define HP (((H) + 3) / 4 * 4)   // H padded to a multiple of 4 (float4 broadcast reads)
 
-__device__ __forceinline__ float sigm(float x) { return 1.0f / (1.0f + expf(-x)); }
+// __expf / __fdividef (MUFU.EX2, MUFU.RCP): a few ulp each (CUDA C++ Programming Guide, intrinsic functions), far
+// below the 1e-5 the tests hold the kernels to, and a shorter dependent chain per time step than expf / IEEE division.
+// __fdividef(c, inf) = 0, so both saturate cleanly for large |x|.
+__device__ __forceinline__ float sigm(float x) { return __fdividef(1.0f, 1.0f + __expf(-x)); }
+__device__ __forceinline__ float tanh_(float x) { return 1.0f - __fdividef(2.0f, 1.0f + __expf(2.0f * x)); }
 
 __device__ __forceinline__ float f4(const float4& v, int e) {
     return e == 0 ? v.x : (e == 1 ? v.y : (e == 2 ? v.z : v.w));
@@ -34,20 +38,22 @@ __device__ __forceinline__ float f4(const float4& v, int e) {
 // Forward: lane needs W_hh[g*H + j][k] for its units j and every k.  Backward: lane needs W_hh[g*H + j][k] for its
 // output units k and every j (the product W_hh^T dgh).
 #if SMEM_W
-// forward layout: sw[k * G*H + g*H + j] (lanes read consecutive j: conflict-free); backward: natural sw[row*H + k]
+// forward layout: sw[k * SWS + g*H + j], SWS = G*H rounded up to odd (lanes read consecutive j, and the transposing
+// stores of consecutive k fall in distinct banks); backward: natural sw[row*H + k]. Dynamic size H * SWS floats.
+#define SWS(G) ((G * H) | 1)
 #define LOAD_W_FWD(G)                                                                                               \
     extern __shared__ float sw[];                                                                                   \
-    for (int i = threadIdx.x; i < G * H * H; i += blockDim.x) {                                                     \
+    _Pragma("unroll 8") for (int i = threadIdx.x; i < G * H * H; i += 32) {                                         \
         int row = i / H, k = i - row * H;                                                                           \
-        sw[k * G * H + row] = w_hh[i];                                                                              \
+        sw[k * SWS(G) + row] = w_hh[i];                                                                             \
     }                                                                                                               \
     __syncthreads();                                                                                                \
     int jc[UPL];                                                                                                    \
     _Pragma("unroll") for (int u = 0; u < UPL; ++u) jc[u] = min(lane + 32 * u, H - 1);
-#define WF(G, u, g, k) sw[(k) * G * H + (g) * H + jc[u]]
+#define WF(G, u, g, k) sw[(k) * SWS(G) + (g) * H + jc[u]]
 #define LOAD_W_BWD(G)                                                                                               \
     extern __shared__ float sw[];                                                                                   \
-    for (int i = threadIdx.x; i < G * H * H; i += blockDim.x) sw[i] = w_hh[i];                                      \
+    _Pragma("unroll 8") for (int i = threadIdx.x; i < G * H * H; i += 32) sw[i] = w_hh[i];                          \
     __syncthreads();                                                                                                \
     int kc[UPL];                                                                                                    \
     _Pragma("unroll") for (int u = 0; u < UPL; ++u) kc[u] = min(lane + 32 * u, H - 1);
@@ -73,8 +79,15 @@ __device__ __forceinline__ float f4(const float4& v, int e) {
 #define WB(G, u, g, j) w[u][g][j]
 #endif
 
-// acc[u][g] += sum_k W[g*H + j_u][k] * hb[k]   (hb: HP floats, zero-padded, 16-byte aligned)
-#define MATVEC_FWD(G, acc, hb)                                                                                      \
+// acc[u][g] = bias + sum_k W[g*H + j_u][k] * hb[k]  (hb: HP floats, zero-padded, 16-byte aligned); four partial
+// sums per output (k mod 4) shorten the dependent FMA chain to H/4.
+#define MATVEC_FWD(G, acc, bias, hb)                                                                                \
+    float acc##p[UPL][G][4];                                                                                        \
+    _Pragma("unroll") for (int u = 0; u < UPL; ++u)                                                                 \
+    _Pragma("unroll") for (int g = 0; g < G; ++g) {                                                                 \
+        acc##p[u][g][0] = bias[u][g];                                                                               \
+        acc##p[u][g][1] = acc##p[u][g][2] = acc##p[u][g][3] = 0.0f;                                                 \
+    }                                                                                                               \
     _Pragma("unroll") for (int k4 = 0; k4 < HP / 4; ++k4) {                                                         \
         const float4 v = reinterpret_cast<const float4*>(hb)[k4];                                                   \
         _Pragma("unroll") for (int e = 0; e < 4; ++e) {                                                             \
@@ -83,13 +96,23 @@ __device__ __forceinline__ float f4(const float4& v, int e) {
                 const float hv = f4(v, e);                                                                          \
                 _Pragma("unroll") for (int u = 0; u < UPL; ++u)                                                     \
                 _Pragma("unroll") for (int g = 0; g < G; ++g)                                                       \
-                    acc[u][g] = fmaf(WF(G, u, g, k), hv, acc[u][g]);                                                \
+                    acc##p[u][g][e] = fmaf(WF(G, u, g, k), hv, acc##p[u][g][e]);                                    \
             }                                                                                                       \
         }                                                                                                           \
-    }
+    }                                                                                                               \
+    float acc[UPL][G];                                                                                              \
+    _Pragma("unroll") for (int u = 0; u < UPL; ++u)                                                                 \
+    _Pragma("unroll") for (int g = 0; g < G; ++g)                                                                   \
+        acc[u][g] = (acc##p[u][g][0] + acc##p[u][g][1]) + (acc##p[u][g][2] + acc##p[u][g][3]);
 
-// acc[u] += sum_g sum_j W[g*H + j][k_u] * db[g*HP + j]
-#define MATVEC_BWD(G, acc, db)                                                                                      \
+// acc[u] = init[u] + sum_g sum_j W[g*H + j][k_u] * db[g*HP + j]; eight partial sums ((g mod 2, j mod 4)) shorten
+// the dependent FMA chain to G*H/8.
+#define MATVEC_BWD(G, acc, init, db)                                                                                \
+    float acc##p[UPL][8];                                                                                           \
+    _Pragma("unroll") for (int u = 0; u < UPL; ++u) {                                                               \
+        acc##p[u][0] = init[u];                                                                                     \
+        _Pragma("unroll") for (int q = 1; q < 8; ++q) acc##p[u][q] = 0.0f;                                          \
+    }                                                                                                               \
     _Pragma("unroll") for (int g = 0; g < G; ++g)                                                                   \
     _Pragma("unroll") for (int j4 = 0; j4 < HP / 4; ++j4) {                                                         \
         const float4 v = reinterpret_cast<const float4*>(db + g * HP)[j4];                                          \
@@ -97,10 +120,15 @@ __device__ __forceinline__ float f4(const float4& v, int e) {
             const int j = 4 * j4 + e;                                                                               \
             if (j < H) {                                                                                            \
                 const float dv = f4(v, e);                                                                          \
-                _Pragma("unroll") for (int u = 0; u < UPL; ++u) acc[u] = fmaf(WB(G, u, g, j), dv, acc[u]);          \
+                _Pragma("unroll") for (int u = 0; u < UPL; ++u)                                                     \
+                    acc##p[u][(g & 1) * 4 + e] = fmaf(WB(G, u, g, j), dv, acc##p[u][(g & 1) * 4 + e]);              \
             }                                                                                                       \
         }                                                                                                           \
-    }
+    }                                                                                                               \
+    float acc[UPL];                                                                                                 \
+    _Pragma("unroll") for (int u = 0; u < UPL; ++u)                                                                 \
+        acc[u] = ((acc##p[u][0] + acc##p[u][1]) + (acc##p[u][2] + acc##p[u][3]))                                   \
+               + ((acc##p[u][4] + acc##p[u][5]) + (acc##p[u][6] + acc##p[u][7]));
 
 // ------------------------------------------------------------------------------------------------ GRU
 // gi (B,T,3H) = x W_ih^T + b_ih; w_hh (3H,H); b_hh (3H) or null; h0 (B,H) -> y (B,T,H);
@@ -125,7 +153,8 @@ gru_fwd(const float* __restrict__ gi, const float* __restrict__ w_hh, const floa
     const float* gib = gi + (size_t)b * T * G * H;
     float* yb = y + (size_t)b * T * H;
     float* sb = save ? save + (size_t)b * T * 4 * H : nullptr;
-    float p0[UPL][G], p1[UPL][G];
+    // gi prefetched three steps ahead (its loads are independent of the recurrence)
+    float p0[UPL][G], p1[UPL][G], p2[UPL][G];
 #pragma unroll
     for (int u = 0; u < UPL; ++u) {
         const int j = lane + 32 * u;
@@ -133,34 +162,30 @@ gru_fwd(const float* __restrict__ gi, const float* __restrict__ w_hh, const floa
         for (int g = 0; g < G; ++g) {
             p0[u][g] = (j < H && T > 0) ? gib[g * H + j] : 0.0f;
             p1[u][g] = (j < H && T > 1) ? gib[(size_t)G * H + g * H + j] : 0.0f;
+            p2[u][g] = (j < H && T > 2) ? gib[(size_t)2 * G * H + g * H + j] : 0.0f;
         }
     }
     for (int t = 0; t < T; ++t) {
-        float p2[UPL][G];
+        float p3[UPL][G];
 #pragma unroll
         for (int u = 0; u < UPL; ++u) {
             const int j = lane + 32 * u;
 #pragma unroll
-            for (int g = 0; g < G; ++g) p2[u][g] = (j < H && t + 2 < T) ? gib[(size_t)(t + 2) * G * H + g * H + j] : 0.0f;
+            for (int g = 0; g < G; ++g) p3[u][g] = (j < H && t + 3 < T) ? gib[(size_t)(t + 3) * G * H + g * H + j] : 0.0f;
         }
         float* hb = hbuf[t & 1];
 #pragma unroll
         for (int u = 0; u < UPL; ++u)
             if (lane + 32 * u < HP) hb[lane + 32 * u] = h[u];
         __syncwarp();
-        float acc[UPL][G];
-#pragma unroll
-        for (int u = 0; u < UPL; ++u)
-#pragma unroll
-            for (int g = 0; g < G; ++g) acc[u][g] = bh[u][g];
-        MATVEC_FWD(G, acc, hb)
+        MATVEC_FWD(G, acc, bh, hb)
 #pragma unroll
         for (int u = 0; u < UPL; ++u) {
             const int j = lane + 32 * u;
             if (j < H) {
                 const float r = sigm(p0[u][0] + acc[u][0]);
                 const float z = sigm(p0[u][1] + acc[u][1]);
-                const float n = tanhf(fmaf(r, acc[u][2], p0[u][2]));
+                const float n = tanh_(fmaf(r, acc[u][2], p0[u][2]));
                 const float hn = (1.0f - z) * n + z * h[u];
                 yb[(size_t)t * H + j] = hn;
                 if (sb) {
@@ -179,6 +204,7 @@ gru_fwd(const float* __restrict__ gi, const float* __restrict__ w_hh, const floa
             for (int g = 0; g < G; ++g) {
                 p0[u][g] = p1[u][g];
                 p1[u][g] = p2[u][g];
+                p2[u][g] = p3[u][g];
             }
     }
 }
@@ -200,8 +226,8 @@ gru_bwd(const float* __restrict__ dy, const float* __restrict__ w_hh, const floa
     const float* sb = save + (size_t)b * T * 4 * H;
     float* dgib = dgi + (size_t)b * T * G * H;
     float* dghb = dgh + (size_t)b * T * G * H;
-    // prefetched per step: dy, r, z, n, hn, h_{t-1}
-    float q0[UPL][6], q1[UPL][6];
+    // prefetched three steps ahead: dy, r, z, n, hn, h_{t-1}
+    float q0[UPL][6], q1[UPL][6], q2[UPL][6];
 #define GRU_BWD_LOAD(q, t)                                                                                          \
     _Pragma("unroll") for (int u = 0; u < UPL; ++u) {                                                               \
         const int j = lane + 32 * u;                                                                                \
@@ -216,12 +242,13 @@ gru_bwd(const float* __restrict__ dy, const float* __restrict__ w_hh, const floa
     }
     GRU_BWD_LOAD(q0, T - 1)
     GRU_BWD_LOAD(q1, T - 2)
+    GRU_BWD_LOAD(q2, T - 3)
     float dhc[UPL];
 #pragma unroll
     for (int u = 0; u < UPL; ++u) dhc[u] = 0.0f;
     for (int t = T - 1; t >= 0; --t) {
-        float q2[UPL][6];
-        GRU_BWD_LOAD(q2, t - 2)
+        float q3[UPL][6];
+        GRU_BWD_LOAD(q3, t - 3)
         float* db = dbuf[t & 1];
         float zs[UPL], dhs[UPL];
 #pragma unroll
@@ -254,10 +281,10 @@ gru_bwd(const float* __restrict__ dy, const float* __restrict__ w_hh, const floa
             }
         }
         __syncwarp();
-        float acc[UPL];
+        float direct[UPL];
 #pragma unroll
-        for (int u = 0; u < UPL; ++u) acc[u] = dhs[u] * zs[u];
-        MATVEC_BWD(G, acc, db)
+        for (int u = 0; u < UPL; ++u) direct[u] = dhs[u] * zs[u];
+        MATVEC_BWD(G, acc, direct, db)
 #pragma unroll
         for (int u = 0; u < UPL; ++u) dhc[u] = (lane + 32 * u < H) ? acc[u] : 0.0f;
 #pragma unroll
@@ -266,6 +293,7 @@ gru_bwd(const float* __restrict__ dy, const float* __restrict__ w_hh, const floa
             for (int e = 0; e < 6; ++e) {
                 q0[u][e] = q1[u][e];
                 q1[u][e] = q2[u][e];
+                q2[u][e] = q3[u][e];
             }
     }
 #pragma unroll
@@ -300,7 +328,8 @@ lstm_fwd(const float* __restrict__ gi, const float* __restrict__ w_hh, const flo
     const float* gib = gi + (size_t)b * T * G * H;
     float* yb = y + (size_t)b * T * H;
     float* sb = save ? save + (size_t)b * T * 5 * H : nullptr;
-    float p0[UPL][G], p1[UPL][G];
+    // gi prefetched three steps ahead (its loads are independent of the recurrence)
+    float p0[UPL][G], p1[UPL][G], p2[UPL][G];
 #pragma unroll
     for (int u = 0; u < UPL; ++u) {
         const int j = lane + 32 * u;
@@ -308,37 +337,33 @@ lstm_fwd(const float* __restrict__ gi, const float* __restrict__ w_hh, const flo
         for (int g = 0; g < G; ++g) {
             p0[u][g] = (j < H && T > 0) ? gib[g * H + j] : 0.0f;
             p1[u][g] = (j < H && T > 1) ? gib[(size_t)G * H + g * H + j] : 0.0f;
+            p2[u][g] = (j < H && T > 2) ? gib[(size_t)2 * G * H + g * H + j] : 0.0f;
         }
     }
     for (int t = 0; t < T; ++t) {
-        float p2[UPL][G];
+        float p3[UPL][G];
 #pragma unroll
         for (int u = 0; u < UPL; ++u) {
             const int j = lane + 32 * u;
 #pragma unroll
-            for (int g = 0; g < G; ++g) p2[u][g] = (j < H && t + 2 < T) ? gib[(size_t)(t + 2) * G * H + g * H + j] : 0.0f;
+            for (int g = 0; g < G; ++g) p3[u][g] = (j < H && t + 3 < T) ? gib[(size_t)(t + 3) * G * H + g * H + j] : 0.0f;
         }
         float* hb = hbuf[t & 1];
 #pragma unroll
         for (int u = 0; u < UPL; ++u)
             if (lane + 32 * u < HP) hb[lane + 32 * u] = h[u];
         __syncwarp();
-        float acc[UPL][G];
-#pragma unroll
-        for (int u = 0; u < UPL; ++u)
-#pragma unroll
-            for (int g = 0; g < G; ++g) acc[u][g] = bh[u][g];
-        MATVEC_FWD(G, acc, hb)
+        MATVEC_FWD(G, acc, bh, hb)
 #pragma unroll
         for (int u = 0; u < UPL; ++u) {
             const int j = lane + 32 * u;
             if (j < H) {
                 const float ig = sigm(p0[u][0] + acc[u][0]);
                 const float fg = sigm(p0[u][1] + acc[u][1]);
-                const float gg = tanhf(p0[u][2] + acc[u][2]);
+                const float gg = tanh_(p0[u][2] + acc[u][2]);
                 const float og = sigm(p0[u][3] + acc[u][3]);
                 const float cn = fg * c[u] + ig * gg;
-                const float hn = og * tanhf(cn);
+                const float hn = og * tanh_(cn);
                 yb[(size_t)t * H + j] = hn;
                 if (sb) {
                     float* s = sb + (size_t)t * 5 * H;
@@ -358,6 +383,7 @@ lstm_fwd(const float* __restrict__ gi, const float* __restrict__ w_hh, const flo
             for (int g = 0; g < G; ++g) {
                 p0[u][g] = p1[u][g];
                 p1[u][g] = p2[u][g];
+                p2[u][g] = p3[u][g];
             }
     }
 }
@@ -376,8 +402,8 @@ lstm_bwd(const float* __restrict__ dy, const float* __restrict__ w_hh, const flo
     const float* dyb = dy + (size_t)b * T * H;
     const float* sb = save + (size_t)b * T * 5 * H;
     float* dab = da + (size_t)b * T * G * H;
-    // prefetched per step: dy, i, f, g, o, c_t, c_{t-1}
-    float q0[UPL][7], q1[UPL][7];
+    // prefetched three steps ahead: dy, i, f, g, o, c_t, c_{t-1}
+    float q0[UPL][7], q1[UPL][7], q2[UPL][7];
 #define LSTM_BWD_LOAD(q, t)                                                                                         \
     _Pragma("unroll") for (int u = 0; u < UPL; ++u) {                                                               \
         const int j = lane + 32 * u;                                                                                \
@@ -393,6 +419,7 @@ lstm_bwd(const float* __restrict__ dy, const float* __restrict__ w_hh, const flo
     }
     LSTM_BWD_LOAD(q0, T - 1)
     LSTM_BWD_LOAD(q1, T - 2)
+    LSTM_BWD_LOAD(q2, T - 3)
     float dhc[UPL], dcc[UPL];
 #pragma unroll
     for (int u = 0; u < UPL; ++u) {
@@ -400,15 +427,15 @@ lstm_bwd(const float* __restrict__ dy, const float* __restrict__ w_hh, const flo
         dcc[u] = 0.0f;
     }
     for (int t = T - 1; t >= 0; --t) {
-        float q2[UPL][7];
-        LSTM_BWD_LOAD(q2, t - 2)
+        float q3[UPL][7];
+        LSTM_BWD_LOAD(q3, t - 3)
         float* db = dbuf[t & 1];
 #pragma unroll
         for (int u = 0; u < UPL; ++u) {
             const int j = lane + 32 * u;
             const float dh = q0[u][0] + dhc[u];
             const float ig = q0[u][1], fg = q0[u][2], gg = q0[u][3], og = q0[u][4], cn = q0[u][5], cp = q0[u][6];
-            const float tc = tanhf(cn);
+            const float tc = tanh_(cn);
             const float dc = dcc[u] + dh * og * (1.0f - tc * tc);
             const float dai = dc * gg * ig * (1.0f - ig);
             const float daf = dc * cp * fg * (1.0f - fg);
@@ -430,10 +457,10 @@ lstm_bwd(const float* __restrict__ dy, const float* __restrict__ w_hh, const flo
             }
         }
         __syncwarp();
-        float acc[UPL];
+        float zero[UPL];
 #pragma unroll
-        for (int u = 0; u < UPL; ++u) acc[u] = 0.0f;
-        MATVEC_BWD(G, acc, db)
+        for (int u = 0; u < UPL; ++u) zero[u] = 0.0f;
+        MATVEC_BWD(G, acc, zero, db)
 #pragma unroll
         for (int u = 0; u < UPL; ++u) dhc[u] = (lane + 32 * u < H) ? acc[u] : 0.0f;
 #pragma unroll
@@ -442,6 +469,7 @@ lstm_bwd(const float* __restrict__ dy, const float* __restrict__ w_hh, const flo
             for (int e = 0; e < 7; ++e) {
                 q0[u][e] = q1[u][e];
                 q1[u][e] = q2[u][e];
+                q2[u][e] = q3[u][e];
             }
     }
 #pragma unroll
