@@ -38,6 +38,7 @@ except ImportError:  # pragma: no cover
     user_cache_dir = None
 
 HERE = Path(__file__).resolve().parent
+POINTER, INT = ctypes.c_void_p, ctypes.c_int  # the kernel-argument types of Module.launch
 INSTALL_HINT = "install dpd-desktop[cuda] (NVIDIA's cuda-bindings and the NVRTC runtime)"
 
 #: one entry per module made in this process: {"source", "defines", "arch", "compile_s" | None, "load_s", "cached"}
@@ -208,6 +209,3 @@ def module(source_file: str, defines: dict[str, int], device, functions: dict[st
         _MODULES[key] = mod
         return mod
 
-
-POINTER = ctypes.c_void_p
-INT = ctypes.c_int
