@@ -14,9 +14,11 @@ from torch import nn
 
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
-from dpd_desktop.kernels import apply_kernel, cuda_rnn, nvrtc, unsupported_reason
+from dpd_desktop.kernels import apply_kernel, cuda_rnn, nvrtc, run_recurrent, unsupported_reason
+from dpd_desktop.models import build_model
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.training.trainer import Trainer
+from test_fast_path_equivalence import _assert_same  # tests/gpu (rootdir import mode, like tests/'s helpers)
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the GPU machine)")]
@@ -31,8 +33,6 @@ def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
 
 def _run_fast(rnn, x, h0):
     """Our kernels over every layer of ``rnn`` (the dispatcher's code path)."""
-    from dpd_desktop.kernels import run_recurrent
-
     return run_recurrent(rnn, x, h0, "fast")
 
 
@@ -178,8 +178,6 @@ def _train(tmp_path, ds, cfg, fast_path, tag):
 
 
 def _same(tf, rf, te, re_):
-    from test_fast_path_equivalence import _assert_same
-
     _assert_same(tf, rf, te, re_)
 
 
@@ -212,8 +210,6 @@ def test_dpd_cascade_fast_kernel(tmp_path, ds):
 
 
 def test_apply_kernel_falls_back_for_large_hidden():
-    from dpd_desktop.models import build_model
-
     net = build_model("gru", 80).to(DEV)
     notes = apply_kernel(net, "fast", DEV)
     assert [m.kernel for m in net.modules() if hasattr(m, "kernel")] == ["reference"]
