@@ -18,6 +18,7 @@ compiled in memory at start. Ratios are reference wall / ours wall of this one r
     python3 benchmarks/bench_gpu.py --ref .ref --dataset .ref/datasets/DPA_160MHz --out benchmarks/results/x.md
     python3 benchmarks/bench_gpu.py --families ...    # every family as PA, ours vs reference (issue 3)
     python3 benchmarks/bench_gpu.py --dry-run --dataset ../shared/datasets/DPA_200MHz   # CPU plumbing check
+    python3 benchmarks/bench_gpu.py --kernel fast ...   # also ours with --kernel fast (issue 14), beside the rest
 
 Needs the reference prepared with ../shared/bench/prepare-reference.sh (folder .ref with run-reference.sh and the
 dataset; git-ignored). ``--dry-run`` needs no GPU and no reference: ours only, on CPU, one epoch on 2,000 samples,
@@ -44,6 +45,7 @@ sys.path.insert(0, str(ROOT))  # the script runs from benchmarks/; the floor mea
 
 from dpd_desktop.data import load_dataset  # noqa: E402
 from dpd_desktop.data.framing import FrameLoader  # noqa: E402
+from dpd_desktop.kernels import KERNELS, apply_kernel  # noqa: E402
 from dpd_desktop.models import Cascade, build_model  # noqa: E402
 from dpd_desktop.training.fast_path import CudaGraphStep  # noqa: E402
 from dpd_desktop.training.optim import make_adamw  # noqa: E402
@@ -232,7 +234,7 @@ def compare(ours_r, ref_r, step):
     return res
 
 
-def floor_time(dataset, step, n=2000):
+def floor_time(dataset, step, n=2000, kernel="reference"):
     """Time of the captured step's kernels alone (CUDA-graph replays, CUDA events) × 4,605 batches.
 
     The captured step is what the trainer replays: gather, forward, loss, backward, clipping and — when the
@@ -251,6 +253,8 @@ def floor_time(dataset, step, n=2000):
         pa = build_model("gru", 23)
         net = Cascade(build_model("gru", 23), pa).freeze_pa()
     net.to(dev).train()
+    notes = apply_kernel(net, kernel, dev)
+    assert not notes, notes
     trainable = [p for p in net.parameters() if p.requires_grad]
     crit = torch.nn.MSELoss()
     out = {}
@@ -312,6 +316,8 @@ def main():
                     help="the interpreter run-reference.sh uses (python3 on PATH); its bytecode is compiled too")
     ap.add_argument("--extra-env", default=None, metavar="NAME=VALUE",
                     help="also run ours (CUDA graph) with this environment variable set, as an extra row")
+    ap.add_argument("--kernel", choices=KERNELS, default="reference",
+                    help="fast: also run ours (CUDA graph) with --kernel fast, compared with ours in reference mode")
     ap.add_argument("--device", default="cuda", help="our runs' device (cpu: no floor; the reference's is ACCEL)")
     ap.add_argument("--dry-run", action="store_true",
                     help="CPU plumbing check: ours only, 1 epoch on 2,000 samples, our bytecode only; no reference, "
@@ -396,10 +402,18 @@ def main():
             if step == "pa":
                 pa_run = fast.get("run_dir")
             rows.append(fast)
+            fastk = None
+            if a.kernel != "reference":
+                fastk = ours(step, a.dataset, work / f"kernel-{a.kernel}", fast=True, epochs=epochs,
+                             extra=[*small, "--kernel", a.kernel], pyc_env=pyc, device=device,
+                             label=f"kernel {a.kernel}", **dpd_kw)
+                rows.append(fastk)
+            extra_row = None
             if a.extra_env:
                 k, v = a.extra_env.split("=", 1)
-                rows.append(ours(step, a.dataset, work / "extra", fast=True, epochs=epochs, env_extra={k: v},
-                                 extra=small, pyc_env=pyc, device=device, **dpd_kw))
+                extra_row = ours(step, a.dataset, work / "extra", fast=True, epochs=epochs, env_extra={k: v},
+                                 extra=small, pyc_env=pyc, device=device, **dpd_kw)
+                rows.append(extra_row)
             eager = None
             if not a.skip_eager and not a.dry_run:
                 eager = ours(step, a.dataset, work / "eager", fast=False, epochs=epochs, pyc_env=pyc, device=device,
@@ -439,12 +453,26 @@ def main():
             else:
                 for r in rows:
                     r["selected"] = compare(r, {}, step).get("ours_selected")
+            if fastk is not None:
+                ck = compare(fastk, fast, step)
+                checks.append(f"- {step.upper()}: {fastk['who']} vs {fast['who']} (reference kernel) — max |Δ| of dB "
+                              f"metrics over every epoch {fmt(ck.get('max_abs_db_diff'), '{:.2e}')} dB; history "
+                              f"bitwise equal: {ck.get('history_equal')}")
+                if extra_row is not None:
+                    cx = compare(fastk, extra_row, step)
+                    checks.append(f"- {step.upper()}: {fastk['who']} vs {extra_row['who']} — max |Δ| of dB metrics "
+                                  f"over every epoch {fmt(cx.get('max_abs_db_diff'), '{:.2e}')} dB")
+                if ref_r is not None and fastk["wall_s"]:
+                    ratios.append(f"- {step.upper()}, kernel {a.kernel}: reference {fmt(ref_r['wall_s'])} s / "
+                                  f"{fastk['who']} {fmt(fastk['wall_s'])} s = {fmt(ref_r['wall_s'] / fastk['wall_s'])}×")
             if eager is not None:
                 ce = compare(fast, eager, step)
                 checks.append(f"- {step.upper()}: ours CUDA graph vs ours eager — history bitwise equal: "
                               f"{ce.get('history_equal')}")
             if device == "cuda":
                 floors[step] = floor_time(a.dataset, step)
+                if a.kernel != "reference":
+                    floors[f"{step}, kernel {a.kernel}"] = floor_time(a.dataset, step, kernel=a.kernel)
             ref_wall = ref_r["wall_s"] if ref_r is not None else None
             lines += table_rows(step.upper() + " GRU-23", rows, ref_wall, floors.get(step, {}).get("floor_s"))
             for r in rows:

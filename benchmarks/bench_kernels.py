@@ -1,0 +1,177 @@
+"""GPU benchmark of the fast recurrence kernels (issue 14): ours vs cuDNN, then the 4-epoch headline.
+
+Part 1, per cell (GRU, LSTM), hidden 8/23/64, batch 64/256/1024, frame 200, input 2: the forward (training mode,
+what a training step runs) and the training step (forward + backward + weight gradients, input without gradient
+as in PA training), each captured as a CUDA graph and timed over replays with CUDA events, for cuDNN
+(``torch.nn.GRU``/``LSTM`` with PyTorch's defaults: the reference kernel) and ours (``--kernel fast``), and the
+ratio ours / cuDNN. Also the largest |Δ| of our forward against cuDNN's (TF32 as PyTorch's defaults leave it).
+Part 2: the kernels' first-use cost: NVRTC compile into an empty cache, and the cached load in a fresh process.
+Part 3 (``--headline``): benchmarks/bench_gpu.py with ``--kernel fast`` (PA and DPD GRU-23, DPA_160MHz, 4 epochs,
+ours in both kernel modes beside the reference 2.2.1, both sides' bytecode compiled, plus ours on the reference kernel
+with ``NVIDIA_TF32_OVERRIDE=0``); its table is appended.
+
+    python3 benchmarks/bench_kernels.py --out benchmarks/results/2026-12-01-kernels-h200.md [--headline]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from dpd_desktop.kernels import run_recurrent  # noqa: E402
+
+TARGETS = {("gru", 23, 64): 0.5, ("gru", 64, 64): 0.7, ("lstm", 23, 64): 0.7}  # issue 14's "Done when"
+
+
+def graph_us(fn, n):
+    """Capture ``fn`` as a CUDA graph (after warm-up on a side stream) and time ``n`` replays (µs per replay)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    for _ in range(20):
+        g.replay()
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(n):
+        g.replay()
+    b.record()
+    torch.cuda.synchronize()
+    return a.elapsed_time(b) * 1000.0 / n
+
+
+def measure(cell, H, B, T=200, I=2, n=200):
+    torch.manual_seed(0)
+    dev = torch.device("cuda")
+    rnn = (nn.GRU if cell == "gru" else nn.LSTM)(I, H, batch_first=True).to(dev)
+    x = torch.randn(B, T, I, device=dev)
+    h0 = torch.zeros(1, B, H, device=dev)
+    dy = torch.randn(B, T, H, device=dev)
+    params = list(rnn.parameters())
+    for p in params:
+        p.grad = torch.zeros_like(p)
+    out = {}
+    for kernel in ("reference", "fast"):
+        def fwd():
+            return run_recurrent(rnn, x, h0, kernel)
+
+        def step():
+            for p in params:
+                p.grad.zero_()
+            fwd().backward(dy)
+
+        out[f"{kernel}_fwd"] = graph_us(fwd, n)
+        out[f"{kernel}_step"] = graph_us(step, n)
+    with torch.no_grad():
+        out["max_diff"] = (run_recurrent(rnn, x, h0, "fast") - run_recurrent(rnn, x, h0, "reference")).abs().max().item()
+    return out
+
+
+_LOAD_CODE = ("import json, time, torch; t = time.perf_counter(); from dpd_desktop.kernels import cuda_rnn, nvrtc; "
+              "cuda_rnn._module({h}, 'cuda'); torch.cuda.synchronize(); "
+              "print(json.dumps({{'log': nvrtc.LOAD_LOG, 'total_s': time.perf_counter() - t}}))")
+
+
+def first_use(hidden_sizes=(8, 23, 64)):
+    """Per hidden size: NVRTC compile into an empty cache (process 1), then the cached load (process 2)."""
+    rows = []
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, DPD_DESKTOP_KERNEL_CACHE=cache, PYTHONPATH=str(ROOT))
+        for h in hidden_sizes:
+            for _ in range(2):
+                res = subprocess.run([sys.executable, "-c", _LOAD_CODE.format(h=h)], env=env, capture_output=True,
+                                     text=True)
+                if res.returncode:
+                    rows.append({"hidden": h, "error": res.stderr[-800:]})
+                    break
+                doc = json.loads(res.stdout.strip().splitlines()[-1])
+                rows.append({"hidden": h, **doc["log"][-1]})
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--hidden", default="8,23,64")
+    ap.add_argument("--batch", default="64,256,1024")
+    ap.add_argument("--replays", type=int, default=200)
+    ap.add_argument("--headline", action="store_true", help="also run bench_gpu.py --kernel fast (minutes)")
+    ap.add_argument("--ref", default=".ref")
+    ap.add_argument("--dataset", default=".ref/datasets/DPA_160MHz")
+    a = ap.parse_args()
+    lines = [f"# Fast recurrence kernels vs cuDNN ({time.strftime('%Y-%m-%d %H:%M')})", "",
+             f"command: `python3 benchmarks/bench_kernels.py {' '.join(sys.argv[1:])}`", "",
+             f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, cuDNN "
+             f"{torch.backends.cudnn.version()}; frame 200, input 2; CUDA-graph replays timed with CUDA events "
+             f"({a.replays} per figure); step = forward + backward + weight gradients (input without gradient)", "",
+             "| cell | hidden | batch | cuDNN fwd µs | ours fwd µs | fwd ratio | cuDNN step µs | ours step µs | "
+             "step ratio | max |Δ| fwd vs cuDNN | target |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    emit(a.out, lines)
+    verdicts = []
+    for cell in ("gru", "lstm"):
+        for h in map(int, a.hidden.split(",")):
+            for b in map(int, a.batch.split(",")):
+                m = measure(cell, h, b, n=a.replays)
+                fr, sr = m["fast_fwd"] / m["reference_fwd"], m["fast_step"] / m["reference_step"]
+                tgt = TARGETS.get((cell, h, b))
+                verdict = "" if tgt is None else f"≤ {tgt}: {'met' if sr <= tgt else 'MISSED'}"
+                if tgt is not None:
+                    verdicts.append(f"- {cell.upper()} H{h} B{b} step ratio {sr:.3f} (target {verdict})")
+                lines.append(f"| {cell.upper()} | {h} | {b} | {m['reference_fwd']:.1f} | {m['fast_fwd']:.1f} | "
+                             f"{fr:.3f} | {m['reference_step']:.1f} | {m['fast_step']:.1f} | {sr:.3f} | "
+                             f"{m['max_diff']:.2e} | {verdict} |")
+                print(lines[-1], flush=True)
+                emit(a.out, lines)
+    lines += ["", *verdicts, "", "First use of the kernels (one module per hidden size; a fresh process each row):", "",
+              "| hidden | cached | NVRTC compile s | module load s | NVRTC |", "|---|---|---|---|---|"]
+    for r in first_use():
+        if "error" in r:
+            lines.append(f"| {r['hidden']} | error | {r['error']!r} | | |")
+            continue
+        comp = "—" if r.get("compile_s") is None else f"{r['compile_s']:.3f}"
+        lines.append(f"| {r['hidden']} | {r['cached']} | {comp} | {r['load_s']:.4f} | {r['nvrtc']} ({r['arch']}) |")
+    emit(a.out, lines)
+    if a.headline:
+        with tempfile.TemporaryDirectory() as tmp:
+            dest = Path(tmp) / "headline.md"
+            # the extra row: ours on the reference kernel with TF32 off in cuDNN/cuBLAS (NVIDIA's documented
+            # override), to tell the kernels' difference from the reference mode's TF32 rounding
+            cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_gpu.py"), "--kernel", "fast", "--skip-eager",
+                   "--no-cold", "--extra-env", "NVIDIA_TF32_OVERRIDE=0", "--ref", a.ref, "--dataset", a.dataset,
+                   "--out", str(dest)]
+            env = {k: v for k, v in os.environ.items() if k != "OUT"}  # bench_gpu would copy its file into $OUT
+            res = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            lines += ["", "## 4-epoch headline (benchmarks/bench_gpu.py)", "",
+                      f"command: `python3 benchmarks/bench_gpu.py {' '.join(cmd[2:])}` (exit {res.returncode})", ""]
+            lines.append(dest.read_text() if dest.exists() else f"```\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}\n```")
+    emit(a.out, lines)
+    print("\n".join(lines))
+
+
+def emit(out, lines):
+    text = "\n".join(lines) + "\n"
+    for dest in filter(None, [out, os.path.join(os.environ["OUT"], Path(out or "kernels.md").name)
+                              if os.environ.get("OUT") else None]):
+        Path(dest).parent.mkdir(parents=True, exist_ok=True)
+        Path(dest).write_text(text)
+
+
+if __name__ == "__main__":
+    main()
