@@ -21,7 +21,7 @@ from ..config import KERNELS
 from . import cpu_rnn, cuda_rnn
 
 DEFAULT_KERNEL = KERNELS[0]
-__all__ = ["KERNELS", "DEFAULT_KERNEL", "apply_kernel", "run_recurrent", "unsupported_reason"]
+__all__ = ["KERNELS", "DEFAULT_KERNEL", "apply_kernel", "kernel_summary", "run_recurrent", "unsupported_reason"]
 
 
 def _backend(device):
@@ -76,3 +76,15 @@ def apply_kernel(net: nn.Module, kernel: str, device) -> list[str]:
         if reason is not None:
             notes.append(f"{name or 'model'}: {type(rnn).__name__} runs on the reference kernel ({reason})")
     return notes
+
+
+def kernel_summary(net: nn.Module, device) -> str:
+    """Which kernel each recurrent module of ``net`` runs (after :func:`apply_kernel`), for the run's log, e.g.
+    ``"model: GRU on fast (cpu_rnn)"``; ``"no recurrent layer"`` for the others."""
+    parts = []
+    for name, module in net.named_modules():
+        rnn = getattr(module, "rnn", None)
+        if hasattr(module, "kernel") and isinstance(rnn, nn.RNNBase):
+            where = f" ({_backend(device).__name__.rsplit('.', 1)[-1]})" if module.kernel == "fast" else ""
+            parts.append(f"{name or 'model'}: {type(rnn).__name__} on {module.kernel}{where}")
+    return "; ".join(parts) or "no recurrent layer"

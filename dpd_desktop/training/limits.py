@@ -19,6 +19,7 @@ import torch
 
 from ..config import ConfigError, ExperimentConfig
 from ..runs.settings import FILE_NAME as SETTINGS_FILE, WorkspaceSettings
+from . import cpu_threads
 from .errors import TrainingError
 
 FAULT_ENV = "DPD_DESKTOP_FAULT"
@@ -66,13 +67,20 @@ def with_workspace_defaults(cfg: ExperimentConfig, workspace) -> ExperimentConfi
     return out
 
 
-def apply_device_limits(cfg: ExperimentConfig, device: torch.device) -> None:
-    """CPU threads (``cfg.threads``) and, on CUDA, the memory ceiling ``cfg.cuda_memory_fraction`` of the card
-    (``torch.cuda.set_per_process_memory_fraction``; allocations beyond it raise out-of-memory)."""
-    if cfg.threads:
+def apply_device_limits(cfg: ExperimentConfig, device: torch.device) -> str | None:
+    """CPU threads (``cfg.threads``; on the CPU, unset, the rule of :func:`.cpu_threads.choose_threads`) and, on
+    CUDA, the memory ceiling ``cfg.cuda_memory_fraction`` of the card (``torch.cuda.set_per_process_memory_fraction``;
+    allocations beyond it raise out-of-memory). Returns the CPU threads' log line (None on CUDA)."""
+    note = None
+    if device.type == "cpu":
+        threads, note = cpu_threads.choose_threads(cfg.threads, cfg.kernel)
+        if threads:
+            torch.set_num_threads(threads)
+    elif cfg.threads:
         torch.set_num_threads(cfg.threads)
     if cfg.cuda_memory_fraction is not None and device.type == "cuda":
         torch.cuda.set_per_process_memory_fraction(float(cfg.cuda_memory_fraction), device)
+    return note
 
 
 class TimeLimit:
