@@ -48,11 +48,11 @@ def child(kernel: str, threads: str, batches: int) -> None:
     note = ""
     if threads == "app":
         from dpd_desktop.training import cpu_threads
-        n, note = cpu_threads.choose_threads(None)
+        n, note = cpu_threads.choose_threads(None, kernel)
     import torch
     from torch import nn
 
-    if threads == "app":
+    if threads == "app" and n:
         torch.set_num_threads(n)
     elif threads != "cores":
         torch.set_num_threads(int(threads))

@@ -16,7 +16,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
                                             ("compare_reference_cpu.py", "--ref"), ("gui_overhead.py", "--screenshot"),
                                             ("profile_startup.py", "--dataset"),
                                             ("science_table.py", "--dry-run"),
-                                            ("gain_rules.py", "--rules")])
+                                            ("gain_rules.py", "--rules"), ("bench_kernels_cpu.py", "--batches")])
 def test_help_parses(script, option):
     out = subprocess.run([sys.executable, str(BENCH / script), "--help"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
