@@ -83,7 +83,8 @@ def _unblocks(g: Tensor, order: tuple[int, ...], hidden: int) -> Tensor:
 # backward, and fresh buffers ~250 page faults per call.
 _POOL: dict[tuple, list["_Workspace"]] = {}
 _POOL_LOCK = threading.Lock()
-_POOL_MAX = 8  # free workspaces kept (each GRU-23 batch-64 frame-200 one is ~18 MB)
+_POOL_MAX = 4  # free workspaces kept (a GRU-23 batch-64 frame-200 one is 10 MB, 18 MB once it did a backward)
+NO_GRAD_CHUNK = 256  # steps per workspace without autograd (evaluation: 2,560-sample segments run in 10 chunks)
 
 
 class _Workspace:
@@ -147,12 +148,41 @@ def _flat(buf: Tensor) -> Tensor:
     return buf.permute(1, 0, 2).reshape(r, t * b)
 
 
+def _time_major_input(xt: Tensor, x: Tensor) -> None:
+    """Copy ``x`` ``(B, T, I)`` into the workspace's ``xt`` ``(T, I+1, B)``, whose last row is ones (the bias row)."""
+    xt[:, :x.shape[2]].copy_(x.permute(1, 2, 0))
+
+
 def _input_part(out: Tensor, xt: Tensor, w: Tensor, bias: Tensor) -> None:
-    """Every step's input projection by one batched GEMM into ``out`` ``(T, R, B)``: ``w`` ``(R, I)`` · ``xt[t]``
-    ``(I, B)`` + ``bias`` ``(R,)``."""
-    t, _, b = xt.shape
-    r = w.shape[0]
-    torch.baddbmm(bias[:, None].expand(t, r, b), w.expand(t, r, w.shape[1]), xt, out=out)
+    """Every step's input projection by one batched GEMM into ``out`` ``(T, R, B)``: ``[w | bias]`` ``(R, I+1)`` ·
+    ``xt[t]`` ``(I+1, B)`` (its last row ones, so that the bias needs no pass of its own)."""
+    t = xt.shape[0]
+    wb = torch.cat([w, bias[:, None]], 1)
+    torch.bmm(wb.expand(t, *wb.shape), xt, out=out)
+
+
+def _workspace_input(t: int, i: int, b: int, e: dict) -> Tensor:
+    xt = torch.empty((t, i + 1, b), **e)
+    xt[:, i].fill_(1.0)
+    return xt
+
+
+def _no_grad(cell: str, build, forward, x: Tensor, states: tuple, weights: tuple) -> Tensor:
+    """``forward`` over ``x`` ``(B, T, I)`` without autograd, :data:`NO_GRAD_CHUNK` steps at a time, each chunk
+    starting from the last one's final states (``states``: (h0,) or (h0, c0), each ``(B, H)``) → ``(B, T, H)``."""
+    b, t, _ = x.shape
+    hid = states[0].shape[-1]
+    out = torch.empty((b, t, hid), dtype=x.dtype, device=x.device)
+    for start in range(0, t, NO_GRAD_CHUNK):
+        chunk = x[:, start:start + NO_GRAD_CHUNK]
+        lease = _lease(_key(cell, chunk, hid), build)
+        ws = lease.ws
+        forward(ws, chunk, *states, *weights)
+        out[:, start:start + chunk.shape[1]].copy_(ws.hall[1:].permute(2, 0, 1))
+        last = (ws.hall[-1], ws.call[-1]) if cell == "lstm" else (ws.hall[-1],)
+        states = tuple(v.t().clone() for v in last)
+        del lease
+    return out
 
 
 # ------------------------------------------------------------------------------------------------------------ GRU
@@ -162,21 +192,33 @@ _GRU_FWD = (2, 0, 1)
 
 
 def _gru_workspace(key: tuple) -> _Workspace:
-    """S ``(T, 7H, B)`` = [W_in x + b_in, W_hn h + b_hn, r, z, 3 backward factors], N ``(T, H, B)`` = n,
-    Hall ``(T+1, H, B)`` = [h0, h_1 … h_T], G ``(T, 5H, B)`` the gate gradients, D ``(T+1, H, B)`` dL/dh, xt
-    ``(T, I, B)``, and the per-step views of the forward and the backward loop."""
+    """The forward's buffers: S ``(T, 7H, B)`` = [W_in x + b_in, W_hn h + b_hn, r, z, 3 backward factors],
+    N ``(T, H, B)`` = n, Hall ``(T+1, H, B)`` = [h0, h_1 … h_T], xt ``(T, I+1, B)``, and the forward's per-step views
+    (the backward's are added by :func:`_gru_backward_buffers`)."""
     _, t, b, hid, i, dt, dev = key
     e = dict(dtype=dt, device=dev)
     s, n = torch.empty((t, 7 * hid, b), **e), torch.empty((t, hid, b), **e)
-    hall, d = torch.empty((t + 1, hid, b), **e), torch.empty((t + 1, hid, b), **e)
-    g, xt = torch.empty((t, 5 * hid, b), **e), torch.empty((t, i, b), **e)
-    hs, ds = hall.unbind(0), d.unbind(0)
+    hall, xt = torch.empty((t + 1, hid, b), **e), _workspace_input(t, i, b, e)
+    hs = hall.unbind(0)
     fwd = list(zip(s[:, hid:4 * hid].unbind(0), s[:, 2 * hid:4 * hid].unbind(0), s[:, :hid].unbind(0),
                    s[:, hid:2 * hid].unbind(0), s[:, 2 * hid:3 * hid].unbind(0), s[:, 3 * hid:4 * hid].unbind(0),
                    n.unbind(0), hs[:-1], hs[1:]))
-    bwd = list(zip(ds[1:], ds[:-1], s[:, 3 * hid:].view(t, 4, hid, b).unbind(0),
-                   g[:, :4 * hid].view(t, 4, hid, b).unbind(0), g[:, :4 * hid].unbind(0)))[::-1]
-    return _Workspace(key, dict(s=s, n=n, hall=hall, d=d, g=g, xt=xt, fwd=fwd, bwd=bwd))
+    return _Workspace(key, dict(s=s, n=n, hall=hall, xt=xt, fwd=fwd))
+
+
+def _gru_backward_buffers(ws: _Workspace) -> None:
+    """Add G ``(T, 5H, B)`` (the gate gradients), D ``(T+1, H, B)`` (dL/dh) and the backward's per-step views to
+    ``ws`` (once: a workspace that only evaluates never has them)."""
+    if hasattr(ws, "g"):
+        return
+    t, _, b = ws.n.shape
+    hid = ws.n.shape[1]
+    g = torch.empty((t, 5 * hid, b), dtype=ws.n.dtype, device=ws.n.device)
+    d = torch.empty((t + 1, hid, b), dtype=ws.n.dtype, device=ws.n.device)
+    ds = d.unbind(0)
+    ws.g, ws.d = g, d
+    ws.bwd = list(zip(ds[1:], ds[:-1], ws.s[:, 3 * hid:].view(t, 4, hid, b).unbind(0),
+                      g[:, :4 * hid].view(t, 4, hid, b).unbind(0), g[:, :4 * hid].unbind(0)))[::-1]
 
 
 def _gru_forward(ws: _Workspace, x, h0, w_ih, w_hh, b_ih, b_hh) -> None:
@@ -184,7 +226,7 @@ def _gru_forward(ws: _Workspace, x, h0, w_ih, w_hh, b_ih, b_hh) -> None:
     hid = h0.shape[-1]
     dt, dev = x.dtype, x.device
     xt = ws.xt
-    xt.copy_(x.permute(1, 2, 0))
+    _time_major_input(xt, x)
     # One batched GEMM for every step's input part, S[:, :4H] = [W_in x + b_in, b_hn, W_ir x + b_ir + b_hr,
     # W_iz x + b_iz + b_hz]; each step then adds its recurrent part to rows H:4H in place (addmm_).
     w4 = torch.cat([w_ih[2 * hid:], torch.zeros((hid, w_ih.shape[1]), dtype=dt, device=dev), w_ih[:2 * hid]])
@@ -214,6 +256,7 @@ def _gru_backward(ws: _Workspace, dy, w_ih, w_hh, needs):
     dghn = dh ⊙ (1 − z)(1 − n²) r, da_n = dh ⊙ (1 − z)(1 − n²); and dh_{t−1} = dy_{t−1} + z ⊙ dh_t + W_hh^T dgh_t.
     With the factors F = [z, (1 − z)(1 − n²) r, … ghn r (1 − r), (h − n) z (1 − z)] of all steps computed at once,
     a step is one broadcast product G_t = F_t ⊙ dh_t and one GEMM dh_{t−1} += [I | W_hn | W_hr | W_hz]^T G_t."""
+    _gru_backward_buffers(ws)
     s, n, hall, g, d = ws.s, ws.n, ws.hall, ws.g, ws.d
     t, hid, b = n.shape
     dt, dev = n.dtype, n.device
@@ -233,19 +276,20 @@ def _gru_backward(ws: _Workspace, dy, w_ih, w_hh, needs):
         mul(dcur, ft, out=gt)
         dprev.addmm_(waug_t, gflat)
     torch.mul(an, d[1:], out=g[:, 4 * hid:])
-    need_dx, need_ih, need_hh = needs[0], needs[2], needs[3]
-    gf = _flat(g[:, hid:]) if need_dx or need_ih or need_hh else None
     dx = dw_ih = dw_hh = db_ih = db_hh = None
-    if need_dx:
+    if not any(needs[k] for k in (0, 2, 3, 4, 5)):
+        return None, d[0].t().clone() if needs[1] else None, None, None, None, None
+    gf = _flat(g[:, hid:])                   # (4H, T·B) rows [dghn, da_r, da_z, da_n]
+    if needs[0]:
         dx = torch.mm(w_ih.t(), gf[hid:]).view(-1, t, b).permute(2, 1, 0).contiguous()
-    if need_ih:
-        dw_ih = torch.mm(gf[hid:], _flat(ws.xt).t())
-    if need_hh:
+    if needs[2]:
+        dw_ih = torch.mm(gf[hid:], _flat(ws.xt[:, :w_ih.shape[1]]).t())
+    if needs[3]:
         dw_hh = _unblocks(torch.mm(gf[:3 * hid], _flat(hprev).t()), _GRU_FWD, hid)
-    if needs[4]:
-        db_ih = g[:, 2 * hid:].sum(2).sum(0)
-    if needs[5]:
-        db_hh = _unblocks(g[:, hid:4 * hid].sum(2).sum(0), _GRU_FWD, hid)
+    if needs[4] or needs[5]:
+        sums = gf.sum(1)
+        db_ih = sums[hid:] if needs[4] else None
+        db_hh = _unblocks(sums[:3 * hid], _GRU_FWD, hid) if needs[5] else None
     return dx, d[0].t().clone() if needs[1] else None, dw_ih, dw_hh, db_ih, db_hh
 
 
@@ -268,13 +312,11 @@ def gru_sequence(x: Tensor, h0: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor
                  b_hh: Tensor | None) -> Tensor:
     """One GRU layer over ``x`` ``(B, T, I)`` from ``h0`` ``(B, H)`` → ``(B, T, H)`` (see the module doc);
     differentiable with respect to every tensor argument. Without autograd (no-grad mode, or nothing requiring a
-    gradient) the workspace is released at once."""
+    gradient) the sequence runs in chunks of :data:`NO_GRAD_CHUNK` steps and nothing is kept."""
     args = (x, h0, w_ih, w_hh, b_ih, b_hh)
     if torch.is_grad_enabled() and any(a is not None and a.requires_grad for a in args):
         return _GRUSequence.apply(*args)
-    lease = _lease(_key("gru", x, h0.shape[-1]), _gru_workspace)
-    _gru_forward(lease.ws, *args)
-    return _batch_first(lease.ws.hall[1:])
+    return _no_grad("gru", _gru_workspace, _gru_forward, x, (h0,), args[2:])
 
 
 # ----------------------------------------------------------------------------------------------------------- LSTM
@@ -284,22 +326,33 @@ _LSTM_BWD = (3, 0, 1, 2)   # backward rows [o, i, f, g]: the gradients of i, f, 
 
 
 def _lstm_workspace(key: tuple) -> _Workspace:
-    """S ``(T, 7H, B)`` = [3 backward factors, f, o, i, g], Call/Hall ``(T+1, H, B)`` = [c0 (h0), c_1 … c_T],
-    TC ``(T, H, B)`` = tanh(c), A ``(T, 5H, B)`` backward factors, G ``(T+1, 5H, B)`` = [da_o, da_i, da_f, da_g,
-    dc_prev] (row T: the zero carry of the last step), D ``(T+1, H, B)`` dL/dh, xt; and the per-step views."""
+    """The forward's buffers: S ``(T, 7H, B)`` = [3 backward factors, f, o, i, g], Call/Hall ``(T+1, H, B)`` =
+    [c0 (h0), c_1 … c_T], TC ``(T, H, B)`` = tanh(c), xt ``(T, I+1, B)``; and the forward's per-step views (the
+    backward's are added by :func:`_lstm_backward_buffers`)."""
     _, t, b, hid, i, dt, dev = key
     e = dict(dtype=dt, device=dev)
     s, tc = torch.empty((t, 7 * hid, b), **e), torch.empty((t, hid, b), **e)
-    call, hall, d = (torch.empty((t + 1, hid, b), **e) for _ in range(3))
-    a, g, xt = torch.empty((t, 5 * hid, b), **e), torch.empty((t + 1, 5 * hid, b), **e), torch.empty((t, i, b), **e)
-    cs, hs, ds = call.unbind(0), hall.unbind(0), d.unbind(0)
+    call, hall = torch.empty((t + 1, hid, b), **e), torch.empty((t + 1, hid, b), **e)
+    cs, hs = call.unbind(0), hall.unbind(0)
     fwd = list(zip(s[:, 3 * hid:].unbind(0), s[:, 3 * hid:6 * hid].unbind(0), s[:, 3 * hid:4 * hid].unbind(0),
                    s[:, 4 * hid:5 * hid].unbind(0), s[:, 5 * hid:6 * hid].unbind(0), s[:, 6 * hid:].unbind(0),
                    cs[:-1], cs[1:], tc.unbind(0), hs[:-1], hs[1:]))
-    bwd = list(zip(ds[1:], ds[:-1], a.view(t, 5, hid, b).unbind(0), g[:t].view(t, 5, hid, b).unbind(0),
-                   g[:t, hid:].view(t, 4, hid, b).unbind(0), s[:, :4 * hid].view(t, 4, hid, b).unbind(0),
-                   g[1:, 4 * hid:].unbind(0), g[:t, :4 * hid].unbind(0)))[::-1]
-    return _Workspace(key, dict(s=s, tc=tc, call=call, hall=hall, d=d, a=a, g=g, xt=xt, fwd=fwd, bwd=bwd))
+    return _Workspace(key, dict(s=s, tc=tc, call=call, hall=hall, xt=_workspace_input(t, i, b, e), fwd=fwd))
+
+
+def _lstm_backward_buffers(ws: _Workspace) -> None:
+    """Add A ``(T, 5H, B)`` (backward factors), G ``(T+1, 5H, B)`` = [da_o, da_i, da_f, da_g, dc_prev] (row T: the
+    zero carry of the last step), D ``(T+1, H, B)`` (dL/dh) and the backward's per-step views to ``ws`` (once)."""
+    if hasattr(ws, "g"):
+        return
+    t, hid, b = ws.tc.shape
+    e = dict(dtype=ws.tc.dtype, device=ws.tc.device)
+    a, g, d = torch.empty((t, 5 * hid, b), **e), torch.empty((t + 1, 5 * hid, b), **e), torch.empty((t + 1, hid, b), **e)
+    ds = d.unbind(0)
+    ws.a, ws.g, ws.d = a, g, d
+    ws.bwd = list(zip(ds[1:], ds[:-1], a.view(t, 5, hid, b).unbind(0), g[:t].view(t, 5, hid, b).unbind(0),
+                      g[:t, hid:].view(t, 4, hid, b).unbind(0), ws.s[:, :4 * hid].view(t, 4, hid, b).unbind(0),
+                      g[1:, 4 * hid:].unbind(0), g[:t, :4 * hid].unbind(0)))[::-1]
 
 
 def _lstm_forward(ws: _Workspace, x, h0, c0, w_ih, w_hh, b_ih, b_hh) -> None:
@@ -309,7 +362,7 @@ def _lstm_forward(ws: _Workspace, x, h0, c0, w_ih, w_hh, b_ih, b_hh) -> None:
     for bb in (b_ih, b_hh):
         if bb is not None:
             bias += _blocks(bb, _LSTM_FWD, hid)
-    ws.xt.copy_(x.permute(1, 2, 0))
+    _time_major_input(ws.xt, x)
     _input_part(ws.s[:, 3 * hid:], ws.xt, _blocks(w_ih, _LSTM_FWD, hid), bias)
     ws.call[0].copy_(c0.t())
     ws.hall[0].copy_(h0.t())
@@ -332,6 +385,7 @@ def _lstm_backward(ws: _Workspace, dy, w_ih, w_hh, needs):
     A = [Fo, Fi Fc, Ff Fc, Fg Fc, f Fc], Bf = [0, Fi, Ff, Fg, f] where Fo = tanh(c) o (1 − o), Fc = o (1 − tanh²c),
     Fi = g i (1 − i), Ff = c_prev f (1 − f), Fg = i (1 − g²); the last row is the next carry. A step: one product,
     one multiply-add, one GEMM dh_{t−1} += W_hh^T [da_o, da_i, da_f, da_g]."""
+    _lstm_backward_buffers(ws)
     s, tc, call, hall, a, g, d = ws.s, ws.tc, ws.call, ws.hall, ws.a, ws.g, ws.d
     t, hid, b = tc.shape
     f, o, i, gg = (s[:, k * hid:(k + 1) * hid] for k in range(3, 7))
@@ -350,15 +404,15 @@ def _lstm_backward(ws: _Workspace, dy, w_ih, w_hh, needs):
         mul(dcur, at, out=gt)
         g4.addcmul_(bt, carry)
         dprev.addmm_(wpt, gates)
-    gf = _flat(g[:t, :4 * hid]) if needs[0] or needs[3] or needs[4] else None
+    gf = _flat(g[:t, :4 * hid]) if any(needs[k] for k in (0, 3, 4, 5, 6)) else None
     dx = dw_ih = dw_hh = None
     if needs[0]:
         dx = torch.mm(_blocks(w_ih, _LSTM_BWD, hid).t(), gf).view(-1, t, b).permute(2, 1, 0).contiguous()
     if needs[3]:
-        dw_ih = _unblocks(torch.mm(gf, _flat(ws.xt).t()), _LSTM_BWD, hid)
+        dw_ih = _unblocks(torch.mm(gf, _flat(ws.xt[:, :w_ih.shape[1]]).t()), _LSTM_BWD, hid)
     if needs[4]:
         dw_hh = _unblocks(torch.mm(gf, _flat(hall[:-1]).t()), _LSTM_BWD, hid)
-    db = _unblocks(g[:t, :4 * hid].sum(2).sum(0), _LSTM_BWD, hid) if needs[5] or needs[6] else None
+    db = _unblocks(gf.sum(1), _LSTM_BWD, hid) if needs[5] or needs[6] else None
     return (dx, d[0].t().clone() if needs[1] else None, g[0, 4 * hid:].t().clone() if needs[2] else None,
             dw_ih, dw_hh, db if needs[5] else None, db.clone() if needs[6] else None)
 
@@ -385,6 +439,4 @@ def lstm_sequence(x: Tensor, h0: Tensor, c0: Tensor, w_ih: Tensor, w_hh: Tensor,
     args = (x, h0, c0, w_ih, w_hh, b_ih, b_hh)
     if torch.is_grad_enabled() and any(a is not None and a.requires_grad for a in args):
         return _LSTMSequence.apply(*args)
-    lease = _lease(_key("lstm", x, h0.shape[-1]), _lstm_workspace)
-    _lstm_forward(lease.ws, *args)
-    return _batch_first(lease.ws.hall[1:])
+    return _no_grad("lstm", _lstm_workspace, _lstm_forward, x, (h0, c0), args[3:])
