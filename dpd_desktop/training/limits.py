@@ -24,6 +24,9 @@ from .errors import TrainingError
 
 FAULT_ENV = "DPD_DESKTOP_FAULT"
 TIME_LIMIT_REASON = "time limit"
+#: PyTorch's thread count when this module is imported (before any run set one): a CPU run that sets none and runs
+#: the reference kernel goes back to it, whatever an earlier run in this process (the window's) set.
+TORCH_DEFAULT_THREADS = torch.get_num_threads()
 OOM_REMEDY = "lower batch size or hidden size / set --cuda-memory-fraction"
 NONFINITE_REMEDY = "lower the learning rate, check the data for NaN"
 
@@ -73,9 +76,8 @@ def apply_device_limits(cfg: ExperimentConfig, device: torch.device) -> str | No
     allocations beyond it raise out-of-memory). Returns the CPU threads' log line (None on CUDA)."""
     note = None
     if device.type == "cpu":
-        threads, note = cpu_threads.choose_threads(cfg.threads, cfg.kernel)
-        if threads:
-            torch.set_num_threads(threads)
+        threads, note = cpu_threads.choose_threads(cfg.threads, cfg.kernel, TORCH_DEFAULT_THREADS)
+        torch.set_num_threads(threads)
     elif cfg.threads:
         torch.set_num_threads(cfg.threads)
     if cfg.cuda_memory_fraction is not None and device.type == "cuda":

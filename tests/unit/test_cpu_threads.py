@@ -12,7 +12,7 @@ import torch
 
 from dpd_desktop import cli
 from dpd_desktop.process import Exit
-from dpd_desktop.training import cpu_threads
+from dpd_desktop.training import cpu_threads, limits
 
 
 @pytest.fixture(autouse=True)
@@ -42,17 +42,18 @@ def test_the_command_line_sets_it_before_pytorch_loads():
     assert "policy PASSIVE False" in out.stdout, out.stdout + out.stderr
 
 
-@pytest.mark.parametrize("requested, kernel, want", [(None, "fast", 1), (None, "reference", None), (2, "fast", 2),
+@pytest.mark.parametrize("requested, kernel, want", [(None, "fast", 1), (None, "reference", 7), (2, "fast", 2),
                                                      (1, "reference", 1)])
 def test_thread_rule_depends_on_the_settings_only(requested, kernel, want):
-    threads, note = cpu_threads.choose_threads(requested, kernel)
-    assert threads == want and note.startswith("CPU threads: ")
+    threads, note = cpu_threads.choose_threads(requested, kernel, 7)
+    assert threads == want and note.startswith(f"CPU threads: {want} ")
     assert ("the run's setting" in note) == (requested is not None)
 
 
-@pytest.mark.parametrize("kernel, threads", [("fast", 1), ("reference", os.cpu_count())])
+@pytest.mark.parametrize("kernel, threads", [("fast", 1), ("reference", limits.TORCH_DEFAULT_THREADS)])
 def test_run_log_names_the_kernel_and_config_records_the_threads(tmp_path, kernel, threads):
-    torch.set_num_threads(os.cpu_count() or 1)
+    """Also: a reference run after a fast one in the same process (the window) goes back to PyTorch's default."""
+    torch.set_num_threads(1 if kernel == "reference" else limits.TORCH_DEFAULT_THREADS)
     small = ["--dataset", "demo", "--epochs", "1", "--hidden-size", "4", "--frame-length", "40", "--stride", "16",
              "--max-train-samples", "600", "--batch-size-eval", "256", "--quiet", "--no-plots", "--device", "cpu",
              "--kernel", kernel]
@@ -64,4 +65,4 @@ def test_run_log_names_the_kernel_and_config_records_the_threads(tmp_path, kerne
     log = (run / "log.txt").read_text()
     expected = "kernel: backbone: GRU on fast (cpu_rnn)" if kernel == "fast" else "kernel: backbone: GRU on reference"
     assert expected in log
-    assert f"CPU threads: {1 if kernel == 'fast' else 'PyTorch'}" in log
+    assert f"CPU threads: {threads} (" in log
