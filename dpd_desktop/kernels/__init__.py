@@ -21,7 +21,7 @@ from ..config import KERNELS
 from . import cpu_rnn, cuda_rnn
 
 DEFAULT_KERNEL = KERNELS[0]
-__all__ = ["KERNELS", "DEFAULT_KERNEL", "apply_kernel", "kernel_summary", "run_recurrent", "unsupported_reason"]
+__all__ = ["KERNELS", "DEFAULT_KERNEL", "apply_kernel", "run_recurrent", "unsupported_reason"]
 
 
 def _backend(device):
@@ -37,6 +37,18 @@ def unsupported_reason(rnn: nn.RNNBase, device) -> str | None:
     if any(p.dtype != torch.float32 for p in rnn.parameters()):
         return "the fast kernels are float32 only"
     return _backend(device).unsupported(rnn)
+
+
+def kernel_summary(net: nn.Module, device) -> str:
+    """Which kernel each recurrent module of ``net`` runs (after :func:`apply_kernel`), for the run's log, e.g.
+    ``"backbone: GRU on fast (cpu_rnn)"``; ``"no recurrent layer"`` for the others."""
+    parts = []
+    for name, module in net.named_modules():
+        rnn = getattr(module, "rnn", None)
+        if hasattr(module, "kernel") and isinstance(rnn, nn.RNNBase):
+            where = f" ({_backend(device).__name__.rsplit('.', 1)[-1]})" if module.kernel == "fast" else ""
+            parts.append(f"{name or 'model'}: {type(rnn).__name__} on {module.kernel}{where}")
+    return "; ".join(parts) or "no recurrent layer"
 
 
 def run_recurrent(rnn: nn.RNNBase, x: Tensor, h0: Tensor, kernel: str = DEFAULT_KERNEL) -> Tensor:
@@ -76,15 +88,3 @@ def apply_kernel(net: nn.Module, kernel: str, device) -> list[str]:
         if reason is not None:
             notes.append(f"{name or 'model'}: {type(rnn).__name__} runs on the reference kernel ({reason})")
     return notes
-
-
-def kernel_summary(net: nn.Module, device) -> str:
-    """Which kernel each recurrent module of ``net`` runs (after :func:`apply_kernel`), for the run's log, e.g.
-    ``"model: GRU on fast (cpu_rnn)"``; ``"no recurrent layer"`` for the others."""
-    parts = []
-    for name, module in net.named_modules():
-        rnn = getattr(module, "rnn", None)
-        if hasattr(module, "kernel") and isinstance(rnn, nn.RNNBase):
-            where = f" ({_backend(device).__name__.rsplit('.', 1)[-1]})" if module.kernel == "fast" else ""
-            parts.append(f"{name or 'model'}: {type(rnn).__name__} on {module.kernel}{where}")
-    return "; ".join(parts) or "no recurrent layer"

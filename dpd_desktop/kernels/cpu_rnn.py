@@ -36,6 +36,7 @@ import threading
 
 import torch
 from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
 
 __all__ = ["gru_sequence", "lstm_sequence", "unsupported"]
 
@@ -105,10 +106,10 @@ class _Lease:
         self.ws = ws
 
     def __del__(self):
+        # no lock here: a garbage collection inside _lease (which holds the lock) may run this; the store is atomic
         ws, self.ws = self.ws, None
         if ws is not None:
-            with _POOL_LOCK:
-                ws.in_use = False
+            ws.in_use = False
 
 
 def _lease(key: tuple, build) -> _Lease:
@@ -303,6 +304,7 @@ class _GRUSequence(torch.autograd.Function):
         return _batch_first(lease.ws.hall[1:])
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, dy):
         w_ih, w_hh = ctx.saved_tensors
         return _gru_backward(ctx.lease.ws, dy, w_ih, w_hh, ctx.needs_input_grad)
@@ -427,6 +429,7 @@ class _LSTMSequence(torch.autograd.Function):
         return _batch_first(lease.ws.hall[1:])
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, dy):
         w_ih, w_hh = ctx.saved_tensors
         return _lstm_backward(ctx.lease.ws, dy, w_ih, w_hh, ctx.needs_input_grad)
