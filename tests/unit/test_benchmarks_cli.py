@@ -12,11 +12,12 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-@pytest.mark.parametrize("script, option", [("bench_gpu.py", "--dry-run"), ("startup_ab.py", "--env"),
+@pytest.mark.parametrize("script, option", [("bench_kernels_cpu.py", "--batches"),
+                                            ("bench_gpu.py", "--dry-run"), ("startup_ab.py", "--env"),
                                             ("compare_reference_cpu.py", "--ref"), ("gui_overhead.py", "--screenshot"),
                                             ("profile_startup.py", "--dataset"),
                                             ("science_table.py", "--dry-run"),
-                                            ("gain_rules.py", "--rules"), ("bench_kernels_cpu.py", "--batches")])
+                                            ("gain_rules.py", "--rules")])
 def test_help_parses(script, option):
     out = subprocess.run([sys.executable, str(BENCH / script), "--help"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
