@@ -11,7 +11,7 @@ printed with the load average at the row's start. "busy" rows run beside one pur
 
 Rows: the reference as OpenDPD runs it (PyTorch's threads = the cores, OpenMP's default wait policy), with 1 thread,
 with PASSIVE; ours with 1 and 2 threads, and as the application runs it (``dpd_desktop.cli.run`` sets PASSIVE;
-the threads of :func:`dpd_desktop.training.cpu_threads.choose_threads` for a run that sets none).
+the threads that :func:`dpd_desktop.training.limits.apply_device_limits` sets for a run that sets none).
 
     python benchmarks/bench_kernels_cpu.py [--batches 25] [--out benchmarks/results/2026-12-01-kernels-cpu.md]
 """
@@ -45,15 +45,14 @@ ROWS = [
 
 def child(kernel: str, threads: str, batches: int) -> None:
     """One row: print {"median_ms", "min_ms", "threads", "threads_note"} as JSON."""
-    note = ""
-    if threads == "app":
-        from dpd_desktop.training import cpu_threads
-        n, note = cpu_threads.choose_threads(None, kernel)
     import torch
     from torch import nn
 
-    if threads == "app" and n:
-        torch.set_num_threads(n)
+    note = ""
+    if threads == "app":  # the trainer's own call, for a CPU run that sets no threads
+        from dpd_desktop.config import ExperimentConfig
+        from dpd_desktop.training.limits import apply_device_limits
+        note = apply_device_limits(ExperimentConfig(kernel=kernel, device="cpu"), torch.device("cpu"))
     elif threads != "cores":
         torch.set_num_threads(int(threads))
     torch.manual_seed(0)
