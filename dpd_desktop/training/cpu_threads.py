@@ -10,8 +10,8 @@ Measured (issue 14; 2-core machine shared with other jobs; torch 2.13 with libgo
   machine at load 5-9. With ``OMP_WAIT_POLICY=PASSIVE`` (waiting threads sleep): 32.8 ms idle, 32.7 ms beside one
   busy process, 48 ms at load 5-9. GOMP_SPINCOUNT=1000/10000/100000 at load 5-9: 71/204/292 ms.
 * The fast kernel's recurrence is serial (its per-step ops are below PyTorch's parallel grain size); only its
-  whole-sequence ops and GEMMs use a second thread. Beside one busy process: 1 thread 10.7 ms, 2 threads PASSIVE
-  24 ms, 2 threads spinning 101 ms.
+  whole-sequence ops and GEMMs use a second thread. Idle / beside one busy process (load ~1.4): 1 thread
+  10.5 / 11.4 ms; 2 threads PASSIVE 13.1 / 14.0 ms; 2 threads spinning 11.3 / 24.8 ms.
 
 So :func:`prefer_passive_wait` sets ``OMP_WAIT_POLICY=PASSIVE`` (unless the user set it) at the process entries
 (``dpd_desktop.cli.run``, which the window and the command line start from, and the queue's child module, which the
