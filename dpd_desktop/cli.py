@@ -44,6 +44,7 @@ from .runs.workspace import Workspace, WorkspaceError
 from .cli_poly import add_poly_options, poly_config_fields, poly_summary
 from .timing import mark
 from .training import events as E
+from .training.cpu_threads import prefer_passive_wait
 
 # Imported inside the commands that need them, to keep `dpd-desktop --help` and `runs` fast (measured on the 2-core
 # development machine, median of 3): the trainer and run-dpd bring PyTorch (`import torch` 0.75 s here, 2-3 s on the
@@ -458,6 +459,7 @@ def run() -> None:
     ``run-dpd``) is a plain cancel (exit status 3), never a traceback; nor is a standard output closed by its reader
     (exit status 0). The process ends with ``os._exit`` when the command allows it (:attr:`Outcome.skip_teardown`).
     """
+    prefer_passive_wait()  # before PyTorch loads OpenMP: waiting threads sleep (training/cpu_threads.py)
     CTRL_C.install()
     mark("cli_start")
     try:

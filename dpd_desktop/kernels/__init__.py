@@ -40,6 +40,18 @@ def unsupported_reason(rnn: nn.RNNBase, device) -> str | None:
     return _backend(device).unsupported(rnn)
 
 
+def kernel_summary(net: nn.Module, device) -> str:
+    """Which kernel each recurrent module of ``net`` runs (after :func:`apply_kernel`), for the run's log, e.g.
+    ``"backbone: GRU on fast (cpu_rnn)"``; ``"no recurrent layer"`` for the others."""
+    parts = []
+    for name, module in net.named_modules():
+        rnn = getattr(module, "rnn", None)
+        if hasattr(module, "kernel") and isinstance(rnn, nn.RNNBase):
+            where = f" ({_backend(device).__name__.rsplit('.', 1)[-1]})" if module.kernel == "fast" else ""
+            parts.append(f"{name or 'model'}: {type(rnn).__name__} on {module.kernel}{where}")
+    return "; ".join(parts) or "no recurrent layer"
+
+
 def run_recurrent(rnn: nn.RNNBase, x: Tensor, h0: Tensor, kernel: str = DEFAULT_KERNEL) -> Tensor:
     """``rnn`` over ``x`` ``(B, T, I)`` from ``h0`` ``(L, B, H)`` with the chosen kernel; returns the last layer's
     output ``(B, T, H)``. An LSTM starts from ``(h0, h0)`` (reference §2.5). ``kernel == "fast"`` assumes

@@ -24,11 +24,15 @@ import threading
 import traceback
 from dataclasses import dataclass
 
+from ..training.cpu_threads import prefer_passive_wait
+
+prefer_passive_wait()  # before PyTorch loads OpenMP below (training/cpu_threads.py); the parent usually set it already
+
 # The forkserver imports this module once (Supervisor's preload), so every child starts with PyTorch, the trainer
 # and the libraries of the first epoch end and the results file already imported: measured on the 2-core development
 # machine, `import torch` + trainer 0.99 s, and the first tiny run's lazy imports (scipy.signal, h5py) 0.5 s more.
-import h5py  # noqa: F401 - preloaded for the results file (see above)
-import scipy.signal  # noqa: F401 - preloaded for the metrics (see above)
+import h5py  # noqa: F401,E402 - preloaded for the results file (see above)
+import scipy.signal  # noqa: F401,E402 - preloaded for the metrics (see above)
 
 from ..config import ExperimentConfig
 from ..training import events as E

@@ -19,10 +19,14 @@ import torch
 
 from ..config import ConfigError, ExperimentConfig
 from ..runs.settings import FILE_NAME as SETTINGS_FILE, WorkspaceSettings
+from . import cpu_threads
 from .errors import TrainingError
 
 FAULT_ENV = "DPD_DESKTOP_FAULT"
 TIME_LIMIT_REASON = "time limit"
+#: PyTorch's thread count when this module is imported (before any run set one): a CPU run that sets none and runs
+#: the reference kernel goes back to it, whatever an earlier run in this process (the window's) set.
+TORCH_DEFAULT_THREADS = torch.get_num_threads()
 OOM_REMEDY = "lower batch size or hidden size / set --cuda-memory-fraction"
 NONFINITE_REMEDY = "lower the learning rate, check the data for NaN"
 
@@ -66,13 +70,19 @@ def with_workspace_defaults(cfg: ExperimentConfig, workspace) -> ExperimentConfi
     return out
 
 
-def apply_device_limits(cfg: ExperimentConfig, device: torch.device) -> None:
-    """CPU threads (``cfg.threads``) and, on CUDA, the memory ceiling ``cfg.cuda_memory_fraction`` of the card
-    (``torch.cuda.set_per_process_memory_fraction``; allocations beyond it raise out-of-memory)."""
-    if cfg.threads:
+def apply_device_limits(cfg: ExperimentConfig, device: torch.device) -> str | None:
+    """CPU threads (``cfg.threads``; on the CPU, unset, the rule of :func:`.cpu_threads.choose_threads`) and, on
+    CUDA, the memory ceiling ``cfg.cuda_memory_fraction`` of the card (``torch.cuda.set_per_process_memory_fraction``;
+    allocations beyond it raise out-of-memory). Returns the CPU threads' log line (None on CUDA)."""
+    note = None
+    if device.type == "cpu":
+        threads, note = cpu_threads.choose_threads(cfg.threads, cfg.kernel, TORCH_DEFAULT_THREADS)
+        torch.set_num_threads(threads)
+    elif cfg.threads:
         torch.set_num_threads(cfg.threads)
     if cfg.cuda_memory_fraction is not None and device.type == "cuda":
         torch.cuda.set_per_process_memory_fraction(float(cfg.cuda_memory_fraction), device)
+    return note
 
 
 class TimeLimit:

@@ -37,7 +37,7 @@ from .. import timing
 from ..config import ConfigError, ExperimentConfig
 from ..data import framing
 from ..data.framing import FrameLoader, PlainFrameLoader, draw_dataloader_iterator_seed
-from ..kernels import apply_kernel
+from ..kernels import apply_kernel, kernel_summary
 from ..models import Cascade, build_model, count_parameters
 from ..runs.record import HISTORY_COLUMNS, HISTORY_METRICS  # noqa: F401 - re-exported
 from ..runs.writer import RunWriter
@@ -193,6 +193,8 @@ class Trainer(TrainerOutput):
             timing.mark("setup_done")
             self._log(f"training: {self.loader.n_frames} frames, {self.loader.n_batches} batches/epoch, "
                       f"device {self.device} ({self.device_name}), CUDA graph: {self.fast_path_status}")
+            if self.threads_note:
+                self._log(self.threads_note)
             self._epoch_loop()
             return self._finish(t0)
         except Cancelled:
@@ -228,7 +230,7 @@ class Trainer(TrainerOutput):
     def _setup_device(self, cfg: ExperimentConfig) -> None:
         self.device = resolve_device(cfg.device)
         self.device_name = device_name(self.device)
-        limits.apply_device_limits(cfg, self.device)
+        self.threads_note = limits.apply_device_limits(cfg, self.device)
         self._fault = limits.FaultHook.from_env()
         self._time_limit = limits.TimeLimit(cfg.time_limit_s, self.request_cancel)
         self._time_limit.start()
@@ -319,6 +321,7 @@ class Trainer(TrainerOutput):
         self.kernel_notes = apply_kernel(self.net, cfg.kernel, self.device)
         for note in self.kernel_notes:
             self._log(f"kernel: {note}")
+        self._log(f"kernel: {kernel_summary(self.net, self.device)}")
         timing.mark("model_built")
         # convolutional families use deterministic cuDNN algorithms on CUDA (recorded in config.json)
         self.cudnn_note = deterministic_convolutions(self.net, self.device)

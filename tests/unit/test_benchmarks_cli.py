@@ -12,7 +12,8 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-@pytest.mark.parametrize("script, option", [("bench_gpu.py", "--dry-run"), ("startup_ab.py", "--env"),
+@pytest.mark.parametrize("script, option", [("bench_kernels_cpu.py", "--batches"),
+                                            ("bench_gpu.py", "--dry-run"), ("startup_ab.py", "--env"),
                                             ("compare_reference_cpu.py", "--ref"), ("gui_overhead.py", "--screenshot"),
                                             ("profile_startup.py", "--dataset"),
                                             ("science_table.py", "--dry-run"),
