@@ -3,7 +3,8 @@
 The window's own import path is free of torch (measured on the 2-core development machine: the window painted 2.5 s
 after process start with torch imported first, ~1.2 s without; benchmarks/bench_window_startup.py). The trainer
 (``training.ls_fit`` → ``training.trainer``, ``models``) and Run DPD's module (``runs.dpd_export``) are imported here
-behind the window, so the first Start does not pay for them either. Code that needs them on another thread calls
+behind the window, and the forkserver of the run's child process (runs/supervisor.py ``start_forkserver``: PyTorch
+and the trainer preloaded in that process, ~3 s) is started first, so the first Start does not pay for them either. Code that needs them on another thread calls
 :func:`wait_for_core` first, so that two threads never import torch at the same time.
 
 On Windows torch is imported before Qt instead (``dpd_desktop.gui.import_torch_first``); the preload then finds it
@@ -12,12 +13,16 @@ imported and only adds the core's modules.
 from __future__ import annotations
 
 import importlib
+import logging
 import threading
 import traceback
 
 from PySide6.QtCore import QObject, Signal
 
+from ..runs.supervisor import start_forkserver
 from .jobs import PoolJob
+
+log = logging.getLogger("dpd_desktop.gui")
 
 #: What the preload imports, in order: torch and the modules that need it, then what the first epoch end and the
 #: results file need (the trainer's own warm-up thread imports those at the start of a run, where an import holding
@@ -41,9 +46,10 @@ class CorePreloadJob(PoolJob):
 
     name = "PyTorch preload"
 
-    def __init__(self, modules=CORE_MODULES):
+    def __init__(self, modules=CORE_MODULES, forkserver: bool = True):
         super().__init__()
         self.modules = tuple(modules)
+        self.forkserver = forkserver
         self.signals = _PreloadSignals()
         self.error: str | None = None
 
@@ -51,6 +57,11 @@ class CorePreloadJob(PoolJob):
         import time
 
         t0 = time.perf_counter()
+        if self.forkserver:
+            try:  # first: the first Start's child comes from it (gui/child_worker.py), its imports run over there
+                start_forkserver()
+            except Exception:  # noqa: BLE001 - the first run's start starts it again (and reports a failure)
+                log.warning("the children's forkserver did not start:\n%s", traceback.format_exc())
         try:
             for name in self.modules:
                 importlib.import_module(name)

@@ -3,7 +3,8 @@
 
 The run state, its texts and the enabled controls live in the session model (:mod:`.session`); this part turns the
 training worker's signals into session transitions and draws what the events carry (epoch table, learning curves,
-plots, banner). Training runs on the worker's QThread, Run DPD in the thread pool; both are registered jobs.
+plots, banner). Training runs in a child process followed from a QThread (gui/child_worker.py), or for the tests'
+fake trainers on the worker's QThread (gui/worker.py); Run DPD in the thread pool; all are registered jobs.
 """
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ from .jobs import DpdExportJob
 from .session import POWER_WARNING_DB, cancelled_message, failed_message, finished_message, output_power_change_db
 from .widgets.config_form import BACKBONES
 from .widgets.dataset_summary import describe_summary
-from .worker import TrainingWorker
+from ..runs.interactive import reloadable
+from .child_worker import ChildTrainingWorker
+from .worker import ResumeFactory, TrainingWorker
 
 #: Output formats of "Run DPD…" (filter → extension added when the name has none).
 DPD_OUTPUT_FILTERS = {"CSV: I,Q,I_dpd,Q_dpd (*.csv)": ".csv", "HDF5: datasets x, u (*.h5 *.hdf5)": ".h5",
@@ -88,15 +91,27 @@ class RunControl:
         self._launch_worker(cfg, self._dataset)
         return True
 
-    def _launch_worker(self, cfg: ExperimentConfig, dataset, trainer_factory=None) -> TrainingWorker:
-        """Start the training worker of ``cfg`` (``trainer_factory``: default the window's; the Resume action passes
-        its own, gui/resume_control.py) with its signals wired to this part; returns it."""
+    def _launch_worker(self, cfg: ExperimentConfig, dataset, resume: str | None = None):
+        """Start the training worker of ``cfg`` (``resume``: the run folder the Resume action continues,
+        gui/resume_control.py) with its signals wired to this part; returns it.
+
+        With the real trainer the run goes to a child process (:class:`ChildTrainingWorker`) when
+        :attr:`train_in_child` is set (the default) and the child can load the dataset again (a folder or the
+        demo); with a ``trainer_factory`` given to the window (the tests' fakes), or an in-memory dataset, it trains
+        on a QThread of this process (:class:`TrainingWorker`).
+        """
         s = self.session
         self.banner.setVisible(False)
         self.form.clear_error()
         self._reset_run_views()
-        worker = TrainingWorker(cfg, dataset=dataset, workspace=self.workspace,
-                                trainer_factory=trainer_factory or self._trainer_factory)
+        root = getattr(self.workspace, "root", None)
+        if self._trainer_factory is None and self.train_in_child and root is not None and \
+                (reloadable(dataset) or (resume and dataset is None)):
+            worker = ChildTrainingWorker(cfg, dataset=dataset, workspace=self.workspace, resume=resume)
+        else:
+            factory = ResumeFactory(resume) if resume else self._trainer_factory
+            worker = TrainingWorker(cfg, dataset=dataset, workspace=self.workspace, trainer_factory=factory)
+        worker.interrupted.connect(self._on_run_interrupted)
         worker.started.connect(self._on_run_started)
         worker.batchProgress.connect(self._on_batch_progress)
         worker.epochEnded.connect(self._on_epoch_ended)
@@ -189,6 +204,11 @@ class RunControl:
     def _on_run_cancelled(self, ev) -> None:
         self.banner.show_message("warning", cancelled_message(ev), run_dir=ev.run_dir)
         self.session.on_cancelled(ev)
+
+    def _on_run_interrupted(self, end) -> None:
+        """The run's child process was killed (no outcome reported; status.json says ``interrupted``)."""
+        self.session.on_interrupted(end.run_dir, f"Interrupted: {end.message}")
+        self.banner.show_message("warning", f"The run was interrupted: {end.message}", run_dir=end.run_dir)
 
     def _on_worker_done(self) -> None:
         worker, self._worker = self._worker, None
