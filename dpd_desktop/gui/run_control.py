@@ -106,8 +106,10 @@ class RunControl:
         self._reset_run_views()
         root = getattr(self.workspace, "root", None)
         if self._trainer_factory is None and self.train_in_child and root is not None and \
-                (reloadable(dataset) or (resume and dataset is None)):
-            worker = ChildTrainingWorker(cfg, dataset=dataset, workspace=self.workspace, resume=resume)
+                (resume or reloadable(dataset)):
+            # a resume reloads the run's recorded dataset in the child (fingerprint-checked; training/resume.py)
+            worker = ChildTrainingWorker(cfg, dataset=None if resume else dataset, workspace=self.workspace,
+                                         resume=resume)
         else:
             factory = ResumeFactory(resume) if resume else self._trainer_factory
             worker = TrainingWorker(cfg, dataset=dataset, workspace=self.workspace, trainer_factory=factory)
