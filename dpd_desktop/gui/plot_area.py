@@ -210,6 +210,7 @@ class PlotArea:
     def _draw_panel(self, panel, plots, label: str) -> None:
         try:
             panel.update_from(plots, label)
+            panel.settle_ranges()  # one paint of the panel, not two (PlotPanel.settle_ranges)
         except Exception as exc:  # noqa: BLE001 - a malformed PlotData must not kill the run view
             self.statusBar().showMessage(f"{panel.title}: could not draw ({exc})", 8000)
 
