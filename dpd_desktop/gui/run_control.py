@@ -16,12 +16,13 @@ from PySide6.QtWidgets import QFileDialog
 
 from .. import timing
 from ..config import ConfigError, ExperimentConfig
+from ..runs.interactive import reloadable
 from . import history
 from .jobs import DpdExportJob
+from .preload import preload_job
 from .session import POWER_WARNING_DB, cancelled_message, failed_message, finished_message, output_power_change_db
 from .widgets.config_form import BACKBONES
 from .widgets.dataset_summary import describe_summary
-from ..runs.interactive import reloadable
 from .child_worker import ChildTrainingWorker
 from .worker import ResumeFactory, TrainingWorker
 
@@ -45,8 +46,16 @@ def same_dataset(a: str | None, b: str | None) -> bool:
 
 
 def validate_config(cfg: ExperimentConfig) -> ExperimentConfig:
-    """``cfg.validate()``; when the model registry cannot be imported yet, check the rest by hand."""
+    """``cfg.validate()``; while the PyTorch preload runs, or when the model registry cannot be imported, the
+    backbone and the DPD's PA run are checked by hand (the run's child validates the whole config and reports).
+
+    ``cfg.validate()`` imports the model registry, i.e. torch: on the GUI thread while the preload thread imports
+    torch it waited for that import (a 1.4 s stall of the event loop at a Start 1 s after the first paint,
+    bench_gui_responsiveness.py --part ticks, load 5)."""
+    job = preload_job()
     try:
+        if job is not None and not job.is_done():
+            raise ImportError("the PyTorch preload is still running")
         return cfg.validate()
     except ImportError:
         known = {v for v, _, _ in BACKBONES}
@@ -197,7 +206,10 @@ class RunControl:
         self.banner.show_message(kind, finished_message(ev), run_dir=ev.run_dir)
         self.session.on_finished(ev)
         if self.write_plots_on_finish and ev.run_dir:
-            QTimer.singleShot(0, lambda d=ev.run_dir, p=(ev.plots or self._last_plots): self._write_plots(d, p))
+            if isinstance(self._worker, TrainingWorker):  # trained here: the PNGs from the data in hand
+                QTimer.singleShot(0, lambda d=ev.run_dir, p=(ev.plots or self._last_plots): self._write_plots(d, p))
+            else:  # trained in a child process: rendered in a process of their own, from the run folder
+                self._write_plots_apart(ev.run_dir)
 
     def _on_run_failed(self, ev) -> None:
         self.banner.show_message("error", failed_message(ev), run_dir=ev.run_dir, detail=ev.detail)

@@ -1,11 +1,11 @@
 """The window's real run trains in a child process (gui/child_worker.py, runs/interactive.py; pytest-qt,
 offscreen): a tiny demo run's rows in the window equal its history.csv, a killed or segfaulting child leaves the run
 ``interrupted`` / ``failed`` in status.json and in the window, which stays up; Stop, "Preview every" and Resume reach
-the child."""
+the child; after a child run the PNGs are rendered in a process of their own (gui/run_plots.py)."""
 from __future__ import annotations
 
-import dataclasses
-import os
+import json
+from pathlib import Path
 
 import pytest
 
@@ -154,9 +154,43 @@ def test_rows_before_resume_keep_the_epochs_up_to_the_resume(tmp_path):
     run = tmp_path / "r"
     run.mkdir()
     cfg = _config().to_dict()
-    artifacts.atomic_write_text(run / "config.json", __import__("json").dumps(
+    artifacts.atomic_write_text(run / "config.json", json.dumps(
         {"schema": 2, "experiment": cfg, "resumes": [{"at": "x", "from_epoch": 1}]}))
     rows = [{"EPOCH": i, "TRAIN_LOSS": 0.1 * i} for i in range(4)]
     artifacts.write_history_csv(run / "history.csv", rows)
     assert [r["EPOCH"] for r in rows_before_resume(run)] == [0, 1]
     assert rows_before_resume(tmp_path / "missing") == []
+
+
+def test_after_a_child_run_the_pngs_come_from_a_process_of_their_own(make_window, qtbot, monkeypatch):
+    from dpd_desktop.gui import plot_area
+
+    rendered_here = []
+    monkeypatch.setattr(plot_area, "iter_run_plots", lambda *a, **k: rendered_here.append(1) or iter(()))
+    w = make_window(write_plots=True)
+    w.set_dataset(make_demo_dataset(**DEMO), "demo")
+    w.set_form_from_config(_config(epochs=1))
+    with qtbot.waitSignal(w.plotsWritten, timeout=120_000) as blocker:
+        assert w.start_run()
+    paths = blocker.args[0]
+    assert not isinstance(paths, Exception), paths
+    names = sorted(p.name for p in paths)
+    assert names == ["amam.png", "ampm.png", "learning_curves.png", "psd.png", "time_domain.png"]
+    for p in paths:
+        assert p.parent == Path(w.session.run_dir) / "plots" and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert rendered_here == []  # nothing rendered on the GUI thread
+    qtbot.waitUntil(lambda: w._worker is None, timeout=30_000)
+
+
+def test_run_plots_main_writes_the_pngs_of_a_run_folder(make_window, qtbot, tmp_path, capsys):
+    from dpd_desktop.gui import run_plots
+    from dpd_desktop.runs.workspace import Workspace
+    from dpd_desktop.training.trainer import Trainer
+
+    res = Trainer(_config(epochs=1), dataset=make_demo_dataset(**DEMO), workspace=Workspace(tmp_path / "ws")).run()
+    assert run_plots.main([str(res.run_dir)]) == 0
+    out = capsys.readouterr().out.split()
+    assert sorted(Path(p).name for p in out) == ["amam.png", "ampm.png", "learning_curves.png", "psd.png",
+                                                  "time_domain.png"]
+    assert run_plots.main([str(tmp_path / "nothing-here")]) == 1
+    assert "were not written" in capsys.readouterr().err
