@@ -27,6 +27,8 @@ def painted():
 def loaded():
     out["torch_after_preload"] = "torch" in sys.modules
     out["trainer_after_preload"] = "dpd_desktop.training.trainer" in sys.modules
+    import multiprocessing.forkserver as fs
+    out["forkserver_pid"] = fs._forkserver._forkserver_pid
     out["tooltip_after"] = w.form.backbone.itemData(0, 3)
     from dpd_desktop.gui.preload import preload_job
     out["preload_ended"] = preload_job().wait(5000)
@@ -51,7 +53,9 @@ def test_linux_window_paints_before_torch_is_imported_then_preloads_it():
     assert out["torch_after_build"] is False
     assert out["torch_at_first_paint"] is False
     assert out["torch_after_preload"] is True
-    assert out["trainer_after_preload"] is True
+    # the trainer is the child process's (gui/child_worker.py): its forkserver runs, started by the preload
+    assert out["trainer_after_preload"] is False
+    assert isinstance(out["forkserver_pid"], int) and out["forkserver_pid"] > 0
     # the static tooltip first, the model registry's description once the core is loaded
     assert out["tooltip_before"] == "Gated recurrent unit"
     assert out["tooltip_after"].startswith("nn.GRU(2, H)")
