@@ -97,3 +97,29 @@ def test_a_run_started_during_the_preload_waits_for_it(monkeypatch):
     monkeypatch.setattr(ls_fit, "make_trainer", lambda cfg, **kw: calls.append(("trainer built", cfg)) or "T")
     assert worker.default_trainer_factory("cfg", observers=()) == "T"
     assert calls == [("preload waited", 120_000), ("trainer built", "cfg")]
+
+
+def test_start_checks_the_config_by_hand_while_the_preload_imports_torch(monkeypatch):
+    """ExperimentConfig.validate imports the model registry (torch): while the preload thread imports torch the GUI
+    thread would wait for that import, so the window checks the backbone and the PA run itself then."""
+    import pytest
+
+    from dpd_desktop.config import ConfigError, ExperimentConfig
+    from dpd_desktop.gui import preload, run_control
+
+    class RunningPreload:
+        def is_done(self):
+            return False
+
+    validated = []
+    monkeypatch.setattr(ExperimentConfig, "validate", lambda self: validated.append(self) or self)
+    monkeypatch.setattr(preload, "_job", RunningPreload())
+    with pytest.raises(ConfigError) as err:
+        run_control.validate_config(ExperimentConfig(backbone="nope"))
+    assert err.value.field == "backbone"
+    with pytest.raises(ConfigError):
+        run_control.validate_config(ExperimentConfig(step="dpd", pa_run=None))
+    good = ExperimentConfig(backbone="gru")
+    assert run_control.validate_config(good) is good and validated == []
+    monkeypatch.setattr(preload, "_job", None)  # no preload (or ended): the full check
+    assert run_control.validate_config(good) is good and validated == [good]
