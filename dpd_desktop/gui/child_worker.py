@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QObject, QThread, Signal, Slot
 
@@ -25,6 +26,7 @@ from ..runs.record import RecordError, RunRecord
 from ..runs.supervisor import EntryEnded, Supervisor
 from ..training.events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunFailed, RunFinished,
                                RunStarted)
+from .child_plots import run_then_write_plots
 from .worker import start_on_thread
 
 _SIGNAL_OF = {RunStarted: "started", EpochEnded: "epochEnded", PreviewReady: "previewReady",
@@ -49,13 +51,15 @@ class ChildTrainingWorker(QObject):
     failed = Signal(object)  # RunFailed
     cancelled = Signal(object)  # RunCancelled
     interrupted = Signal(object)  # EntryEnded (state "interrupted": the child was killed)
+    plotsWritten = Signal(object)  # write_plots: the PNG paths the child wrote after a succeeded run, or an OSError
     done = Signal()
 
     PROGRESS_MIN_INTERVAL_S = 0.1
 
-    def __init__(self, config, dataset=None, workspace=None, resume: str | None = None,
+    def __init__(self, config, dataset=None, workspace=None, resume: str | None = None, write_plots: bool = False,
                  supervisor_factory=Supervisor, parent: QObject | None = None):
         super().__init__(parent)
+        self.write_plots = write_plots
         self.config = config
         self.dataset = dataset
         self.workspace = workspace
@@ -96,10 +100,9 @@ class ChildTrainingWorker(QObject):
         """A live change of the preview period, sent to the child (applied at its next batch)."""
         with self._lock:
             sup = self._sup
-            if sup is None:
-                self._preview = (True, n)  # sent once the child runs
-                return
-        sup.send(ENTRY_ID, f"preview:{int(n)}" if n else "preview:off")
+            self._preview = (True, n)  # (re)sent when the child's RunStarted arrives: a send before it starts is lost
+        if sup is not None:
+            sup.send(ENTRY_ID, f"preview:{int(n)}" if n else "preview:off")
 
     def is_done(self) -> bool:
         return self.thread is not None and self.thread.isFinished()
@@ -113,7 +116,8 @@ class ChildTrainingWorker(QObject):
         try:
             # the DatasetRef hashes the whole dataset (its fingerprint): here, not on the GUI thread
             opts = child_options(self.dataset, resume=self.resume)
-            queue = SingleRunQueue(InteractiveEntry(self.config, opts))
+            target = run_then_write_plots if self.write_plots else None
+            queue = SingleRunQueue(InteractiveEntry(self.config, opts, child_target=target))
             sup = self._factory(self.workspace, observers=[self._observe], queue=queue)
             with self._lock:
                 self._queue, self._sup = queue, sup
@@ -141,6 +145,8 @@ class ChildTrainingWorker(QObject):
             if ev.state == "interrupted" and not self._outcome_emitted:
                 self._outcome_emitted = True
                 self.interrupted.emit(ev)
+            elif ev.state == "succeeded" and self.write_plots and ev.run_dir:
+                self.plotsWritten.emit(written_plots(ev.run_dir))
             return
         if isinstance(ev, BatchProgress):
             now = time.monotonic()
@@ -164,11 +170,16 @@ class ChildTrainingWorker(QObject):
     def _on_child_started(self, ev) -> None:
         with self._lock:
             sup, preview = self._sup, self._preview
-            self._preview = None
         if preview is not None and sup is not None:
             sup.send(ENTRY_ID, f"preview:{int(preview[1])}" if preview[1] else "preview:off")
         if self.resume:
             self.resumed_rows = rows_before_resume(ev.run_dir)
+
+
+def written_plots(run_dir) -> list[Path] | OSError:
+    """The PNGs the child wrote into ``run_dir/plots`` (file order), or an OSError saying none were."""
+    paths = sorted(Path(run_dir, "plots").glob("*.png"))
+    return paths or OSError(f"the run's process wrote no plots into {Path(run_dir) / 'plots'} (see its stderr)")
 
 
 def rows_before_resume(run_dir) -> list[dict]:

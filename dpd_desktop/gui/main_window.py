@@ -102,6 +102,10 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState,
         RunControl._on_run_cancelled(self, ev)
 
     @Slot(object)
+    def _on_child_plots_written(self, result) -> None:
+        RunControl._on_child_plots_written(self, result)
+
+    @Slot(object)
     def _on_run_interrupted(self, end) -> None:
         RunControl._on_run_interrupted(self, end)
 

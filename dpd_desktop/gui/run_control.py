@@ -78,6 +78,9 @@ class RunControl:
         """
         s = self.session
         if s.state == "running" or self._worker is not None:
+            if s.state != "running" and self._worker is not None:  # the ended run's child still writes its PNGs
+                self.statusBar().showMessage("The last run is still writing its plots; Start again in a moment.",
+                                             4000)
             return False
         if config is None and (s.state == "queued" or self._loader is not None):
             return False
@@ -118,11 +121,12 @@ class RunControl:
                 (resume or reloadable(dataset)):
             # a resume reloads the run's recorded dataset in the child (fingerprint-checked; training/resume.py)
             worker = ChildTrainingWorker(cfg, dataset=None if resume else dataset, workspace=self.workspace,
-                                         resume=resume)
+                                         resume=resume, write_plots=self.write_plots_on_finish)
         else:
             factory = ResumeFactory(resume) if resume else self._trainer_factory
             worker = TrainingWorker(cfg, dataset=dataset, workspace=self.workspace, trainer_factory=factory)
         worker.interrupted.connect(self._on_run_interrupted)
+        worker.plotsWritten.connect(self._on_child_plots_written)
         worker.started.connect(self._on_run_started)
         worker.batchProgress.connect(self._on_batch_progress)
         worker.epochEnded.connect(self._on_epoch_ended)
@@ -208,8 +212,9 @@ class RunControl:
         if self.write_plots_on_finish and ev.run_dir:
             if isinstance(self._worker, TrainingWorker):  # trained here: the PNGs from the data in hand
                 QTimer.singleShot(0, lambda d=ev.run_dir, p=(ev.plots or self._last_plots): self._write_plots(d, p))
-            else:  # trained in a child process: rendered in a process of their own, from the run folder
+            elif not isinstance(self._worker, ChildTrainingWorker):  # a queued run: in a process of their own
                 self._write_plots_apart(ev.run_dir)
+            # a ChildTrainingWorker's child writes them after the run (gui/child_plots.py): plotsWritten follows
 
     def _on_run_failed(self, ev) -> None:
         self.banner.show_message("error", failed_message(ev), run_dir=ev.run_dir, detail=ev.detail)
@@ -218,6 +223,15 @@ class RunControl:
     def _on_run_cancelled(self, ev) -> None:
         self.banner.show_message("warning", cancelled_message(ev), run_dir=ev.run_dir)
         self.session.on_cancelled(ev)
+
+    def _on_child_plots_written(self, result) -> None:
+        """The run's child wrote its PNGs (a list of paths) or did not (an OSError)."""
+        if isinstance(result, Exception):
+            self._plots_failed(result)
+            return
+        timing.mark("gui_png_written")
+        self.statusBar().showMessage(f"Wrote {len(result)} plots to {Path(result[0]).parent}", 6000)
+        self.plotsWritten.emit(result)
 
     def _on_run_interrupted(self, end) -> None:
         """The run's child process was killed (no outcome reported; status.json says ``interrupted``)."""

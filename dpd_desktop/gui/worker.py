@@ -82,6 +82,7 @@ class TrainingWorker(QObject):
     failed = Signal(object)  # RunFailed
     cancelled = Signal(object)  # RunCancelled
     interrupted = Signal(object)  # never here: a child process's kill (gui/child_worker.py has the same signals)
+    plotsWritten = Signal(object)  # never here: the window renders this run's PNGs itself (plot_area._write_plots)
     done = Signal()
 
     PROGRESS_MIN_INTERVAL_S = 0.1

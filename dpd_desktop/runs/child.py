@@ -165,12 +165,14 @@ def _listen(control, trainer_box: list, stop: threading.Event) -> None:
 
 
 def child_main(entry_id: int, config: dict, workspace_root: str, events_conn, control_conn,
-               fault_spec: str | None = None, options: dict | None = None) -> None:
+               fault_spec: str | None = None, options: dict | None = None, observers=()):
     """The child's whole life (the target of the supervisor's process): one run, then return.
 
     ``options`` (the window's interactive run, runs/interactive.py; None for a queue entry): ``dataset``, the
     :class:`~dpd_desktop.runs.record.DatasetRef` block of the window's loaded dataset (reloaded or regenerated here,
     its fingerprint checked); ``resume``, a run folder to continue (training/resume.py) instead of a new run.
+    ``observers``: more observers of the trainer's events (in this process). Returns the trainer's RunResult, or
+    None when the run could not start.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     faulthandler.enable()  # a real segfault leaves the Python traceback on stderr
@@ -189,19 +191,20 @@ def child_main(entry_id: int, config: dict, workspace_root: str, events_conn, co
         elif not opts.get("resume"):  # a resume without one reloads the run's recorded dataset
             dataset = load_dataset_for(cfg.dataset)
         if opts.get("resume"):
-            trainer = resume_trainer(prepare_resume(ws, opts["resume"], dataset=dataset), ws, [send])
+            trainer = resume_trainer(prepare_resume(ws, opts["resume"], dataset=dataset), ws, [send, *observers])
             if faults:
                 trainer.writer = _FaultWriter(trainer.writer, faults)
         else:
             dataset.spec.require_metrics(str(dataset.source))
             writer = _FaultWriter(RunWriter(), faults) if faults else None
-            trainer = make_trainer(cfg, dataset=dataset, workspace=ws, observers=[send], writer=writer)
+            trainer = make_trainer(cfg, dataset=dataset, workspace=ws, observers=[send, *observers], writer=writer)
     except Exception as exc:  # noqa: BLE001 - reported to the supervisor as the run's failure
         send(E.RunFailed(run_id=None, run_dir=None, message=f"the run could not start: {describe_error(exc)}",
                          detail=traceback.format_exc()))
-        return
+        return None
     box.append(trainer)
     if stop.is_set():
         trainer.request_cancel()
-    trainer.run()
+    result = trainer.run()
     events_conn.close()
+    return result

@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from ..config import ExperimentConfig
 from ..data.synthetic import demo_settings
@@ -36,6 +36,9 @@ class InteractiveEntry:
 
     config: ExperimentConfig
     child_options: dict[str, Any] = field(default_factory=dict)
+    #: the child's target (called with runs/child.py child_main's arguments; None: child_main itself), a
+    #: module-level function, which the process start pickles by name (gui/child_plots.py)
+    child_target: Callable | None = None
     id: int = ENTRY_ID
     state: str = "queued"
     run_id: str | None = None

@@ -207,7 +207,10 @@ class Supervisor:
         self._ctx = ctx
         ev_r, ev_w = ctx.Pipe(duplex=False)
         ct_r, ct_w = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child_entry, name=f"dpd-queue-entry-{entry.id}",
+        # an entry may name its own target (gui/child_plots.py: the window's run, then its PNGs), called with the
+        # arguments of runs/child.py child_main
+        target = getattr(entry, "child_target", None) or _child_entry
+        proc = ctx.Process(target=target, name=f"dpd-queue-entry-{entry.id}",
                            args=(entry.id, entry.config.to_dict(), str(self.workspace.root), ev_w, ct_r,
                                  os.environ.get(FAULT_ENV), getattr(entry, "child_options", None)))
         try:

@@ -1,7 +1,8 @@
 """The window's real run trains in a child process (gui/child_worker.py, runs/interactive.py; pytest-qt,
 offscreen): a tiny demo run's rows in the window equal its history.csv, a killed or segfaulting child leaves the run
 ``interrupted`` / ``failed`` in status.json and in the window, which stays up; Stop, "Preview every" and Resume reach
-the child; after a child run the PNGs are rendered in a process of their own (gui/run_plots.py)."""
+the child; after a child run the child writes the PNGs (gui/child_plots.py); a queued run's are rendered by a process of
+their own (gui/run_plots.py)."""
 from __future__ import annotations
 
 import json
@@ -87,7 +88,7 @@ def test_a_dead_child_leaves_the_run_ended_and_the_window_up(make_window, qtbot,
 
 def test_stop_preview_and_resume_reach_the_child(make_window, qtbot, workspace, tmp_path):
     ds = make_demo_dataset(**DEMO)
-    cfg = _config(epochs=3, stride=2, lr=0.5, lr_end=1e-3, patience=0, preview_every=None)
+    cfg = _config(epochs=6, stride=2, lr=0.5, lr_end=1e-3, patience=0, preview_every=None)
     w = make_window()
     w.set_dataset(ds, "demo")
     w.set_form_from_config(cfg)
@@ -105,15 +106,15 @@ def test_stop_preview_and_resume_reach_the_child(make_window, qtbot, workspace, 
     assert all(b % 5 == 0 for b in previews), previews
     run_dir = w.session.run_dir
     done = RunRecord.open(run_dir).status_doc["epochs_completed"]
-    assert 1 <= done < 3 and RunRecord.open(run_dir).state == "cancelled"
+    assert 1 <= done < 6 and RunRecord.open(run_dir).state == "cancelled"
     with qtbot.waitSignal(w.runEnded, timeout=120_000) as blocker:
         assert w.resume_control.resume()
         assert isinstance(w._worker, ChildTrainingWorker)
     assert blocker.args == ["succeeded"], w.banner.message + "\n" + w.banner.detail.toPlainText()
-    assert w.session.run_dir == run_dir and w.epoch_table.rowCount() == 3
+    assert w.session.run_dir == run_dir and w.epoch_table.rowCount() == 6
     rows = RunRecord.open(run_dir).history()
-    assert [int(r["EPOCH"]) for r in rows] == [0, 1, 2]
-    assert [int(r["EPOCH"]) for r in w._history_rows] == [0, 1, 2]
+    assert [int(r["EPOCH"]) for r in rows] == list(range(6))
+    assert [int(r["EPOCH"]) for r in w._history_rows] == list(range(6))  # the rows before the resume, once
 
 
 def test_the_in_process_path_stays_for_fakes_and_in_memory_data(make_window, workspace):
@@ -162,7 +163,7 @@ def test_rows_before_resume_keep_the_epochs_up_to_the_resume(tmp_path):
     assert rows_before_resume(tmp_path / "missing") == []
 
 
-def test_after_a_child_run_the_pngs_come_from_a_process_of_their_own(make_window, qtbot, monkeypatch):
+def test_after_a_child_run_the_child_writes_the_pngs(make_window, qtbot, monkeypatch):
     from dpd_desktop.gui import plot_area
 
     rendered_here = []
@@ -172,6 +173,7 @@ def test_after_a_child_run_the_pngs_come_from_a_process_of_their_own(make_window
     w.set_form_from_config(_config(epochs=1))
     with qtbot.waitSignal(w.plotsWritten, timeout=120_000) as blocker:
         assert w.start_run()
+        assert w._worker.write_plots
     paths = blocker.args[0]
     assert not isinstance(paths, Exception), paths
     names = sorted(p.name for p in paths)
