@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import sys
 
-from ..runs.child import child_main
 from ..runs.record import RunRecord
 from ..training import events as E
 
@@ -37,6 +36,11 @@ class _LastPlots:
 def run_then_write_plots(*args) -> None:
     """``child_main(*args)``, then the PNGs of a succeeded run into its ``plots/`` folder (a failure to write them
     is reported on stderr and leaves the run as it is)."""
+    # imported here, not at the top: runs/child.py brings PyTorch and the trainer, which the window's process (that
+    # imports this module for the reference to this function) never imports; in the child, whose forkserver
+    # preloaded runs/child.py, it is a lookup (as runs/supervisor.py's own target does)
+    from ..runs.child import child_main
+
     keep = _LastPlots()
     result = child_main(*args, observers=[keep])
     if result is None or getattr(result, "state", None) != "succeeded" or not result.run_dir:
