@@ -372,7 +372,9 @@ def main(argv=None) -> int:
         part_epoch_end(a)
     if a.part in ("many-epochs", "all"):
         part_many_epochs(a)
-    QApplication.instance().processEvents()
+    app = QApplication.instance()  # none when only the A/B rounds ran (each in a process of its own)
+    if app is not None:
+        app.processEvents()
     return 0
 
 
