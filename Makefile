@@ -30,8 +30,9 @@ $(STAMP): $(VPY) pyproject.toml
 	$(VPY) -m pip install -q -e .
 	touch $@
 
+# the cluster extra too: tests/unit/test_ray_sweep.py runs a sweep on a real local Ray cluster
 $(TSTAMP): $(STAMP)
-	$(VPY) -m pip install -q -e ".[test]"
+	$(VPY) -m pip install -q -e ".[test,cluster]"
 	touch $@
 
 # The wheel's sources without its datasets' data folders, the Studio's static web files and the dist-info (the

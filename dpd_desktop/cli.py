@@ -8,6 +8,8 @@
     dpd-desktop runs [pin|unpin|clean]  list the runs of the workspace (cli_runs.py); keep them; retention
     dpd-desktop queue add|list|move|cancel|run   the run queue (cli_queue.py)
     dpd-desktop resume RUN              continue an interrupted/cancelled/failed run (cli_resume.py)
+    dpd-desktop sweep SPEC.toml | --grid KEY=V1,V2 ... --base OPTIONS   grid/random/Optuna sweep (cli_sweep.py)
+    dpd-desktop sweep list|show|resume|cancel SWEEP
     dpd-desktop runs evaluate RUN --profile NAME [--json]   re-score a finished run under a metric profile
     dpd-desktop inspect DATASET | import-capture ...   check a capture / make a dataset of one (cli_inspect.py)
     dpd-desktop --self-test             check the installation (dpd_desktop.selftest); with --workspace the run stays
@@ -31,11 +33,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, cli_inspect, cli_limits, cli_poly, cli_queue, cli_resume, cli_runs
+from . import __version__, cli_inspect, cli_limits, cli_poly, cli_queue, cli_resume, cli_runs, cli_sweep
 from .cli_checks import option_message, preflight
 from .config import GAIN_RULES, KERNELS, METRIC_PROFILES, ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
 from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display
+from .runs.kernel_record import read_kernel
 from .runs.settings import SettingsError, WorkspaceSettings
 from .runs.workspace import Workspace, WorkspaceError
 from .cli_poly import add_poly_options, poly_config_fields, poly_summary
@@ -139,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_poly.add_parser(add)
     cli_queue.add_parser(add)  # dpd-desktop queue add|list|move|cancel|run (cli_queue.py)
     cli_resume.add_parser(add)
+    cli_sweep.add_parser(add)  # dpd-desktop sweep SPEC.toml | --grid ... | list|show|resume|cancel (cli_sweep.py)
     cli_inspect.add_parser(add)  # dpd-desktop inspect / import-capture (cli_inspect.py)
     return p
 
@@ -166,8 +170,11 @@ class ConsoleObserver:
             gain_text = (f" · DPD target gain {gain['value']:.5f} ({gain.get('rule')})"
                          if ev.step == "dpd" and gain.get("value") is not None else "")
             print(f"metric profile: {self.profile}{gain_text}")
-            print(f"device {ev.device} ({ev.device_name}) · CUDA graph: {ev.fast_path} · {param_text(ev)} · "
-                  f"{ev.n_train_frames} frames, {ev.batches_per_epoch} batches/epoch", flush=True)
+            kernel = read_kernel({"experiment": ev.config or {}, "device": (ev.setup or {}).get("device") or {}})
+            print(f"device {ev.device} ({ev.device_name}) · CUDA graph: {ev.fast_path} · kernel {kernel.label} · "
+                  f"{param_text(ev)} · {ev.n_train_frames} frames, {ev.batches_per_epoch} batches/epoch", flush=True)
+            for note in kernel.notes:  # why fast fell back (also in log.txt and config.json device.kernel)
+                print(f"kernel: {note}", flush=True)
             for line in poly_summary(ev):
                 print(line, flush=True)
         elif isinstance(ev, E.BatchProgress) and not self.quiet:
@@ -436,6 +443,8 @@ def execute(argv=None) -> Outcome:
         return cli_queue.handle(args, ws, named)
     if cmd == "resume":
         return cli_resume.handle(args, ws)
+    if cmd == "sweep":
+        return cli_sweep.handle(args, ws)
     if cmd in cli_inspect.COMMANDS:
         return Outcome(cli_inspect.handle(args, ws))
     return Outcome(cli_runs.handle(args, ws, named))

@@ -46,16 +46,17 @@ def _cell(v, fmt: str = "{:.2f}") -> str:
 
 COLUMNS = (("RUN", 40), ("STEP", 4), ("FAMILY", 8), ("H", 4), ("STATE", 11), ("PIN", 4), ("DATASET", 20),
            ("EP", 3), ("VAL NMSE", 8), ("VAL ACLR", 8), ("TEST NMSE", 9), ("TEST ACLR", 9), ("PROFILE", 12),
-           ("PARAMS", 7), ("MACS/S", 7), ("TIME", 8))
+           ("PARAMS", 7), ("MACS/S", 7), ("TIME", 8), ("KERNEL", 16))
 
 
 def table_row(row) -> list[str]:
-    """The text cells of one index row, in :data:`COLUMNS` order (NMSE in dB, ACLR in dBc)."""
+    """The text cells of one index row, in :data:`COLUMNS` order (NMSE in dB, ACLR in dBc; KERNEL: the recurrence
+    kernels that ran, runs/kernel_record.py ``KernelRun.label``)."""
     return [row.run_id, row.step, row.family, _cell(row.hidden_size, "{}"), row.state,
             "kept" if row.pinned else "-", dataset_label(row)[:20], _cell(row.best_epoch, "{}"),
             _cell(row.val_nmse), _cell(row.val_aclr_avg), _cell(row.test_nmse), _cell(row.test_aclr_avg),
             row.metric_profile or "-", _cell(row.n_params, "{}"), _cell(row.macs_per_sample, "{}"),
-            format_duration(row.wall_s)]
+            format_duration(row.wall_s), row.kernel or "-"]
 
 
 def _format(cells: list[str]) -> str:

@@ -17,7 +17,7 @@ from .session import format_duration
 #: Form fields saved in QSettings under ``form/<name>``, with their types.
 SAVED_FIELDS: dict[str, type] = {"backbone": str, "hidden_size": int, "num_layers": int, "epochs": int,
                                  "batch_size": int, "lr": float, "frame_length": int, "stride": int, "seed": int,
-                                 "device": str, "preview_every": int}
+                                 "device": str, "kernel": str, "preview_every": int}
 
 
 def coerce(value: Any, kind: type) -> Any:
@@ -152,7 +152,7 @@ class FormState:
         """Whether a saved value is one the form can show as it is (in its field's range or list); checked by hand,
         not with ``ExperimentConfig.validate`` (that imports the model registry, i.e. torch, at start-up)."""
         w = self.form._fields[name]
-        if name in ("backbone", "device"):
+        if name in ("backbone", "device", "kernel"):
             return w.findData(value) >= 0
         if name == "lr":
             return w.minimum() <= value <= w.maximum()

@@ -19,6 +19,7 @@ from ..config import ConfigError, ExperimentConfig
 from ..runs.interactive import reloadable
 from . import history
 from .jobs import DpdExportJob
+from .kernel_view import show_run_kernel
 from .preload import preload_job
 from .session import POWER_WARNING_DB, cancelled_message, failed_message, finished_message, output_power_change_db
 from .widgets.config_form import BACKBONES
@@ -157,8 +158,7 @@ class RunControl:
     def _on_run_started(self, ev) -> None:
         name = str(ev.device_name or "")
         dev = str(ev.device) + (f" · {name}" if name and name.lower() != str(ev.device).lower() else "")
-        self.device_label.setText(dev)
-        self.device_label.setToolTip(f"batched loader: {ev.batched_loader}")
+        self._run_kernel = show_run_kernel(self, ev, dev, f"batched loader: {ev.batched_loader}")
         self._show_fast_path(ev.fast_path)
         self.run_folder_label.setText(self._elide_left(f"run {ev.run_dir}", 70))
         self.run_folder_label.setToolTip(str(ev.run_dir))

@@ -53,6 +53,7 @@ COLUMNS: tuple[tuple[str, Any, Any], ...] = (
     ("test ACLR [dBc]", lambda r: r.test_aclr_avg, lambda r: _f2(r.test_aclr_avg)),
     ("test EVM [dB]", lambda r: r.test_evm, lambda r: _f2(r.test_evm)),
     ("profile", lambda r: r.metric_profile, lambda r: r.metric_profile or ""),
+    ("kernel", lambda r: r.kernel, lambda r: r.kernel or ""),
     ("params", lambda r: r.n_params, lambda r: "" if r.n_params is None else f"{r.n_params:,}"),
     ("MACs/sample", lambda r: r.macs_per_sample,
      lambda r: "" if r.macs_per_sample is None else f"{r.macs_per_sample:,}"),
@@ -64,7 +65,8 @@ STATE_FILTERS = ("all", *RUN_STATES, DAMAGED, UNREADABLE)
 
 
 class RunsTableModel(QAbstractTableModel):
-    """Index rows as a table; DisplayRole the text, :data:`SORT_ROLE` the raw value, ToolTipRole folder/message."""
+    """Index rows as a table; DisplayRole the text, :data:`SORT_ROLE` the raw value, ToolTipRole folder, message and
+    why the fast kernel fell back."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -91,7 +93,8 @@ class RunsTableModel(QAbstractTableModel):
         if role == SORT_ROLE:
             return raw(r)
         if role == Qt.ItemDataRole.ToolTipRole:
-            return r.folder + (f"\n{r.message}" if r.message else "")
+            return (r.folder + (f"\n{r.message}" if r.message else "")
+                    + (f"\nkernel fell back: {r.kernel_notes}" if r.kernel_notes else ""))
         if role == Qt.ItemDataRole.TextAlignmentRole and index.column() >= 7:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
@@ -383,7 +386,10 @@ def show_replay(window, replay) -> None:
     rec = replay.record
     # the reopened run is the window's current run, as if it had just ended: Run DPD and Resume follow it
     window.session.on_reopened(rec.config, rec.run_id, str(rec.run_dir), rec.state, epochs_done=len(replay.history))
-    text = f"Run {rec.run_id} ({rec.state}) shown from its folder; nothing was retrained."
+    kernel = rec.kernel
+    text = f"Run {rec.run_id} ({rec.state}, kernel {kernel.label}) shown from its folder; nothing was retrained."
+    if kernel.fell_back:
+        text += " Fell back: " + ("; ".join(kernel.notes) or "no reason recorded") + "."
     if replay.notes:
         text += " " + "; ".join(n[0].upper() + n[1:] for n in replay.notes) + "."
     window.banner.show_message("warning" if rec.state == DAMAGED else "info", text, run_dir=str(rec.run_dir))

@@ -18,10 +18,11 @@ import torch
 from torch import Tensor, nn
 
 from ..config import KERNELS
+from ..runs.kernel_record import module_key
 from . import cpu_rnn, cuda_rnn
 
 DEFAULT_KERNEL = KERNELS[0]
-__all__ = ["KERNELS", "DEFAULT_KERNEL", "apply_kernel", "run_recurrent", "unsupported_reason"]
+__all__ = ["KERNELS", "DEFAULT_KERNEL", "apply_kernel", "kernels_used", "run_recurrent", "unsupported_reason"]
 
 
 def _backend(device):
@@ -65,14 +66,25 @@ def run_recurrent(rnn: nn.RNNBase, x: Tensor, h0: Tensor, kernel: str = DEFAULT_
 def apply_kernel(net: nn.Module, kernel: str, device) -> list[str]:
     """Set ``kernel`` on every module of ``net`` that has a ``kernel`` attribute and an ``rnn`` (a cascade's DPD and
     PA both); a module the fast kernels cannot run stays on ``reference``. Returns the notes to log, one per
-    fallback with its reason (none for ``reference``)."""
+    fallback with its reason (none for ``reference``), each starting with the module's ``kernels_used`` key
+    (``model``, ``dpd``, ``pa``)."""
     notes = []
-    for name, module in net.named_modules():
-        rnn = getattr(module, "rnn", None)
-        if not hasattr(module, "kernel") or not isinstance(rnn, nn.RNNBase):
-            continue
-        reason = None if kernel == "reference" else unsupported_reason(rnn, device)
+    for name, module in _recurrent_modules(net):
+        reason = None if kernel == "reference" else unsupported_reason(module.rnn, device)
         module.kernel = kernel if reason is None else "reference"
         if reason is not None:
-            notes.append(f"{name or 'model'}: {type(rnn).__name__} runs on the reference kernel ({reason})")
+            notes.append(f"{module_key(name)}: {type(module.rnn).__name__} runs on the reference kernel ({reason})")
     return notes
+
+
+def _recurrent_modules(net: nn.Module):
+    """(qualified name, module) of every module of ``net`` with a ``kernel`` attribute and an ``rnn``."""
+    for name, module in net.named_modules():
+        if hasattr(module, "kernel") and isinstance(getattr(module, "rnn", None), nn.RNNBase):
+            yield name, module
+
+
+def kernels_used(net: nn.Module) -> dict[str, str]:
+    """The kernel each recurrent module of ``net`` runs on (after :func:`apply_kernel`), keyed as
+    runs/kernel_record.py ``module_key`` names them (``model``; ``dpd``, ``pa``); {} when ``net`` has none."""
+    return {module_key(name): module.kernel for name, module in _recurrent_modules(net)}

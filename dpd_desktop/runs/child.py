@@ -3,7 +3,8 @@ least-squares fit), runs it, and forwards its events to the supervisor.
 
 The child's :class:`~dpd_desktop.runs.writer.RunWriter` writes the run folder as an in-process run does; the events
 of :data:`~dpd_desktop.runs.event_codec.FORWARDED` go to the supervisor (runs/supervisor.py) as JSON over a pipe.
-A second pipe carries the supervisor's requests: ``cancel`` (stop after the current batch), ``preview:N`` /
+A second pipe carries the supervisor's requests: ``cancel`` (stop after the current batch; ``cancel:REASON`` records
+REASON in status.json, e.g. a sweep's pruner), ``preview:N`` /
 ``preview:off``; when that pipe closes (the supervisor is gone) the run cancels itself. SIGINT is ignored: a
 terminal's Ctrl+C reaches the whole process group, and the supervisor decides what it means.
 
@@ -151,6 +152,8 @@ def _listen(control, trainer_box: list, stop: threading.Event) -> None:
         except (EOFError, OSError):
             msg, reason = "cancel", SUPERVISOR_GONE
         trainer = trainer_box[0] if trainer_box else None
+        if msg.startswith("cancel:"):
+            msg, reason = "cancel", msg.split(":", 1)[1]
         if msg == "cancel":
             stop.set()
             if trainer is not None:

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..metrics.spectra import psd_db
 from ..training.plotdata import AMAM_POINTS
+from .kernel_record import DEFAULT_KERNEL
 from .record import RecordError, RunRecord
 from .replay import ReplayError, SplitArrays, read_split
 from .states import UNREADABLE
@@ -134,13 +135,16 @@ def _num(v) -> float | None:
 
 def flatten_config(rec: RunRecord) -> dict[str, Any]:
     """The fields of a run's config.json that describe it: ``experiment.*`` (``extra`` as JSON text),
-    ``experiment.metric_profile`` (default :data:`DEFAULT_METRIC_PROFILE`), ``dataset.*`` and ``model.*`` scalars
-    (:data:`_DIFF_BLOCKS`), ``pa.run_id``."""
+    ``experiment.metric_profile`` (default :data:`DEFAULT_METRIC_PROFILE`), ``experiment.kernel`` (default
+    "reference"), ``device.kernel`` (the kernels that ran, runs/kernel_record.py ``KernelRun.label``), ``dataset.*``
+    and ``model.*`` scalars (:data:`_DIFF_BLOCKS`), ``pa.run_id``."""
     out: dict[str, Any] = {}
     exp = rec.doc.get("experiment") if isinstance(rec.doc.get("experiment"), dict) else {}
     for k, v in exp.items():
         out[f"experiment.{k}"] = json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
     out.setdefault("experiment.metric_profile", DEFAULT_METRIC_PROFILE)
+    out.setdefault("experiment.kernel", DEFAULT_KERNEL)  # runs before the setting ran the reference kernels
+    out["device.kernel"] = rec.kernel.label  # what ran: "fast → reference" when fast fell back
     for block, keys in _DIFF_BLOCKS.items():
         b = rec.doc.get(block) if isinstance(rec.doc.get(block), dict) else {}
         for k in keys:

@@ -35,7 +35,7 @@ from .states import LIVE_STATES
 
 INDEX_FILE = "index.sqlite"
 #: the table layout's version (``PRAGMA user_version``); another number means: rebuild
-INDEX_SCHEMA = 3  # 2: macs_per_sample, metric_profile, gain_rule; 3: no hidden size for MP/GMP rows
+INDEX_SCHEMA = 4  # 2: macs_per_sample, metric_profile, gain_rule; 3: no hidden size for MP/GMP rows; 4: kernel
 #: families without a hidden size (their config.json holds the unused default)
 POLY_FAMILIES = ("mp", "gmp")
 APPLICATION_ID = 0x44504449  # "DPDI": PRAGMA application_id, tells our file from any other SQLite database
@@ -51,8 +51,10 @@ class IndexedRun:
 
     ``n_params`` / ``macs_per_sample``: the model's parameters and real multiply-accumulates per sample (config.json
     ``model``, models/cost.py); ``metric_profile``: the profile its metrics follow; ``gain_rule``: a DPD's target gain
-    rule. Metrics are in dB (NMSE, EVM) and dBc (ACLR); ``wall_s`` in seconds; ``created`` / ``updated`` the ISO times of
-    config.json's ``created`` and status.json's ``updated``; ``pinned`` the run is kept (never removed by retention).
+    rule; ``kernel``: the recurrence kernels that ran (runs/kernel_record.py ``KernelRun.label``: "reference", "fast",
+    "fast → reference" when it fell back), ``kernel_notes``: why any fell back ("; "-joined). Metrics are in dB (NMSE,
+    EVM) and dBc (ACLR); ``wall_s`` in seconds; ``created`` / ``updated`` the ISO times of config.json's ``created``
+    and status.json's ``updated``; ``pinned`` the run is kept (never removed by retention).
     ``state`` is a :data:`~dpd_desktop.runs.states.RUN_STATES` word, or "unreadable" / "damaged".
     """
 
@@ -84,6 +86,8 @@ class IndexedRun:
     wall_s: float | None = None
     device: str | None = None
     fast_path: str | None = None
+    kernel: str | None = None
+    kernel_notes: str | None = None
     pinned: bool = False
     created: str | None = None
     updated: str | None = None
@@ -135,6 +139,7 @@ def row_from_record(rec: RunRecord) -> IndexedRun:
     val = status.get("val_metrics") if isinstance(status.get("val_metrics"), dict) else {}
     ds = rec.dataset
     pa = rec.pa or {}
+    kernel = rec.kernel
     return IndexedRun(
         run_id=rec.run_id, folder=str(rec.run_dir), state=rec.state, step=str(rec.step), family=str(rec.backbone),
         hidden_size=None if str(rec.backbone) in POLY_FAMILIES else _int(rec.hidden_size),
@@ -149,7 +154,9 @@ def row_from_record(rec: RunRecord) -> IndexedRun:
         test_evm=_float(test.get("EVM")), val_nmse=_float(val.get("NMSE")),
         val_aclr_avg=_float(val.get("ACLR_AVG")), val_evm=_float(val.get("EVM")),
         wall_s=_float(status.get("wall_s")), device=_text(rec.device.get("device")),
-        fast_path=_text(rec.device.get("fast_path")), pinned=bool(rec.pinned), created=_text(rec.doc.get("created")),
+        fast_path=_text(rec.device.get("fast_path")), kernel=kernel.label if rec.doc else None,
+        kernel_notes="; ".join(kernel.notes) or None, pinned=bool(rec.pinned),
+        created=_text(rec.doc.get("created")),
         updated=_text(status.get("updated")), message=_text(status.get("message")),
         pa_run_id=_text(pa.get("run_id")))
 

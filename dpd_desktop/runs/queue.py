@@ -294,12 +294,14 @@ class RunQueue:
                     out.append(d["id"])
         return [self.get(i) for i in out]
 
-    def claim_next(self, lanes: Iterable[str] | None = None, busy: Iterable[str] = ()) -> QueueEntry | None:
+    def claim_next(self, lanes: Iterable[str] | None = None, busy: Iterable[str] = (),
+                   only: Iterable[int] | None = None) -> QueueEntry | None:
         """Take the first ready queued entry (queue order) whose lane is in ``lanes`` (None: any) and has no running
         entry, mark it running with this process as its supervisor and return it (its config's ``pa_run`` filled in
         from a finished PA entry); None when nothing is ready. DPD entries whose PA entry ended other than
-        succeeded are failed on the way."""
+        succeeded are failed on the way. ``only``: consider these entry ids alone (a sweep's own entries)."""
         allowed = None if lanes is None else {device_lane(x) for x in lanes}
+        only = None if only is None else {int(x) for x in only}
         with self._tx() as db:
             rows = db.execute(f"SELECT {', '.join(_COLUMNS)} FROM entries WHERE state IN ('queued', 'running') "
                               f"ORDER BY position, id").fetchall()
@@ -307,6 +309,8 @@ class RunQueue:
             taken = {e.device for e in entries if e.state == "running"} | set(busy)
             for e in entries:
                 if e.state != "queued" or e.device in taken or (allowed is not None and e.device not in allowed):
+                    continue
+                if only is not None and e.id not in only:
                     continue
                 cfg = e.config
                 if e.after is not None:

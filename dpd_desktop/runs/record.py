@@ -30,6 +30,7 @@ from ..config import ConfigError, ExperimentConfig
 from ..data import load_dataset, make_demo_dataset
 from ..data.synthetic import demo_settings
 from . import artifacts
+from .kernel_record import KernelRun, read_kernel
 from .states import DAMAGED, LIVE_STATES, UNREADABLE
 from .owner import owner_gone
 
@@ -432,6 +433,11 @@ class RunRecord:
         """The metric profile the run's numbers follow (config.json ``experiment.metric_profile``; runs recorded
         before profiles existed computed ``legacy-2.2.1``)."""
         return self._exp("metric_profile", "legacy-2.2.1")
+
+    @property
+    def kernel(self) -> KernelRun:
+        """The recurrence kernels asked for and run (config.json ``device.kernel``; runs/kernel_record.py)."""
+        return read_kernel(self.doc)
 
     def evaluation_path(self, profile: str) -> Path:
         """Where ``runs evaluate`` keeps a re-evaluation under ``profile`` (runs/evaluate.py)."""

@@ -130,12 +130,15 @@ class Supervisor:
         lanes: the device lanes served (``cpu``, ``cuda:0``, …; None: every lane).
         observers: ``observer(entry, event)`` callables.
         queue: a :class:`RunQueue` (default: the workspace's); the supervisor closes only one it opened.
+        entries: run only these entry ids (a sweep's trials, sweep/local.py); None: every entry.
     """
 
     def __init__(self, workspace: Workspace, lanes: Iterable[str] | None = None,
-                 observers: Iterable[Callable] = (), queue: RunQueue | None = None, context=None):
+                 observers: Iterable[Callable] = (), queue: RunQueue | None = None, context=None,
+                 entries: Iterable[int] | None = None):
         self.workspace = workspace
         self.lanes = None if lanes is None else [device_lane(x) for x in lanes]
+        self.only = None if entries is None else [int(x) for x in entries]
         self.observers = list(observers)
         self._own_queue = queue is None
         self.queue = queue if queue is not None else RunQueue(workspace.root)
@@ -155,7 +158,7 @@ class Supervisor:
         return self._stop.is_set()
 
     def send(self, entry_id: int | None, message: str) -> None:
-        """Send ``message`` (``cancel``, ``preview:N``, ``preview:off``) to a running child (None: every child);
+        """Send ``message`` (``cancel``, ``cancel:REASON``, ``preview:N``, ``preview:off``) to a running child (None: every child);
         thread-safe, ignored when it has ended."""
         with self._lock:
             children = [c for i, c in self._children.items() if entry_id is None or i == entry_id]
@@ -197,7 +200,7 @@ class Supervisor:
         while True:
             with self._lock:
                 busy = {c.entry.device for c in self._children.values()}
-            entry = self.queue.claim_next(self.lanes, busy=busy)
+            entry = self.queue.claim_next(self.lanes, busy=busy, only=self.only)
             if entry is None:
                 return
             self._launch(entry)

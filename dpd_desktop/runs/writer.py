@@ -167,12 +167,15 @@ class RunWriter:
     # ---------------------------------------------------------------- files
     def write_status(self, state: str, **kw) -> None:
         """status.json: the state, the run, who runs it (pid, host, process start: lets a reader tell a live run
-        from one whose process was killed) and ``kw``."""
+        from one whose process was killed), the kernels that run it (once config.json records them) and ``kw``."""
         if self.run_dir is None:
             return
         doc = {"state": state, "run_id": self.run_id, "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                "step": self.step, "selection_metric": self.selection_metric}
         doc.update(process_identity())
+        kernel = ((self.config_doc or {}).get("device") or {}).get("kernel")
+        if isinstance(kernel, dict):  # known from RunStarted on (runs/kernel_record.py)
+            doc["kernel"] = {"requested": kernel.get("requested"), "ran": kernel.get("ran")}
         doc.update(kw)
         artifacts.atomic_write_json(self.run_dir / "status.json", doc)
 

@@ -4,6 +4,13 @@ A :class:`Trial` is one configuration of a sweep; an executor trains each trial 
 workspace (written by :class:`~dpd_desktop.runs.writer.RunWriter`, so the index, browser, compare and report see
 it) and reports each end through ``on_done``. ``stop`` set: no new trial starts, running ones stop after their
 current batch (they end ``cancelled``).
+
+``on_epoch`` (optional, keyword): ``on_epoch(trial, event)`` for each of a trial's
+:class:`~dpd_desktop.training.events.EpochEnded`; a non-empty string returned stops that trial after its current
+batch with that reason (an Optuna pruner: "pruned by the sweep at epoch N"); its TrialEnd is ``cancelled`` with that
+message. An executor that cannot follow epochs may ignore it (its trials are then never pruned).
+``on_start`` (optional, keyword): ``on_start(trial, run_dir)`` once a trial's run folder exists (the sweep marks it
+running and names its run).
 """
 from __future__ import annotations
 
@@ -37,5 +44,7 @@ class TrialEnd:
 class TrialExecutor(Protocol):
     """Runs trials (see the module docstring)."""
 
-    def run(self, trials: Sequence[Trial], on_done: Callable[[TrialEnd], None], stop: threading.Event) -> None:
+    def run(self, trials: Sequence[Trial], on_done: Callable[[TrialEnd], None], stop: threading.Event,
+            on_epoch: Callable[[Trial, object], str | None] | None = None,
+            on_start: Callable[[Trial, str], None] | None = None) -> None:
         ...

@@ -75,7 +75,9 @@ def _expected(folder: Path) -> dict:
             "epochs_completed": st.get("epochs_completed"), "test_nmse": test.get("NMSE"),
             "test_aclr_avg": test.get("ACLR_AVG"), "test_evm": test.get("EVM"), "val_nmse": val.get("NMSE"),
             "val_aclr_avg": val.get("ACLR_AVG"), "val_evm": val.get("EVM"), "wall_s": st.get("wall_s"),
-            "device": rec.device.get("device"), "fast_path": rec.device.get("fast_path"), "pinned": rec.pinned,
+            "device": rec.device.get("device"), "fast_path": rec.device.get("fast_path"),
+            # every run here is a reference run; a folder without a readable config.json has no kernel
+            "kernel": "reference" if rec.doc else None, "kernel_notes": None, "pinned": rec.pinned,
             "created": rec.doc.get("created"), "updated": st.get("updated"), "message": st.get("message"),
             "pa_run_id": (rec.pa or {}).get("run_id")}
 
@@ -283,7 +285,8 @@ def test_runs_lists_the_index(trained, tmp_path, capsys):
     assert cli.main(["--workspace", str(tmp_path), "runs"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["RUN", "STEP", "FAMILY", "H", "STATE", "PIN", "DATASET", "EP", "VAL", "NMSE", "VAL",
-                                "ACLR", "TEST", "NMSE", "TEST", "ACLR", "PROFILE", "PARAMS", "MACS/S", "TIME"]
+                                "ACLR", "TEST", "NMSE", "TEST", "ACLR", "PROFILE", "PARAMS", "MACS/S", "TIME",
+                                "KERNEL"]
     assert [ln.split()[0] for ln in lines[1:]] == sorted(p.name for p in ws.runs_dir.iterdir())[::-1]
     row = RunRecord.read(ws.runs_dir / dpd)
     cells = next(ln for ln in lines if ln.startswith(dpd)).split()
@@ -293,7 +296,7 @@ def test_runs_lists_the_index(trained, tmp_path, capsys):
                             f"{row.test_metrics['NMSE']:.2f}", f"{row.test_metrics['ACLR_AVG']:.2f}"]
     model = json.loads((ws.runs_dir / dpd / "config.json").read_text())["model"]
     assert cells[14:17] == ["legacy-2.2.1", str(model["n_params"]), str(model["macs_per_sample"])]
-    assert cells[17:] == [f"{row.status_doc['wall_s']:.1f}", "s"]
+    assert cells[17:] == [f"{row.status_doc['wall_s']:.1f}", "s", "reference"]
     assert cli.main(["--workspace", str(tmp_path), "runs", "--step", "pa", "--state", "succeeded", "--json"]) == 0
     (only,) = json.loads(capsys.readouterr().out)
     assert only == _expected(ws.runs_dir / pa)

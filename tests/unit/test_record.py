@@ -147,7 +147,7 @@ def test_writer_writes_what_the_first_release_wrote(fresh, which):
     """The same run today and as aefdcf9 wrote it: the same files, the same history bytes (but the clock column),
     the same checkpoint tensors and results datasets; config.json and status.json have the same fields (config.json
     adds schema, the dataset's kind and demo, training.optimizer; drops the model block's arch copies; the experiment
-    adds metric_profile and gain_rule; status.json and results.h5 add the metric profile and, for a DPD, the gain
+    adds metric_profile, gain_rule and kernel; status.json adds the kernels that ran; status.json and results.h5 add the metric profile and, for a DPD, the gain
     rule and the equal-output-power report of training/gain.py)."""
     old = V1_PA if which == "pa" else V1_DPD
     new = Path(fresh[which].run_dir)
@@ -180,13 +180,15 @@ def test_writer_writes_what_the_first_release_wrote(fresh, which):
     poly_fields = {k: v for k, v in ExperimentConfig().to_dict().items() if k in POLY_FIELDS}
     assert nc["experiment"] == {**oc["experiment"], "pa_run": nc["experiment"]["pa_run"], **poly_fields,
                                 "cuda_memory_fraction": None, "time_limit_s": None,
-                                "metric_profile": "legacy-2.2.1", "gain_rule": "peak"}
+                                "metric_profile": "legacy-2.2.1", "gain_rule": "peak", "kernel": "reference"}
     os_, ns = (json.loads((d / "status.json").read_text()) for d in (old, new))
     added = {"metric_profile"} | (set() if which == "pa" else {
         "gain_rule", "out_power_with_dpd_db", "out_power_without_dpd_db", "eqp_profile", "eqp_drive_db",
         "eqp_residual_db", "eqp_converged", "eqp_ACLR_with_dpd", "eqp_ACLR_without_dpd", "eqp_EVM_with_dpd",
         "eqp_EVM_without_dpd"})
-    assert set(ns) == set(os_) | added | {"epochs_completed"}  # a succeeded run now says how many epochs it ran
+    # a succeeded run now says how many epochs it ran, and on which kernels (issue 14)
+    assert set(ns) == set(os_) | added | {"epochs_completed", "kernel"}
+    assert ns["kernel"] == {"requested": "reference", "ran": "reference"}
     with h5py.File(old / "results.h5") as fa, h5py.File(new / "results.h5") as fb:
         assert set(fa) == set(fb) == {"val", "test"}
         assert set(fb.attrs) == set(fa.attrs) | added

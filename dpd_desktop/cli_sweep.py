@@ -1,0 +1,201 @@
+"""``dpd-desktop sweep``: grid, random and Optuna sweeps, each trial an ordinary run of the workspace (sweep/).
+
+    dpd-desktop sweep SPEC.toml                       create the sweep and run it (spec format: sweep/spec.py)
+    dpd-desktop sweep --grid KEY=V1,V2 [--grid ...] [--random N | --optuna N] [--seed S] [--name NAME]
+                      [--step pa|dpd] --base [the options of train-pa / train-dpd]
+    dpd-desktop sweep list
+    dpd-desktop sweep show SWEEP [--json]
+    dpd-desktop sweep resume SWEEP                    run the trials that did not finish
+    dpd-desktop sweep cancel SWEEP                    the running trials stop after their current batch
+
+Trials run as queue entries (queue list shows them), each in a child process, one at a time per device lane.
+Ctrl+C: the first stops the sweep (running trials end cancelled after their current batch; ``sweep resume`` runs
+them again), the second aborts. Exit status: 0 the sweep ran to its end (whatever its trials' outcomes, which
+``sweep show`` lists), 1 some trial did not finish (its process was killed: ``sweep resume`` runs it again), 2 bad
+arguments or spec (nothing created), 3 stopped (Ctrl+C or ``sweep cancel``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+
+from .config import ConfigError
+from .process import CTRL_C, Exit
+
+ACTIONS = ("list", "show", "resume", "cancel")
+STOPPING = "stopping the sweep: the running trials stop after their current batch (Ctrl+C again to abort)…"
+
+
+def add_parser(add) -> argparse.ArgumentParser:
+    """Register ``sweep`` with cli.py's ``add(name, **kw)``."""
+    p = add("sweep", help="grid, random or Optuna sweep of training runs (SPEC.toml or --grid); list, show, resume, "
+                          "cancel", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("target", nargs="?", default=None,
+                   help="SPEC.toml, or an action: list, show SWEEP, resume SWEEP, cancel SWEEP")
+    p.add_argument("sweep", nargs="?", default=None, help="the sweep id (show, resume, cancel)")
+    p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
+                   help="a searched configuration field and its values (repeatable; e.g. hidden_size=8,16, "
+                        "backbone=gru,lstm, lr=1e-3,5e-3, seed=0,1,2)")
+    p.add_argument("--random", type=int, default=None, metavar="N", help="N random trials over the --grid values")
+    p.add_argument("--optuna", type=int, default=None, metavar="N",
+                   help="N trials drawn by Optuna's TPE sampler over the --grid values, the median pruner on")
+    p.add_argument("--seed", type=int, default=0, help="the search's seed (random / optuna; default 0)")
+    p.add_argument("--name", default="sweep", help="the sweep folder's label (default %(default)s)")
+    p.add_argument("--step", default="pa", choices=("pa", "dpd"), help="the trials' step (default pa)")
+    p.add_argument("--json", action="store_true", help="show: sweep.json as it is")
+    p.add_argument("--base", nargs=argparse.REMAINDER, default=None,
+                   help="the rest of the line: train-pa / train-dpd options of every trial (--dataset ... )")
+    return p
+
+
+def handle(args, ws) -> "object":
+    """Run ``sweep …``; returns cli.Outcome."""
+    from .cli import Outcome
+    from .sweep.spec import SweepSpecError
+    from .sweep.store import SweepError, SweepStore
+
+    try:
+        if args.target in ACTIONS:
+            if args.target != "list" and not args.sweep:
+                raise SweepError(ws.root / "sweeps", f"sweep {args.target}: give the sweep id (sweep list)")
+            store = SweepStore(ws.root)
+            if args.target == "list":
+                return Outcome(_list(store))
+            if args.target == "show":
+                return Outcome(_show(store, args.sweep, args.json))
+            if args.target == "cancel":
+                info = store.request_cancel(args.sweep)
+                print(f"sweep {info.id}: " + ("its running trials stop after their current batch"
+                                              if info.state == "running" else info.state))
+                return Outcome(Exit.OK)
+            ws.check(create=True)
+            return Outcome(_run(ws, store.open(args.sweep).id), skip_teardown=True)
+        spec = _spec(args, ws)
+        ws.check(create=True)
+        from .sweep.runner import create_sweep
+
+        info = create_sweep(ws, spec)
+        print(f"sweep {info.id}: {spec.search}, {len(info.trials) or spec.trials} trials → {info.folder}",
+              flush=True)
+        return Outcome(_run(ws, info.id), skip_teardown=True)
+    except (SweepSpecError, SweepError, ConfigError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return Outcome(Exit.USAGE)
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return Outcome(Exit.USAGE)
+
+
+def _spec(args, ws):
+    from .sweep.spec import SweepSpecError, load_spec, spec_from_options
+
+    if args.target is not None:
+        if args.grid or args.base:
+            raise SweepSpecError(args.target, "command line", "give a SPEC.toml or --grid/--base, not both")
+        return load_spec(args.target)
+    if not args.grid:
+        raise SweepSpecError("command line", "sweep", "give SPEC.toml, or --grid KEY=V1,V2 ... --base OPTIONS")
+    if args.random and args.optuna:
+        raise SweepSpecError("command line", "--random", "give --random N or --optuna N, not both")
+    base = _base_config(args, ws)
+    return spec_from_options(args.grid, base, random_trials=args.random, optuna_trials=args.optuna, seed=args.seed,
+                             name=args.name)
+
+
+def _base_config(args, ws):
+    """The trials' base from ``--base``: parsed as train-pa / train-dpd parse their options."""
+    from . import cli, cli_limits
+    from .runs.settings import WorkspaceSettings
+    from .sweep.spec import SweepSpecError
+
+    p = argparse.ArgumentParser(prog=f"dpd-desktop sweep --base ({'train-' + args.step} options)")
+    cli._add_training_options(p, args.step)
+    try:
+        a = p.parse_args(args.base or [])
+    except SystemExit as exc:
+        raise SweepSpecError("command line", "--base", "cannot read the train options (see the message above)") \
+            from exc
+    settings = WorkspaceSettings.load(ws.root) if ws.root.is_dir() else WorkspaceSettings()
+    return cli_limits.with_limit_options(cli._config_from_args(a, args.step), a, settings)
+
+
+class _Console:
+    """One line per trial start and end (on_change of SweepRun)."""
+
+    def __init__(self):
+        self.seen: dict[int, str] = {}
+
+    def __call__(self, info) -> None:
+        for t in info.trials:
+            state = "pruned" if t.get("pruned") else t["state"]
+            if self.seen.get(t["number"]) == state or state == "queued":
+                continue
+            self.seen[t["number"]] = state
+            params = " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in t["params"].items())
+            value = f" best {info.spec.metric} {t['value']:.3f}" if t.get("value") is not None else ""
+            print(f"trial {t['number']}: {state} [{params}] {t.get('run_id') or ''}{value}"
+                  + (f" — {t['message']}" if t.get("message") else ""), flush=True)
+
+
+def _run(ws, sweep_id: str) -> int:
+    from .sweep.runner import SweepRun
+
+    stop = threading.Event()
+    run = SweepRun(ws, sweep_id, stop=stop, on_change=_Console())
+    own = not CTRL_C.installed and CTRL_C.install()
+    if CTRL_C.installed:
+        CTRL_C.on_first(stop.set, STOPPING)
+    try:
+        info = run.run()
+    finally:
+        CTRL_C.on_first(None)
+        if own:
+            CTRL_C.uninstall()
+    print(f"sweep {info.id}: {info.state} — {info.doc.get('message', '')}", flush=True)
+    _best(info)
+    return {"succeeded": Exit.OK, "failed": Exit.FAILED}.get(info.state, Exit.CANCELLED)
+
+
+def _best(info) -> None:
+    done = [t for t in info.trials if t.get("value") is not None and t["state"] == "succeeded"]
+    if done:
+        b = min(done, key=lambda t: t["value"])
+        print(f"best: trial {b['number']} {info.spec.metric} {b['value']:.3f} run {b['run_id']} {b['params']}")
+
+
+def _list(store) -> int:
+    sweeps = store.list()
+    if not sweeps:
+        print(f"no sweeps (workspace {store.root})", file=sys.stderr)
+        return Exit.OK
+    print(f"{'SWEEP':40s} {'SEARCH':7s} {'STATE':11s} TRIALS")
+    for s in sweeps:
+        counts = ", ".join(f"{n} {k}" for k, n in sorted(s.counts().items()))
+        print(f"{s.id:40s} {s.spec.search:7s} {s.state:11s} {len(s.trials)} ({counts})")
+    return Exit.OK
+
+
+def _show(store, sweep_id: str, as_json: bool) -> int:
+    info = store.open(sweep_id)
+    if as_json:
+        print(json.dumps(info.doc, indent=2))
+        return Exit.OK
+    spec = info.spec
+    print(f"sweep {info.id}: {spec.search}, {info.state}" + (f" — {info.doc['message']}" if info.doc.get("message")
+                                                             else ""))
+    print("space: " + ", ".join(p.key for p in spec.space) + f"; metric {spec.metric}; folder {info.folder}")
+    keys = [p.key for p in spec.space]
+    print(f"{'#':>3s} {'STATE':10s} " + " ".join(f"{k[:12]:>12s}" for k in keys) + f" {spec.metric:>12s}  RUN")
+    for t in info.trials:
+        state = "pruned" if t.get("pruned") else t["state"]
+        cells = " ".join(f"{_cell(t['params'].get(k)):>12s}" for k in keys)
+        val = f"{t['value']:12.3f}" if t.get("value") is not None else f"{'':12s}"
+        print(f"{t['number']:3d} {state:10s} {cells} {val}  {t.get('run_id') or ''}")
+    _best(info)
+    return Exit.OK
+
+
+def _cell(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)

@@ -1,0 +1,108 @@
+"""The local executor: each trial a queue entry of the workspace, trained in a child process by the supervisor.
+
+:class:`LocalExecutor` adds the trials to ``<workspace>/queue.sqlite`` (runs/queue.py), so the queue dock and
+``dpd-desktop queue list`` show them, and runs them with a :class:`~dpd_desktop.runs.supervisor.Supervisor`
+restricted to those entries (``entries=``): one child process per trial (a crash ends that trial only), one at a
+time per device lane. ``stop`` set: the running trials stop after their current batch (``cancelled``) and the
+queued ones are cancelled before they start. An entry another supervisor (the window's queue) took first is
+followed through the queue file until it ends (its epochs are not seen: it cannot be pruned).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, Sequence
+
+from ..runs.queue import RunQueue
+from ..runs.states import FINAL_STATES
+from ..runs.supervisor import EntryEnded, Supervisor
+from ..runs.workspace import Workspace
+from ..training import events as E
+from .executor import Trial, TrialEnd
+
+POLL_S = 0.2
+
+
+class LocalExecutor:
+    """Runs trials on this machine through the workspace's queue (see the module docstring).
+
+    Args:
+        workspace: the workspace of the runs and the queue.
+        lanes: the device lanes served (None: every lane the trials name).
+        context: a multiprocessing context for the children (tests), as Supervisor's.
+    """
+
+    def __init__(self, workspace: Workspace, lanes: Sequence[str] | None = None, context=None):
+        self.workspace = workspace
+        self.lanes = lanes
+        self.context = context
+
+    def run(self, trials: Sequence[Trial], on_done: Callable[[TrialEnd], None], stop: threading.Event,
+            on_epoch: Callable[[Trial, object], str | None] | None = None,
+            on_start: Callable[[Trial, str], None] | None = None) -> None:
+        if not trials:
+            return
+        if stop.is_set():  # stopped before anything was queued: nothing enters the queue
+            for t in trials:
+                on_done(TrialEnd(t, "cancelled", None, "cancelled before it started"))
+            return
+        with RunQueue(self.workspace.root) as q:
+            by_entry = {q.add(t.config).id: t for t in trials}
+            ended: set[int] = set()
+            pruned: dict[int, str] = {}
+            runs: dict[int, str | None] = {}
+            sup: Supervisor | None = None
+
+            def observe(entry, ev) -> None:
+                t = by_entry.get(entry.id)
+                if t is None:
+                    return
+                if isinstance(ev, (E.RunPrepared, E.RunStarted)):
+                    if entry.id not in runs and on_start is not None and ev.run_dir:
+                        on_start(t, ev.run_dir)
+                    runs[entry.id] = ev.run_dir
+                elif isinstance(ev, E.EpochEnded) and on_epoch is not None and entry.id not in pruned:
+                    reason = on_epoch(t, ev)
+                    if reason:
+                        pruned[entry.id] = reason
+                        sup.send(entry.id, f"cancel:{reason}")
+                elif isinstance(ev, EntryEnded) and entry.id not in ended:
+                    ended.add(entry.id)
+                    msg = pruned[entry.id] if ev.state == "cancelled" and entry.id in pruned else ev.message
+                    on_done(TrialEnd(t, ev.state, ev.run_dir or runs.get(entry.id), msg))
+
+            sup = Supervisor(self.workspace, lanes=self.lanes, observers=[observe], queue=q, context=self.context,
+                             entries=list(by_entry))
+            finished = threading.Event()
+
+            def watch_stop() -> None:
+                while not finished.wait(POLL_S):
+                    if stop.is_set():
+                        sup.request_stop()
+                        return
+
+            watcher = threading.Thread(target=watch_stop, name="dpd-sweep-stop", daemon=True)
+            watcher.start()
+            try:
+                while True:
+                    sup.run()
+                    if not self._settle(q, by_entry, ended, on_done, stop):
+                        break
+                    time.sleep(POLL_S)
+            finally:
+                finished.set()
+                watcher.join()
+
+    def _settle(self, q: RunQueue, by_entry: dict, ended: set, on_done, stop: threading.Event) -> bool:
+        """After a supervisor pass: end the entries that ended elsewhere (another supervisor ran them) or, after a
+        stop, cancel ours that are left; True while some are still to run or to end."""
+        for i in [i for i in by_entry if i not in ended]:
+            e = q.get(i)
+            if stop.is_set() and e.state == "queued":
+                e = q.cancel(i)
+            elif stop.is_set() and e.state == "running" and not e.cancel_requested:
+                q.cancel(i)
+            if e.state in FINAL_STATES:
+                ended.add(i)
+                on_done(TrialEnd(by_entry[i], e.state, e.run_dir, e.message))
+        return any(i not in ended for i in by_entry)

@@ -1,0 +1,297 @@
+"""The Ray backend of a sweep (issue 15 point 3): :class:`RayExecutor` implements the executor protocol
+(sweep/executor.py) on a Ray cluster; ``dpd-desktop sweep --ray ADDRESS`` gets it from :func:`executor_for`.
+
+Each trial is one Ray task (sweep/ray_task.py ``train_trial``) asking for ``config.threads or 1`` CPUs and, when
+the trial trains on CUDA (its device, else the workspace's default device; ``auto`` on a cluster that has GPUs),
+``1 / trials_per_gpu`` of a GPU: the trials of a group of ``trials_per_gpu`` share one card (4 by default, the group
+size that measured best on the H200, issue 15). The driver reserves the trial's run folder (an empty
+``runs/<run id>``, invisible to the reader until the run is imported), ships the workspace's settings.json and, for a
+DPD trial, its PA run's files, and imports what comes back (ray_task.py ``import_run``), then refreshes the
+workspace index. The code sent to the workers is this package itself (Ray's ``py_modules``), so a worker trains with
+the driver's version.
+
+Live progress is polled: every ``poll_s`` seconds the driver drains the channel actor (ray_task.py
+``TrialChannel``) and hands each event to ``on_event`` as a dict: ``{"event": "cluster", "address",
+"dashboard_url", "folder"}`` (a ``local`` cluster started; ``folder`` its temporary folder), ``{"event": "warning",
+"message"}``,
+``{"event": "submitted", "trial", "run_id", "resources"}``, ``{"event": "started", "trial", "run_id", "node",
+"pid"}``, ``{"event": "epoch", "trial", "epoch", "epochs", "is_best", "row"}`` (the history row).
+
+``stop`` set: the channel's stop flag is raised (running trials end ``cancelled`` after their current batch and are
+imported like any other), the tasks that have not started are cancelled with ``ray.cancel`` and end ``cancelled``
+without a run folder. Security: sweep/ray_security.py (the policy before and after connecting; ``local`` starts
+a loopback, token-authenticated cluster). Ray itself is imported here only when a sweep connects: it is the
+optional extra ``dpd-desktop[cluster]``, and the sweep CLI imports this module for :func:`add_ray_arguments`.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from ..config import ExperimentConfig
+from ..runs.index import RunIndex
+from ..runs.settings import WorkspaceSettings
+from ..runs.workspace import Workspace
+from .executor import Trial, TrialEnd
+from .ray_security import (OVERRIDE_FLAG, TOKEN_ENV, LocalCluster, RaySecurityError, check_address,
+                           check_cluster_auth_mode)
+from .ray_task import (ReturnedRunError, TrialChannel, import_run, read_returned, shipped_files, train_trial,
+                       trial_payload)
+
+__all__ = ["RayExecutor", "RaySecurityError", "executor_for", "add_ray_arguments", "task_resources",
+           "LOCAL_ADDRESS", "DEFAULT_TRIALS_PER_GPU"]
+
+#: ``--ray local``: start a cluster on this machine (ray_security.py ``LocalCluster``) for the sweep
+LOCAL_ADDRESS = "local"
+DEFAULT_TRIALS_PER_GPU = 4
+EXTRA_MISSING = "Ray is not installed: install the cluster extra (pip install 'dpd-desktop[cluster]')"
+
+
+def _import_ray():
+    """``ray``, imported on first use (0.26 s measured on the 2-core machine; an optional extra)."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise RuntimeError(EXTRA_MISSING) from exc
+    return ray
+
+
+def task_resources(config: ExperimentConfig, default_device: str, cluster_gpus: float,
+                   trials_per_gpu: int = DEFAULT_TRIALS_PER_GPU) -> dict[str, float]:
+    """The Ray resources of one trial's task (module docstring): ``{"num_cpus", "num_gpus"}``."""
+    device = config.device if config.device != "auto" else default_device
+    on_gpu = str(device).startswith("cuda") or (device == "auto" and cluster_gpus > 0)
+    return {"num_cpus": float(config.threads or 1), "num_gpus": 1.0 / max(1, int(trials_per_gpu)) if on_gpu else 0.0}
+
+
+class RayExecutor:
+    """Trials as Ray tasks (module docstring).
+
+    Args:
+        address: the cluster (``host:port``, ``ray://host:port``) or ``"local"``.
+        workspace: where the trials' runs are imported.
+        allow_unauthenticated: the user's explicit override of the token-authentication rule (ray_security.py).
+        trials_per_gpu: trials sharing one GPU (GPU fraction ``1 / trials_per_gpu``).
+        num_cpus, num_gpus: resources of a ``local`` cluster (None: Ray counts the machine's).
+        on_event: receives the progress events (module docstring); warnings go to stderr without it.
+        poll_s: how often the driver polls the tasks and the channel [s].
+        returned_files_hook: test hook ``(trial, files) -> files`` applied to what a task returned before it is
+            imported (the tests damage a file with it).
+
+    :meth:`run` raises :class:`~dpd_desktop.sweep.ray_security.RaySecurityError` when the policy refuses the
+    cluster (before any trial is sent), ``RuntimeError`` when Ray is not installed or the cluster cannot be reached.
+    """
+
+    def __init__(self, address: str, workspace: Workspace, *, allow_unauthenticated: bool = False,
+                 trials_per_gpu: int = DEFAULT_TRIALS_PER_GPU, num_cpus: int | None = None,
+                 num_gpus: int | None = None, on_event: Callable[[dict], None] | None = None, poll_s: float = 0.25,
+                 returned_files_hook: Callable[[Trial, dict[str, bytes]], dict[str, bytes]] | None = None):
+        self.address = address
+        self.workspace = workspace
+        self.allow_unauthenticated = allow_unauthenticated
+        self.trials_per_gpu = trials_per_gpu
+        self.num_cpus, self.num_gpus = num_cpus, num_gpus
+        self.on_event = on_event
+        self.poll_s = poll_s
+        self.returned_files_hook = returned_files_hook
+
+    # ---------------------------------------------------------------- events
+    def _emit(self, event: dict) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
+        elif event.get("event") == "warning":
+            print(event["message"], file=sys.stderr)
+
+    # ---------------------------------------------------------------- the protocol
+    def run(self, trials: Sequence[Trial], on_done: Callable[[TrialEnd], None], stop: threading.Event) -> None:
+        """Train ``trials`` on the cluster; ``on_done`` once per trial, in the order they end (module docstring).
+        ``ray.init`` sets its own SIGTERM handler (in the main thread): the caller's is restored at the end."""
+        cluster = None
+        main = threading.current_thread() is threading.main_thread()
+        sigterm = signal.getsignal(signal.SIGTERM) if main else None
+        try:
+            if self.address == LOCAL_ADDRESS:
+                cluster = LocalCluster(self.num_cpus, self.num_gpus).start()
+                address, env, notes = cluster.address, cluster.env, []
+                self._emit({"event": "cluster", "address": address, "dashboard_url": cluster.dashboard_url,
+                            "folder": str(cluster.folder)})
+            else:
+                address, env = self.address, {}
+                notes = check_address(address, self.allow_unauthenticated)
+            if cluster is not None:
+                os.environ.pop(TOKEN_ENV, None)  # it would take precedence over the local cluster's token file
+            os.environ.update(env)
+            ray = _import_ray()
+            _refresh_ray_config(ray)
+            pkg = Path(__file__).resolve().parent.parent
+            ctx = ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING,
+                           namespace="dpd-desktop-sweep",
+                           runtime_env={"py_modules": [str(pkg)], "excludes": ["__pycache__", "*.pyc"]})
+            try:
+                notes += check_cluster_auth_mode(address, getattr(ctx, "dashboard_url", None),
+                                                    self.allow_unauthenticated)
+                for w in notes:
+                    self._emit({"event": "warning", "message": w})
+                self._run_connected(ray, trials, on_done, stop)
+            finally:
+                ray.shutdown()
+        finally:
+            if cluster is not None:
+                cluster.stop()
+            if sigterm is not None:
+                signal.signal(signal.SIGTERM, sigterm)
+
+    def _run_connected(self, ray, trials, on_done, stop: threading.Event) -> None:
+        channel = ray.remote(num_cpus=0)(TrialChannel).remote()
+        task = ray.remote(max_retries=0)(train_trial)
+        gpus = float(ray.cluster_resources().get("GPU", 0))
+        settings = WorkspaceSettings.load(self.workspace.root)
+        pending: dict[Any, tuple[Trial, str, Path]] = {}
+        for trial in trials:
+            if stop.is_set():
+                on_done(TrialEnd(trial, "cancelled", None, "the sweep was stopped before this trial started"))
+                continue
+            try:
+                cfg, files = shipped_files(self.workspace, trial.config)
+                run_id, run_dir = self.workspace.new_run_dir(f"{cfg.step}-{cfg.size_label}")
+            except (OSError, ValueError) as exc:
+                on_done(TrialEnd(trial, "failed", None, f"the trial could not be sent to the cluster: {exc}"))
+                continue
+            res = task_resources(cfg, settings.default_device, gpus, self.trials_per_gpu)
+            ref = task.options(**res).remote(trial_payload(trial, run_id, cfg), files, channel)
+            pending[ref] = (trial, run_id, run_dir)
+            self._emit({"event": "submitted", "trial": trial.number, "run_id": run_id, "resources": res})
+        started: set[int] = set()
+        stop_sent = False
+        try:
+            while pending:
+                if stop.is_set() and not stop_sent:
+                    ray.get(channel.stop.remote())  # first the flag: a task starting now sees it
+                    for ref, (trial, _, _) in pending.items():
+                        if trial.number not in started:
+                            ray.cancel(ref)
+                    stop_sent = True
+                done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=self.poll_s)
+                self._drain(ray, channel, started)
+                for ref in done:
+                    trial, run_id, run_dir = pending.pop(ref)
+                    on_done(self._finish(ray, ref, trial, run_id, run_dir))
+            self._drain(ray, channel, started)
+        except Exception as exc:  # the cluster was lost: every trial still out ends failed, then the error goes on
+            for trial, _, run_dir in pending.values():
+                _drop_reserved(run_dir)
+                on_done(TrialEnd(trial, "failed", None,
+                                 f"the connection to the Ray cluster failed: {_first_line(exc)}"))
+            raise
+
+    def _drain(self, ray, channel, started: set[int]) -> None:
+        for text in ray.get(channel.drain.remote()):
+            try:
+                ev = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(ev, dict):
+                if ev.get("event") == "started":
+                    started.add(ev.get("trial"))
+                self._emit(ev)
+
+    def _finish(self, ray, ref, trial: Trial, run_id: str, run_dir: Path) -> TrialEnd:
+        """The trial's end: the task's result imported (or why not); the reserved folder removed when no run came
+        back."""
+        try:
+            out = ray.get(ref)
+            meta, files = read_returned(out)
+        except ray.exceptions.TaskCancelledError:
+            _drop_reserved(run_dir)
+            return TrialEnd(trial, "cancelled", None, "the sweep was stopped before this trial started")
+        except ray.exceptions.RayError as exc:
+            _drop_reserved(run_dir)
+            return TrialEnd(trial, "failed", None, f"the Ray task failed: {_first_line(exc)}")
+        except ReturnedRunError as exc:
+            _drop_reserved(run_dir)
+            return TrialEnd(trial, "failed", None, f"what the cluster returned is malformed: {exc}")
+        if not files:
+            _drop_reserved(run_dir)
+            state = meta.get("state") if meta.get("state") in ("cancelled", "failed") else "failed"
+            return TrialEnd(trial, state, None, str(meta.get("message") or "the trial made no run folder"))
+        if self.returned_files_hook is not None:
+            files = self.returned_files_hook(trial, files)
+        try:
+            rec = import_run(self.workspace, run_id, files)
+        except (ReturnedRunError, OSError) as exc:
+            _drop_reserved(run_dir)
+            return TrialEnd(trial, "failed", None, f"the run folder {run_id} returned by the cluster is malformed "
+                            f"and was not imported: {exc}")
+        with RunIndex.open(self.workspace, sync=False) as idx:
+            idx.refresh([run_id])
+        return TrialEnd(trial, rec.state, str(rec.run_dir), rec.message or str(meta.get("message") or ""))
+
+
+def _drop_reserved(run_dir: Path) -> None:
+    try:
+        run_dir.rmdir()  # only while empty: a folder that holds anything is never removed here
+    except OSError:
+        pass
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return lines[-1] if lines else type(exc).__name__
+
+
+def _refresh_ray_config(ray) -> None:
+    """Let an already imported Ray see the authentication variables just set (Ray's own
+    ``_enable_token_auth`` does the same)."""
+    try:
+        from ray._raylet import Config
+
+        Config.initialize("")
+    except Exception:  # noqa: BLE001 - an older or newer Ray without it reads the environment at ray.init
+        pass
+
+
+# ---------------------------------------------------------------------------------------------------- command line
+def add_ray_arguments(parser) -> None:
+    """The sweep command's Ray options: ``--ray ADDRESS``, ``--ray-allow-unauthenticated``, ``--ray-trials-per-gpu``,
+    ``--ray-num-cpus``."""
+    parser.add_argument("--ray", metavar="ADDRESS", default=None,
+                        help="run the trials on a Ray cluster: host:port or ray://host:port (token authentication "
+                             "required: RAY_AUTH_MODE=token and RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH), or 'local' "
+                             "(a cluster started on this machine, loopback dashboard, token authentication); needs "
+                             "the extra dpd-desktop[cluster]")
+    parser.add_argument(OVERRIDE_FLAG, dest="ray_allow_unauthenticated", action="store_true",
+                        help="connect to a remote Ray cluster without token authentication: anyone who reaches it "
+                             "can run code there and send code back; only on a network you trust")
+    parser.add_argument("--ray-trials-per-gpu", type=int, default=DEFAULT_TRIALS_PER_GPU, metavar="N",
+                        help=f"trials sharing one GPU on the cluster (GPU fraction 1/N; default "
+                             f"{DEFAULT_TRIALS_PER_GPU})")
+    parser.add_argument("--ray-num-cpus", type=int, default=None, metavar="N",
+                        help="CPUs of a 'local' cluster (default: the machine's)")
+
+
+def executor_for(args, workspace: Workspace | None = None,
+                 on_event: Callable[[dict], None] | None = None) -> RayExecutor | None:
+    """The executor the sweep command's ``args`` ask for: a :class:`RayExecutor` with ``--ray``, None without it
+    (the sweep's local executor then runs the trials). ``workspace`` defaults to ``args.workspace``'s."""
+    address = getattr(args, "ray", None)
+    if not address:
+        return None
+    ws = workspace if workspace is not None else Workspace(getattr(args, "workspace", None))
+    return RayExecutor(address, ws, allow_unauthenticated=bool(getattr(args, "ray_allow_unauthenticated", False)),
+                       trials_per_gpu=getattr(args, "ray_trials_per_gpu", DEFAULT_TRIALS_PER_GPU) or 1,
+                       num_cpus=getattr(args, "ray_num_cpus", None), on_event=on_event)
+
+
+def trial_from_dict(doc: Mapping[str, Any]) -> Trial:
+    """A :class:`Trial` from ``{"sweep_id", "number", "config"}`` (the helper's wire form)."""
+    return Trial(str(doc["sweep_id"]), int(doc["number"]), ExperimentConfig.from_dict(dict(doc["config"])))
+
+
+def trial_to_dict(trial: Trial) -> dict[str, Any]:
+    return {"sweep_id": trial.sweep_id, "number": trial.number, "config": trial.config.to_dict()}

@@ -1,0 +1,250 @@
+"""The window's way to a Ray cluster: a helper process that runs the :class:`RayExecutor`, and its client.
+
+Ray never starts inside the window's process (``ray.init`` takes over signal handling and starts threads of its
+own); the Sweep view starts ``python -m dpd_desktop.sweep.ray_helper --workspace ROOT --address ADDRESS
+[--ray-allow-unauthenticated] [--num-cpus N] [--trials-per-gpu N]`` through :meth:`RayHelperClient.start`, on
+one of its job threads (gui/jobs.py), and reads its events.
+
+The wire is JSON lines. Standard input: first ``{"trials": [{"sweep_id", "number", "config"}, ...]}``, then
+``{"cmd": "stop"}`` to stop the sweep; the end of standard input (the window is gone) stops it too. Standard
+output: the executor's events (ray_executor.py: ``warning``, ``submitted``, ``started``, ``epoch``), then per trial
+``{"event": "done", "trial", "state", "run_dir", "message"}``, and last ``{"event": "end"}``, or ``{"event":
+"error", "kind": "refused" | "failed", "message"}`` when the sweep could not run. Everything else the process prints
+(Ray's logs) goes to standard error. Exit status (process.py ``Exit``): 0 the sweep ran (whatever its trials'
+states), 2 refused by the security policy or bad input, 1 another failure. SIGINT is ignored: a terminal's Ctrl+C
+reaches the whole process group, and the window decides what it means (it sends ``stop``).
+
+Test hook ``DPD_DESKTOP_TEST_RAY_DAMAGE`` (read by the helper only): ``N:FILE[,N:FILE...]`` replaces the bytes of
+FILE returned by trial N with text that is not that file's format, as a broken cluster would.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections import deque
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from ..process import Exit
+from ..runs.workspace import Workspace
+from .executor import Trial, TrialEnd
+from .ray_executor import DEFAULT_TRIALS_PER_GPU, RayExecutor, trial_from_dict, trial_to_dict
+from .ray_security import OVERRIDE_FLAG, RaySecurityError
+
+DAMAGE_ENV = "DPD_DESKTOP_TEST_RAY_DAMAGE"
+_STDERR_TAIL_LINES = 200
+
+
+def parse_damage(spec: str | None) -> dict[int, list[str]]:
+    """``N:FILE,...`` (see the module docstring) as {trial number: [file names]}. Raises ValueError."""
+    out: dict[int, list[str]] = {}
+    for item in filter(None, (s.strip() for s in (spec or "").split(","))):
+        n, sep, name = item.partition(":")
+        if not sep or not n.isdigit() or not name:
+            raise ValueError(f"{DAMAGE_ENV}: cannot read {item!r} (expected N:FILE)")
+        out.setdefault(int(n), []).append(name)
+    return out
+
+
+def _damage_hook(spec: dict[int, list[str]]):
+    def hook(trial: Trial, files: dict[str, bytes]) -> dict[str, bytes]:
+        names = spec.get(trial.number, [])
+        return {k: (b"{damaged by " + DAMAGE_ENV.encode() + b"\n" if k in names else v) for k, v in files.items()}
+    return hook
+
+
+# ---------------------------------------------------------------------------------------------------- the helper
+class _Wire:
+    """The protocol's standard output: one JSON object per line, from any thread."""
+
+    def __init__(self, fh):
+        self._fh, self._lock = fh, threading.Lock()
+
+    def send(self, obj: Mapping[str, Any]) -> None:
+        text = json.dumps(dict(obj), default=str)
+        with self._lock:
+            try:
+                self._fh.write(text + "\n")
+                self._fh.flush()
+            except (OSError, ValueError):  # the reader is gone
+                pass
+
+
+def _protocol_stdout():
+    """The real standard output for the protocol; file descriptor 1 then points at standard error, so that
+    nothing else (Ray, its C++ core, a library's print) can mix into the protocol."""
+    fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return os.fdopen(fd, "w", encoding="utf-8", buffering=1)
+
+
+def _listen(stop: threading.Event) -> None:
+    for line in sys.stdin:
+        try:
+            cmd = json.loads(line).get("cmd")
+        except (ValueError, AttributeError):
+            continue
+        if cmd == "stop":
+            stop.set()
+    stop.set()  # end of input: the window is gone
+
+
+def helper_main(argv: Sequence[str] | None = None) -> int:
+    """The helper process (module docstring); returns its exit status."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    p = argparse.ArgumentParser(prog="python -m dpd_desktop.sweep.ray_helper")
+    p.add_argument("--workspace", required=True)
+    p.add_argument("--address", required=True)
+    p.add_argument(OVERRIDE_FLAG, dest="allow_unauthenticated", action="store_true")
+    p.add_argument("--num-cpus", type=int, default=None)
+    p.add_argument("--trials-per-gpu", type=int, default=DEFAULT_TRIALS_PER_GPU)
+    args = p.parse_args(argv)
+    wire = _Wire(_protocol_stdout())
+    try:
+        first = sys.stdin.readline()
+        trials = [trial_from_dict(t) for t in json.loads(first)["trials"]]
+        damage = parse_damage(os.environ.get(DAMAGE_ENV))
+    except (ValueError, KeyError, TypeError) as exc:
+        wire.send({"event": "error", "kind": "failed", "message": f"cannot read the trials on standard input: {exc}"})
+        return int(Exit.USAGE)
+    stop = threading.Event()
+    threading.Thread(target=_listen, args=(stop,), name="dpd-ray-helper-stdin", daemon=True).start()
+
+    def done(end: TrialEnd) -> None:
+        wire.send({"event": "done", "trial": end.trial.number, "state": end.state, "run_dir": end.run_dir,
+                   "message": end.message})
+
+    executor = RayExecutor(args.address, Workspace(args.workspace), allow_unauthenticated=args.allow_unauthenticated,
+                           trials_per_gpu=args.trials_per_gpu, num_cpus=args.num_cpus, on_event=wire.send,
+                           returned_files_hook=_damage_hook(damage) if damage else None)
+    try:
+        executor.run(trials, done, stop)
+    except RaySecurityError as exc:
+        wire.send({"event": "error", "kind": "refused", "message": str(exc)})
+        return int(Exit.USAGE)
+    except Exception as exc:  # noqa: BLE001 - reported to the window, which shows it
+        wire.send({"event": "error", "kind": "failed", "message": f"{type(exc).__name__}: {exc}"})
+        return int(Exit.FAILED)
+    wire.send({"event": "end"})
+    return int(Exit.OK)
+
+
+# ---------------------------------------------------------------------------------------------------- the client
+class RayHelperClient:
+    """The core-side client of the helper (no Qt): start it, iterate its events, stop it.
+
+    Iterating yields, in arrival order, a :class:`~dpd_desktop.sweep.executor.TrialEnd` for each ``done`` line
+    (``trial`` the :class:`Trial` that was sent) and the other events as dicts; it ends when the helper closes its
+    output. Then :attr:`returncode` is its exit status and :attr:`error` the message of an ``error`` event (None
+    after a sweep that ran). Blocking: the window iterates on a job thread.
+    """
+
+    def __init__(self, proc: subprocess.Popen, trials: Sequence[Trial]):
+        self._proc = proc
+        self._trials = {t.number: t for t in trials}
+        self._stderr: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
+        self._lock = threading.Lock()
+        self.error: str | None = None
+        self.refused = False
+        self._err_thread = threading.Thread(target=self._read_stderr, name="dpd-ray-helper-stderr", daemon=True)
+        self._err_thread.start()
+
+    @classmethod
+    def start(cls, address: str, trials: Sequence[Trial], workspace: Workspace | str | Path, *,
+              allow_unauthenticated: bool = False, num_cpus: int | None = None,
+              trials_per_gpu: int = DEFAULT_TRIALS_PER_GPU, env: Mapping[str, str] | None = None,
+              python: str | None = None) -> "RayHelperClient":
+        """Start the helper for ``trials`` on the cluster at ``address`` (or ``"local"``), importing the runs into
+        ``workspace``. ``env``: variables added to the helper's environment (a cluster's token settings)."""
+        root = workspace.root if isinstance(workspace, Workspace) else Path(workspace)
+        cmd = [python or sys.executable, "-m", "dpd_desktop.sweep.ray_helper", "--workspace", str(root),
+               "--address", address, "--trials-per-gpu", str(int(trials_per_gpu))]
+        if allow_unauthenticated:
+            cmd.append(OVERRIDE_FLAG)
+        if num_cpus is not None:
+            cmd += ["--num-cpus", str(int(num_cpus))]
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        # the helper imports this very package: a source checkout's root goes first on its path (an installed
+        # package is found as it is; its site-packages is never put before the standard library)
+        checkout = Path(__file__).resolve().parent.parent.parent
+        if (checkout / "pyproject.toml").is_file():
+            full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(checkout), full_env.get("PYTHONPATH", "")]))
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=full_env, text=True, encoding="utf-8", bufsize=1)
+        client = cls(proc, trials)
+        proc.stdin.write(json.dumps({"trials": [trial_to_dict(t) for t in trials]}) + "\n")
+        proc.stdin.flush()
+        return client
+
+    def _read_stderr(self) -> None:
+        for line in self._proc.stderr:
+            with self._lock:
+                self._stderr.append(line.rstrip("\n"))
+
+    @property
+    def stderr_tail(self) -> str:
+        """The helper's last lines of standard error (Ray's logs), for a failure's details."""
+        with self._lock:
+            return "\n".join(self._stderr)
+
+    def __iter__(self) -> Iterator[TrialEnd | dict]:
+        for line in self._proc.stdout:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(ev, dict):
+                continue
+            if ev.get("event") == "done" and ev.get("trial") in self._trials:
+                yield TrialEnd(self._trials[ev["trial"]], str(ev.get("state")), ev.get("run_dir"),
+                               str(ev.get("message") or ""))
+                continue
+            if ev.get("event") == "error":
+                self.error = str(ev.get("message"))
+                self.refused = ev.get("kind") == "refused"
+            yield ev
+        self._proc.wait()
+
+    def stop(self) -> None:
+        """Ask the helper to stop the sweep (running trials end cancelled; the rest are not started)."""
+        try:
+            self._proc.stdin.write(json.dumps({"cmd": "stop"}) + "\n")
+            self._proc.stdin.flush()
+        except (OSError, ValueError):
+            pass
+
+    def kill(self) -> None:
+        """End the helper at once (SIGKILL to this client's own process): a ``local`` cluster it started stops by
+        itself (ray_security.py ``LocalCluster``); trials running elsewhere see the driver gone and cancel."""
+        if self._proc.poll() is None:
+            self._proc.kill()
+
+    def close(self, timeout_s: float = 60.0) -> int:
+        """Close the helper's input (it stops the sweep if still running), wait for it; returns its exit status
+        (it is killed after ``timeout_s``)."""
+        try:
+            self._proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self._proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait(10)
+        self._err_thread.join(5)
+        return self._proc.returncode
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.poll()
+
+
+if __name__ == "__main__":
+    sys.exit(helper_main())

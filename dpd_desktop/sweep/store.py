@@ -1,0 +1,222 @@
+"""A sweep's folder: ``<workspace>/sweeps/<sweep-id>/sweep.json`` (and, for Optuna, ``optuna.sqlite``).
+
+sweep.json (``format`` :data:`FORMAT`), written whole and atomically (runs/artifacts.py) under
+``sweep.json.lock`` (filelock: the sweep's process and a ``sweep cancel`` from another may write at once)::
+
+    {"format", "id", "created", "updated", "spec": SweepSpec.to_dict(),
+     "state": a runs/states.py word, "message", "owner": the running process (runs/owner.py) or null,
+     "cancel_requested": bool,
+     "trials": [{"number", "params", "state", "run_id", "run_dir", "message", "value", "pruned",
+                 "attempts": [earlier run ids of this trial], "optuna_number"}]}
+
+A trial's ``state`` is a run state; ``value`` its best per-epoch ``spec.metric`` (the run's ``best_value``);
+``pruned``: stopped by the Optuna pruner (state ``cancelled``, message "pruned by the sweep at epoch N"). A trial is
+*done* when it succeeded, failed or was pruned; ``sweep resume`` runs the others again. A sweep recorded
+``running`` whose process is gone reads ``interrupted``.
+
+Errors: :class:`SweepError` (a ValueError) names sweep.json and the field.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from filelock import FileLock
+
+from ..runs.artifacts import atomic_write_json
+from ..runs.owner import owner_gone, process_identity
+from ..runs.states import RUN_STATES
+from .spec import SweepSpec
+
+FORMAT = "dpd-desktop-sweep-1"
+SWEEPS_DIR = "sweeps"
+SWEEP_FILE = "sweep.json"
+OPTUNA_FILE = "optuna.sqlite"
+LOCK_TIMEOUT_S = 30.0
+
+
+class SweepError(ValueError):
+    """A sweep folder that cannot be used, or a refused request; names the file (and the field)."""
+
+    def __init__(self, path: str | Path, message: str, field: str | None = None):
+        super().__init__(f"{path}: " + (f"{field}: " if field else "") + message)
+        self.path, self.field = Path(path), field
+
+
+def trial_done(t: dict) -> bool:
+    """Succeeded, failed or pruned: ``sweep resume`` leaves it as it is."""
+    return t.get("state") in ("succeeded", "failed") or bool(t.get("pruned"))
+
+
+@dataclass(frozen=True)
+class SweepInfo:
+    """One sweep as read: its folder, sweep.json's document (``doc``) and the state read (owner gone →
+    interrupted)."""
+
+    folder: Path
+    doc: dict
+    state: str
+
+    @property
+    def id(self) -> str:
+        return self.doc["id"]
+
+    @property
+    def spec(self) -> SweepSpec:
+        return SweepSpec.from_dict(self.doc["spec"])
+
+    @property
+    def trials(self) -> list[dict]:
+        return list(self.doc.get("trials", []))
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for t in self.trials:
+            k = "pruned" if t.get("pruned") else t.get("state", "queued")
+            out[k] = out.get(k, 0) + 1
+        return out
+
+
+class SweepStore:
+    """The sweep folders of a workspace (``root``: the workspace folder)."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self.dir = self.root / SWEEPS_DIR
+
+    def folder(self, sweep_id: str) -> Path:
+        return self.dir / sweep_id
+
+    def create(self, spec: SweepSpec, trials: list[dict] | None = None) -> SweepInfo:
+        """A new sweep folder ``YYYY-MM-DD-HHMMSS-<name>`` with its sweep.json (state queued)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", spec.name).strip("-").lower() or "sweep"
+        base = time.strftime("%Y-%m-%d-%H%M%S") + "-" + safe
+        sid, n = base, 1
+        while True:
+            try:
+                (self.dir / sid).mkdir()
+                break
+            except FileExistsError:
+                n += 1
+                sid = f"{base}-{n}"
+        now = _now()
+        doc = {"format": FORMAT, "id": sid, "created": now, "updated": now, "spec": spec.to_dict(),
+               "state": "queued", "message": "", "owner": None, "cancel_requested": False,
+               "trials": [new_trial(i, p) for i, p in enumerate(trials or [])]}
+        atomic_write_json(self.dir / sid / SWEEP_FILE, doc)
+        return self.open(sid)
+
+    def open(self, sweep_id: str) -> SweepInfo:
+        """Read one sweep (by id or folder). Raises SweepError."""
+        folder = Path(sweep_id) if Path(sweep_id).is_dir() else self.folder(str(sweep_id))
+        path = folder / SWEEP_FILE
+        if not path.is_file():
+            raise SweepError(path, f"no such sweep {sweep_id!r} (sweep list shows the sweeps)")
+        return _read(path)
+
+    def list(self) -> list[SweepInfo]:
+        """Every readable sweep, oldest first (an unreadable sweep.json is left out)."""
+        out = []
+        if not self.dir.is_dir():
+            return out
+        for d in sorted(self.dir.iterdir()):
+            if d.name.startswith(".") or not (d / SWEEP_FILE).is_file():
+                continue
+            try:
+                out.append(_read(d / SWEEP_FILE))
+            except SweepError:
+                continue
+        return out
+
+    def update(self, sweep_id: str, change: Callable[[dict], Any]) -> SweepInfo:
+        """Read sweep.json, apply ``change(doc)`` in place, write it back atomically, under the sweep's lock."""
+        folder = self.folder(sweep_id)
+        path = folder / SWEEP_FILE
+        with FileLock(str(folder / (SWEEP_FILE + ".lock")), timeout=LOCK_TIMEOUT_S):
+            doc = _read(path).doc
+            change(doc)
+            doc["updated"] = _now()
+            atomic_write_json(path, doc)
+        return _read(path)
+
+    # ------------------------------------------------------------------------------------------------ helpers
+    def set_running(self, sweep_id: str) -> SweepInfo:
+        def ch(doc):
+            doc.update(state="running", owner=process_identity(), cancel_requested=False, message="")
+        return self.update(sweep_id, ch)
+
+    def finish(self, sweep_id: str, state: str, message: str = "") -> SweepInfo:
+        def ch(doc):
+            doc.update(state=state, owner=None, message=message)
+        return self.update(sweep_id, ch)
+
+    def request_cancel(self, sweep_id: str) -> SweepInfo:
+        """Ask the sweep's process to stop (it reads ``cancel_requested``); a sweep not running ends cancelled."""
+        info = self.open(sweep_id)
+        if info.state not in ("queued", "running"):
+            raise SweepError(info.folder / SWEEP_FILE, f"has already ended ({info.state})", "state")
+
+        def ch(doc):
+            doc["cancel_requested"] = True
+            if info.state == "queued":
+                doc.update(state="cancelled", message="cancelled before it started")
+        return self.update(info.id, ch)
+
+    def cancel_requested(self, sweep_id: str) -> bool:
+        try:
+            return bool(self.open(sweep_id).doc.get("cancel_requested"))
+        except SweepError:
+            return False
+
+    def set_trial(self, sweep_id: str, number: int, **values) -> SweepInfo:
+        """Update trial ``number`` (appended when new: give ``params``)."""
+        def ch(doc):
+            trials = doc.setdefault("trials", [])
+            t = next((t for t in trials if t["number"] == number), None)
+            if t is None:
+                t = new_trial(number, values.get("params", {}))
+                trials.append(t)
+                trials.sort(key=lambda x: x["number"])
+            if values.get("run_id") and t.get("run_id") and values["run_id"] != t["run_id"]:
+                t.setdefault("attempts", []).append(t["run_id"])
+            t.update(values)
+        return self.update(sweep_id, ch)
+
+
+def new_trial(number: int, params: dict) -> dict:
+    return {"number": number, "params": dict(params), "state": "queued", "run_id": None, "run_dir": None,
+            "message": "", "value": None, "pruned": False, "attempts": [], "optuna_number": None}
+
+
+def _read(path: Path) -> SweepInfo:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise SweepError(path, f"cannot be read ({exc})") from exc
+    if not isinstance(doc, dict):
+        raise SweepError(path, "not a JSON object")
+    if doc.get("format") != FORMAT:
+        raise SweepError(path, f"expected {FORMAT!r}, got {doc.get('format')!r}", "format")
+    for k, kind in (("id", str), ("spec", dict), ("trials", list), ("state", str)):
+        if not isinstance(doc.get(k), kind):
+            raise SweepError(path, f"missing or not a {kind.__name__}", k)
+    if doc["state"] not in RUN_STATES:
+        raise SweepError(path, f"{doc['state']!r} is not one of {RUN_STATES}", "state")
+    try:
+        SweepSpec.from_dict(doc["spec"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SweepError(path, f"cannot be read ({exc!r})", "spec") from exc
+    state = doc["state"]
+    owner = doc.get("owner")
+    if state == "running" and isinstance(owner, dict) and owner_gone(owner):
+        state = "interrupted"
+    return SweepInfo(path.parent, doc, state)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")

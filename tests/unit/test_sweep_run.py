@@ -1,0 +1,186 @@
+"""Sweeps run (sweep/runner.py, local.py, optuna_search.py, cli_sweep.py) on tiny demo runs: every trial an ordinary
+run of the workspace (queue, index, ``runs``); a cancel mid-way keeps the finished trials and ``resume`` runs only
+the others, each trial done exactly once; Optuna's pruner stops a poor trial early and its folder stays readable."""
+from __future__ import annotations
+
+import json
+import threading
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from dpd_desktop.cli import main as cli_main
+from dpd_desktop.runs.index import RunIndex
+from dpd_desktop.runs.queue import RunQueue
+from dpd_desktop.runs.record import RunRecord
+from dpd_desktop.runs.workspace import Workspace
+from dpd_desktop.sweep.optuna_search import storage_url
+from dpd_desktop.sweep.runner import SweepRun, create_sweep
+from dpd_desktop.sweep.spec import parse_spec
+from dpd_desktop.sweep.store import SweepStore
+
+TINY = {"dataset": "demo", "hidden_size": 4, "frame_length": 50, "epochs": 1, "max_train_samples": 200,
+        "device": "cpu", "threads": 1}
+
+
+def _grid(ws, **space):
+    return create_sweep(ws, parse_spec({"sweep": {"name": "g"}, "base": TINY, "space": space}, "test"))
+
+
+def test_grid_sweep_cancelled_mid_way_then_resumed_runs_each_trial_once(tmp_path):
+    ws = Workspace(tmp_path)
+    info = _grid(ws, seed=[0, 1, 2, 3])
+    stop = threading.Event()
+
+    def stop_after_two(i):
+        if sum(t["state"] == "succeeded" for t in i.trials) >= 2:
+            stop.set()
+
+    first = SweepRun(ws, info.id, stop=stop, on_change=stop_after_two).run()
+    assert first.state == "cancelled" and first.doc["message"].startswith("cancelled: 2 of 4 trials done")
+    states = [t["state"] for t in first.trials]
+    assert states[:2] == ["succeeded", "succeeded"] and set(states[2:]) <= {"cancelled"}
+    done_before = {t["number"]: t["run_id"] for t in first.trials if t["state"] == "succeeded"}
+    for t in first.trials:  # every trial that has a folder reads as its state says
+        if t["run_dir"]:
+            assert RunRecord.open(t["run_dir"]).state == t["state"]
+    sweep_file = (first.folder / "sweep.json").read_text(encoding="utf-8")
+    assert json.loads(sweep_file)["state"] == "cancelled"
+
+    assert cli_main(["--workspace", str(tmp_path), "sweep", "resume", info.id]) == 0
+    final = SweepStore(tmp_path).open(info.id)
+    assert final.state == "succeeded" and [t["state"] for t in final.trials] == ["succeeded"] * 4
+    assert {t["number"]: t["run_id"] for t in final.trials if t["number"] < 2} == done_before  # not run again
+    # exactly one succeeded run per trial in the workspace, tagged with its trial
+    ok = [r for r in ws.list_runs() if r.state == "succeeded"]
+    tags = sorted(r.config.extra["sweep"]["trial"] for r in ok)
+    assert tags == [0, 1, 2, 3]
+    assert {t["run_id"] for t in final.trials} == {r.run_id for r in ok}
+    assert [t["params"]["seed"] for t in final.trials] == [r.config.seed for r in
+                                                             sorted(ok, key=lambda r: r.config.extra["sweep"]["trial"])]
+    # a trial cancelled mid-run keeps its folder (readable, cancelled) and names it among its attempts
+    for t in final.trials:
+        for old in t["attempts"]:
+            assert RunRecord.open(ws.resolve(old)).state == "cancelled"
+    # every trial went through the workspace's queue
+    with RunQueue(ws.root) as q:
+        entries = q.entries()
+    assert sum(e.state == "succeeded" for e in entries) == 4
+    assert all(e.config.name.startswith(f"sweep {info.id} trial ") for e in entries)
+    # nothing left to resume
+    assert cli_main(["--workspace", str(tmp_path), "sweep", "resume", info.id]) == 2
+
+
+def test_trials_are_runs_of_the_index_and_of_the_runs_command(tmp_path, capsys):
+    ws = Workspace(tmp_path)
+    rc = cli_main(["--workspace", str(tmp_path), "sweep", "--grid", "hidden_size=4,5", "--name", "cli", "--base",
+                   "--dataset", "demo", "--epochs", "1", "--frame-length", "50", "--max-train-samples", "200",
+                   "--device", "cpu", "--threads", "1", "--quiet"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    info = SweepStore(tmp_path).list()[0]
+    assert info.state == "succeeded" and [t["params"]["hidden_size"] for t in info.trials] == [4, 5]
+    rows = {r.run_id: r for r in RunIndex.open(ws).runs()}
+    for t in info.trials:
+        row = rows[t["run_id"]]
+        assert (row.state, row.hidden_size) == ("succeeded", t["params"]["hidden_size"])
+        assert row.val_nmse is not None
+        hist = RunRecord.open(t["run_dir"]).history()
+        assert t["value"] == pytest.approx(min(float(h["VAL_NMSE"]) for h in hist), abs=0)
+    assert cli_main(["--workspace", str(tmp_path), "runs"]) == 0
+    listing = capsys.readouterr().out
+    assert all(t["run_id"] in listing for t in info.trials)
+    assert cli_main(["--workspace", str(tmp_path), "sweep", "list"]) == 0
+    assert f"{info.id}" in capsys.readouterr().out
+    assert cli_main(["--workspace", str(tmp_path), "sweep", "show", info.id]) == 0
+    shown = capsys.readouterr().out
+    assert all(t["run_id"] in shown for t in info.trials) and "best: trial" in shown
+    assert cli_main(["--workspace", str(tmp_path), "sweep", "cancel", info.id]) == 2
+    assert "has already ended (succeeded)" in capsys.readouterr().err
+    assert cli_main(["--workspace", str(tmp_path), "sweep", "show", "nope"]) == 2
+
+
+def test_optuna_sweep_prunes_a_poor_trial_early_and_keeps_its_folder(tmp_path):
+    ws = Workspace(tmp_path)
+    base = {**TINY, "epochs": 5, "max_train_samples": 1000, "lr_end": 1e-6}
+    spec = parse_spec({"sweep": {"name": "o", "search": "optuna", "trials": 3, "seed": 0}, "base": base,
+                       "space": {"lr": {"low": 1e-5, "high": 1e-2, "log": True}},
+                       "optuna": {"pruner": "median", "n_startup_trials": 1, "n_warmup_steps": 0,
+                                  "enqueue": [{"lr": 5e-3}, {"lr": 1e-5}]}}, "test")
+    info = create_sweep(ws, spec)
+    final = SweepRun(ws, info.id).run()
+    assert final.state == "succeeded" and final.doc["message"] == "3 trials done, 1 pruned"
+    t0, t1, t2 = final.trials
+    assert (t0["params"], t1["params"]) == ({"lr": 5e-3}, {"lr": 1e-5})
+    assert t0["state"] == "succeeded" and t2["state"] == "succeeded"
+    assert t1["state"] == "cancelled" and t1["pruned"] and t1["message"] == "pruned by the sweep at epoch 0"
+    rec = RunRecord.open(t1["run_dir"])  # the pruned trial's folder is an ordinary, readable cancelled run
+    assert rec.state == "cancelled" and rec.message == "pruned by the sweep at epoch 0"
+    assert 1 <= len(rec.history()) < 5  # it really stopped early (trained epochs 0 and perhaps 1 of 5)
+    assert len(RunRecord.open(t0["run_dir"]).history()) == 5
+    study = optuna.load_study(study_name=info.id, storage=storage_url(final.folder))
+    assert (final.folder / "optuna.sqlite").is_file()
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE, TrialState.PRUNED, TrialState.COMPLETE]
+    assert study.trials[0].value == pytest.approx(t0["value"], abs=0)
+    assert study.trials[1].intermediate_values[0] == pytest.approx(
+        float(rec.history()[0]["VAL_NMSE"]), abs=1e-6)
+
+
+def test_dpd_sweep_trains_through_a_given_pa_run(tmp_path):
+    ws = Workspace(tmp_path)
+    pa = SweepRun(ws, _grid(ws, seed=[0]).id).run()
+    pa_run = pa.trials[0]["run_id"]
+    spec = parse_spec({"sweep": {"name": "dpd"}, "base": {**TINY, "step": "dpd", "pa_run": pa_run},
+                       "space": {"gain_rule": ["peak", "rms"]}}, "test")
+    assert spec.metric == "VAL_ACLR_AVG"  # a DPD's selection metric
+    final = SweepRun(ws, create_sweep(ws, spec).id).run()
+    assert final.state == "succeeded"
+    for t in final.trials:
+        rec = RunRecord.open(t["run_dir"])
+        assert (rec.step, rec.config.gain_rule, rec.pa["run_id"]) == ("dpd", t["params"]["gain_rule"], pa_run)
+        hist = rec.history()
+        assert t["value"] == min(float(h["VAL_ACLR_AVG"]) for h in hist)
+    # a DPD sweep without its PA run is refused before anything is created, naming the key
+    with pytest.raises(ValueError, match=r"test: base\.pa_run: a DPD run needs the PA run"):
+        parse_spec({"base": {**TINY, "step": "dpd"}, "space": {"seed": [0]}}, "test")
+
+
+def test_sweep_cancel_from_another_process_and_an_interrupted_sweep(tmp_path, capsys):
+    ws = Workspace(tmp_path)
+    info = _grid(ws, seed=[0, 1, 2])
+    store = SweepStore(tmp_path)
+    result = {}
+
+    def cancel_when_running(i):
+        if any(t["state"] == "running" for t in i.trials) and "sent" not in result:
+            result["sent"] = cli_main(["--workspace", str(tmp_path), "sweep", "cancel", info.id])
+
+    out = SweepRun(ws, info.id, on_change=cancel_when_running).run()
+    assert result["sent"] == 0 and "stop after their current batch" in capsys.readouterr().out
+    assert out.state == "cancelled" and not all(t["state"] == "succeeded" for t in out.trials)
+    # a sweep recorded running by a process that is gone reads interrupted, and resumes
+    store.update(info.id, lambda d: d.update(state="running", owner={"pid": 2**22 + 12345, "host":
+                                                                     __import__("socket").gethostname(),
+                                                                     "process_start": 1}))
+    assert store.open(info.id).state == "interrupted"
+    assert cli_main(["--workspace", str(tmp_path), "sweep", "resume", info.id]) == 0
+    assert [t["state"] for t in store.open(info.id).trials] == ["succeeded"] * 3
+
+
+def test_a_killed_trial_fails_the_sweep_alone_and_resume_reruns_it(tmp_path, monkeypatch):
+    from dpd_desktop.runs.supervisor import FAULT_ENV
+
+    ws = Workspace(tmp_path)
+    info = _grid(ws, seed=[0, 1])
+    monkeypatch.setenv(FAULT_ENV, "1:kill@epoch:0")  # queue entry 1 = trial 0: SIGKILL after its first epoch
+    assert cli_main(["--workspace", str(tmp_path), "sweep", "resume", info.id]) == 1
+    first = SweepStore(tmp_path).open(info.id)
+    assert [t["state"] for t in first.trials] == ["interrupted", "succeeded"]  # the other trial ran on
+    assert first.state == "failed" and first.doc["message"].startswith("1 of 2 trials done; the others did not")
+    killed = first.trials[0]["run_id"]
+    monkeypatch.delenv(FAULT_ENV)
+    assert cli_main(["--workspace", str(tmp_path), "sweep", "resume", info.id]) == 0
+    final = SweepStore(tmp_path).open(info.id)
+    assert [t["state"] for t in final.trials] == ["succeeded"] * 2
+    assert final.trials[0]["attempts"] == [killed] and final.trials[1]["run_id"] == first.trials[1]["run_id"]
