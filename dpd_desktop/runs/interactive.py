@@ -81,8 +81,11 @@ class SingleRunQueue:
     def recover(self) -> list:
         return []
 
-    def claim_next(self, lanes: Iterable[str] | None = None, busy: Iterable[str] = ()) -> InteractiveEntry | None:
+    def claim_next(self, lanes: Iterable[str] | None = None, busy: Iterable[str] = (),
+                   only: Iterable[int] | None = None) -> InteractiveEntry | None:
         with self._lock:
+            if only is not None and self._entry.id not in {int(x) for x in only}:
+                return None
             if self._claimed:
                 return None
             self._claimed = True
