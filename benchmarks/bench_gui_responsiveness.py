@@ -2,7 +2,8 @@
 work per epoch end on DPA_160MHz plot data, and the cost and memory of 10,000 epochs in the panels.
 
     python benchmarks/bench_gui_responsiveness.py                       # all three parts
-    python benchmarks/bench_gui_responsiveness.py --part ticks --epochs 4 --preview-every 20
+    python benchmarks/bench_gui_responsiveness.py --part ticks --epochs 4 --preview-every 20   # A/B thread, child
+    python benchmarks/bench_gui_responsiveness.py --part ticks --path child                    # one path only
     python benchmarks/bench_gui_responsiveness.py --part epoch-end --dataset ../shared/datasets/DPA_160MHz
     python benchmarks/bench_gui_responsiveness.py --part many-epochs
 
@@ -13,7 +14,12 @@ under 50 MB with a constant cost per append.
 ticks: a 10 ms QTimer (Qt.PreciseTimer) records the time between its timeouts from the window's first paint
 (the PyTorch preload runs then) through a real CPU training run on the demo data (loaded in the background, Live
 batch preview on) until its PNGs are written. Printed per phase: the 95th percentile and the longest interval, and
-the five longest stalls with the window's last event before each.
+the five longest stalls with the window's last event before each. ``--path both`` (the default) runs one round
+with the training on a QThread of the window's process (the old way) and one with it in a child process (the
+window's default since issue 11), each in a fresh process, interleaved, with the load average.
+
+epoch-end also prints the size and decode time of the child's EpochEnded on that plot data (the decoding runs on
+the window's supervisor thread, holding the GIL).
 """
 from __future__ import annotations
 
@@ -154,6 +160,8 @@ def part_ticks(a) -> None:
     instrument()
     w = MainWindow(workspace=Workspace(Path(tmp) / "ws"), settings=QSettings(str(Path(tmp) / "w.ini"),
                                                                              QSettings.Format.IniFormat))
+    if hasattr(w, "train_in_child"):
+        w.train_in_child = a.path == "child"
     ticks: list[float] = []
     timer = QTimer(w)
     timer.setTimerType(Qt.TimerType.PreciseTimer)
@@ -192,7 +200,7 @@ def part_ticks(a) -> None:
     watch.stop()
     t_paint = marks["painted"]
     print(f"ticks ({TICK_MS} ms QTimer), demo data, GRU-16, {a.epochs} epochs, stride {a.stride}, preview every "
-          f"{a.preview_every} batches, CPU; load average {os.getloadavg()[0]:.2f}")
+          f"{a.preview_every} batches, CPU, training {PATHS[a.path]}; load average {os.getloadavg()[0]:.2f}")
     for k, v in sorted(marks.items(), key=lambda kv: kv[1]):
         print(f"    {k:14s} {v - t_paint:7.2f} s after the first paint")
     ev = EVENTS
@@ -211,6 +219,42 @@ def part_ticks(a) -> None:
     for t, late, where in sorted(watch.late, key=lambda r: -r[1])[:8]:
         print(f"    {late * 1e3:5.0f} ms at {t - t_paint:6.2f} s: " + " | ".join(where))
     w.close()
+
+
+PATHS = {"child": "in a child process (gui/child_worker.py)", "thread": "on a QThread of the window's process"}
+
+
+def ticks_ab(a) -> None:
+    """``--path both``: one ticks round per path in a fresh process each (the preload and the forkserver start
+    anew), thread and child interleaved for ``--rounds`` rounds, each printed with the load average."""
+    import subprocess
+
+    args = [sys.executable, str(Path(__file__).resolve()), "--part", "ticks", "--epochs", str(a.epochs), "--stride",
+            str(a.stride), "--preview-every", str(a.preview_every), "--start-after-ms", str(a.start_after_ms)]
+    for r in range(a.rounds):
+        for path in ("thread", "child"):
+            print(f"==== round {r + 1}, training {PATHS[path]} (load average before: {os.getloadavg()[0]:.2f})",
+                  flush=True)
+            out = subprocess.run([*args, "--path", path], capture_output=True, text=True)
+            lines = [ln for ln in out.stdout.splitlines() if ln.strip()]
+            print("\n".join(lines), flush=True)
+            if out.returncode:
+                print(out.stderr[-2000:], flush=True)
+
+
+def codec_figures(plots) -> str:
+    """Size and decode time of an EpochEnded with these plots as the child sends it (runs/event_codec.py): the
+    window's supervisor thread decodes it holding the GIL."""
+    from dpd_desktop.runs import event_codec
+
+    data = event_codec.encode(epoch_event(0, plots))
+    ts = []
+    for _ in range(20):
+        t = time.perf_counter()
+        event_codec.decode(data)
+        ts.append(time.perf_counter() - t)
+    return (f"the child's EpochEnded with these plots: {len(data) / 1e3:.0f} kB of JSON, decoded in median "
+            f"{np.median(ts) * 1e3:.2f} ms, max {max(ts) * 1e3:.2f} ms")
 
 
 def dpa_plotdata(dataset: str):
@@ -251,9 +295,9 @@ def part_epoch_end(a) -> None:
     w.set_dataset(ds)
     for _ in range(10):
         app.processEvents()
-    times = []
+    times, cpu = [], []
     for e in range(a.repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         w._on_epoch_ended(epoch_event(e, plots, a.repeats))
         w._plot_timer.stop()
         w._flush_plots()
@@ -262,11 +306,16 @@ def part_epoch_end(a) -> None:
             app.processEvents()
         app.processEvents()
         times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
     ms = np.array(times[1:]) * 1e3  # the first draw creates the curves
+    cpu_ms = np.array(cpu[1:]) * 1e3
     pts = sum(p.point_count() for p in w.panels)
-    print(f"epoch end on {Path(a.dataset).name} plot data ({pts:,} points in the panels): GUI-thread work per "
-          f"epoch end (row, table, curves, plots, repaint) median {np.median(ms):.1f} ms, max {ms.max():.1f} ms "
-          f"over {len(ms)} (first {times[0] * 1e3:.1f} ms); target < 50 ms")
+    print(f"epoch end on {Path(a.dataset).name} plot data ({pts:,} points in the panels), load average "
+          f"{os.getloadavg()[0]:.2f}: GUI-thread work per epoch end (row, table, curves, plots, repaint) median "
+          f"{np.median(ms):.1f} ms, max {ms.max():.1f} ms over {len(ms)} (first {times[0] * 1e3:.1f} ms); this "
+          f"process's CPU time per epoch end median {np.median(cpu_ms):.1f} ms, max {cpu_ms.max():.1f} ms (the "
+          "wall time without the other processes' share of the cores); target < 50 ms")
+    print(f"  {codec_figures(plots)}")
     w.close()
 
 
@@ -312,14 +361,20 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--n-epochs", type=int, default=10_000)
     ap.add_argument("--paint-every", type=int, default=1)
+    ap.add_argument("--path", choices=("child", "thread", "both"), default="both",
+                    help="ticks: train in a child process, on a QThread of the window's process (the old way), or "
+                         "both, interleaved, each round in a fresh process (default)")
+    ap.add_argument("--rounds", type=int, default=1, help="ticks --path both: rounds of (thread, child)")
     a = ap.parse_args(argv)
     if a.part in ("ticks", "all"):
-        part_ticks(a)
+        ticks_ab(a) if a.path == "both" else part_ticks(a)
     if a.part in ("epoch-end", "all"):
         part_epoch_end(a)
     if a.part in ("many-epochs", "all"):
         part_many_epochs(a)
-    QApplication.instance().processEvents()
+    app = QApplication.instance()  # none when only the A/B rounds ran (each in a process of its own)
+    if app is not None:
+        app.processEvents()
     return 0
 
 

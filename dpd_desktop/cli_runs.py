@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Callable
 
@@ -22,6 +21,7 @@ from . import cli_evaluate
 from .process import Exit
 from .runs import retention
 from .runs.index import RunIndex
+from .runs.labels import dataset_label, format_duration
 from .runs.settings import SettingsError
 from .runs.states import DAMAGED, RUN_STATES, UNREADABLE
 from .runs.writer import set_pinned
@@ -42,25 +42,6 @@ def _add_list(p: argparse.ArgumentParser, top: bool = False) -> None:
 
 def _cell(v, fmt: str = "{:.2f}") -> str:
     return "-" if v is None else fmt.format(v)
-
-
-def dataset_label(row) -> str:
-    """A short dataset name for the table: the demo and its seed, a file or folder name, or the recorded name."""
-    if row.dataset_kind == "demo":
-        return (row.dataset_shown or "demo").replace("synthetic demo, seed ", "demo seed ")
-    if row.dataset_shown and row.dataset_shown != "?":
-        return os.path.basename(row.dataset_shown.rstrip("/\\")) or row.dataset_shown
-    return row.dataset_name or "-"
-
-
-def format_duration(s: float | None) -> str:
-    if s is None:
-        return "-"
-    if s < 60:
-        return f"{s:.1f} s"
-    if s < 3600:
-        return f"{s / 60:.1f} min"
-    return f"{s / 3600:.1f} h"
 
 
 COLUMNS = (("RUN", 40), ("STEP", 4), ("FAMILY", 8), ("H", 4), ("STATE", 11), ("PIN", 4), ("DATASET", 20),

@@ -127,6 +127,9 @@ def check_window(workspace_root: Path, run_id: str) -> str:
     app = ensure_app(headless=True)
     settings = QSettings(str(workspace_root / "self-test-settings.ini"), QSettings.Format.IniFormat)
     win = MainWindow(workspace=Workspace(workspace_root), settings=settings)
+    # no PyTorch preload and no forkserver for the runs' child processes: this check trains nothing, and the
+    # self-test ends with os._exit, which would leave the forkserver's socket folder (pymp-*) in TMPDIR
+    win.preload_core = False
     try:
         win.show()
         app.processEvents()

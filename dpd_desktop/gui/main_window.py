@@ -102,6 +102,14 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState,
     def _on_run_cancelled(self, ev) -> None:
         RunControl._on_run_cancelled(self, ev)
 
+    @Slot(object)
+    def _on_child_plots_written(self, result) -> None:
+        RunControl._on_child_plots_written(self, result)
+
+    @Slot(object)
+    def _on_run_interrupted(self, end) -> None:
+        RunControl._on_run_interrupted(self, end)
+
     @Slot()
     def _on_worker_done(self) -> None:
         RunControl._on_worker_done(self)
@@ -129,6 +137,9 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState,
         self.write_plots_on_finish = True
         #: Import PyTorch and the trainer on a pool thread after the first paint (gui/preload.py).
         self.preload_core = True
+        #: Train in a child process (gui/child_worker.py) with the real trainer; False: on a QThread of this process
+        #: (the benchmarks' A/B, benchmarks/bench_gui_responsiveness.py --path thread).
+        self.train_in_child = True
         self._painted = False
         self._suggested: tuple[int, int] | None = None  # (epochs, stride) last suggested for a dataset
 

@@ -16,6 +16,7 @@ from .export import iter_run_plots
 from .jobs import PlotSaveJob
 from .panels import AMAMPanel, AMPMPanel, LearningPanel, PSDPanel, TimeDomainPanel
 from .panels.base import PlotPanel, ordered
+from .run_plots import PlotsProcess
 from .widgets import ConfigForm, DatasetSummary, EpochTable, OutcomeBanner, SignalLegend
 
 
@@ -210,6 +211,7 @@ class PlotArea:
     def _draw_panel(self, panel, plots, label: str) -> None:
         try:
             panel.update_from(plots, label)
+            panel.settle_ranges()  # one paint of the panel, not two (PlotPanel.settle_ranges)
         except Exception as exc:  # noqa: BLE001 - a malformed PlotData must not kill the run view
             self.statusBar().showMessage(f"{panel.title}: could not draw ({exc})", 8000)
 
@@ -288,6 +290,26 @@ class PlotArea:
 
         self._png_step = step
         step()
+
+    def _write_plots_apart(self, run_dir: str) -> None:
+        """Write the run's PNGs in a process of their own (gui/run_plots.py: a QProcess, nothing on the GUI
+        thread but its start); ``plotsWritten`` as for :meth:`_write_plots`."""
+        job = PlotsProcess(run_dir, self)
+
+        def ended(result, job=job) -> None:
+            self.jobs.discard(job)
+            if isinstance(result, Exception):
+                self._plots_failed(result)
+                return
+            timing.mark("gui_png_written")
+            self.statusBar().showMessage(f"Wrote {len(result)} plots to {Path(run_dir) / 'plots'}", 6000)
+            self.plotsWritten.emit(result)
+
+        job.written.connect(ended)
+        job.failed.connect(lambda text: ended(OSError(text)))
+        self.jobs.add(job)
+        timing.mark("gui_png_render_start")
+        job.start()
 
     def _finish_png_rendering(self) -> None:
         """Render the PNGs still to come now (the window is closing: they land before its jobs are waited for)."""

@@ -1,10 +1,11 @@
 """The core's PyTorch modules, imported on a pool thread once the window has painted.
 
 The window's own import path is free of torch (measured on the 2-core development machine: the window painted 2.5 s
-after process start with torch imported first, ~1.2 s without; benchmarks/bench_window_startup.py). The trainer
-(``training.ls_fit`` → ``training.trainer``, ``models``) and Run DPD's module (``runs.dpd_export``) are imported here
-behind the window, so the first Start does not pay for them either. Code that needs them on another thread calls
-:func:`wait_for_core` first, so that two threads never import torch at the same time.
+after process start with torch imported first, ~1.2 s without; benchmarks/bench_window_startup.py). Run DPD's
+module (``runs.dpd_export``, with the model registry) is imported here behind the window, and the forkserver of the
+run's child process (runs/supervisor.py ``start_forkserver``: PyTorch and the trainer preloaded in that process,
+~3 s) is started first, so the first Start does not pay for them either. Code that needs them on another thread
+calls :func:`wait_for_core` first, so that two threads never import torch at the same time.
 
 On Windows torch is imported before Qt instead (``dpd_desktop.gui.import_torch_first``); the preload then finds it
 imported and only adds the core's modules.
@@ -12,19 +13,24 @@ imported and only adds the core's modules.
 from __future__ import annotations
 
 import importlib
+import logging
 import threading
 import traceback
 
 from PySide6.QtCore import QObject, Signal
 
+from ..runs.supervisor import start_forkserver
 from .jobs import PoolJob
 
-#: What the preload imports, in order: torch and the modules that need it, then what the first epoch end and the
-#: results file need (the trainer's own warm-up thread imports those at the start of a run, where an import holding
-#: the GIL stalled the window's event loop: benchmarks/bench_gui_responsiveness.py --part ticks on the idle 2-core
-#: machine, the longest stall in the run's first second 227-299 ms without them here, 168-185 ms with them).
-CORE_MODULES = ("torch", "dpd_desktop.training.ls_fit", "dpd_desktop.runs.dpd_export", "scipy.signal", "scipy.fft",
-                "h5py")
+log = logging.getLogger("dpd_desktop.gui")
+
+#: What the preload imports, in order: torch and Run DPD's module (the model registry, h5py). The trainer and the
+#: libraries of an epoch end (scipy.signal, scipy.fft) are no longer among them: the window's runs train in a child
+#: process (gui/child_worker.py) whose forkserver has them; imported here they held the GIL of the window's process
+#: for another 0.5-2 s behind the first paint (0.1 s trainer, 2.0 s scipy and h5py measured on the loaded 2-core
+#: machine), the time in which an early Start's first events arrive. A run that trains in this process (the tests'
+#: fakes, an in-memory dataset) imports them on its own thread, after :func:`wait_for_core`.
+CORE_MODULES = ("torch", "dpd_desktop.runs.dpd_export")
 
 _lock = threading.Lock()
 _job: "CorePreloadJob | None" = None
@@ -41,9 +47,10 @@ class CorePreloadJob(PoolJob):
 
     name = "PyTorch preload"
 
-    def __init__(self, modules=CORE_MODULES):
+    def __init__(self, modules=CORE_MODULES, forkserver: bool = True):
         super().__init__()
         self.modules = tuple(modules)
+        self.forkserver = forkserver
         self.signals = _PreloadSignals()
         self.error: str | None = None
 
@@ -51,6 +58,11 @@ class CorePreloadJob(PoolJob):
         import time
 
         t0 = time.perf_counter()
+        if self.forkserver:
+            try:  # first: the first Start's child comes from it (gui/child_worker.py), its imports run over there
+                start_forkserver()
+            except Exception:  # noqa: BLE001 - the first run's start starts it again (and reports a failure)
+                log.warning("the children's forkserver did not start:\n%s", traceback.format_exc())
         try:
             for name in self.modules:
                 importlib.import_module(name)

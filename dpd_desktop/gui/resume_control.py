@@ -1,7 +1,8 @@
 """The window's Resume action: continue the current/last run when it was cancelled, interrupted or failed, in its own
 run folder, after its last finished epoch (the core's training/resume.py; the numbers are those of an uninterrupted
-run). The checks (last.pt, dataset fingerprint) and the loading run on the training worker's thread; a refusal
-reaches the banner as the worker's "could not start" failure, in the core's words."""
+run). The checks (last.pt, dataset fingerprint) and the loading run in the run's child process (or, for the tests'
+fake trainers, on the training worker's thread); a refusal reaches the banner as the "could not start" failure, in
+the core's words."""
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, Slot
@@ -13,24 +14,6 @@ from .run_control import same_dataset
 RESUMABLE = ("cancelled", "interrupted", "failed")
 
 
-class ResumeFactory:
-    """A trainer factory for :class:`~dpd_desktop.gui.worker.TrainingWorker` that resumes ``run_dir``; after it ran
-    (on the worker thread), :attr:`rows` holds the history rows of the epochs done before."""
-
-    def __init__(self, run_dir: str):
-        self.run_dir = run_dir
-        self.rows: list[dict] = []
-
-    def __call__(self, config, dataset=None, workspace=None, observers=()):
-        # Imported here, not at the top: the core's trainer brings torch (~1.1 s measured, gui/worker.py), which the
-        # window must not wait for at start-up; this runs on the training thread.
-        from ..training.resume import prepare_resume, resume_trainer
-
-        plan = prepare_resume(workspace, self.run_dir, dataset=dataset)
-        self.rows = [dict(r) for r in plan.state.history]
-        return resume_trainer(plan, workspace, observers)
-
-
 class ResumeControl(QObject):
     """The Resume action (toolbar and Run menu, after Stop) of ``window`` (a MainWindow); enabled when the
     current/last run ended cancelled, interrupted or failed and nothing runs."""
@@ -38,7 +21,7 @@ class ResumeControl(QObject):
     def __init__(self, window):
         super().__init__(window)
         self.window = window
-        self._factory: ResumeFactory | None = None
+        self._worker = None  # the worker of the resume in flight
         st = window.style()
         self.action = QAction(st.standardIcon(QStyle.StandardPixmap.SP_MediaSeekForward), "Resume", window)
         self.action.setObjectName("act_resume")
@@ -68,8 +51,8 @@ class ResumeControl(QObject):
         w = self.window
         cfg = w.session.config
         dataset = w._dataset if w._dataset is not None and same_dataset(w._dataset_ref, cfg.dataset) else None
-        self._factory = ResumeFactory(w.session.run_dir)
-        worker = w._launch_worker(cfg, dataset, trainer_factory=self._factory)
+        worker = w._launch_worker(cfg, dataset, resume=w.session.run_dir)
+        self._worker = worker
         worker.started.connect(self._on_started)  # queued to this GUI-thread object, before any epoch row
         w.statusBar().showMessage(f"Resuming {w.session.run_dir}…", 3000)
         return True
@@ -77,7 +60,7 @@ class ResumeControl(QObject):
     @Slot(object)
     def _on_started(self, ev) -> None:
         """Show the epochs done before the resume in the epoch table and the learning curves."""
-        w, rows = self.window, (self._factory.rows if self._factory is not None else [])
+        w, rows = self.window, (self._worker.resumed_rows if self._worker is not None else [])
         for r in rows:
             w._history_rows.append(r)
             w.epoch_table.append_row(r, epoch=int(r["EPOCH"]))

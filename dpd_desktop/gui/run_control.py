@@ -3,7 +3,8 @@
 
 The run state, its texts and the enabled controls live in the session model (:mod:`.session`); this part turns the
 training worker's signals into session transitions and draws what the events carry (epoch table, learning curves,
-plots, banner). Training runs on the worker's QThread, Run DPD in the thread pool; both are registered jobs.
+plots, banner). Training runs in a child process followed from a QThread (gui/child_worker.py), or for the tests'
+fake trainers on the worker's QThread (gui/worker.py); Run DPD in the thread pool; all are registered jobs.
 """
 from __future__ import annotations
 
@@ -15,13 +16,16 @@ from PySide6.QtWidgets import QFileDialog
 
 from .. import timing
 from ..config import ConfigError, ExperimentConfig
+from ..runs.interactive import reloadable
 from . import history
 from .jobs import DpdExportJob
 from .kernel_view import show_run_kernel
+from .preload import preload_job
 from .session import POWER_WARNING_DB, cancelled_message, failed_message, finished_message, output_power_change_db
 from .widgets.config_form import BACKBONES
 from .widgets.dataset_summary import describe_summary
-from .worker import TrainingWorker
+from .child_worker import ChildTrainingWorker
+from .worker import ResumeFactory, TrainingWorker
 
 #: Output formats of "Run DPD…" (filter → extension added when the name has none).
 DPD_OUTPUT_FILTERS = {"CSV: I,Q,I_dpd,Q_dpd (*.csv)": ".csv", "HDF5: datasets x, u (*.h5 *.hdf5)": ".h5",
@@ -43,8 +47,16 @@ def same_dataset(a: str | None, b: str | None) -> bool:
 
 
 def validate_config(cfg: ExperimentConfig) -> ExperimentConfig:
-    """``cfg.validate()``; when the model registry cannot be imported yet, check the rest by hand."""
+    """``cfg.validate()``; while the PyTorch preload runs, or when the model registry cannot be imported, the
+    backbone and the DPD's PA run are checked by hand (the run's child validates the whole config and reports).
+
+    ``cfg.validate()`` imports the model registry, i.e. torch: on the GUI thread while the preload thread imports
+    torch it waited for that import (a 1.4 s stall of the event loop at a Start 1 s after the first paint,
+    bench_gui_responsiveness.py --part ticks, load 5)."""
+    job = preload_job()
     try:
+        if job is not None and not job.is_done():
+            raise ImportError("the PyTorch preload is still running")
         return cfg.validate()
     except ImportError:
         known = {v for v, _, _ in BACKBONES}
@@ -67,6 +79,9 @@ class RunControl:
         """
         s = self.session
         if s.state == "running" or self._worker is not None:
+            if s.state != "running" and self._worker is not None:  # the ended run's child still writes its PNGs
+                self.statusBar().showMessage("The last run is still writing its plots; Start again in a moment.",
+                                             4000)
             return False
         if config is None and (s.state == "queued" or self._loader is not None):
             return False
@@ -89,15 +104,30 @@ class RunControl:
         self._launch_worker(cfg, self._dataset)
         return True
 
-    def _launch_worker(self, cfg: ExperimentConfig, dataset, trainer_factory=None) -> TrainingWorker:
-        """Start the training worker of ``cfg`` (``trainer_factory``: default the window's; the Resume action passes
-        its own, gui/resume_control.py) with its signals wired to this part; returns it."""
+    def _launch_worker(self, cfg: ExperimentConfig, dataset, resume: str | None = None):
+        """Start the training worker of ``cfg`` (``resume``: the run folder the Resume action continues,
+        gui/resume_control.py) with its signals wired to this part; returns it.
+
+        With the real trainer the run goes to a child process (:class:`ChildTrainingWorker`) when
+        :attr:`train_in_child` is set (the default) and the child can load the dataset again (a folder or the
+        demo); with a ``trainer_factory`` given to the window (the tests' fakes), or an in-memory dataset, it trains
+        on a QThread of this process (:class:`TrainingWorker`).
+        """
         s = self.session
         self.banner.setVisible(False)
         self.form.clear_error()
         self._reset_run_views()
-        worker = TrainingWorker(cfg, dataset=dataset, workspace=self.workspace,
-                                trainer_factory=trainer_factory or self._trainer_factory)
+        root = getattr(self.workspace, "root", None)
+        if self._trainer_factory is None and self.train_in_child and root is not None and \
+                (resume or reloadable(dataset)):
+            # a resume reloads the run's recorded dataset in the child (fingerprint-checked; training/resume.py)
+            worker = ChildTrainingWorker(cfg, dataset=None if resume else dataset, workspace=self.workspace,
+                                         resume=resume, write_plots=self.write_plots_on_finish)
+        else:
+            factory = ResumeFactory(resume) if resume else self._trainer_factory
+            worker = TrainingWorker(cfg, dataset=dataset, workspace=self.workspace, trainer_factory=factory)
+        worker.interrupted.connect(self._on_run_interrupted)
+        worker.plotsWritten.connect(self._on_child_plots_written)
         worker.started.connect(self._on_run_started)
         worker.batchProgress.connect(self._on_batch_progress)
         worker.epochEnded.connect(self._on_epoch_ended)
@@ -180,7 +210,11 @@ class RunControl:
         self.banner.show_message(kind, finished_message(ev), run_dir=ev.run_dir)
         self.session.on_finished(ev)
         if self.write_plots_on_finish and ev.run_dir:
-            QTimer.singleShot(0, lambda d=ev.run_dir, p=(ev.plots or self._last_plots): self._write_plots(d, p))
+            if isinstance(self._worker, TrainingWorker):  # trained here: the PNGs from the data in hand
+                QTimer.singleShot(0, lambda d=ev.run_dir, p=(ev.plots or self._last_plots): self._write_plots(d, p))
+            elif not isinstance(self._worker, ChildTrainingWorker):  # a queued run: in a process of their own
+                self._write_plots_apart(ev.run_dir)
+            # a ChildTrainingWorker's child writes them after the run (gui/child_plots.py): plotsWritten follows
 
     def _on_run_failed(self, ev) -> None:
         self.banner.show_message("error", failed_message(ev), run_dir=ev.run_dir, detail=ev.detail)
@@ -189,6 +223,20 @@ class RunControl:
     def _on_run_cancelled(self, ev) -> None:
         self.banner.show_message("warning", cancelled_message(ev), run_dir=ev.run_dir)
         self.session.on_cancelled(ev)
+
+    def _on_child_plots_written(self, result) -> None:
+        """The run's child wrote its PNGs (a list of paths) or did not (an OSError)."""
+        if isinstance(result, Exception):
+            self._plots_failed(result)
+            return
+        timing.mark("gui_png_written")
+        self.statusBar().showMessage(f"Wrote {len(result)} plots to {Path(result[0]).parent}", 6000)
+        self.plotsWritten.emit(result)
+
+    def _on_run_interrupted(self, end) -> None:
+        """The run's child process was killed (no outcome reported; status.json says ``interrupted``)."""
+        self.session.on_interrupted(end.run_dir, f"Interrupted: {end.message}")
+        self.banner.show_message("warning", f"The run was interrupted: {end.message}", run_dir=end.run_dir)
 
     def _on_worker_done(self) -> None:
         worker, self._worker = self._worker, None

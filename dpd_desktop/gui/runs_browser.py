@@ -5,7 +5,9 @@ index (runs/index.py) on a pool thread.
   :class:`RunsFilterProxy` (QSortFilterProxyModel: a case-insensitive text filter over the shown cells, a step and a
   state filter; sorting by each column's raw value, empty values last).
 * Open: a finished run's plots and epoch table come back from results.h5 and history.csv (runs/replay.py, on a pool
-  thread), without retraining; a damaged or unreadable run shows why in the banner.
+  thread), without retraining (a DPD's "PA(x) no DPD" from its PA run's results.h5); a damaged or unreadable run
+  shows why in the banner. The opened run becomes the window's current run (Run DPD, Resume), as if it had just
+  ended.
 * New run from these settings: the run's configuration fills the form (``MainWindow.set_form_from_config``).
 * Compare: two or more selected runs open a compare view (gui/compare.py). Report…: an HTML report of the selected
   run(s) (runs/report_html.py).
@@ -20,8 +22,8 @@ from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton,
                                QTableView, QVBoxLayout, QWidget)
 
-from ..cli_runs import dataset_label, format_duration
 from ..runs.compare import compare_runs
+from ..runs.labels import dataset_label, format_duration
 from ..runs.record import RunRecord
 from ..runs.replay import load_replay
 from ..runs.states import DAMAGED, RUN_STATES, UNREADABLE
@@ -382,6 +384,8 @@ def show_replay(window, replay) -> None:
     if replay.plots is not None:
         window.show_plots(replay.plots, f"test · saved run, epoch {best}")
     rec = replay.record
+    # the reopened run is the window's current run, as if it had just ended: Run DPD and Resume follow it
+    window.session.on_reopened(rec.config, rec.run_id, str(rec.run_dir), rec.state, epochs_done=len(replay.history))
     kernel = rec.kernel
     text = f"Run {rec.run_id} ({rec.state}, kernel {kernel.label}) shown from its folder; nothing was retrained."
     if kernel.fell_back:

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from ..runs.states import LIVE_STATES
+from ..runs.states import FINAL_STATES, LIVE_STATES
 from . import history
 
 STOPPING_SUFFIX = " · stopping after this batch…"
@@ -388,6 +388,19 @@ class Session:
         """RunCancelled → ``cancelled``: "Stopped · N epochs completed"."""
         self._text = f"Stopped · {plural(ev.epochs_completed, 'epoch')} completed"
         self._end("cancelled", ev.run_dir)
+
+    def on_reopened(self, config, run_id: str, run_dir: str, state: str, epochs_done: int = 0) -> bool:
+        """A finished run reopened from its folder (the runs browser) becomes the current run, as if it had just
+        ended in ``state`` (a final state): Run DPD (a DPD run with a checkpoint) and Resume (cancelled, interrupted,
+        failed) follow it. False (nothing changes) while a run is live or for a state that is not final."""
+        if self.is_live or state not in FINAL_STATES:
+            return False
+        self._reset(config)
+        self.run_id, self.epochs_done = run_id, int(epochs_done)
+        self.progress = 1.0 if state == "succeeded" else 0.0
+        self._text = f"Reopened · {state} · {plural(self.epochs_done, 'epoch')}"
+        self._end(state, str(run_dir))
+        return True
 
     def forget_ended_run(self) -> bool:
         """Another dataset was loaded: the ended run no longer belongs to what the window shows → no run (Idle; Run

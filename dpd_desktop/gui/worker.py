@@ -32,6 +32,24 @@ def default_trainer_factory(config, dataset=None, workspace=None, observers=()):
     return make_trainer(config, dataset=dataset, workspace=workspace, observers=list(observers))
 
 
+class ResumeFactory:
+    """A trainer factory for :class:`TrainingWorker` that resumes ``run_dir`` (training/resume.py); after it ran
+    (on the worker thread), :attr:`rows` holds the history rows of the epochs done before."""
+
+    def __init__(self, run_dir: str):
+        self.run_dir = run_dir
+        self.rows: list[dict] = []
+
+    def __call__(self, config, dataset=None, workspace=None, observers=()):
+        # Imported here, not at the top: the core's trainer brings torch (~1.1 s measured, see above); this runs on
+        # the training thread.
+        from ..training.resume import prepare_resume, resume_trainer
+
+        plan = prepare_resume(workspace, self.run_dir, dataset=dataset)
+        self.rows = [dict(r) for r in plan.state.history]
+        return resume_trainer(plan, workspace, observers)
+
+
 def start_on_thread(worker, name: str) -> QThread:
     """Move ``worker`` (a QObject with a ``run`` slot and a ``done`` signal) to a new QThread named ``name``, start
     ``run`` there, and quit the thread when ``done`` is emitted; sets and returns ``worker.thread``."""
@@ -63,6 +81,8 @@ class TrainingWorker(QObject):
     finished = Signal(object)  # RunFinished
     failed = Signal(object)  # RunFailed
     cancelled = Signal(object)  # RunCancelled
+    interrupted = Signal(object)  # never here: a child process's kill (gui/child_worker.py has the same signals)
+    plotsWritten = Signal(object)  # never here: the window renders this run's PNGs itself (plot_area._write_plots)
     done = Signal()
 
     PROGRESS_MIN_INTERVAL_S = 0.1
@@ -100,6 +120,11 @@ class TrainingWorker(QObject):
     @property
     def cancel_requested(self) -> bool:
         return self._cancel
+
+    @property
+    def resumed_rows(self) -> list[dict]:
+        """For a resume (:class:`ResumeFactory`): the history rows of the epochs done before it, once built."""
+        return list(getattr(self._factory, "rows", []) or [])
 
     def is_done(self) -> bool:
         """Started and its thread has ended."""

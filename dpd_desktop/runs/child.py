@@ -38,8 +38,10 @@ from ..config import ExperimentConfig
 from ..training import events as E
 from ..training.report import describe_error
 from ..training.ls_fit import make_trainer
+from ..training.resume import prepare_resume, resume_trainer
 from ..training.trainer import load_dataset_for
 from . import event_codec
+from .record import DatasetRef
 from .workspace import Workspace
 from .writer import RunWriter
 
@@ -170,8 +172,15 @@ def _listen(control, trainer_box: list, stop: threading.Event) -> None:
 
 
 def child_main(entry_id: int, config: dict, workspace_root: str, events_conn, control_conn,
-               fault_spec: str | None = None) -> None:
-    """The child's whole life (the target of the supervisor's process): one queued run, then return."""
+               fault_spec: str | None = None, options: dict | None = None, observers=()):
+    """The child's whole life (the target of the supervisor's process): one run, then return.
+
+    ``options`` (the window's interactive run, runs/interactive.py; None for a queue entry): ``dataset``, the
+    :class:`~dpd_desktop.runs.record.DatasetRef` block of the window's loaded dataset (reloaded or regenerated here,
+    its fingerprint checked); ``resume``, a run folder to continue (training/resume.py) instead of a new run.
+    ``observers``: more observers of the trainer's events (in this process). Returns the trainer's RunResult, or
+    None when the run could not start.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     faulthandler.enable()  # a real segfault leaves the Python traceback on stderr
     send = _Forwarder(events_conn)
@@ -181,17 +190,28 @@ def child_main(entry_id: int, config: dict, workspace_root: str, events_conn, co
     try:
         faults = parse_faults(fault_spec, entry_id)
         cfg = ExperimentConfig.from_dict(config).validate()
-        dataset = load_dataset_for(cfg.dataset)
-        dataset.spec.require_metrics(str(dataset.source))
-        writer = _FaultWriter(RunWriter(), faults) if faults else None
-        trainer = make_trainer(cfg, dataset=dataset, workspace=Workspace(workspace_root), observers=[send],
-                          writer=writer)
+        opts = dict(options or {})
+        ws = Workspace(workspace_root)
+        dataset = None
+        if opts.get("dataset") is not None:
+            dataset = DatasetRef.from_record(opts["dataset"], schema=2, recorded_in="the window's dataset").load()
+        elif not opts.get("resume"):  # a resume without one reloads the run's recorded dataset
+            dataset = load_dataset_for(cfg.dataset)
+        if opts.get("resume"):
+            trainer = resume_trainer(prepare_resume(ws, opts["resume"], dataset=dataset), ws, [send, *observers])
+            if faults:
+                trainer.writer = _FaultWriter(trainer.writer, faults)
+        else:
+            dataset.spec.require_metrics(str(dataset.source))
+            writer = _FaultWriter(RunWriter(), faults) if faults else None
+            trainer = make_trainer(cfg, dataset=dataset, workspace=ws, observers=[send, *observers], writer=writer)
     except Exception as exc:  # noqa: BLE001 - reported to the supervisor as the run's failure
         send(E.RunFailed(run_id=None, run_dir=None, message=f"the run could not start: {describe_error(exc)}",
                          detail=traceback.format_exc()))
-        return
+        return None
     box.append(trainer)
     if stop.is_set():
         trainer.request_cancel()
-    trainer.run()
+    result = trainer.run()
     events_conn.close()
+    return result

@@ -4,9 +4,10 @@ end, read from ``history.csv`` and ``results.h5`` (no model, no torch, no retrai
 The live run's final plots are :meth:`Evaluator.plots` of the selected checkpoint on the test split
 (training/evaluation.py); here :func:`~dpd_desktop.training.plotdata.build_plot_data` is fed the arrays results.h5
 stored for that split (``x``, ``target``, ``prediction``, for a DPD ``dpd_output``), so every panel gets the same
-kind of data object. Two differences, both stated in :attr:`Replay.notes`: the prediction's PSD is the one
-results.h5 stored (``psd_prediction_db``, bit for bit), and a DPD's "PA(x) no DPD" baseline is absent (it needs the
-frozen PA model; results.h5 does not store it).
+kind of data object. The prediction's PSD is the one results.h5 stored (``psd_prediction_db``, bit for bit). A DPD's
+"PA(x) no DPD" baseline comes from its PA run's results.h5 (:func:`pa_baseline`: the PA's selected checkpoint on the
+same test input is PA(x)); when that cannot be used (the PA run is gone, its best.pt changed, another test input)
+:attr:`Replay.notes` says why it is not drawn.
 
 Reading results.h5 takes h5py (imported in :func:`load_replay`, see the note there); call it off the GUI thread.
 """
@@ -25,12 +26,14 @@ from ..data.spec import DatasetSpec
 from ..metrics import aclr_db
 from ..training.events import PlotData
 from ..training.plotdata import build_plot_data
+from .artifacts import file_sha256
 from .record import RecordError, RunRecord
 from .states import DAMAGED, UNREADABLE
 
 #: signal names of the plots, as training/evaluation.py ``signal_names`` gives them
 SIGNAL_NAMES = {"pa": ("measured y", "predicted ŷ"), "dpd": ("target g·x", "PA(DPD(x))")}
 DPD_OUTPUT_NAME = "DPD output u"
+BASELINE_NAME = "PA(x) no DPD"  # training/evaluation.py ``plots``
 
 
 class ReplayError(RecordError):
@@ -138,15 +141,53 @@ def _aclr_pair(sig: np.ndarray, spec: DatasetSpec) -> tuple[float, float]:
     return float(left), float(right)
 
 
-def plot_data_of(step: str, split: SplitArrays, spec: DatasetSpec, source: str = "test") -> PlotData:
+@dataclass(frozen=True)
+class Baseline:
+    """A DPD's "PA(x) no DPD" curve: the PA run's test prediction (N, 2) and its ACLR (left, right) in dBc."""
+
+    signal: np.ndarray
+    aclr: tuple[float, float]
+
+
+def pa_baseline(rec: RunRecord, test: SplitArrays) -> tuple[Baseline | None, str | None]:
+    """The baseline of DPD run ``rec`` from its PA run's results.h5: the PA run's selected checkpoint on its test
+    split is PA(x) without DPD, when that split's x is the DPD's test x (bitwise) and the PA's best.pt is the one
+    the DPD trained through (config.json ``pa.sha256``). Returns ``(baseline, None)`` or ``(None, why not)``."""
+    pa = rec.pa or {}
+    folder = pa.get("run_dir") or (str(rec.run_dir.parent / pa["run_id"]) if pa.get("run_id") else None)
+    if not folder:
+        return None, f"{rec.config_path}: field 'pa.run_dir' missing"
+    pa_rec = RunRecord.read(folder)
+    if pa_rec is None or not pa_rec.results_path.is_file():
+        return None, f"the PA run's results ({Path(folder) / 'results.h5'}) are not there"
+    want = pa.get("sha256")
+    if want and (not pa_rec.best_checkpoint.is_file() or file_sha256(pa_rec.best_checkpoint) != want):
+        return None, f"the PA run's {pa_rec.best_checkpoint.name} is not the checkpoint the DPD trained through"
+    pa_test = read_split(pa_rec.results_path, "test")
+    if not np.array_equal(pa_test.x, test.x):
+        return None, "the PA run's test input is not this run's (another dataset or split)"
+    same_profile = pa_rec.metric_profile == rec.metric_profile
+    aclr = (pa_test.metrics.get("ACLR_L", math.nan), pa_test.metrics.get("ACLR_R", math.nan))
+    if not same_profile or not all(map(math.isfinite, aclr)):
+        aclr = _aclr_pair(pa_test.prediction, spec_of(rec))
+    return Baseline(pa_test.prediction, (float(aclr[0]), float(aclr[1]))), None
+
+
+def plot_data_of(step: str, split: SplitArrays, spec: DatasetSpec, source: str = "test",
+                 baseline: Baseline | None = None) -> PlotData:
     """The PlotData the live run built from this split's evaluation (training/evaluation.py ``plots``), the
-    prediction's PSD replaced by the stored one and without the DPD's baseline (module docstring)."""
+    prediction's PSD replaced by the stored one; a DPD's "PA(x) no DPD" when ``baseline`` is given
+    (:func:`pa_baseline`)."""
     tname, pname = SIGNAL_NAMES.get(step, SIGNAL_NAMES["pa"])
     signals = {tname: split.target, pname: split.prediction}
+    aclr = {}
+    if step == "dpd" and baseline is not None:
+        signals[BASELINE_NAME] = baseline.signal
+        aclr[BASELINE_NAME] = baseline.aclr
     if step == "dpd" and split.dpd_output is not None:
         signals[DPD_OUTPUT_NAME] = split.dpd_output
-    aclr = {pname: (split.metrics.get("ACLR_L", math.nan), split.metrics.get("ACLR_R", math.nan)),
-            tname: _aclr_pair(split.target, spec)}
+    aclr.update({pname: (split.metrics.get("ACLR_L", math.nan), split.metrics.get("ACLR_R", math.nan)),
+                 tname: _aclr_pair(split.target, spec)})
     pd = build_plot_data(source, split.x, signals, spec, target_name=tname, pred_name=pname, aclr=aclr,
                          error_of=(pname, tname))
     psd = dict(pd.psd)
@@ -179,9 +220,12 @@ def load_replay(run_dir: str | Path) -> Replay:
     plots = test = None
     if rec.results_path.is_file():
         test = read_split(rec.results_path, "test")
-        plots = plot_data_of(rec.step, test, spec_of(rec), "test")
+        baseline = None
         if rec.step == "dpd":
-            notes.append("the PA(x) no-DPD baseline is not stored in results.h5 and is not drawn")
+            baseline, why = pa_baseline(rec, test)
+            if baseline is None:
+                notes.append(f"the PA(x) no-DPD baseline is not drawn: {why}")
+        plots = plot_data_of(rec.step, test, spec_of(rec), "test", baseline=baseline)
     else:
         notes.append(f"{rec.results_path.name} missing: learning curves only (the run ended before its results)")
     return Replay(record=rec, history=history, best_epoch=rec.best_epoch, plots=plots, test=test,

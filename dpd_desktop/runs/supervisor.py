@@ -41,6 +41,11 @@ from .queue import QueueEntry, RunQueue, device_lane
 from .workspace import Workspace
 from .writer import mark_dead_run
 
+try:  # POSIX only (the children are spawned elsewhere)
+    import multiprocessing.forkserver as mp_forkserver
+except ImportError:  # pragma: no cover - Windows
+    mp_forkserver = None
+
 log = logging.getLogger("dpd_desktop.supervisor")
 
 FAULT_ENV = "DPD_DESKTOP_TEST_FAULT"  # the child's test hook (runs/child.py); its value is handed over at start
@@ -74,6 +79,16 @@ def process_context():
         ctx.set_forkserver_preload(["dpd_desktop.runs.child"])
         return ctx
     return mp.get_context("spawn")
+
+
+def start_forkserver() -> bool:
+    """Start the children's forkserver now (its imports, ~3 s, run in that process), so that the first child does
+    not wait for them; False where the children are spawned instead (no forkserver)."""
+    ctx = process_context()
+    if ctx.get_start_method() != "forkserver" or mp_forkserver is None:
+        return False
+    mp_forkserver.ensure_running()
+    return True
 
 
 def exit_reason(exitcode: int | None) -> tuple[str, str]:
@@ -195,9 +210,12 @@ class Supervisor:
         self._ctx = ctx
         ev_r, ev_w = ctx.Pipe(duplex=False)
         ct_r, ct_w = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child_entry, name=f"dpd-queue-entry-{entry.id}",
+        # an entry may name its own target (gui/child_plots.py: the window's run, then its PNGs), called with the
+        # arguments of runs/child.py child_main
+        target = getattr(entry, "child_target", None) or _child_entry
+        proc = ctx.Process(target=target, name=f"dpd-queue-entry-{entry.id}",
                            args=(entry.id, entry.config.to_dict(), str(self.workspace.root), ev_w, ct_r,
-                                 os.environ.get(FAULT_ENV)))
+                                 os.environ.get(FAULT_ENV), getattr(entry, "child_options", None)))
         try:
             proc.start()
         except Exception as exc:  # noqa: BLE001 - the entry fails; the queue goes on

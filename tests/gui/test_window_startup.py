@@ -27,6 +27,8 @@ def painted():
 def loaded():
     out["torch_after_preload"] = "torch" in sys.modules
     out["trainer_after_preload"] = "dpd_desktop.training.trainer" in sys.modules
+    import multiprocessing.forkserver as fs
+    out["forkserver_pid"] = fs._forkserver._forkserver_pid
     out["tooltip_after"] = w.form.backbone.itemData(0, 3)
     from dpd_desktop.gui.preload import preload_job
     out["preload_ended"] = preload_job().wait(5000)
@@ -51,7 +53,9 @@ def test_linux_window_paints_before_torch_is_imported_then_preloads_it():
     assert out["torch_after_build"] is False
     assert out["torch_at_first_paint"] is False
     assert out["torch_after_preload"] is True
-    assert out["trainer_after_preload"] is True
+    # the trainer is the child process's (gui/child_worker.py): its forkserver runs, started by the preload
+    assert out["trainer_after_preload"] is False
+    assert isinstance(out["forkserver_pid"], int) and out["forkserver_pid"] > 0
     # the static tooltip first, the model registry's description once the core is loaded
     assert out["tooltip_before"] == "Gated recurrent unit"
     assert out["tooltip_after"].startswith("nn.GRU(2, H)")
@@ -93,3 +97,29 @@ def test_a_run_started_during_the_preload_waits_for_it(monkeypatch):
     monkeypatch.setattr(ls_fit, "make_trainer", lambda cfg, **kw: calls.append(("trainer built", cfg)) or "T")
     assert worker.default_trainer_factory("cfg", observers=()) == "T"
     assert calls == [("preload waited", 120_000), ("trainer built", "cfg")]
+
+
+def test_start_checks_the_config_by_hand_while_the_preload_imports_torch(monkeypatch):
+    """ExperimentConfig.validate imports the model registry (torch): while the preload thread imports torch the GUI
+    thread would wait for that import, so the window checks the backbone and the PA run itself then."""
+    import pytest
+
+    from dpd_desktop.config import ConfigError, ExperimentConfig
+    from dpd_desktop.gui import preload, run_control
+
+    class RunningPreload:
+        def is_done(self):
+            return False
+
+    validated = []
+    monkeypatch.setattr(ExperimentConfig, "validate", lambda self: validated.append(self) or self)
+    monkeypatch.setattr(preload, "_job", RunningPreload())
+    with pytest.raises(ConfigError) as err:
+        run_control.validate_config(ExperimentConfig(backbone="nope"))
+    assert err.value.field == "backbone"
+    with pytest.raises(ConfigError):
+        run_control.validate_config(ExperimentConfig(step="dpd", pa_run=None))
+    good = ExperimentConfig(backbone="gru")
+    assert run_control.validate_config(good) is good and validated == []
+    monkeypatch.setattr(preload, "_job", None)  # no preload (or ended): the full check
+    assert run_control.validate_config(good) is good and validated == [good]

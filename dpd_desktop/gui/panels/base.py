@@ -25,6 +25,64 @@ def as_f64(a) -> np.ndarray:
     return np.asarray(a, dtype=np.float64).reshape(-1)
 
 
+class UniformScatter(pg.ScatterPlotItem):
+    """A ScatterPlotItem whose spots share the item's one style (symbol, size, pen, brush: no per-spot style): the
+    symbol atlas is asked once per update instead of once per spot. pyqtgraph 0.14 builds a style key per spot in
+    ``updateSpots``; on DPA_160MHz plot data (2,000 points per signal) that was 4 of the 6 ms of an AM/AM update
+    (cProfile, benchmarks/bench_gui_responsiveness.py --part epoch-end). The drawing is pyqtgraph's own."""
+
+    _STYLE_FIELDS = ("symbol", "size", "pen", "brush")
+
+    def updateSpots(self, dataSet=None):  # noqa: N802, N803 (pyqtgraph names)
+        data = self.data if dataSet is None else dataSet
+        if not (self.opts["pxMode"] and self.opts["useCache"]) or self.opts["hoverable"]:
+            return super().updateSpots(dataSet)
+        mask = data["sourceRect"]["w"] == 0
+        if np.any(mask):
+            for name in self._STYLE_FIELDS:  # a per-spot style somewhere: pyqtgraph's own way
+                if not np.all(np.equal(data[name][mask], _SCATTER_DEFAULTS[name])):
+                    return super().updateSpots(dataSet)
+            first = np.flatnonzero(mask)[:1]
+            symbol, size, pen, brush = (col[0] for col in self._style(list(self._STYLE_FIELDS), data=data, idx=first))
+            pen, brush = self._same_objects(pen, brush)
+            data["sourceRect"][mask] = self.fragmentAtlas[[(symbol, size, pen, brush)]][0]
+            self._maybeRebuildAtlas()
+        self._updateMaxSpotSizes(data=data)
+        self.invalidate()
+        return None
+
+    def _same_objects(self, pen, brush):
+        """The pen and brush first seen with these values: pyqtgraph copies them at every ``setData`` and keys its
+        symbol atlas by object, so each update would render the symbol again and grow the atlas."""
+        seen = self.__dict__.setdefault("_seen_styles", [])
+        for p, b in seen:
+            if p == pen and b == brush:
+                return p, b
+        seen.append((pen, brush))
+        del seen[:-8]
+        return pen, brush
+
+
+_SCATTER_DEFAULTS = {"symbol": None, "size": -1, "pen": None, "brush": None}  # pyqtgraph's "no per-spot style"
+
+
+def scatter_item(**opts) -> pg.PlotDataItem:
+    """A PlotDataItem drawing points (``opts``: symbol, symbolSize, symbolBrush, …) through :class:`UniformScatter`:
+    the PlotDataItem's own ScatterPlotItem is swapped for one before any data is set (exports, legends and
+    ``getData`` see an ordinary PlotDataItem)."""
+    item = pg.PlotDataItem(**opts)
+    old = item.scatter
+    old.sigClicked.disconnect(item.scatterClicked)
+    old.sigHovered.disconnect(item.sigPointsHovered)
+    old.setParentItem(None)
+    new = UniformScatter()
+    new.setParentItem(item)
+    new.sigClicked.connect(item.scatterClicked)
+    new.sigHovered.connect(item.sigPointsHovered)
+    item.scatter = new
+    return item
+
+
 class CurveSet:
     """Named plot items on one PlotItem, created on first use and then only updated.
 
@@ -46,8 +104,8 @@ class CurveSet:
             idx = len(self.items)
             role = theme.signal_role(name)
             if self.kind == "scatter":
-                item = pg.PlotDataItem(pen=None, symbol="o", symbolSize=self.symbol_size, symbolPen=None,
-                                       symbolBrush=theme.brush_for(name, idx), name=name)
+                item = scatter_item(pen=None, symbol="o", symbolSize=self.symbol_size, symbolPen=None,
+                                    symbolBrush=theme.brush_for(name, idx), name=name)
             else:
                 item = pg.PlotDataItem(pen=theme.pen_for(name, idx, width), name=name, **LINE_OPTS)
             # The error is drawn below the signals, the model above the measurement.
@@ -153,6 +211,16 @@ class PlotPanel(pg.GraphicsLayoutWidget):
 
     def has_data(self) -> bool:
         return self.point_count() > 0
+
+    def settle_ranges(self) -> None:
+        """Compute the auto ranges and view matrices now, after new data, rather than at the next paint: pyqtgraph
+        updates them in its paint preparation, and the items that follow the view then ask for a second paint of
+        the panel (the learning panel painted twice per epoch end, 11 ms of the 48 ms on DPA_160MHz plot data,
+        bench_gui_responsiveness.py --part epoch-end)."""
+        for _ in range(2):  # twice: a linked x axis moved by a later plot flags the earlier one again
+            for plot in self._plots:
+                vb = plot.getViewBox()
+                vb.prepareForPaint()  # what pyqtgraph does before a paint: the auto range, then the view matrix
 
     def reset_view(self) -> None:
         """Back to auto range on every axis (a zoom of the previous run does not carry over)."""

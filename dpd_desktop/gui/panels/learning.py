@@ -10,7 +10,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from .. import history, theme
-from .base import IntegerAxis, LogAxis, PlotPanel
+from .base import IntegerAxis, LogAxis, PlotPanel, scatter_item
 
 
 class GrowingBuffer:
@@ -82,8 +82,8 @@ class LearningPanel(PlotPanel):
             self._colors[key] = color
             plot = self.loss_plot if where == "loss" else self.metric_plot
             pen = pg.mkPen(color, width=2)
-            item = pg.PlotDataItem(pen=pen, symbol="o", symbolSize=5, symbolBrush=color, symbolPen=None,
-                                   name=label, connect="finite")
+            item = scatter_item(pen=pen, symbol="o", symbolSize=5, symbolBrush=color, symbolPen=None, name=label,
+                                connect="finite")
             plot.addItem(item)
             self._curves[key] = item
         self._marked = True
@@ -159,6 +159,7 @@ class LearningPanel(PlotPanel):
                 item.setData(x, y)
         self._marked = marked
         self._sync_empty()
+        self.settle_ranges()
 
     def update_from(self, plots, label: str = "") -> None:
         """Learning curves come from rows, not PlotData; nothing to do."""

@@ -18,6 +18,10 @@ class PSDPanel(PlotPanel):
 
     title = "PSD"
     file_stem = "psd"
+    #: 1-px lines: Qt strokes antialiased lines up to 1 px wide on its fast path; at 1.5 px the four noisy PSD
+    #: curves (2,048 bins each on DPA_160MHz) took 10 of the window's 48 ms per epoch end, at 1 px 2 ms
+    #: (bench_gui_responsiveness.py --part epoch-end, 2-core machine).
+    LINE_WIDTH = 1.0
 
     def __init__(self, parent=None, show_legend: bool = True):
         super().__init__(parent, show_legend)
@@ -57,7 +61,7 @@ class PSDPanel(PlotPanel):
     def update_from(self, plots, label: str = "") -> None:
         f = np.asarray(plots.psd_freq_mhz, dtype=np.float64)
         names = ordered(plots.psd.keys(), plots.target_name, plots.pred_name)
-        self.curves.set({n: (f, plots.psd[n]) for n in names})
+        self.curves.set({n: (f, plots.psd[n]) for n in names}, {n: self.LINE_WIDTH for n in names})
         for band, region in self.regions.items():
             lohi = (plots.bands_mhz or {}).get(band)
             if lohi is None or not all(np.isfinite(lohi)):
