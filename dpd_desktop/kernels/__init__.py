@@ -41,14 +41,12 @@ def unsupported_reason(rnn: nn.RNNBase, device) -> str | None:
 
 
 def kernel_summary(net: nn.Module, device) -> str:
-    """Which kernel each recurrent module of ``net`` runs (after :func:`apply_kernel`), for the run's log, e.g.
-    ``"backbone: GRU on fast (cpu_rnn)"``; ``"no recurrent layer"`` for the others."""
-    parts = []
-    for name, module in net.named_modules():
-        rnn = getattr(module, "rnn", None)
-        if hasattr(module, "kernel") and isinstance(rnn, nn.RNNBase):
-            where = f" ({_backend(device).__name__.rsplit('.', 1)[-1]})" if module.kernel == "fast" else ""
-            parts.append(f"{name or 'model'}: {type(rnn).__name__} on {module.kernel}{where}")
+    """Which kernel each recurrent module of ``net`` runs (after :func:`apply_kernel`), for the run's log, keyed as
+    :func:`kernels_used` keys them, e.g. ``"model: GRU on fast (cpu_rnn)"``, ``"dpd: GRU on fast (cuda_rnn); pa: GRU
+    on reference"``; ``"no recurrent layer"`` for the other families."""
+    backend = _backend(device).__name__.rsplit(".", 1)[-1]
+    parts = [f"{module_key(name)}: {type(m.rnn).__name__} on {m.kernel}"
+             + (f" ({backend})" if m.kernel == "fast" else "") for name, m in _recurrent_modules(net)]
     return "; ".join(parts) or "no recurrent layer"
 
 

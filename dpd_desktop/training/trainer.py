@@ -321,7 +321,7 @@ class Trainer(TrainerOutput):
         self.kernel_notes = apply_kernel(self.net, cfg.kernel, self.device)
         for note in self.kernel_notes:
             self._log(f"kernel: {note}")
-        self._log(f"kernel: {kernel_summary(self.net, self.device)}")
+        self._log(f"kernels ran: {kernel_summary(self.net, self.device)}")
         timing.mark("model_built")
         # convolutional families use deterministic cuDNN algorithms on CUDA (recorded in config.json)
         self.cudnn_note = deterministic_convolutions(self.net, self.device)

@@ -48,6 +48,8 @@ def test_fast_pa_and_dpd_on_cuda_record_what_ran(tmp_path, backbone):
         assert f"kernel: {block['notes'][0]}" in log
     else:
         assert block["notes"] == [] and "kernel:" not in log
+        rnn = type(build_model(backbone, 8, 1).backbone.rnn).__name__
+        assert f"kernels ran: model: {rnn} on fast (cuda_rnn)" in log
     for k in ("NMSE", "ACLR_AVG", "EVM"):
         assert abs(fast.test_metrics[k] - ref.test_metrics[k]) < 0.1, (k, fast.test_metrics, ref.test_metrics)
     dpd = Trainer(_cfg(step="dpd", pa_run=ref.run_id, hidden_size=6, kernel="fast"), dataset=ds, workspace=ws).run()

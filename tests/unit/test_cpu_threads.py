@@ -63,6 +63,6 @@ def test_run_log_names_the_kernel_and_config_records_the_threads(tmp_path, kerne
     assert conf["experiment"]["kernel"] == kernel and conf["experiment"]["threads"] is None
     assert conf["training"]["torch_threads"] == threads
     log = (run / "log.txt").read_text()
-    expected = "kernel: backbone: GRU on fast (cpu_rnn)" if kernel == "fast" else "kernel: backbone: GRU on reference"
+    expected = "kernels ran: model: GRU on fast (cpu_rnn)" if kernel == "fast" else "kernels ran: model: GRU on reference"
     assert expected in log
     assert f"CPU threads: {threads} (" in log
