@@ -131,9 +131,10 @@ def main():
 def warm_forkserver() -> None:
     """Start the children's forkserver and wait until it forks (its imports done), as the window's preload has
     done by the time a user presses Start (gui/preload.py)."""
+    from dpd_desktop.gui.preload import CHILD_PRELOAD
     from dpd_desktop.runs.supervisor import process_context, start_forkserver
 
-    if start_forkserver():
+    if start_forkserver(CHILD_PRELOAD):
         p = process_context().Process(target=time.sleep, args=(0,))
         p.start()
         p.join()
@@ -149,7 +150,7 @@ def marks_summary(path) -> str:
     end = next((round(m["t"] - t0, 3) for m in marks if m["mark"] == "run_end"), None)
     steps = [round(b - a, 3) for a, b in zip(starts, starts[1:])]
     after = " ".join(f"{m['mark']} {m['t'] - t0:.3f}" for m in marks
-                     if m["mark"].startswith(("gui_", "headless_png")))
+                     if m["mark"].startswith(("gui_", "headless_png", "child_png")))
     return f"epoch starts {starts} (intervals {steps}), run end {end}" + (f"; after the run: {after}" if after else "")
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
+from .. import timing
 from ..runs.record import RunRecord
 from ..training import events as E
 
@@ -45,8 +46,10 @@ def run_then_write_plots(*args) -> None:
     result = child_main(*args, observers=[keep])
     if result is None or getattr(result, "state", None) != "succeeded" or not result.run_dir:
         return
+    timing.mark("child_png_start")
     try:
         write_plots(result.run_dir, keep.plots, keep.best_epoch)
+        timing.mark("child_png_written")
     except Exception as exc:  # noqa: BLE001 - the run succeeded; its plots are a by-product
         print(f"dpd-desktop: the plots of {result.run_dir} were not written: {exc}", file=sys.stderr)
 

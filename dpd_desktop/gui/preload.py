@@ -36,6 +36,12 @@ _lock = threading.Lock()
 _job: "CorePreloadJob | None" = None
 
 
+#: What the window's forkserver imports besides the trainer: the PNG writer its children use after a run
+#: (gui/child_plots.py: Qt's widgets and pyqtgraph). Measured on the GPU machine (DPA_160MHz, GRU-23, 4 epochs,
+#: benchmarks/gui_overhead.py --path child): see benchmarks/results/2026-12-01-gpu-gui-overhead-child.md.
+CHILD_PRELOAD = ("dpd_desktop.gui.export",)
+
+
 class _PreloadSignals(QObject):
     done = Signal(float)  # seconds the imports took
     failed = Signal(str)  # the traceback (the run that needs torch then reports the error itself)
@@ -60,7 +66,7 @@ class CorePreloadJob(PoolJob):
         t0 = time.perf_counter()
         if self.forkserver:
             try:  # first: the first Start's child comes from it (gui/child_worker.py), its imports run over there
-                start_forkserver()
+                start_forkserver(CHILD_PRELOAD)
             except Exception:  # noqa: BLE001 - the first run's start starts it again (and reports a failure)
                 log.warning("the children's forkserver did not start:\n%s", traceback.format_exc())
         try:

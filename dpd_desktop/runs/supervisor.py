@@ -72,18 +72,24 @@ class EntryEnded:
     run_dir: str | None = None
 
 
+#: modules the forkserver imports besides runs/child.py (:func:`start_forkserver`'s ``extra_preload``)
+_EXTRA_PRELOAD: list[str] = []
+
+
 def process_context():
     """The multiprocessing context of the children: forkserver (PyTorch preloaded) where available, else spawn."""
     if "forkserver" in mp.get_all_start_methods():
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["dpd_desktop.runs.child"])
+        ctx.set_forkserver_preload(["dpd_desktop.runs.child", *_EXTRA_PRELOAD])
         return ctx
     return mp.get_context("spawn")
 
 
-def start_forkserver() -> bool:
+def start_forkserver(extra_preload: Iterable[str] = ()) -> bool:
     """Start the children's forkserver now (its imports, ~3 s, run in that process), so that the first child does
-    not wait for them; False where the children are spawned instead (no forkserver)."""
+    not wait for them; False where the children are spawned instead (no forkserver). ``extra_preload``: modules it
+    imports too (only before it first starts; the window adds its PNG writer, gui/preload.py)."""
+    _EXTRA_PRELOAD.extend(m for m in extra_preload if m not in _EXTRA_PRELOAD)
     ctx = process_context()
     if ctx.get_start_method() != "forkserver" or mp_forkserver is None:
         return False
