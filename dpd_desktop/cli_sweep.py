@@ -51,7 +51,7 @@ def add_parser(add) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="show: sweep.json as it is")
     p.add_argument("--base", nargs=argparse.REMAINDER, default=None,
                    help="the rest of the line: train-pa / train-dpd options of every trial (--dataset ... )")
-    from .sweep.ray_executor import add_ray_arguments  # no Ray import: ray is imported when a sweep connects
+    from .sweep.ray_options import add_ray_arguments  # argparse only: the Ray backend is imported with --ray
 
     add_ray_arguments(p)
     return p

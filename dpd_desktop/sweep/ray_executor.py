@@ -48,6 +48,7 @@ from ..runs.index import RunIndex
 from ..runs.settings import WorkspaceSettings
 from ..runs.workspace import Workspace
 from .executor import Trial, TrialEnd
+from .ray_options import DEFAULT_TRIALS_PER_GPU, LOCAL_ADDRESS, add_ray_arguments
 from .ray_security import (OVERRIDE_FLAG, TOKEN_ENV, LocalCluster, RaySecurityError, check_address,
                            check_cluster_auth_mode)
 from .ray_task import (SWEEP_STOPPED, ReturnedRunError, TrialChannel, import_run, read_returned, shipped_files, train_trial,
@@ -56,9 +57,6 @@ from .ray_task import (SWEEP_STOPPED, ReturnedRunError, TrialChannel, import_run
 __all__ = ["RayExecutor", "RemoteEpoch", "check_not_bundled", "IN_BUNDLE", "RaySecurityError", "executor_for", "add_ray_arguments", "task_resources",
            "LOCAL_ADDRESS", "DEFAULT_TRIALS_PER_GPU"]
 
-#: ``--ray local``: start a cluster on this machine (ray_security.py ``LocalCluster``) for the sweep
-LOCAL_ADDRESS = "local"
-DEFAULT_TRIALS_PER_GPU = 4
 EXTRA_MISSING = "Ray is not installed: install the cluster extra (pip install 'dpd-desktop[cluster]')"
 #: the packaged app (PyInstaller) holds no Ray (its raylet, GCS and ``ray start`` are programs of a Python install)
 IN_BUNDLE = ("Ray sweeps need a Python install with dpd-desktop[cluster] (pip install 'dpd-desktop[cluster]'); "
@@ -369,24 +367,6 @@ def _refresh_ray_config(ray) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------- command line
-def add_ray_arguments(parser) -> None:
-    """The sweep command's Ray options: ``--ray ADDRESS``, ``--ray-allow-unauthenticated``, ``--ray-trials-per-gpu``,
-    ``--ray-num-cpus``."""
-    parser.add_argument("--ray", metavar="ADDRESS", default=None,
-                        help="run the trials on a Ray cluster: host:port or ray://host:port (token authentication "
-                             "required: RAY_AUTH_MODE=token and RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH), or 'local' "
-                             "(a cluster started on this machine, loopback dashboard, token authentication); needs "
-                             "the extra dpd-desktop[cluster]")
-    parser.add_argument(OVERRIDE_FLAG, dest="ray_allow_unauthenticated", action="store_true",
-                        help="connect to a remote Ray cluster without token authentication: anyone who reaches it "
-                             "can run code there and send code back; only on a network you trust")
-    parser.add_argument("--ray-trials-per-gpu", type=int, default=DEFAULT_TRIALS_PER_GPU, metavar="N",
-                        help=f"trials sharing one GPU on the cluster (GPU fraction 1/N; default "
-                             f"{DEFAULT_TRIALS_PER_GPU})")
-    parser.add_argument("--ray-num-cpus", type=int, default=None, metavar="N",
-                        help="CPUs of a 'local' cluster (default: the machine's)")
-
-
 def executor_for(args, workspace: Workspace | None = None,
                  on_event: Callable[[dict], None] | None = None) -> RayExecutor | None:
     """The executor the sweep command's ``args`` ask for: a :class:`RayExecutor` with ``--ray``, None without it
