@@ -27,6 +27,7 @@ import threading
 
 from .config import ConfigError
 from .process import CTRL_C, Exit
+from .sweep.ray_options import add_ray_arguments  # argparse only (0.4 ms); the Ray backend comes with --ray
 
 ACTIONS = ("list", "show", "resume", "cancel")
 STOPPING = "stopping the sweep: the running trials stop after their current batch (Ctrl+C again to abort)…"
@@ -51,8 +52,6 @@ def add_parser(add) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="show: sweep.json as it is")
     p.add_argument("--base", nargs=argparse.REMAINDER, default=None,
                    help="the rest of the line: train-pa / train-dpd options of every trial (--dataset ... )")
-    from .sweep.ray_options import add_ray_arguments  # argparse only: the Ray backend is imported with --ray
-
     add_ray_arguments(p)
     return p
 
@@ -171,7 +170,7 @@ def _run(ws, sweep_id: str, args=None) -> int:
     address = ray_address(args, info) if args is not None else None
     executor = None
     if address:
-        from .sweep.ray_executor import check_not_bundled, executor_for
+        from .sweep.ray_executor import check_not_bundled, executor_for  # 20 ms (urllib, ssl): only with --ray
 
         try:
             check_not_bundled()

@@ -49,13 +49,12 @@ from ..runs.settings import WorkspaceSettings
 from ..runs.workspace import Workspace
 from .executor import Trial, TrialEnd
 from .ray_options import DEFAULT_TRIALS_PER_GPU, LOCAL_ADDRESS, add_ray_arguments
-from .ray_security import (OVERRIDE_FLAG, TOKEN_ENV, LocalCluster, RaySecurityError, check_address,
-                           check_cluster_auth_mode)
-from .ray_task import (SWEEP_STOPPED, ReturnedRunError, TrialChannel, import_run, read_returned, shipped_files, train_trial,
-                       trial_payload)
+from .ray_security import TOKEN_ENV, LocalCluster, RaySecurityError, check_address, check_cluster_auth_mode
+from .ray_task import (SWEEP_STOPPED, ReturnedRunError, TrialChannel, import_run, read_returned, shipped_files,
+                       train_trial, trial_payload)
 
-__all__ = ["RayExecutor", "RemoteEpoch", "check_not_bundled", "IN_BUNDLE", "RaySecurityError", "executor_for", "add_ray_arguments", "task_resources",
-           "LOCAL_ADDRESS", "DEFAULT_TRIALS_PER_GPU"]
+__all__ = ["RayExecutor", "RemoteEpoch", "check_not_bundled", "IN_BUNDLE", "RaySecurityError", "executor_for",
+           "add_ray_arguments", "task_resources", "LOCAL_ADDRESS", "DEFAULT_TRIALS_PER_GPU"]
 
 EXTRA_MISSING = "Ray is not installed: install the cluster extra (pip install 'dpd-desktop[cluster]')"
 #: the packaged app (PyInstaller) holds no Ray (its raylet, GCS and ``ray start`` are programs of a Python install)

@@ -6,7 +6,6 @@ The paths without a cluster (the channel, the helper's executor with a fake clie
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
