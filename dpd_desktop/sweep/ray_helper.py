@@ -8,8 +8,8 @@ one of its job threads (gui/jobs.py), and reads its events.
 The wire is JSON lines. Standard input: first ``{"trials": [{"sweep_id", "number", "config"}, ...]}``, then
 ``{"cmd": "stop"}`` to stop the sweep, ``{"cmd": "stop_trial", "trial": N, "reason": TEXT}`` to stop one trial (a
 pruned one: its run ends cancelled with that message); the end of standard input (the window is gone) stops it too.
-Standard output: the executor's events (ray_executor.py: ``warning``, ``submitted``, ``started``, ``epoch``), then per trial
-``{"event": "done", "trial", "state", "run_dir", "message"}``, and last ``{"event": "end"}``, or ``{"event":
+Standard output: the executor's events (ray_executor.py: ``cluster``, ``warning``, ``submitted``, ``started``,
+``epoch``), then per trial ``{"event": "done", "trial", "state", "run_dir", "message"}``, and last ``{"event": "end"}``, or ``{"event":
 "error", "kind": "refused" | "failed", "message"}`` when the sweep could not run. Everything else the process prints
 (Ray's logs) goes to standard error. Exit status (process.py ``Exit``): 0 the sweep ran (whatever its trials'
 states), 2 refused by the security policy or bad input, 1 another failure. SIGINT is ignored: a terminal's Ctrl+C
