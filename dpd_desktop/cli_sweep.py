@@ -174,7 +174,7 @@ def _run(ws, sweep_id: str, args=None) -> int:
 
         try:
             check_not_bundled()
-        except RuntimeError as exc:
+        except RuntimeError as exc:  # RayUnavailable: before anything is recorded
             raise RayNotUsable(str(exc)) from exc
         if not getattr(args, "ray", None):
             print(f"sweep {info.id}: resuming on the Ray cluster {address} recorded in sweep.json (--ray ADDRESS "
@@ -199,19 +199,18 @@ def _run(ws, sweep_id: str, args=None) -> int:
 
 
 def _run_on(run, executor):
-    """``run.run()``, inside one Ray connection for all its batches when ``executor`` is a RayExecutor."""
+    """``run.run()``; with a RayExecutor, one connection (one ``local`` cluster) for all its batches, made when the
+    first trial is sent (a refusal then fails the sweep's pass: nothing was sent, ``sweep resume`` runs it)."""
     if executor is None:
         return run.run()
+    from .sweep.ray_executor import RayUnavailable
+    from .sweep.ray_security import RayClusterError, RaySecurityError
+
     try:
-        executor.open()
-    except RuntimeError as exc:  # RaySecurityError, Ray missing, RayClusterError, ray.init's ConnectionError
+        with executor:
+            return run.run()
+    except (RaySecurityError, RayClusterError, RayUnavailable) as exc:
         raise RayNotUsable(str(exc)) from exc
-    except ConnectionError as exc:
-        raise RayNotUsable(f"cannot reach the Ray cluster {executor.address}: {exc}") from exc
-    try:
-        return run.run()
-    finally:
-        executor.close()
 
 
 def _best(info) -> None:

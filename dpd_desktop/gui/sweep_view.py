@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
                                QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ..runs.compare import compare_runs
+from ..sweep.ray_helper import RayHelperError
 from ..sweep.ray_security import RaySecurityError
 from ..sweep.runner import SweepRun
 from ..sweep.store import SweepStore
@@ -81,13 +82,15 @@ class CostAxis(pg.AxisItem):
 class SweepWorker(QObject):
     """Runs one sweep (:class:`SweepRun`) on its own QThread; ``changed(SweepInfo)`` after each sweep.json change,
     ``event(dict)`` for each event of a Ray helper, ``refused(str)`` when the cluster was refused (security policy),
-    ``failed(str)``, ``done()`` last. ``ray_address``: recorded in sweep.json before the run (None: this machine).
+    ``cluster_failed(str)`` when the helper could not run the sweep, ``failed(str)``, ``done()`` last.
+    ``ray_address``: recorded in sweep.json before the run (None: this machine).
     A job of the window's JobRegistry (``request_stop``, ``wait``, ``is_done``)."""
 
     name = "sweep"
     changed = Signal(object)
     event = Signal(object)
     refused = Signal(str)
+    cluster_failed = Signal(str)
     failed = Signal(str)
     done = Signal()
 
@@ -119,6 +122,8 @@ class SweepWorker(QObject):
                      on_change=self.changed.emit).run()
         except RaySecurityError as exc:  # nothing was sent to the cluster
             self.refused.emit(str(exc))
+        except RayHelperError as exc:
+            self.cluster_failed.emit(str(exc))
         except Exception as exc:  # noqa: BLE001 - shown in the view
             self.failed.emit(str(exc) if isinstance(exc, ValueError) else f"{exc}\n{traceback.format_exc(limit=3)}")
         finally:
@@ -450,6 +455,7 @@ class SweepView(QWidget):
         worker.changed.connect(self._sweep_changed)
         worker.event.connect(self._ray_event)
         worker.refused.connect(self._ray_refused)
+        worker.cluster_failed.connect(self._ray_failed)
         worker.failed.connect(self._sweep_failed)
         worker.done.connect(self._worker_done)
         self.worker = worker
@@ -483,6 +489,11 @@ class SweepView(QWidget):
     def _ray_refused(self, text: str) -> None:
         self.ray_bar.show_message(f"The Ray cluster was refused; nothing was sent to it. {text}")
         self.status.setText("the sweep was not sent to the cluster (see the message below)")
+
+    @Slot(str)
+    def _ray_failed(self, text: str) -> None:
+        self.ray_bar.show_message(text)
+        self.status.setText("the sweep stopped: the Ray helper failed (see the message below)")
 
     def _worker_done(self) -> None:
         worker, self.worker = self.worker, None

@@ -53,8 +53,8 @@ from .ray_security import TOKEN_ENV, LocalCluster, RaySecurityError, check_addre
 from .ray_task import (SWEEP_STOPPED, ReturnedRunError, TrialChannel, import_run, read_returned, shipped_files,
                        train_trial, trial_payload)
 
-__all__ = ["RayExecutor", "RemoteEpoch", "check_not_bundled", "IN_BUNDLE", "RaySecurityError", "executor_for",
-           "add_ray_arguments", "task_resources", "LOCAL_ADDRESS", "DEFAULT_TRIALS_PER_GPU"]
+__all__ = ["RayExecutor", "RayUnavailable", "RemoteEpoch", "check_not_bundled", "IN_BUNDLE", "RaySecurityError",
+           "executor_for", "add_ray_arguments", "task_resources", "LOCAL_ADDRESS", "DEFAULT_TRIALS_PER_GPU"]
 
 EXTRA_MISSING = "Ray is not installed: install the cluster extra (pip install 'dpd-desktop[cluster]')"
 #: the packaged app (PyInstaller) holds no Ray (its raylet, GCS and ``ray start`` are programs of a Python install)
@@ -62,10 +62,14 @@ IN_BUNDLE = ("Ray sweeps need a Python install with dpd-desktop[cluster] (pip in
              "this packaged app does not include Ray: run the sweep from that install, or without a cluster")
 
 
+class RayUnavailable(RuntimeError):
+    """No Ray here (the packaged app, the extra not installed) or the cluster cannot be reached; nothing was sent."""
+
+
 def check_not_bundled() -> None:
-    """Raises RuntimeError(:data:`IN_BUNDLE`) in the packaged app (``sys.frozen``)."""
+    """Raises :class:`RayUnavailable` (:data:`IN_BUNDLE`) in the packaged app (``sys.frozen``)."""
     if getattr(sys, "frozen", False):
-        raise RuntimeError(IN_BUNDLE)
+        raise RayUnavailable(IN_BUNDLE)
 
 
 def _import_ray():
@@ -74,7 +78,7 @@ def _import_ray():
     try:
         import ray
     except ImportError as exc:
-        raise RuntimeError(EXTRA_MISSING) from exc
+        raise RayUnavailable(EXTRA_MISSING) from exc
     return ray
 
 
@@ -112,7 +116,8 @@ class RayExecutor:
             imported (the tests damage a file with it).
 
     :meth:`run` raises :class:`~dpd_desktop.sweep.ray_security.RaySecurityError` when the policy refuses the
-    cluster (before any trial is sent), ``RuntimeError`` when Ray is not installed or the cluster cannot be reached.
+    cluster (before any trial is sent), :class:`RayUnavailable` when Ray is not installed or the cluster cannot be
+    reached, ``RayClusterError`` when a ``local`` one does not start.
     """
 
     def __init__(self, address: str, workspace: Workspace, *, allow_unauthenticated: bool = False,
@@ -129,6 +134,7 @@ class RayExecutor:
         self.returned_files_hook = returned_files_hook
         self._trial_stops: queue.SimpleQueue[tuple[int, str]] = queue.SimpleQueue()
         self._ray = self._cluster = self._sigterm = None
+        self._keep = False
 
     # ---------------------------------------------------------------- events
     def _emit(self, event: dict) -> None:
@@ -139,10 +145,12 @@ class RayExecutor:
 
     # ---------------------------------------------------------------- the connection
     def __enter__(self) -> "RayExecutor":
-        self.open()
+        """Keep the connection of the first :meth:`run` for the next ones (connects only when a trial is run)."""
+        self._keep = True
         return self
 
     def __exit__(self, *exc) -> None:
+        self._keep = False
         self.close()
 
     def open(self) -> None:
@@ -168,9 +176,12 @@ class RayExecutor:
             ray = _import_ray()
             _refresh_ray_config(ray)
             pkg = Path(__file__).resolve().parent.parent
-            ctx = ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING,
-                           namespace="dpd-desktop-sweep",
-                           runtime_env={"py_modules": [str(pkg)], "excludes": ["__pycache__", "*.pyc"]})
+            try:
+                ctx = ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING,
+                               namespace="dpd-desktop-sweep",
+                               runtime_env={"py_modules": [str(pkg)], "excludes": ["__pycache__", "*.pyc"]})
+            except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ray's own: one message
+                raise RayUnavailable(f"cannot connect to the Ray cluster at {address}: {_first_line(exc)}") from exc
             self._ray = ray
             notes += check_cluster_auth_mode(address, getattr(ctx, "dashboard_url", None),
                                              self.allow_unauthenticated)
@@ -198,9 +209,11 @@ class RayExecutor:
             on_epoch: Callable[[Trial, Any], str | None] | None = None,
             on_start: Callable[[Trial, str], None] | None = None) -> None:
         """Train ``trials`` on the cluster; ``on_done`` once per trial, in the order they end (module docstring).
-        Connects first unless already connected (``with executor:``), and then disconnects at the end."""
-        own = self._ray is None
-        if own:
+        Connects first unless connected, and disconnects at the end unless inside ``with executor:``."""
+        if not trials:
+            return
+        own = self._ray is None and not self._keep
+        if self._ray is None:
             self.open()
         try:
             self._run_connected(self._ray, trials, on_done, stop, on_epoch, on_start)

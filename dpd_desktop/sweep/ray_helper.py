@@ -9,8 +9,8 @@ The wire is JSON lines. Standard input: first ``{"trials": [{"sweep_id", "number
 ``{"cmd": "stop"}`` to stop the sweep, ``{"cmd": "stop_trial", "trial": N, "reason": TEXT}`` to stop one trial (a
 pruned one: its run ends cancelled with that message); the end of standard input (the window is gone) stops it too.
 Standard output: the executor's events (ray_executor.py: ``cluster``, ``warning``, ``submitted``, ``started``,
-``epoch``), then per trial ``{"event": "done", "trial", "state", "run_dir", "message"}``, and last ``{"event": "end"}``, or ``{"event":
-"error", "kind": "refused" | "failed", "message"}`` when the sweep could not run. Everything else the process prints
+``epoch``), then per trial ``{"event": "done", "trial", "state", "run_dir", "message"}``, and last ``{"event":
+"end"}``, or ``{"event": "error", "kind": "refused" | "failed", "message"}`` when the sweep could not run. Everything else the process prints
 (Ray's logs) goes to standard error. Exit status (process.py ``Exit``): 0 the sweep ran (whatever its trials'
 states), 2 refused by the security policy or bad input, 1 another failure. SIGINT is ignored: a terminal's Ctrl+C
 reaches the whole process group, and the window decides what it means (it sends ``stop``).
@@ -261,6 +261,11 @@ class RayHelperClient:
 
 
 # ---------------------------------------------------------------------------------------------------- the executor
+class RayHelperError(RuntimeError):
+    """The helper could not run the sweep (Ray missing, the cluster unreachable, the helper died); the message
+    says what it reported."""
+
+
 class HelperExecutor:
     """The executor protocol (sweep/executor.py) through the helper process: the window's way to a cluster (its
     :class:`~dpd_desktop.sweep.runner.SweepRun` runs on a worker thread, Ray in the helper).
@@ -272,8 +277,8 @@ class HelperExecutor:
     ``on_event`` (the view's live rows, warnings). ``stop`` set: ``stop`` is sent.
 
     Raises (from :meth:`run`): :class:`RaySecurityError` when the helper reports the policy's refusal (nothing was
-    sent to the cluster), ``RuntimeError`` for another error of the helper (the message names it; trials that did
-    not end are reported failed first).
+    sent to the cluster), :class:`RayHelperError` for another error of the helper (the message names it; trials
+    that did not end are reported failed first).
     """
 
     def __init__(self, address: str, workspace: Workspace, *, allow_unauthenticated: bool = False,
@@ -344,7 +349,7 @@ class HelperExecutor:
             for t in missing:
                 on_done(TrialEnd(t, "failed", None, f"the Ray helper ended before this trial did: {why}"))
             if client.error or rc != 0:
-                raise RuntimeError(f"the Ray sweep failed: {why}")
+                raise RayHelperError(f"the Ray sweep failed: {why}")
 
 
 if __name__ == "__main__":

@@ -148,3 +148,23 @@ def test_a_refused_cluster_is_a_message_and_the_override_is_warned(make_window, 
     assert calls[-1][2]["allow_unauthenticated"] is True
     bar.override_box.setChecked(False)
     assert not bar.message.isVisibleTo(v)
+
+
+def test_a_helper_that_cannot_run_the_sweep_is_a_message(make_window, tmp_path, qtbot, fake_start):
+    calls, box = fake_start
+    ws = Workspace(tmp_path / "ws")
+    info = _sweep(ws, [0])
+    why = "RayUnavailable: cannot connect to the Ray cluster at 127.0.0.1:9: no GCS"
+    box["script"] = lambda trials: ([{"event": "error", "kind": "failed", "message": why}], why, False, 1)
+    w = make_window(ws=ws)
+    v = w.sweep_view
+    with qtbot.waitSignal(v.tableLoaded, timeout=30000):
+        v.refresh(info.id)
+    v.ray_bar.enabled_box.setChecked(True)
+    v.ray_bar.address_edit.setText("127.0.0.1:9")
+    v.resume_sweep()
+    qtbot.waitUntil(lambda: v.worker is None, timeout=30000)
+    assert v.ray_bar.message.text() == f"the Ray sweep failed: {why}" and v.ray_bar.message.isVisibleTo(v)
+    after = SweepStore(ws.root).open(info.id)
+    assert after.state == "failed" and after.trials[0]["state"] == "failed"
+    assert why in after.trials[0]["message"] and after.doc["ray"] == {"address": "127.0.0.1:9"}

@@ -24,7 +24,7 @@ from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.cli_sweep import ray_address
 from dpd_desktop.sweep.executor import Trial, TrialEnd
 from dpd_desktop.sweep.ray_executor import IN_BUNDLE, RemoteEpoch
-from dpd_desktop.sweep.ray_helper import HelperExecutor, RayHelperClient
+from dpd_desktop.sweep.ray_helper import HelperExecutor, RayHelperClient, RayHelperError
 from dpd_desktop.sweep.ray_security import LocalCluster, RaySecurityError
 from dpd_desktop.sweep.ray_task import SWEEP_STOPPED, TrialChannel
 from dpd_desktop.sweep.store import SweepStore
@@ -212,8 +212,21 @@ def test_helper_executor_raises_the_refusal_and_fails_what_did_not_end(tmp_path)
             trials, ends.append, threading.Event())
     assert ends == []
     lost = FakeClient(trials, [("done", 0, "succeeded", "")], error="ConnectionError: lost", rc=1)
-    with pytest.raises(RuntimeError, match="ConnectionError: lost"):
+    with pytest.raises(RayHelperError, match="ConnectionError: lost"):
         HelperExecutor("local", Workspace(tmp_path), start=lambda *a, **k: lost).run(
             trials, ends.append, threading.Event())
     assert [(e.trial.number, e.state) for e in ends] == [(0, "succeeded"), (1, "failed")]
     assert "ConnectionError: lost" in ends[1].message
+
+
+def test_a_refused_cluster_exits_2_sends_nothing_and_leaves_the_sweep_resumable(tmp_path, monkeypatch, capsys):
+    for k, v in {"RAY_AUTH_MODE": "disabled", "RAY_AUTH_TOKEN": "", "RAY_AUTH_TOKEN_PATH": ""}.items():
+        monkeypatch.setenv(k, v)
+    remote = "203.0.113.7:6379"  # TEST-NET-3 (RFC 5737): refused before any connection
+    rc = cli_main(["--workspace", str(tmp_path), "sweep", "--grid", "seed=0,1", "--ray", remote, "--base", *BASE])
+    err = capsys.readouterr().err
+    assert rc == 2 and remote in err and "--ray-allow-unauthenticated" in err and "arbitrary code" in err
+    info = only_sweep(tmp_path)
+    assert info.state == "failed" and info.doc["ray"] == {"address": remote}
+    assert [t["state"] for t in info.trials] == ["queued", "queued"]  # nothing ran: resume runs both
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
