@@ -8,7 +8,11 @@
     dpd-desktop sweep resume SWEEP                    run the trials that did not finish
     dpd-desktop sweep cancel SWEEP                    the running trials stop after their current batch
 
-Trials run as queue entries (queue list shows them), each in a child process, one at a time per device lane.
+Trials run as queue entries (queue list shows them), each in a child process, one at a time per device lane; with
+``--ray ADDRESS`` (or ``--ray local``) as Ray tasks on a cluster (sweep/ray_executor.py; the extra
+dpd-desktop[cluster]), their run folders brought back into the workspace. sweep.json records the address; ``sweep
+resume`` uses it again unless ``--ray ADDRESS`` (or ``--ray none``: this machine) is given; the override
+--ray-allow-unauthenticated is never recorded.
 Ctrl+C: the first stops the sweep (running trials end cancelled after their current batch; ``sweep resume`` runs
 them again), the second aborts. Exit status: 0 the sweep ran to its end (whatever its trials' outcomes, which
 ``sweep show`` lists), 1 some trial did not finish (its process was killed: ``sweep resume`` runs it again), 2 bad
@@ -23,6 +27,7 @@ import threading
 
 from .config import ConfigError
 from .process import CTRL_C, Exit
+from .sweep.ray_options import add_ray_arguments  # argparse only (0.4 ms); the Ray backend comes with --ray
 
 ACTIONS = ("list", "show", "resume", "cancel")
 STOPPING = "stopping the sweep: the running trials stop after their current batch (Ctrl+C again to abort)…"
@@ -47,6 +52,7 @@ def add_parser(add) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="show: sweep.json as it is")
     p.add_argument("--base", nargs=argparse.REMAINDER, default=None,
                    help="the rest of the line: train-pa / train-dpd options of every trial (--dataset ... )")
+    add_ray_arguments(p)
     return p
 
 
@@ -71,7 +77,7 @@ def handle(args, ws) -> "object":
                                               if info.state == "running" else info.state))
                 return Outcome(Exit.OK)
             ws.check(create=True)
-            return Outcome(_run(ws, store.open(args.sweep).id), skip_teardown=True)
+            return Outcome(_run(ws, store.open(args.sweep).id, args), skip_teardown=True)
         spec = _spec(args, ws)
         ws.check(create=True)
         from .sweep.runner import create_sweep
@@ -79,11 +85,14 @@ def handle(args, ws) -> "object":
         info = create_sweep(ws, spec)
         print(f"sweep {info.id}: {spec.search}, {len(info.trials) or spec.trials} trials → {info.folder}",
               flush=True)
-        return Outcome(_run(ws, info.id), skip_teardown=True)
+        return Outcome(_run(ws, info.id, args), skip_teardown=True)
     except (SweepSpecError, SweepError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return Outcome(Exit.USAGE)
     except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return Outcome(Exit.USAGE)
+    except RayNotUsable as exc:  # nothing was sent to a cluster; the sweep stays resumable
         print(f"error: {exc}", file=sys.stderr)
         return Outcome(Exit.USAGE)
 
@@ -139,16 +148,47 @@ class _Console:
                   + (f" — {t['message']}" if t.get("message") else ""), flush=True)
 
 
-def _run(ws, sweep_id: str) -> int:
-    from .sweep.runner import SweepRun
+class RayNotUsable(RuntimeError):
+    """No Ray sweep here: the policy refused the cluster (RaySecurityError), Ray is missing (the packaged app, no
+    extra) or the cluster could not be reached or started; nothing was sent."""
 
+
+def ray_address(args, info) -> str | None:
+    """Where this pass runs: ``--ray`` (``none``: this machine), else the address sweep.json recorded (a resume)."""
+    given = getattr(args, "ray", None)
+    if given:
+        return None if given.strip().lower() == "none" else given.strip()
+    return ((info.doc.get("ray") or {}).get("address") or None) if args.target == "resume" else None
+
+
+def _run(ws, sweep_id: str, args=None) -> int:
+    from .sweep.runner import SweepRun
+    from .sweep.store import SweepStore
+
+    store = SweepStore(ws.root)
+    info = store.open(sweep_id)
+    address = ray_address(args, info) if args is not None else None
+    executor = None
+    if address:
+        from .sweep.ray_executor import check_not_bundled, executor_for  # 20 ms (urllib, ssl): only with --ray
+
+        try:
+            check_not_bundled()
+        except RuntimeError as exc:  # RayUnavailable: before anything is recorded
+            raise RayNotUsable(str(exc)) from exc
+        if not getattr(args, "ray", None):
+            print(f"sweep {info.id}: resuming on the Ray cluster {address} recorded in sweep.json (--ray ADDRESS "
+                  "to change it, --ray none for this machine)", flush=True)
+        executor = executor_for(argparse.Namespace(**{**vars(args), "ray": address}), ws)
+    if info.state != "running":
+        store.set_ray(info.id, address)
     stop = threading.Event()
-    run = SweepRun(ws, sweep_id, stop=stop, on_change=_Console())
+    run = SweepRun(ws, sweep_id, executor=executor, stop=stop, on_change=_Console())
     own = not CTRL_C.installed and CTRL_C.install()
     if CTRL_C.installed:
         CTRL_C.on_first(stop.set, STOPPING)
     try:
-        info = run.run()
+        info = _run_on(run, executor)
     finally:
         CTRL_C.on_first(None)
         if own:
@@ -156,6 +196,21 @@ def _run(ws, sweep_id: str) -> int:
     print(f"sweep {info.id}: {info.state} — {info.doc.get('message', '')}", flush=True)
     _best(info)
     return {"succeeded": Exit.OK, "failed": Exit.FAILED}.get(info.state, Exit.CANCELLED)
+
+
+def _run_on(run, executor):
+    """``run.run()``; with a RayExecutor, one connection (one ``local`` cluster) for all its batches, made when the
+    first trial is sent (a refusal then fails the sweep's pass: nothing was sent, ``sweep resume`` runs it)."""
+    if executor is None:
+        return run.run()
+    from .sweep.ray_executor import RayUnavailable
+    from .sweep.ray_security import RayClusterError, RaySecurityError
+
+    try:
+        with executor:
+            return run.run()
+    except (RaySecurityError, RayClusterError, RayUnavailable) as exc:
+        raise RayNotUsable(str(exc)) from exc
 
 
 def _best(info) -> None:

@@ -5,9 +5,11 @@ browser).
 Everything it reads comes from :func:`dpd_desktop.sweep.table.sweep_table` on a pool job (sweep.json and the
 workspace index); while the shown sweep runs, it is read again every :data:`LIVE_REFRESH_MS`. Resume runs the sweep
 (:class:`~dpd_desktop.sweep.runner.SweepRun`) on a :class:`SweepWorker` QThread: its trials are queue entries
-trained in child processes (sweep/local.py), so the window's threads never train. Stop: the worker's sweep stops
-(running trials end cancelled after their batch); a sweep run by another process is asked through sweep.json
-(``sweep cancel``).
+trained in child processes (sweep/local.py), so the window's threads never train. With the Ray bar on
+(gui/sweep_ray.py) the trials go to a Ray cluster through the helper process instead, and the table shows each
+running trial's epoch and best-so-far metrics from the helper's events; a refused cluster is shown under the bar.
+Stop: the worker's sweep stops (running trials end cancelled after their batch); a sweep run by another process is
+asked through sweep.json (``sweep cancel``).
 """
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
                                QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ..runs.compare import compare_runs
+from ..sweep.ray_helper import RayHelperError
+from ..sweep.ray_security import RaySecurityError
 from ..sweep.runner import SweepRun
 from ..sweep.store import SweepStore
 from ..sweep.table import COSTS, pareto_front, sweep_table
@@ -29,6 +33,7 @@ from . import theme
 from .compare import CompareView
 from .queue_panel import bottom_dock
 from .runs_jobs import start_job, write_report_job
+from .sweep_ray import INFO_STYLE, WARNING_STYLE, LiveTrials, RayBar
 from .worker import start_on_thread
 
 LIVE_REFRESH_MS = 2000
@@ -76,16 +81,24 @@ class CostAxis(pg.AxisItem):
 
 class SweepWorker(QObject):
     """Runs one sweep (:class:`SweepRun`) on its own QThread; ``changed(SweepInfo)`` after each sweep.json change,
-    ``failed(str)``, ``done()`` last. A job of the window's JobRegistry (``request_stop``, ``wait``, ``is_done``)."""
+    ``event(dict)`` for each event of a Ray helper, ``refused(str)`` when the cluster was refused (security policy),
+    ``cluster_failed(str)`` when the helper could not run the sweep, ``failed(str)``, ``done()`` last.
+    ``ray_address``: recorded in sweep.json before the run (None: this machine).
+    A job of the window's JobRegistry (``request_stop``, ``wait``, ``is_done``)."""
 
     name = "sweep"
     changed = Signal(object)
+    event = Signal(object)
+    refused = Signal(str)
+    cluster_failed = Signal(str)
     failed = Signal(str)
     done = Signal()
 
-    def __init__(self, workspace, sweep_id: str, executor=None, parent: QObject | None = None):
+    def __init__(self, workspace, sweep_id: str, executor=None, parent: QObject | None = None,
+                 ray_address: str | None = None):
         super().__init__(parent)
         self.workspace, self.sweep_id, self.executor = workspace, sweep_id, executor
+        self.ray_address = ray_address
         self.stop = threading.Event()
         self.thread: QThread | None = None
 
@@ -104,8 +117,13 @@ class SweepWorker(QObject):
     @Slot()
     def run(self) -> None:
         try:
+            SweepStore(self.workspace.root).set_ray(self.sweep_id, self.ray_address)
             SweepRun(self.workspace, self.sweep_id, executor=self.executor, stop=self.stop,
                      on_change=self.changed.emit).run()
+        except RaySecurityError as exc:  # nothing was sent to the cluster
+            self.refused.emit(str(exc))
+        except RayHelperError as exc:
+            self.cluster_failed.emit(str(exc))
         except Exception as exc:  # noqa: BLE001 - shown in the view
             self.failed.emit(str(exc) if isinstance(exc, ValueError) else f"{exc}\n{traceback.format_exc(limit=3)}")
         finally:
@@ -130,6 +148,7 @@ class SweepView(QWidget):
         self.worker: SweepWorker | None = None
         self.compare_views: list = []
         self._loading = False
+        self._again = False
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         bar = QHBoxLayout()
@@ -148,6 +167,10 @@ class SweepView(QWidget):
             bar.addWidget(b)
         bar.addWidget(self.status, 2)
         lay.addLayout(bar)
+        self.ray_bar = RayBar()
+        lay.addWidget(self.ray_bar)
+        self.live = LiveTrials()
+        self._ray_shown_for: str | None = None
 
         split = QSplitter()
         self.table = QTableWidget(0, 0)
@@ -234,7 +257,10 @@ class SweepView(QWidget):
     def refresh(self, sweep_id: str | None = None) -> None:
         """Read the sweep (``sweep_id``, else the chosen one, else the newest) on a pool job."""
         ws = self.window_.workspace
-        if ws is None or self._loading:
+        if ws is None:
+            return
+        if self._loading:  # read again when this read is in (it is then dropped): no change or choice is lost
+            self._again = (sweep_id or (self._again if isinstance(self._again, str) else None)) or True
             return
         self._loading = True
         start_job(self.window_, "sweep table", sweep_table, ws, sweep_id or self.current_id(), done=self._loaded,
@@ -243,6 +269,9 @@ class SweepView(QWidget):
     def _load_failed(self, exc, tb) -> None:
         self._loading = False
         self.status.setText(f"cannot read the sweep: {exc}")
+        if self._again:
+            again, self._again = self._again, False
+            self.refresh(again if isinstance(again, str) else None)
 
     def _tick(self) -> None:
         if self.isVisible():
@@ -250,6 +279,10 @@ class SweepView(QWidget):
 
     def _loaded(self, data) -> None:
         self._loading = False
+        if self._again:  # superseded by a later request: read again, show that one
+            again, self._again = self._again, False
+            self.refresh(again if isinstance(again, str) else None)
+            return
         self.table_data = data
         self.sweep_combo.blockSignals(True)
         self.sweep_combo.clear()
@@ -258,6 +291,12 @@ class SweepView(QWidget):
                 self.sweep_combo.addItem(sid, sid)
             self.sweep_combo.setCurrentIndex(self.sweep_combo.findData(data.info.id))
         self.sweep_combo.blockSignals(False)
+        if data is not None and self.worker is None and self._ray_shown_for != data.info.id:
+            self._ray_shown_for = data.info.id  # where the shown sweep last ran: its resume goes there again
+            recorded = (data.info.doc.get("ray") or {}).get("address")
+            self.ray_bar.enabled_box.setChecked(bool(recorded) and self.ray_bar.enabled_box.isEnabled())
+            if recorded:
+                self.ray_bar.address_edit.setText(recorded)
         self._fill_table()
         self._draw_pareto()
         self._update_buttons()
@@ -291,7 +330,10 @@ class SweepView(QWidget):
         best = data.best() if data else None
         for i, r in enumerate(rows):
             cells = [f(r) for _, f in FIXED] + [_g(r.fields.get(k)) for k in extra]
-            cells += [_metric_text(m, r.metric(m)) for _, m in METRIC_COLUMNS] + [r.run_id or ""]
+            cells[1] = self.live.state_text(r.number, r.state)
+            cells += [_metric_text(m, r.metric(m) if r.metric(m) is not None else
+                                   self.live.metric(r.number, m) if r.state == "running" else None)
+                      for _, m in METRIC_COLUMNS] + [r.run_id or ""]
             for c, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 if r.message:
@@ -403,8 +445,18 @@ class SweepView(QWidget):
         if sid is None or self.worker is not None:
             return None
         worker = SweepWorker(self.window_.workspace, sid, executor=executor)
-        worker.changed.connect(lambda info: self.refresh())
-        worker.failed.connect(lambda text: self.status.setText(f"the sweep stopped: {text}"))
+        if executor is None:  # the Ray bar's choice: the helper process, or None (the workspace's queue)
+            worker.executor = self.ray_bar.executor(self.window_.workspace, worker.event.emit)
+            worker.ray_address = self.ray_bar.address()
+        self.live.clear()
+        self.ray_bar.show_message("")
+        self.ray_bar._sync()
+        # bound slots of this view, not lambdas: PySide6 calls a lambda on the emitting (worker) thread
+        worker.changed.connect(self._sweep_changed)
+        worker.event.connect(self._ray_event)
+        worker.refused.connect(self._ray_refused)
+        worker.cluster_failed.connect(self._ray_failed)
+        worker.failed.connect(self._sweep_failed)
         worker.done.connect(self._worker_done)
         self.worker = worker
         self.window_.jobs.add(worker)
@@ -412,6 +464,36 @@ class SweepView(QWidget):
         self._update_buttons()
         self.timer.start()
         return worker
+
+    @Slot(object)
+    def _sweep_changed(self, info) -> None:
+        self.refresh()
+
+    @Slot(str)
+    def _sweep_failed(self, text: str) -> None:
+        self.status.setText(f"the sweep stopped: {text}")
+
+    @Slot(object)
+    def _ray_event(self, ev) -> None:
+        """An event of the Ray helper (sweep/ray_helper.py): live rows, warnings, the cluster started."""
+        if self.live.add(ev):
+            self._fill_table()
+        elif ev.get("event") == "warning":
+            self.ray_bar.show_message(str(ev.get("message")), WARNING_STYLE)
+        elif ev.get("event") == "cluster":
+            self.ray_bar.show_message(f"Local Ray cluster at {ev.get('address')} (dashboard "
+                                      f"{ev.get('dashboard_url')}, token authentication), for this sweep",
+                                      INFO_STYLE)
+
+    @Slot(str)
+    def _ray_refused(self, text: str) -> None:
+        self.ray_bar.show_message(f"The Ray cluster was refused; nothing was sent to it. {text}")
+        self.status.setText("the sweep was not sent to the cluster (see the message below)")
+
+    @Slot(str)
+    def _ray_failed(self, text: str) -> None:
+        self.ray_bar.show_message(text)
+        self.status.setText("the sweep stopped: the Ray helper failed (see the message below)")
 
     def _worker_done(self) -> None:
         worker, self.worker = self.worker, None

@@ -17,6 +17,13 @@ Live progress is polled: every ``poll_s`` seconds the driver drains the channel 
 ``{"event": "submitted", "trial", "run_id", "resources"}``, ``{"event": "started", "trial", "run_id", "node",
 "pid"}``, ``{"event": "epoch", "trial", "epoch", "epochs", "is_best", "row"}`` (the history row).
 
+The protocol's optional keywords: ``on_start(trial, run_dir)`` when a trial's task starts (``run_dir`` the reserved
+folder its run will be imported into); ``on_epoch(trial, epoch)`` for each ``epoch`` event (a :class:`RemoteEpoch`:
+``epoch``, ``epochs``, ``row``, ``is_best``, as the trainer's ``EpochEnded``), and a reason it returns stops that one
+trial through the channel (:meth:`RayExecutor.stop_trial`: the task's run ends ``cancelled`` with that message after
+its current batch; an Optuna sweep on Ray prunes this way). A connection is opened per :meth:`RayExecutor.run`, or
+once for several (an Optuna sweep's batches) inside ``with executor:``.
+
 ``stop`` set: the channel's stop flag is raised (running trials end ``cancelled`` after their current batch and are
 imported like any other), the tasks that have not started are cancelled with ``ray.cancel`` and end ``cancelled``
 without a run folder. Security: sweep/ray_security.py (the policy before and after connecting; ``local`` starts
@@ -30,7 +37,9 @@ import logging
 import os
 import signal
 import sys
+import queue
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -39,27 +48,49 @@ from ..runs.index import RunIndex
 from ..runs.settings import WorkspaceSettings
 from ..runs.workspace import Workspace
 from .executor import Trial, TrialEnd
-from .ray_security import (OVERRIDE_FLAG, TOKEN_ENV, LocalCluster, RaySecurityError, check_address,
-                           check_cluster_auth_mode)
-from .ray_task import (ReturnedRunError, TrialChannel, import_run, read_returned, shipped_files, train_trial,
-                       trial_payload)
+from .ray_options import DEFAULT_TRIALS_PER_GPU, LOCAL_ADDRESS, add_ray_arguments
+from .ray_security import TOKEN_ENV, LocalCluster, RaySecurityError, check_address, check_cluster_auth_mode
+from .ray_task import (SWEEP_STOPPED, ReturnedRunError, TrialChannel, import_run, read_returned, shipped_files,
+                       train_trial, trial_payload)
 
-__all__ = ["RayExecutor", "RaySecurityError", "executor_for", "add_ray_arguments", "task_resources",
-           "LOCAL_ADDRESS", "DEFAULT_TRIALS_PER_GPU"]
+__all__ = ["RayExecutor", "RayUnavailable", "RemoteEpoch", "check_not_bundled", "IN_BUNDLE", "RaySecurityError",
+           "executor_for", "add_ray_arguments", "task_resources", "LOCAL_ADDRESS", "DEFAULT_TRIALS_PER_GPU"]
 
-#: ``--ray local``: start a cluster on this machine (ray_security.py ``LocalCluster``) for the sweep
-LOCAL_ADDRESS = "local"
-DEFAULT_TRIALS_PER_GPU = 4
 EXTRA_MISSING = "Ray is not installed: install the cluster extra (pip install 'dpd-desktop[cluster]')"
+#: the packaged app (PyInstaller) holds no Ray (its raylet, GCS and ``ray start`` are programs of a Python install)
+IN_BUNDLE = ("Ray sweeps need a Python install with dpd-desktop[cluster] (pip install 'dpd-desktop[cluster]'); "
+             "this packaged app does not include Ray: run the sweep from that install, or without a cluster")
+
+
+class RayUnavailable(RuntimeError):
+    """No Ray here (the packaged app, the extra not installed) or the cluster cannot be reached; nothing was sent."""
+
+
+def check_not_bundled() -> None:
+    """Raises :class:`RayUnavailable` (:data:`IN_BUNDLE`) in the packaged app (``sys.frozen``)."""
+    if getattr(sys, "frozen", False):
+        raise RayUnavailable(IN_BUNDLE)
 
 
 def _import_ray():
     """``ray``, imported on first use (0.26 s measured on the 2-core machine; an optional extra)."""
+    check_not_bundled()
     try:
         import ray
     except ImportError as exc:
-        raise RuntimeError(EXTRA_MISSING) from exc
+        raise RayUnavailable(EXTRA_MISSING) from exc
     return ray
+
+
+@dataclass(frozen=True)
+class RemoteEpoch:
+    """A trial's epoch end as the cluster reported it (the fields of the trainer's ``EpochEnded`` that travel):
+    ``epoch`` 0-based, ``epochs`` planned, ``row`` the history row (column names of history.csv), ``is_best``."""
+
+    epoch: int
+    epochs: int
+    row: Mapping[str, Any]
+    is_best: bool
 
 
 def task_resources(config: ExperimentConfig, default_device: str, cluster_gpus: float,
@@ -85,7 +116,8 @@ class RayExecutor:
             imported (the tests damage a file with it).
 
     :meth:`run` raises :class:`~dpd_desktop.sweep.ray_security.RaySecurityError` when the policy refuses the
-    cluster (before any trial is sent), ``RuntimeError`` when Ray is not installed or the cluster cannot be reached.
+    cluster (before any trial is sent), :class:`RayUnavailable` when Ray is not installed or the cluster cannot be
+    reached, ``RayClusterError`` when a ``local`` one does not start.
     """
 
     def __init__(self, address: str, workspace: Workspace, *, allow_unauthenticated: bool = False,
@@ -100,6 +132,9 @@ class RayExecutor:
         self.on_event = on_event
         self.poll_s = poll_s
         self.returned_files_hook = returned_files_hook
+        self._trial_stops: queue.SimpleQueue[tuple[int, str]] = queue.SimpleQueue()
+        self._ray = self._cluster = self._sigterm = None
+        self._keep = False
 
     # ---------------------------------------------------------------- events
     def _emit(self, event: dict) -> None:
@@ -108,38 +143,60 @@ class RayExecutor:
         elif event.get("event") == "warning":
             print(event["message"], file=sys.stderr)
 
-    # ---------------------------------------------------------------- the protocol
-    def run(self, trials: Sequence[Trial], on_done: Callable[[TrialEnd], None], stop: threading.Event) -> None:
-        """Train ``trials`` on the cluster; ``on_done`` once per trial, in the order they end (module docstring).
-        ``ray.init`` sets its own SIGTERM handler (in the main thread): the caller's is restored at the end."""
-        cluster = None
+    # ---------------------------------------------------------------- the connection
+    def __enter__(self) -> "RayExecutor":
+        """Keep the connection of the first :meth:`run` for the next ones (connects only when a trial is run)."""
+        self._keep = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._keep = False
+        self.close()
+
+    def open(self) -> None:
+        """Connect (``local``: start the cluster first); the security policy runs here (module docstring).
+        ``ray.init`` sets its own SIGTERM handler (in the main thread): :meth:`close` restores the caller's."""
+        if self._ray is not None:
+            return
+        self._cluster = None
         main = threading.current_thread() is threading.main_thread()
-        sigterm = signal.getsignal(signal.SIGTERM) if main else None
+        self._sigterm = signal.getsignal(signal.SIGTERM) if main else None
         try:
             if self.address == LOCAL_ADDRESS:
-                cluster = LocalCluster(self.num_cpus, self.num_gpus).start()
-                address, env, notes = cluster.address, cluster.env, []
-                self._emit({"event": "cluster", "address": address, "dashboard_url": cluster.dashboard_url,
-                            "folder": str(cluster.folder)})
+                self._cluster = LocalCluster(self.num_cpus, self.num_gpus).start()
+                address, env, notes = self._cluster.address, self._cluster.env, []
+                self._emit({"event": "cluster", "address": address, "dashboard_url": self._cluster.dashboard_url,
+                            "folder": str(self._cluster.folder)})
             else:
                 address, env = self.address, {}
                 notes = check_address(address, self.allow_unauthenticated)
-            if cluster is not None:
+            if self._cluster is not None:
                 os.environ.pop(TOKEN_ENV, None)  # it would take precedence over the local cluster's token file
             os.environ.update(env)
             ray = _import_ray()
             _refresh_ray_config(ray)
             pkg = Path(__file__).resolve().parent.parent
-            ctx = ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING,
-                           namespace="dpd-desktop-sweep",
-                           runtime_env={"py_modules": [str(pkg)], "excludes": ["__pycache__", "*.pyc"]})
             try:
-                notes += check_cluster_auth_mode(address, getattr(ctx, "dashboard_url", None),
-                                                    self.allow_unauthenticated)
-                for w in notes:
-                    self._emit({"event": "warning", "message": w})
-                self._run_connected(ray, trials, on_done, stop)
-            finally:
+                ctx = ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING,
+                               namespace="dpd-desktop-sweep",
+                               runtime_env={"py_modules": [str(pkg)], "excludes": ["__pycache__", "*.pyc"]})
+            except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ray's own: one message
+                raise RayUnavailable(f"cannot connect to the Ray cluster at {address}: {_first_line(exc)}") from exc
+            self._ray = ray
+            notes += check_cluster_auth_mode(address, getattr(ctx, "dashboard_url", None),
+                                             self.allow_unauthenticated)
+            for w in notes:
+                self._emit({"event": "warning", "message": w})
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Disconnect; stop a ``local`` cluster; the caller's SIGTERM handler back."""
+        ray, cluster, sigterm = self._ray, self._cluster, self._sigterm
+        self._ray = self._cluster = self._sigterm = None
+        try:
+            if ray is not None:
                 ray.shutdown()
         finally:
             if cluster is not None:
@@ -147,12 +204,35 @@ class RayExecutor:
             if sigterm is not None:
                 signal.signal(signal.SIGTERM, sigterm)
 
-    def _run_connected(self, ray, trials, on_done, stop: threading.Event) -> None:
+    # ---------------------------------------------------------------- the protocol
+    def run(self, trials: Sequence[Trial], on_done: Callable[[TrialEnd], None], stop: threading.Event,
+            on_epoch: Callable[[Trial, Any], str | None] | None = None,
+            on_start: Callable[[Trial, str], None] | None = None) -> None:
+        """Train ``trials`` on the cluster; ``on_done`` once per trial, in the order they end (module docstring).
+        Connects first unless connected, and disconnects at the end unless inside ``with executor:``."""
+        if not trials:
+            return
+        own = self._ray is None and not self._keep
+        if self._ray is None:
+            self.open()
+        try:
+            self._run_connected(self._ray, trials, on_done, stop, on_epoch, on_start)
+        finally:
+            if own:
+                self.close()
+
+    def stop_trial(self, number: int, reason: str) -> None:
+        """Stop trial ``number`` of the running :meth:`run` with ``reason`` (thread-safe; sent to the channel at the
+        next poll): its run ends ``cancelled`` with that message."""
+        self._trial_stops.put((int(number), str(reason)))
+
+    def _run_connected(self, ray, trials, on_done, stop: threading.Event, on_epoch=None, on_start=None) -> None:
         channel = ray.remote(num_cpus=0)(TrialChannel).remote()
         task = ray.remote(max_retries=0)(train_trial)
         gpus = float(ray.cluster_resources().get("GPU", 0))
         settings = WorkspaceSettings.load(self.workspace.root)
         pending: dict[Any, tuple[Trial, str, Path]] = {}
+        by_number: dict[int, tuple[Trial, Path]] = {}
         for trial in trials:
             if stop.is_set():
                 on_done(TrialEnd(trial, "cancelled", None, "the sweep was stopped before this trial started"))
@@ -166,23 +246,29 @@ class RayExecutor:
             res = task_resources(cfg, settings.default_device, gpus, self.trials_per_gpu)
             ref = task.options(**res).remote(trial_payload(trial, run_id, cfg), files, channel)
             pending[ref] = (trial, run_id, run_dir)
+            by_number[trial.number] = (trial, run_dir)
             self._emit({"event": "submitted", "trial": trial.number, "run_id": run_id, "resources": res})
-        started: set[int] = set()
+        follow = _Follow(by_number, on_epoch, on_start, self.stop_trial)
         stop_sent = False
         try:
             while pending:
                 if stop.is_set() and not stop_sent:
                     ray.get(channel.stop.remote())  # first the flag: a task starting now sees it
                     for ref, (trial, _, _) in pending.items():
-                        if trial.number not in started:
+                        if trial.number not in follow.started:
                             ray.cancel(ref)
                     stop_sent = True
+                self._send_trial_stops(ray, channel, follow)
                 done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=self.poll_s)
-                self._drain(ray, channel, started)
+                self._drain(ray, channel, follow)
                 for ref in done:
                     trial, run_id, run_dir = pending.pop(ref)
-                    on_done(self._finish(ray, ref, trial, run_id, run_dir))
-            self._drain(ray, channel, started)
+                    end = self._finish(ray, ref, trial, run_id, run_dir)
+                    reason = follow.stopped.get(trial.number)
+                    if reason and end.state == "cancelled" and end.message in ("", SWEEP_STOPPED, reason):
+                        end = TrialEnd(end.trial, end.state, end.run_dir, reason)
+                    on_done(end)
+            self._drain(ray, channel, follow)
         except Exception as exc:  # the cluster was lost: every trial still out ends failed, then the error goes on
             for trial, _, run_dir in pending.values():
                 _drop_reserved(run_dir)
@@ -190,16 +276,25 @@ class RayExecutor:
                                  f"the connection to the Ray cluster failed: {_first_line(exc)}"))
             raise
 
-    def _drain(self, ray, channel, started: set[int]) -> None:
+    def _send_trial_stops(self, ray, channel, follow: "_Follow") -> None:
+        while True:
+            try:
+                number, reason = self._trial_stops.get_nowait()
+            except queue.Empty:
+                return
+            if number not in follow.stopped:
+                follow.stopped[number] = reason
+                ray.get(channel.stop_trial.remote(number, reason))
+
+    def _drain(self, ray, channel, follow: "_Follow") -> None:
         for text in ray.get(channel.drain.remote()):
             try:
                 ev = json.loads(text)
             except ValueError:
                 continue
             if isinstance(ev, dict):
-                if ev.get("event") == "started":
-                    started.add(ev.get("trial"))
                 self._emit(ev)
+                follow(ev)
 
     def _finish(self, ray, ref, trial: Trial, run_id: str, run_dir: Path) -> TrialEnd:
         """The trial's end: the task's result imported (or why not); the reserved folder removed when no run came
@@ -233,6 +328,33 @@ class RayExecutor:
         return TrialEnd(trial, rec.state, str(rec.run_dir), rec.message or str(meta.get("message") or ""))
 
 
+class _Follow:
+    """The driver's view of its trials' events: which started (``on_start``), each epoch to ``on_epoch`` (a reason
+    it returns goes to ``stop_trial``), which were stopped and why (``stopped``)."""
+
+    def __init__(self, by_number: dict[int, tuple[Trial, Path]], on_epoch, on_start, stop_trial):
+        self.by_number, self.on_epoch, self.on_start, self.stop_trial = by_number, on_epoch, on_start, stop_trial
+        self.started: set[int] = set()
+        self.stopped: dict[int, str] = {}
+
+    def __call__(self, ev: dict) -> None:
+        number = ev.get("trial")
+        known = self.by_number.get(number) if isinstance(number, int) else None
+        if ev.get("event") == "started":
+            self.started.add(number)
+            if known is not None and self.on_start is not None:
+                self.on_start(known[0], str(known[1]))
+        elif ev.get("event") == "epoch" and known is not None and self.on_epoch is not None \
+                and number not in self.stopped:
+            try:
+                epoch = RemoteEpoch(int(ev["epoch"]), int(ev["epochs"]), dict(ev["row"]), bool(ev.get("is_best")))
+            except (KeyError, TypeError, ValueError):
+                return
+            reason = self.on_epoch(known[0], epoch)
+            if reason:
+                self.stop_trial(number, str(reason))
+
+
 def _drop_reserved(run_dir: Path) -> None:
     try:
         run_dir.rmdir()  # only while empty: a folder that holds anything is never removed here
@@ -257,24 +379,6 @@ def _refresh_ray_config(ray) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------- command line
-def add_ray_arguments(parser) -> None:
-    """The sweep command's Ray options: ``--ray ADDRESS``, ``--ray-allow-unauthenticated``, ``--ray-trials-per-gpu``,
-    ``--ray-num-cpus``."""
-    parser.add_argument("--ray", metavar="ADDRESS", default=None,
-                        help="run the trials on a Ray cluster: host:port or ray://host:port (token authentication "
-                             "required: RAY_AUTH_MODE=token and RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH), or 'local' "
-                             "(a cluster started on this machine, loopback dashboard, token authentication); needs "
-                             "the extra dpd-desktop[cluster]")
-    parser.add_argument(OVERRIDE_FLAG, dest="ray_allow_unauthenticated", action="store_true",
-                        help="connect to a remote Ray cluster without token authentication: anyone who reaches it "
-                             "can run code there and send code back; only on a network you trust")
-    parser.add_argument("--ray-trials-per-gpu", type=int, default=DEFAULT_TRIALS_PER_GPU, metavar="N",
-                        help=f"trials sharing one GPU on the cluster (GPU fraction 1/N; default "
-                             f"{DEFAULT_TRIALS_PER_GPU})")
-    parser.add_argument("--ray-num-cpus", type=int, default=None, metavar="N",
-                        help="CPUs of a 'local' cluster (default: the machine's)")
-
-
 def executor_for(args, workspace: Workspace | None = None,
                  on_event: Callable[[dict], None] | None = None) -> RayExecutor | None:
     """The executor the sweep command's ``args`` ask for: a :class:`RayExecutor` with ``--ray``, None without it

@@ -6,10 +6,11 @@ own); the Sweep view starts ``python -m dpd_desktop.sweep.ray_helper --workspace
 one of its job threads (gui/jobs.py), and reads its events.
 
 The wire is JSON lines. Standard input: first ``{"trials": [{"sweep_id", "number", "config"}, ...]}``, then
-``{"cmd": "stop"}`` to stop the sweep; the end of standard input (the window is gone) stops it too. Standard
-output: the executor's events (ray_executor.py: ``warning``, ``submitted``, ``started``, ``epoch``), then per trial
-``{"event": "done", "trial", "state", "run_dir", "message"}``, and last ``{"event": "end"}``, or ``{"event":
-"error", "kind": "refused" | "failed", "message"}`` when the sweep could not run. Everything else the process prints
+``{"cmd": "stop"}`` to stop the sweep, ``{"cmd": "stop_trial", "trial": N, "reason": TEXT}`` to stop one trial (a
+pruned one: its run ends cancelled with that message); the end of standard input (the window is gone) stops it too.
+Standard output: the executor's events (ray_executor.py: ``cluster``, ``warning``, ``submitted``, ``started``,
+``epoch``), then per trial ``{"event": "done", "trial", "state", "run_dir", "message"}``, and last ``{"event":
+"end"}``, or ``{"event": "error", "kind": "refused" | "failed", "message"}`` when the sweep could not run. Everything else the process prints
 (Ray's logs) goes to standard error. Exit status (process.py ``Exit``): 0 the sweep ran (whatever its trials'
 states), 2 refused by the security policy or bad input, 1 another failure. SIGINT is ignored: a terminal's Ctrl+C
 reaches the whole process group, and the window decides what it means (it sends ``stop``).
@@ -33,7 +34,8 @@ from typing import Any, Iterator, Mapping, Sequence
 from ..process import Exit
 from ..runs.workspace import Workspace
 from .executor import Trial, TrialEnd
-from .ray_executor import DEFAULT_TRIALS_PER_GPU, RayExecutor, trial_from_dict, trial_to_dict
+from .ray_executor import (DEFAULT_TRIALS_PER_GPU, RayExecutor, RemoteEpoch, check_not_bundled, trial_from_dict,
+                           trial_to_dict)
 from .ray_security import OVERRIDE_FLAG, RaySecurityError
 
 DAMAGE_ENV = "DPD_DESKTOP_TEST_RAY_DAMAGE"
@@ -84,14 +86,17 @@ def _protocol_stdout():
     return os.fdopen(fd, "w", encoding="utf-8", buffering=1)
 
 
-def _listen(stop: threading.Event) -> None:
+def _listen(stop: threading.Event, executor: RayExecutor) -> None:
     for line in sys.stdin:
         try:
-            cmd = json.loads(line).get("cmd")
+            doc = json.loads(line)
+            cmd = doc.get("cmd")
         except (ValueError, AttributeError):
             continue
         if cmd == "stop":
             stop.set()
+        elif cmd == "stop_trial" and isinstance(doc.get("trial"), int):
+            executor.stop_trial(doc["trial"], str(doc.get("reason") or "stopped by the sweep"))
     stop.set()  # end of input: the window is gone
 
 
@@ -114,7 +119,6 @@ def helper_main(argv: Sequence[str] | None = None) -> int:
         wire.send({"event": "error", "kind": "failed", "message": f"cannot read the trials on standard input: {exc}"})
         return int(Exit.USAGE)
     stop = threading.Event()
-    threading.Thread(target=_listen, args=(stop,), name="dpd-ray-helper-stdin", daemon=True).start()
 
     def done(end: TrialEnd) -> None:
         wire.send({"event": "done", "trial": end.trial.number, "state": end.state, "run_dir": end.run_dir,
@@ -123,6 +127,7 @@ def helper_main(argv: Sequence[str] | None = None) -> int:
     executor = RayExecutor(args.address, Workspace(args.workspace), allow_unauthenticated=args.allow_unauthenticated,
                            trials_per_gpu=args.trials_per_gpu, num_cpus=args.num_cpus, on_event=wire.send,
                            returned_files_hook=_damage_hook(damage) if damage else None)
+    threading.Thread(target=_listen, args=(stop, executor), name="dpd-ray-helper-stdin", daemon=True).start()
     try:
         executor.run(trials, done, stop)
     except RaySecurityError as exc:
@@ -162,6 +167,7 @@ class RayHelperClient:
               python: str | None = None) -> "RayHelperClient":
         """Start the helper for ``trials`` on the cluster at ``address`` (or ``"local"``), importing the runs into
         ``workspace``. ``env``: variables added to the helper's environment (a cluster's token settings)."""
+        check_not_bundled()  # RuntimeError in the packaged app: it holds no Ray (ray_executor.IN_BUNDLE)
         root = workspace.root if isinstance(workspace, Workspace) else Path(workspace)
         cmd = [python or sys.executable, "-m", "dpd_desktop.sweep.ray_helper", "--workspace", str(root),
                "--address", address, "--trials-per-gpu", str(int(trials_per_gpu))]
@@ -220,6 +226,14 @@ class RayHelperClient:
         except (OSError, ValueError):
             pass
 
+    def stop_trial(self, number: int, reason: str) -> None:
+        """Ask the helper to stop trial ``number`` with ``reason`` (a pruned trial; its run ends cancelled)."""
+        try:
+            self._proc.stdin.write(json.dumps({"cmd": "stop_trial", "trial": int(number), "reason": reason}) + "\n")
+            self._proc.stdin.flush()
+        except (OSError, ValueError):
+            pass
+
     def kill(self) -> None:
         """End the helper at once (SIGKILL to this client's own process): a ``local`` cluster it started stops by
         itself (ray_security.py ``LocalCluster``); trials running elsewhere see the driver gone and cancel."""
@@ -244,6 +258,98 @@ class RayHelperClient:
     @property
     def returncode(self) -> int | None:
         return self._proc.poll()
+
+
+# ---------------------------------------------------------------------------------------------------- the executor
+class RayHelperError(RuntimeError):
+    """The helper could not run the sweep (Ray missing, the cluster unreachable, the helper died); the message
+    says what it reported."""
+
+
+class HelperExecutor:
+    """The executor protocol (sweep/executor.py) through the helper process: the window's way to a cluster (its
+    :class:`~dpd_desktop.sweep.runner.SweepRun` runs on a worker thread, Ray in the helper).
+
+    Each :meth:`run` starts one helper (``start``: :meth:`RayHelperClient.start`, a fake in tests) for its trials;
+    ``on_start`` is called at a trial's ``started`` event (its run folder ``runs/<run_id>`` of the workspace),
+    ``on_epoch`` at each ``epoch`` event with a :class:`~dpd_desktop.sweep.ray_executor.RemoteEpoch` (a reason it
+    returns is sent as ``stop_trial``: an Optuna sweep prunes through the window too); every event also goes to
+    ``on_event`` (the view's live rows, warnings). ``stop`` set: ``stop`` is sent.
+
+    Raises (from :meth:`run`): :class:`RaySecurityError` when the helper reports the policy's refusal (nothing was
+    sent to the cluster), :class:`RayHelperError` for another error of the helper (the message names it; trials
+    that did not end are reported failed first).
+    """
+
+    def __init__(self, address: str, workspace: Workspace, *, allow_unauthenticated: bool = False,
+                 num_cpus: int | None = None, trials_per_gpu: int = DEFAULT_TRIALS_PER_GPU,
+                 env: Mapping[str, str] | None = None, on_event=None, start=None):
+        self.address, self.workspace = address, workspace
+        self.allow_unauthenticated, self.num_cpus, self.trials_per_gpu = allow_unauthenticated, num_cpus, \
+            trials_per_gpu
+        self.env, self.on_event = dict(env or {}), on_event
+        self._start = start or RayHelperClient.start
+
+    def run(self, trials: Sequence[Trial], on_done, stop: threading.Event, on_epoch=None, on_start=None) -> None:
+        if not trials:
+            return
+        if stop.is_set():
+            for t in trials:
+                on_done(TrialEnd(t, "cancelled", None, "the sweep was stopped before this trial started"))
+            return
+        client = self._start(self.address, trials, self.workspace, allow_unauthenticated=self.allow_unauthenticated,
+                             num_cpus=self.num_cpus, trials_per_gpu=self.trials_per_gpu, env=self.env)
+        by_number = {t.number: t for t in trials}
+        ended: set[int] = set()
+        stopped: dict[int, str] = {}
+        finished = threading.Event()
+
+        def watch_stop() -> None:
+            while not finished.wait(0.2):
+                if stop.is_set():
+                    client.stop()
+                    return
+
+        watcher = threading.Thread(target=watch_stop, name="dpd-ray-helper-stop", daemon=True)
+        watcher.start()
+        try:
+            for ev in client:
+                if isinstance(ev, TrialEnd):
+                    n = ev.trial.number
+                    ended.add(n)
+                    msg = stopped[n] if ev.state == "cancelled" and n in stopped else ev.message
+                    on_done(TrialEnd(ev.trial, ev.state, ev.run_dir, msg))
+                    continue
+                if self.on_event is not None:
+                    self.on_event(ev)
+                trial = by_number.get(ev.get("trial")) if isinstance(ev.get("trial"), int) else None
+                if trial is None:
+                    continue
+                if ev.get("event") == "started" and on_start is not None and ev.get("run_id"):
+                    on_start(trial, str(Path(self.workspace.runs_dir) / str(ev["run_id"])))
+                elif ev.get("event") == "epoch" and on_epoch is not None and trial.number not in stopped:
+                    try:
+                        epoch = RemoteEpoch(int(ev["epoch"]), int(ev["epochs"]), dict(ev["row"]),
+                                            bool(ev.get("is_best")))
+                    except (KeyError, TypeError, ValueError):
+                        continue
+                    reason = on_epoch(trial, epoch)
+                    if reason:
+                        stopped[trial.number] = str(reason)
+                        client.stop_trial(trial.number, str(reason))
+        finally:
+            finished.set()
+            rc = client.close()
+            watcher.join(5)
+        if client.refused:
+            raise RaySecurityError(client.error or "the Ray cluster was refused")
+        missing = [t for n, t in by_number.items() if n not in ended]
+        if client.error or rc != 0 or missing:
+            why = client.error or f"the Ray helper exited with status {rc}"
+            for t in missing:
+                on_done(TrialEnd(t, "failed", None, f"the Ray helper ended before this trial did: {why}"))
+            if client.error or rc != 0:
+                raise RayHelperError(f"the Ray sweep failed: {why}")
 
 
 if __name__ == "__main__":

@@ -42,10 +42,11 @@ import urllib.request
 from pathlib import Path
 from typing import Mapping
 
+from .ray_options import OVERRIDE_FLAG
+
 AUTH_MODE_ENV = "RAY_AUTH_MODE"
 TOKEN_ENV = "RAY_AUTH_TOKEN"
 TOKEN_PATH_ENV = "RAY_AUTH_TOKEN_PATH"
-OVERRIDE_FLAG = "--ray-allow-unauthenticated"
 SECURITY_PAGE = "https://docs.ray.io/en/latest/ray-security/index.html"
 
 #: the risk, in the words of Ray's security page; every refusal and every override warning carries it

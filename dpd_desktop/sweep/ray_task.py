@@ -16,9 +16,11 @@ folder onto the reserved, empty run folder: a malformed return fails its trial w
 field, and nothing of it reaches the runs folder.
 
 Progress and stop go through one small actor (:class:`TrialChannel`, polled by the driver): the worker pushes
-``started`` and one ``epoch`` event per epoch (the history row as JSON text); a stopped sweep sets its flag, which a
-thread of each running task reads every :data:`STOP_POLL_S` seconds and answers with ``request_cancel`` (the run
-ends ``cancelled`` after its current batch, and its folder comes back like any other).
+``started`` and one ``epoch`` event per epoch (the history row as JSON text); a stopped sweep sets its flag, and a
+pruned trial (the driver's ``on_epoch`` returned a reason, e.g. Optuna's pruner) gets its own stop with that reason;
+a thread of each running task reads its reason every :data:`STOP_POLL_S` seconds and answers with
+``request_cancel(reason)`` (the run ends ``cancelled`` after its current batch with that message, and its folder
+comes back like any other).
 """
 from __future__ import annotations
 
@@ -59,13 +61,17 @@ class ReturnedRunError(ValueError):
     """What came back from the cluster is not a well-formed run folder; the message names the file and field."""
 
 
+SWEEP_STOPPED = "the sweep was stopped"
+
+
 class TrialChannel:
     """The actor between the driver and its tasks (wrapped with ``ray.remote`` by the driver): JSON text events
-    pushed by the tasks, drained by the driver; the sweep's stop flag."""
+    pushed by the tasks, drained by the driver; the sweep's stop flag and each trial's own stop (a pruned trial)."""
 
     def __init__(self) -> None:
         self._events: list[str] = []
         self._stopped = False
+        self._trial_stops: dict[int, str] = {}
 
     def push(self, text: str) -> None:
         self._events.append(text)
@@ -80,6 +86,15 @@ class TrialChannel:
 
     def stopped(self) -> bool:
         return self._stopped
+
+    def stop_trial(self, number: int, reason: str) -> bool:
+        """Stop trial ``number`` (running or not yet started) with ``reason`` (its run's message)."""
+        self._trial_stops.setdefault(int(number), str(reason) or SWEEP_STOPPED)
+        return True
+
+    def stop_reason(self, number: int) -> str:
+        """Why trial ``number`` must stop: its own stop's reason, else the sweep's stop, else "" (run on)."""
+        return self._trial_stops.get(int(number)) or (SWEEP_STOPPED if self._stopped else "")
 
 
 def check_relative_path(rel: Any) -> PurePosixPath:
@@ -163,21 +178,23 @@ def _number(v):
         return str(v)
 
 
-def _watch_stop(ray, channel, trainer, done: threading.Event) -> None:
-    """Every :data:`STOP_POLL_S` s, the channel's stop flag; set: ``request_cancel``. Never blocks in ``ray.get``
-    on a pending reply (``ray.wait`` with no timeout first): a task blocked in ``ray.get`` lends its CPUs back to
-    the scheduler, which would start one more trial than the cluster has CPUs for."""
+def _watch_stop(ray, channel, number: int, trainer, done: threading.Event) -> None:
+    """Every :data:`STOP_POLL_S` s, the channel's stop reason for trial ``number`` (its own or the sweep's); one
+    given: ``request_cancel(reason)``. Never blocks in ``ray.get`` on a pending reply (``ray.wait`` with no timeout
+    first): a task blocked in ``ray.get`` lends its CPUs back to the scheduler, which would start one more trial than
+    the cluster has CPUs for."""
     ref = None
     while not done.wait(STOP_POLL_S):
         try:
             if ref is None:
-                ref = channel.stopped.remote()
+                ref = channel.stop_reason.remote(number)
             ready, _ = ray.wait([ref], timeout=0)
             if not ready:
                 continue
             ref = None
-            if ray.get(ready[0]):
-                trainer.request_cancel("the sweep was stopped")
+            reason = ray.get(ready[0])
+            if reason:
+                trainer.request_cancel(str(reason))
                 return
         except Exception:  # noqa: BLE001 - the driver is gone: stop this run too
             trainer.request_cancel("the sweep's driver is gone")
@@ -215,7 +232,7 @@ def train_trial(payload: str, shipped: Mapping[str, bytes], channel) -> dict[str
             return {"meta": _meta("failed", f"the run could not start on the cluster: {describe_error(exc)}"),
                     "files": {}}
         done = threading.Event()
-        threading.Thread(target=_watch_stop, args=(ray, channel, trainer, done), daemon=True).start()
+        threading.Thread(target=_watch_stop, args=(ray, channel, number, trainer, done), daemon=True).start()
         try:
             result = trainer.run()
         finally:

@@ -5,7 +5,7 @@ sweep.json (``format`` :data:`FORMAT`), written whole and atomically (runs/artif
 
     {"format", "id", "created", "updated", "spec": SweepSpec.to_dict(),
      "state": a runs/states.py word, "message", "owner": the running process (runs/owner.py) or null,
-     "cancel_requested": bool,
+     "cancel_requested": bool, "ray": {"address": the --ray address of its last pass} or null (this machine),
      "trials": [{"number", "params", "state", "run_id", "run_dir", "message", "value", "pruned",
                  "attempts": [earlier run ids of this trial], "optuna_number"}]}
 
@@ -148,6 +148,13 @@ class SweepStore:
     def set_running(self, sweep_id: str) -> SweepInfo:
         def ch(doc):
             doc.update(state="running", owner=process_identity(), cancel_requested=False, message="")
+        return self.update(sweep_id, ch)
+
+    def set_ray(self, sweep_id: str, address: str | None) -> SweepInfo:
+        """Record where the sweep runs: a Ray cluster's address (``local`` included), None for this machine's queue.
+        Never the override of the token rule: a resume must be given it again, knowingly."""
+        def ch(doc):
+            doc["ray"] = {"address": address} if address else None
         return self.update(sweep_id, ch)
 
     def finish(self, sweep_id: str, state: str, message: str = "") -> SweepInfo:
