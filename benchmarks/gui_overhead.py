@@ -13,7 +13,9 @@ PyTorch imported and the data loaded before timing, and prints the median wall t
 ratio GUI / headless, and per run the trainer's epoch starts (DPD_DESKTOP_TIMING marks). Both modes end with the
 run's plots written as PNGs (the command line writes them after the run, the window when the run finishes).
 
-``--path child`` (the window's default): the run trains in a child of the forkserver, which the window starts
+``--path window`` (default): where the window trains it (a CPU run in a child process, a CUDA run on a QThread:
+gui/run_control.py ``_launch_worker``); ``--path child`` forces the child, ``--path thread`` the QThread. In a child
+the run trains in a child of the forkserver, which the window starts
 behind its first paint; here it is started and ready before timing (as it is by the time a user presses Start),
 so the GUI time holds what the child path adds: the child's start, its reload of the dataset (the headless run has
 it loaded before timing), the events' decoding.
@@ -40,8 +42,8 @@ def main():
     ap.add_argument("--stride", type=int, default=4)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--path", default="child", choices=("child", "thread"),
-                    help="GUI mode: the run in a child process (the window's default) or on a QThread of its process")
+    ap.add_argument("--path", default="window", choices=("window", "child", "thread"),
+                    help="GUI mode: where the window trains (default), or forced into a child process or a QThread")
     ap.add_argument("--screenshot", default=None, help="GUI mode: save the window after the run to this PNG")
     ap.add_argument("--mode", default=None, choices=("gui", "headless"), help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -98,7 +100,8 @@ def main():
         return
     ensure_app([])
     win = MainWindow(workspace=Workspace(tmp))
-    win.train_in_child = a.path == "child"
+    win.train_in_child = a.path != "thread"
+    win.child_on_cuda = a.path == "child"
     if win.train_in_child:
         warm_forkserver()
     win.resize(1600, 1000)

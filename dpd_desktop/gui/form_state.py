@@ -52,12 +52,17 @@ def cuda_available() -> bool:
         return False
 
 
+def on_cuda(device: str) -> bool:
+    """Whether a run of ``device`` ("auto", "cpu", "cuda", "cuda:N") trains on CUDA."""
+    return device.startswith("cuda") or (device == "auto" and cuda_available())
+
+
 class FormState:
     """Estimate, suggested defaults and saved form values of the window."""
 
     # ------------------------------------------------------------------------------------------------ estimate
     def _estimate_on_cuda(self, device: str) -> bool:
-        return device.startswith("cuda") or (device == "auto" and cuda_available())
+        return on_cuda(device)
 
     def update_estimate(self, *_) -> None:
         """Recompute the estimate beside Start from the dataset and the form."""

@@ -140,6 +140,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState,
         #: Train in a child process (gui/child_worker.py) with the real trainer; False: on a QThread of this process
         #: (the benchmarks' A/B, benchmarks/bench_gui_responsiveness.py --path thread).
         self.train_in_child = True
+        self.child_on_cuda = False  # a CUDA run trains in this process (gui/run_control.py _launch_worker says why)
         self._painted = False
         self._suggested: tuple[int, int] | None = None  # (epochs, stride) last suggested for a dataset
 

@@ -25,6 +25,7 @@ from .session import POWER_WARNING_DB, cancelled_message, failed_message, finish
 from .widgets.config_form import BACKBONES
 from .widgets.dataset_summary import describe_summary
 from .child_worker import ChildTrainingWorker
+from .form_state import on_cuda
 from .worker import ResumeFactory, TrainingWorker
 
 #: Output formats of "Run DPD…" (filter → extension added when the name has none).
@@ -65,6 +66,7 @@ def validate_config(cfg: ExperimentConfig) -> ExperimentConfig:
         if cfg.step == "dpd" and not cfg.pa_run:
             raise ConfigError("pa_run", "a DPD run needs the PA run (id or folder) whose model it trains through")
         return cfg
+
 
 
 class RunControl:
@@ -108,10 +110,16 @@ class RunControl:
         """Start the training worker of ``cfg`` (``resume``: the run folder the Resume action continues,
         gui/resume_control.py) with its signals wired to this part; returns it.
 
-        With the real trainer the run goes to a child process (:class:`ChildTrainingWorker`) when
+        With the real trainer a CPU run goes to a child process (:class:`ChildTrainingWorker`) when
         :attr:`train_in_child` is set (the default) and the child can load the dataset again (a folder or the
-        demo); with a ``trainer_factory`` given to the window (the tests' fakes), or an in-memory dataset, it trains
-        on a QThread of this process (:class:`TrainingWorker`).
+        demo); with a ``trainer_factory`` given to the window (the tests' fakes), an in-memory dataset, or a CUDA
+        run (unless :attr:`child_on_cuda`), it trains on a QThread of this process (:class:`TrainingWorker`).
+
+        Why CUDA stays in this process: there the training thread waits on graph replays with the GIL released, and
+        the child's start (fork, the dataset read again and fingerprinted) cost 0.5 s of the 12.2 s DPA_160MHz
+        headline on the H200: GUI / headless 1.041 through the child (benchmarks/gui_overhead.py --path child),
+        over the 3 % the window may add (results: benchmarks/results/2026-12-01-gpu-gui-overhead-child.md). On the
+        CPU the training thread holds the GIL against the event loop (stalls of 250-300 ms), so the child wins.
         """
         s = self.session
         self.banner.setVisible(False)
@@ -119,7 +127,7 @@ class RunControl:
         self._reset_run_views()
         root = getattr(self.workspace, "root", None)
         if self._trainer_factory is None and self.train_in_child and root is not None and \
-                (resume or reloadable(dataset)):
+                (resume or reloadable(dataset)) and (self.child_on_cuda or not on_cuda(cfg.device)):
             # a resume reloads the run's recorded dataset in the child (fingerprint-checked; training/resume.py)
             worker = ChildTrainingWorker(cfg, dataset=None if resume else dataset, workspace=self.workspace,
                                          resume=resume, write_plots=self.write_plots_on_finish)

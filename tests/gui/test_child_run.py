@@ -196,3 +196,24 @@ def test_run_plots_main_writes_the_pngs_of_a_run_folder(make_window, qtbot, tmp_
                                                   "time_domain.png"]
     assert run_plots.main([str(tmp_path / "nothing-here")]) == 1
     assert "were not written" in capsys.readouterr().err
+
+
+def test_a_cuda_run_trains_in_the_window_process_and_a_cpu_run_in_a_child(make_window, qtbot, monkeypatch):
+    """Where the window trains (gui/run_control.py ``_launch_worker``): a CUDA run on a QThread of its process (the
+    child's start would cost more than the 3 % the window may add there), a CPU run in a child; ``child_on_cuda``
+    sends a CUDA run to the child too. CUDA is faked as present: the run then fails to start on this machine, in
+    whichever worker it went to."""
+    import dpd_desktop.gui.run_control as rc
+
+    monkeypatch.setattr(rc, "on_cuda", lambda device: device != "cpu")
+    w = make_window()
+    w.set_dataset(make_demo_dataset(**DEMO), "demo")
+    kinds = []
+    for device, child_on_cuda in (("cuda", False), ("auto", False), ("cpu", False), ("cuda", True)):
+        w.child_on_cuda = child_on_cuda
+        w.set_form_from_config(_config(device=device, epochs=1))
+        with qtbot.waitSignal(w.runEnded, timeout=120_000):
+            assert w.start_run()
+            kinds.append(type(w._worker))
+        qtbot.waitUntil(lambda: w._worker is None, timeout=30_000)
+    assert kinds == [TrainingWorker, TrainingWorker, ChildTrainingWorker, ChildTrainingWorker]
