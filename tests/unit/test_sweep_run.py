@@ -38,9 +38,13 @@ def test_grid_sweep_cancelled_mid_way_then_resumed_runs_each_trial_once(tmp_path
             stop.set()
 
     first = SweepRun(ws, info.id, stop=stop, on_change=stop_after_two).run()
-    assert first.state == "cancelled" and first.doc["message"].startswith("cancelled: 2 of 4 trials done")
     states = [t["state"] for t in first.trials]
-    assert states[:2] == ["succeeded", "succeeded"] and set(states[2:]) <= {"cancelled"}
+    # the third trial may have been claimed before the stop (the trials run one at a time on the cpu lane): a tiny
+    # one can finish before its cancel arrives; the fourth never starts
+    n_done = states.count("succeeded")
+    assert n_done in (2, 3), states
+    assert first.state == "cancelled" and first.doc["message"].startswith(f"cancelled: {n_done} of 4 trials done")
+    assert states[:n_done] == ["succeeded"] * n_done and set(states[n_done:]) <= {"cancelled"}
     done_before = {t["number"]: t["run_id"] for t in first.trials if t["state"] == "succeeded"}
     for t in first.trials:  # every trial that has a folder reads as its state says
         if t["run_dir"]:
