@@ -113,6 +113,7 @@ def test_a_start_event_without_a_kernel_block_reads_as_its_setting():
 def test_a_real_fast_run_on_the_stub_shows_the_fallback(make_window, qtbot, monkeypatch):
     install_stub(monkeypatch)
     w = make_window()
+    w.train_in_child = False  # the stub is installed in this process (a child would run the real CPU kernel)
     w.set_dataset(make_demo_dataset(n_train=3000, n_val=4096, n_test=4096), "demo")
     w.set_form_from_config(_tiny(kernel="fast"))
     shown = []
