@@ -130,9 +130,10 @@ def test_resume_and_stop_from_the_view(make_window, tmp_path, qtbot):
 
     b = create_sweep(ws, parse_spec({"sweep": {"name": "stopped"}, "base": {**TINY, "epochs": 50},
                                      "space": {"seed": [0, 1, 2]}}, "t"))
-    with qtbot.waitSignal(v.tableLoaded, timeout=30000):
-        v.refresh(b.id)
-    v.resume_sweep()
+    v.refresh(b.id)  # a read of the first sweep may still be in flight: wait for b's own table
+    qtbot.waitUntil(lambda: v.table_data is not None and v.table_data.info.id == b.id and v.current_id() == b.id,
+                    timeout=30000)
+    assert v.resume_sweep() is not None
     qtbot.waitUntil(lambda: SweepStore(ws.root).open(b.id).trials[0]["state"] == "running", timeout=60000)
     v.stop_button.click()
     qtbot.waitUntil(lambda: v.worker is None, timeout=120000)
