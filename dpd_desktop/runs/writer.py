@@ -48,6 +48,7 @@ class RunWriter:
         self.config_doc: dict[str, Any] | None = None
         self.epochs_written = 0  # epochs whose history row and checkpoints are on disk
         self.best_written: int | None = None  # the epoch best.pt holds
+        self.best_so_far: dict[str, Any] = {}  # best_value and val_metrics of that epoch (status.json before the end)
         self._config_written = False
         self._log_text: str | None = None  # log.txt's text (None: no run folder yet, or closed)
 
@@ -90,6 +91,7 @@ class RunWriter:
         artifacts.save_checkpoint(self.run_dir / "best.pt", best["model"], best["meta"])
         self.best_written = best["meta"].get("epoch")
         artifacts.write_history_csv(self.run_dir / "best.csv", [best["row"]])
+        self._remember_best(best["row"])
         self.epochs_written = len(self.history)
         self.write_status("running", epochs_completed=self.epochs_written, resumed_from_epoch=r["from_epoch"])
 
@@ -115,10 +117,20 @@ class RunWriter:
             artifacts.save_checkpoint(d / "best.pt", ev.model_state, ev.meta)
             self.best_written = ev.epoch
             artifacts.write_history_csv(d / "best.csv", [ev.row])
+            self._remember_best(ev.row)
         artifacts.save_training_state(d / "last.pt", {
             **dict(ev.resume_state), "epoch": ev.epoch, "model": dict(ev.model_state),
             "optimizer": ev.optimizer_state, "scheduler": ev.scheduler_state, "meta": dict(ev.meta)})
         self.epochs_written = ev.epoch + 1
+
+    def _remember_best(self, row) -> None:
+        """The selected epoch's validation metrics and selection value, from its history row (``VAL_NMSE``, …), for
+        status.json while the run goes on and when it ends without RunFinished (cancelled, failed, killed: a reader
+        then shows the best epoch's numbers, not none)."""
+        val = {k: v for k in ("NMSE", "EVM", "ACLR_L", "ACLR_R", "ACLR_AVG")
+               if (v := _number(row.get(f"VAL_{k}"))) is not None}
+        best = _number(row.get(self.selection_metric)) if self.selection_metric else None
+        self.best_so_far = {"val_metrics": val, **({"best_value": best} if best is not None else {})}
 
     def _epoch_ended(self, ev) -> None:
         dev = (self.config_doc or {}).get("device")
@@ -129,7 +141,8 @@ class RunWriter:
                     dev[key], changed = value, True
             if changed:
                 self._write_config()
-        self.write_status("running", epochs_completed=ev.epoch + 1)
+        self.write_status("running", epochs_completed=ev.epoch + 1, best_epoch=self.best_written,
+                          **self.best_so_far)
 
     def _results(self, ev) -> None:
         # built in memory, written atomically: h5py never meets a full disk mid-file (it crashed the process)
@@ -145,7 +158,7 @@ class RunWriter:
     def _cancelled(self, ev) -> None:
         extra = {"message": ev.reason} if getattr(ev, "reason", "") else {}
         self.write_status("cancelled", epochs_completed=min(ev.epochs_completed, self.epochs_written),
-                          best_epoch=self.best_written, **extra)
+                          best_epoch=self.best_written, **self.best_so_far, **extra)
         self.close()
 
     def _failed(self, ev) -> None:
@@ -160,7 +173,7 @@ class RunWriter:
                 # the selected epoch is the one best.pt holds
                 self.write_status("failed", message=ev.message,
                                   epochs_completed=min(ev.epochs_completed, self.epochs_written),
-                                  best_epoch=self.best_written)
+                                  best_epoch=self.best_written, **self.best_so_far)
         finally:
             self.close()
 
@@ -188,6 +201,14 @@ def write_evaluation(run_dir: str | Path, profile: str, doc: Mapping[str, Any]) 
     """A re-evaluation of a finished run under a metric profile (runs/evaluate.py), written atomically beside
     results.h5 as ``evaluation-<profile>.json`` (the path RunRecord.evaluation_path reads); returns the path."""
     return artifacts.atomic_write_json(Path(run_dir) / f"evaluation-{profile}.json", dict(doc))
+
+
+def _number(v) -> float | None:
+    """``v`` as a float (NumPy scalars and numeric text included), None when it is not a number."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
 
 
 _WRITER_HANDLERS = {"RunPrepared": RunWriter._prepared, "LogLine": RunWriter._log_line,

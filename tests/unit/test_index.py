@@ -342,3 +342,30 @@ def test_mp_and_gmp_rows_have_no_hidden_size(tmp_path):
         rows = {r.run_id: r for r in idx.runs()}
     assert {k: r.hidden_size for k, r in rows.items()} == {"r-mp": None, "r-gmp": None, "r-gru": 23}
     assert table_row(rows["r-mp"])[3] == "-" and table_row(rows["r-gru"])[3] == "23"
+
+
+def test_a_cancelled_run_shows_its_best_epochs_metrics(tmp_path):
+    """A run that ends without RunFinished (here cancelled after its second epoch) keeps the selected epoch's
+    validation metrics and selection value in status.json (runs/writer.py ``_remember_best``), so `runs` and the
+    browser show them, equal to that epoch's row of history.csv."""
+    ws = Workspace(tmp_path)
+    demo = make_demo_dataset(seed=1, n_train=1500, n_val=1024, n_test=1024, nperseg=256)
+    box = []
+
+    def cancel_after_two(ev):
+        if type(ev).__name__ == "EpochEnded" and ev.epoch == 1:
+            box[0].request_cancel()
+
+    tr = Trainer(ExperimentConfig(step="pa", **{**TINY, "epochs": 5}), dataset=demo, workspace=ws,
+                 observers=[cancel_after_two])
+    box.append(tr)
+    res = tr.run()
+    assert res.state == "cancelled", res.message
+    rec = RunRecord.open(res.run_dir)
+    best = int(rec.status_doc["best_epoch"])
+    row = next(r for r in rec.history() if int(r["EPOCH"]) == best)
+    assert rec.val_metrics["NMSE"] == pytest.approx(float(row["VAL_NMSE"]), rel=1e-6)
+    assert rec.best_value == pytest.approx(float(row[rec.selection_metric]), rel=1e-6)
+    with RunIndex.open(ws) as idx:
+        got = next(r for r in idx.runs() if r.run_id == res.run_id)
+    assert got.state == "cancelled" and got.val_nmse == pytest.approx(float(row["VAL_NMSE"]), rel=1e-6)
