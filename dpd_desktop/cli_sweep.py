@@ -69,10 +69,10 @@ def handle(args, ws) -> "object":
             if args.target != "list" and not args.sweep:
                 raise SweepError(ws.root / "sweeps", f"sweep {args.target}: give the sweep id (sweep list)")
             store = SweepStore(ws.root)
-            if args.target == "list":
-                return Outcome(_list(store))
-            if args.target == "show":
-                return Outcome(_show(store, args.sweep, args.json))
+            if args.target in ("list", "show"):
+                status = _list(store) if args.target == "list" else _show(store, args.sweep, args.json)
+                sys.stdout.flush()  # a reader that closed the pipe (`| head`) is seen here: BrokenPipeError below
+                return Outcome(status)
             if args.target == "cancel":
                 info = store.request_cancel(args.sweep)
                 print(f"sweep {info.id}: " + ("its running trials stop after their current batch"

@@ -155,7 +155,8 @@ class SweepSpec:
 
 
 def load_spec(path: str | Path) -> SweepSpec:
-    """Read and validate a TOML spec; a relative ``[base] dataset`` is resolved against the file's folder.
+    """Read and validate a TOML spec; a relative ``[base] dataset`` (and a ``pa_run`` folder found there) is resolved
+    against the file's folder.
 
     Raises:
         SpecFileError: no such file, a folder, or unreadable (one line naming the file).
@@ -180,6 +181,10 @@ def load_spec(path: str | Path) -> SweepSpec:
     if isinstance(base, dict) and isinstance(base.get("dataset"), str) and base["dataset"] != "demo":
         d = Path(base["dataset"]).expanduser()  # relative to the spec's folder; trials run from other folders
         base["dataset"] = str(d if d.is_absolute() else (p.parent / d).resolve())
+    if isinstance(base, dict) and isinstance(base.get("pa_run"), str):  # a run id, or a run folder
+        r = Path(base["pa_run"]).expanduser()
+        if not r.is_absolute() and (p.parent / r).is_dir():
+            base["pa_run"] = str((p.parent / r).resolve())
     return parse_spec(raw, str(p))
 
 
