@@ -1,6 +1,6 @@
 """``dpd-desktop sweep``: grid, random and Optuna sweeps, each trial an ordinary run of the workspace (sweep/).
 
-    dpd-desktop sweep SPEC.toml                       create the sweep and run it (spec format: sweep/spec.py)
+    dpd-desktop sweep SPEC.toml                       create the sweep and run it (spec format: README, Sweeps)
     dpd-desktop sweep --grid KEY=V1,V2 [--grid ...] [--random N | --optuna N] [--seed S] [--name NAME]
                       [--step pa|dpd] --base [the options of train-pa / train-dpd]
     dpd-desktop sweep list
@@ -27,9 +27,11 @@ import threading
 
 from .config import ConfigError
 from .process import CTRL_C, Exit
-from .sweep.ray_options import add_ray_arguments  # argparse only (0.4 ms); the Ray backend comes with --ray
+from .sweep.ray_options import LOCAL_ADDRESS, add_ray_arguments  # argparse only (0.4 ms); Ray comes with --ray
 
 ACTIONS = ("list", "show", "resume", "cancel")
+#: the unit of each metric a sweep selects by (metrics/__init__.py: NMSE and EVM in dB, ACLR in dBc)
+UNITS = {"VAL_NMSE": " dB", "VAL_EVM": " dB", "VAL_ACLR_AVG": " dBc", "VAL_LOSS": ""}
 STOPPING = "stopping the sweep: the running trials stop after their current batch (Ctrl+C again to abort)…"
 
 
@@ -67,28 +69,32 @@ def handle(args, ws) -> "object":
             if args.target != "list" and not args.sweep:
                 raise SweepError(ws.root / "sweeps", f"sweep {args.target}: give the sweep id (sweep list)")
             store = SweepStore(ws.root)
-            if args.target == "list":
-                return Outcome(_list(store))
-            if args.target == "show":
-                return Outcome(_show(store, args.sweep, args.json))
+            if args.target in ("list", "show"):
+                status = _list(store) if args.target == "list" else _show(store, args.sweep, args.json)
+                sys.stdout.flush()  # a reader that closed the pipe (`| head`) is seen here: BrokenPipeError below
+                return Outcome(status)
             if args.target == "cancel":
                 info = store.request_cancel(args.sweep)
                 print(f"sweep {info.id}: " + ("its running trials stop after their current batch"
                                               if info.state == "running" else info.state))
                 return Outcome(Exit.OK)
+            check_ray(args.ray, args.ray_allow_unauthenticated)
             ws.check(create=True)
             return Outcome(_run(ws, store.open(args.sweep).id, args), skip_teardown=True)
+        check_ray(args.ray, args.ray_allow_unauthenticated)  # before anything is created (exit 2: nothing created)
         spec = _spec(args, ws)
         ws.check(create=True)
         from .sweep.runner import create_sweep
 
         info = create_sweep(ws, spec)
-        print(f"sweep {info.id}: {spec.search}, {len(info.trials) or spec.trials} trials → {info.folder}",
+        print(f"sweep {info.id}: {spec.search}, {_trials(len(info.trials) or spec.trials)} → {info.folder}",
               flush=True)
         return Outcome(_run(ws, info.id, args), skip_teardown=True)
     except (SweepSpecError, SweepError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return Outcome(Exit.USAGE)
+    except BrokenPipeError:  # stdout closed by its reader (`sweep show --json | head`): cli.main ends quietly
+        raise
     except OSError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return Outcome(Exit.USAGE)
@@ -98,15 +104,20 @@ def handle(args, ws) -> "object":
 
 
 def _spec(args, ws):
-    from .sweep.spec import SweepSpecError, load_spec, spec_from_options
+    from .sweep.spec import SpecFileError, SweepSpecError, load_spec, spec_from_options
 
     if args.target is not None:
         if args.grid or args.base:
             raise SweepSpecError(args.target, "command line", "give a SPEC.toml or --grid/--base, not both")
-        return load_spec(args.target)
+        from pathlib import Path
+
+        p = Path(args.target)
+        if not p.exists() and p.suffix.lower() != ".toml" and len(p.parts) == 1:
+            raise SpecFileError(f"sweep: {args.target!r} is neither an action ({', '.join(ACTIONS)}) nor a spec file")
+        return load_spec(p)
     if not args.grid:
         raise SweepSpecError("command line", "sweep", "give SPEC.toml, or --grid KEY=V1,V2 ... --base OPTIONS")
-    if args.random and args.optuna:
+    if args.random is not None and args.optuna is not None:
         raise SweepSpecError("command line", "--random", "give --random N or --optuna N, not both")
     base = _base_config(args, ws)
     return spec_from_options(args.grid, base, random_trials=args.random, optuna_trials=args.optuna, seed=args.seed,
@@ -142,10 +153,44 @@ class _Console:
             if self.seen.get(t["number"]) == state or state == "queued":
                 continue
             self.seen[t["number"]] = state
-            params = " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in t["params"].items())
-            value = f" best {info.spec.metric} {t['value']:.3f}" if t.get("value") is not None else ""
+            params = _params(t["params"])
+            value = (f" best {info.spec.metric} {t['value']:.3f}{UNITS.get(info.spec.metric, '')}"
+                     if t.get("value") is not None else "")
             print(f"trial {t['number']}: {state} [{params}] {t.get('run_id') or ''}{value}"
                   + (f" — {t['message']}" if t.get("message") else ""), flush=True)
+
+
+def check_ray(address: str | None, allow_unauthenticated: bool = False) -> None:
+    """The ``--ray`` address and the security policy (sweep/ray_security.py ``check_address``), before anything is
+    created or recorded. ``none`` and ``local`` pass (``local`` is checked when its cluster starts).
+
+    Raises:
+        SweepSpecError: not a Ray address (``--ray``).
+        RayNotUsable: a remote address without token authentication (and without the override).
+    """
+    a = (address or "").strip()
+    if not a or a.lower() in ("none", LOCAL_ADDRESS):
+        return
+    from .sweep.ray_security import RaySecurityError, check_address, check_address_form  # urllib, ssl: with --ray
+    from .sweep.spec import SweepSpecError
+
+    try:
+        check_address_form(a)
+    except ValueError as exc:
+        raise SweepSpecError("command line", "--ray", str(exc)) from exc
+    try:
+        check_address(a, allow_unauthenticated)
+    except RaySecurityError as exc:
+        raise RayNotUsable(str(exc)) from exc
+
+
+def _trials(n: int) -> str:
+    return f"{n} trial" + ("" if n == 1 else "s")
+
+
+def _params(params: dict) -> str:
+    """``hidden_size=6 lr=0.00954``: floats with 4 significant digits."""
+    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
 
 
 class RayNotUsable(RuntimeError):
@@ -170,6 +215,7 @@ def _run(ws, sweep_id: str, args=None) -> int:
     address = ray_address(args, info) if args is not None else None
     executor = None
     if address:
+        check_ray(address, bool(getattr(args, "ray_allow_unauthenticated", False)))  # a recorded one too
         from .sweep.ray_executor import check_not_bundled, executor_for  # 20 ms (urllib, ssl): only with --ray
 
         try:
@@ -217,7 +263,8 @@ def _best(info) -> None:
     done = [t for t in info.trials if t.get("value") is not None and t["state"] == "succeeded"]
     if done:
         b = min(done, key=lambda t: t["value"])
-        print(f"best: trial {b['number']} {info.spec.metric} {b['value']:.3f} run {b['run_id']} {b['params']}")
+        print(f"best: trial {b['number']} {info.spec.metric} {b['value']:.3f}{UNITS.get(info.spec.metric, '')} "
+              f"run {b['run_id']} {_params(b['params'])}")
 
 
 def _list(store) -> int:
@@ -240,7 +287,8 @@ def _show(store, sweep_id: str, as_json: bool) -> int:
     spec = info.spec
     print(f"sweep {info.id}: {spec.search}, {info.state}" + (f" — {info.doc['message']}" if info.doc.get("message")
                                                              else ""))
-    print("space: " + ", ".join(p.key for p in spec.space) + f"; metric {spec.metric}; folder {info.folder}")
+    print(f"{_trials(len(info.trials))}; space: " + ", ".join(p.key for p in spec.space)
+          + f"; metric {spec.metric}; folder {info.folder}")
     keys = [p.key for p in spec.space]
     print(f"{'#':>3s} {'STATE':10s} " + " ".join(f"{k[:12]:>12s}" for k in keys) + f" {spec.metric:>12s}  RUN")
     for t in info.trials:

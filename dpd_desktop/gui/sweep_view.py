@@ -348,7 +348,7 @@ class SweepView(QWidget):
         else:
             counts = ", ".join(f"{n} {k}" for k, n in sorted(_counts(rows).items()))
             spec = data.info.spec
-            self.status.setText(f"{spec.search} · {data.info.state} · {len(rows)} trials ({counts})")
+            self.status.setText(f"{spec.search} · {data.info.state} · {len(rows)} trial{'' if len(rows) == 1 else 's'} ({counts})")
             self.best_label.setText(
                 f"Best: trial {best.number}, {spec.metric} {best.value:.2f} ({best.run_id})" if best else
                 "Best: none yet")

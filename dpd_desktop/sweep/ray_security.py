@@ -85,6 +85,25 @@ def split_address(address: str) -> tuple[str, int | None]:
     return host, int(port) if port else None
 
 
+def check_address_form(address: str) -> tuple[str, int]:
+    """(host, port) of a remote Ray address written ``host:port`` or ``ray://host:port`` (port 1-65535).
+
+    Raises:
+        ValueError: anything else, one line: ``ADDRESS: not a Ray address (host:port, ray://host:port or local)``
+            and, for a bad port, why.
+    """
+    what = f"{address}: not a Ray address (host:port, ray://host:port or local)"
+    try:
+        host, port = split_address(address)
+    except ValueError as exc:  # a port that is not a number, or nothing at all
+        raise ValueError(what + (": the port is not a number" if (address or "").strip() else "")) from exc
+    if not host or port is None:
+        raise ValueError(what)
+    if not 1 <= port <= 65535:
+        raise ValueError(f"{what}: the port {port} is not from 1 to 65535")
+    return host, port
+
+
 def is_loopback(address: str) -> bool:
     """Whether ``address`` names this machine's loopback (``localhost``, 127.0.0.0/8, ``::1``)."""
     host, _ = split_address(address)

@@ -10,7 +10,7 @@ A spec comes from a TOML file (:func:`load_spec`) or from the command line (:fun
     metric = "VAL_NMSE"         # optuna: the per-epoch value minimised (default VAL_NMSE for PA, VAL_ACLR_AVG for DPD)
     devices = ["cpu"]           # optional: trials take these devices in turn (one queue lane each)
 
-    [base]                      # ExperimentConfig fields shared by every trial (config.py)
+    [base]                      # configuration fields shared by every trial (README, Sweeps)
     step = "pa"
     dataset = "demo"
     epochs = 3
@@ -32,11 +32,12 @@ Keys of [space] may also be written ``family`` (backbone), ``hidden`` (hidden_si
 Grid order: the Cartesian product with the first key of [space] the slowest (itertools.product order). Random
 search: ``random.Random(seed)``; for each trial the keys in [space] order; a list draws ``choice``, a float range
 ``uniform`` (``log``: uniform in log space, then exp), an int range ``randint`` — so the same spec gives the same
-trials. Every trial's configuration is validated through :meth:`ExperimentConfig.validate`; errors are
+trials. A field is either in [base] or searched in [space], never both. Every trial's configuration is validated through :meth:`ExperimentConfig.validate`; errors are
 :class:`SweepSpecError` naming the file and the key (``space.lr``, ``base.epochs``, ``sweep.search``).
 """
 from __future__ import annotations
 
+import difflib
 import itertools
 import math
 import random
@@ -64,6 +65,8 @@ METRICS = ("VAL_NMSE", "VAL_ACLR_AVG", "VAL_EVM", "VAL_LOSS")
 MAX_TRIALS = 10_000
 _FIELDS = {f.name: f for f in fields(ExperimentConfig)}
 _SECTIONS = ("sweep", "base", "space", "optuna")
+_BASE_KEYS = tuple(k for k in _FIELDS if k not in ("extra", "name"))
+_SEARCHABLE = tuple(k for k in _FIELDS if k not in NOT_SEARCHABLE) + tuple(ALIASES)
 
 
 class SweepSpecError(ValueError):
@@ -72,6 +75,22 @@ class SweepSpecError(ValueError):
     def __init__(self, source: str, key: str, message: str):
         super().__init__(f"{source}: {key}: {message}")
         self.source, self.key = source, key
+
+
+class SpecFileError(SweepSpecError):
+    """The spec file cannot be read (missing, a folder, no permission): the message is one line naming it."""
+
+    def __init__(self, message: str):
+        ValueError.__init__(self, message)
+        self.source, self.key = message.split(": ", 1)[0], "file"
+
+
+def unknown_field(key: str, choices) -> str:
+    """The message for a key that is not a configuration field: a close match if there is one, else the list."""
+    close = difflib.get_close_matches(key, list(choices), n=1)
+    if close:
+        return f"not a configuration field (did you mean {close[0]}?)"
+    return f"not a configuration field (expected one of {', '.join(sorted(choices))})"
 
 
 @dataclass(frozen=True)
@@ -136,10 +155,24 @@ class SweepSpec:
 
 
 def load_spec(path: str | Path) -> SweepSpec:
-    """Read and validate a TOML spec. Raises :class:`SweepSpecError` (file and key) or OSError."""
+    """Read and validate a TOML spec; a relative ``[base] dataset`` (and a ``pa_run`` folder found there) is resolved
+    against the file's folder.
+
+    Raises:
+        SpecFileError: no such file, a folder, or unreadable (one line naming the file).
+        SweepSpecError: a spec that cannot be used (file and key).
+    """
     p = Path(path)
+    if p.is_dir():
+        raise SpecFileError(f"{p}: is a folder, not a spec file")
     try:
         raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise SpecFileError(f"{p}: no such spec file") from exc
+    except IsADirectoryError as exc:
+        raise SpecFileError(f"{p}: is a folder, not a spec file") from exc
+    except OSError as exc:
+        raise SpecFileError(f"{p}: cannot read the spec file ({exc.strerror or exc})") from exc
     except UnicodeDecodeError as exc:
         raise SweepSpecError(str(p), "file", f"not UTF-8 text ({exc})") from exc
     except tomllib.TOMLDecodeError as exc:
@@ -148,6 +181,10 @@ def load_spec(path: str | Path) -> SweepSpec:
     if isinstance(base, dict) and isinstance(base.get("dataset"), str) and base["dataset"] != "demo":
         d = Path(base["dataset"]).expanduser()  # relative to the spec's folder; trials run from other folders
         base["dataset"] = str(d if d.is_absolute() else (p.parent / d).resolve())
+    if isinstance(base, dict) and isinstance(base.get("pa_run"), str):  # a run id, or a run folder
+        r = Path(base["pa_run"]).expanduser()
+        if not r.is_absolute() and (p.parent / r).is_dir():
+            base["pa_run"] = str((p.parent / r).resolve())
     return parse_spec(raw, str(p))
 
 
@@ -207,7 +244,7 @@ def _base(raw: dict, source: str) -> dict:
     base = {}
     for k, v in raw.items():
         if k not in _FIELDS or k in ("extra", "name"):
-            raise SweepSpecError(source, f"base.{k}", "not a configuration field (see ExperimentConfig in config.py)")
+            raise SweepSpecError(source, f"base.{k}", unknown_field(k, _BASE_KEYS))
         base[k] = v
     try:
         ExperimentConfig.from_dict(base).validate()
@@ -235,8 +272,11 @@ def _param(key: str, value: Any, search: str, base: dict, source: str) -> Param:
     where = f"space.{key}"
     name = ALIASES.get(key, key)
     if name not in _FIELDS or name in NOT_SEARCHABLE:
-        raise SweepSpecError(source, where, "not a searchable configuration field (see ExperimentConfig in "
-                                            "config.py)")
+        raise SweepSpecError(source, where, unknown_field(key, _SEARCHABLE).replace("a configuration",
+                                                                                    "a searchable configuration"))
+    if name in base:
+        raise SweepSpecError(source, where, f"{name} is also set in [base] (base.{name} = {base[name]!r}): give it "
+                                            "in one place, [base] or [space]")
     if isinstance(value, list):
         if not value:
             raise SweepSpecError(source, where, "expected a non-empty list of values")
@@ -351,7 +391,8 @@ def parse_grid_option(text: str) -> tuple[str, list]:
         raise SweepSpecError("command line", where, "expected KEY=V1,V2,...")
     name = ALIASES.get(key, key)
     if name not in _FIELDS or name in NOT_SEARCHABLE:
-        raise SweepSpecError("command line", where, f"{key} is not a searchable configuration field")
+        raise SweepSpecError("command line", where, f"{key}: " + unknown_field(key, _SEARCHABLE).replace(
+            "a configuration", "a searchable configuration"))
     items = [s.strip() for s in rest.split(",")]
     if any(not s for s in items):
         raise SweepSpecError("command line", where, "an empty value")
@@ -384,14 +425,23 @@ def spec_from_options(grid: list[str], base: ExperimentConfig, *, random_trials:
     for text in grid:
         k, vals = parse_grid_option(text)
         space[k] = vals
-    search = "optuna" if optuna_trials else "random" if random_trials else "grid"
+    search = "optuna" if optuna_trials is not None else "random" if random_trials is not None else "grid"
     raw_base = {k: v for k, v in base.to_dict().items() if k not in ("extra", "name")
                 and v != _FIELDS[k].default}
     if raw_base.get("dataset", "demo") != "demo":
         raw_base["dataset"] = str(Path(raw_base["dataset"]).expanduser().resolve())
     raw = {"sweep": {"name": name, "search": search, "seed": seed}, "base": raw_base, "space": space}
     if search != "grid":
-        raw["sweep"]["trials"] = optuna_trials or random_trials
+        raw["sweep"]["trials"] = optuna_trials if search == "optuna" else random_trials
     if search == "optuna":
         raw["optuna"] = dict(optuna or {})
-    return parse_spec(raw, "command line")
+    try:
+        return parse_spec(raw, "command line")
+    except SweepSpecError as exc:
+        if exc.key == "sweep.trials":  # name the option the user typed
+            raise SweepSpecError("command line", f"--{search}", str(exc).split(": ", 2)[-1]) from exc
+        if exc.key.startswith("space.") and "also set in [base]" in str(exc):
+            key = exc.key[len("space."):]
+            raise SweepSpecError("command line", f"--grid {key}", f"{key} is also given in --base: give it in one "
+                                 "place, --base or --grid") from exc
+        raise

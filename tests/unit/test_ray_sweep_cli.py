@@ -219,14 +219,52 @@ def test_helper_executor_raises_the_refusal_and_fails_what_did_not_end(tmp_path)
     assert "ConnectionError: lost" in ends[1].message
 
 
-def test_a_refused_cluster_exits_2_sends_nothing_and_leaves_the_sweep_resumable(tmp_path, monkeypatch, capsys):
+def _no_token(monkeypatch, tmp_path):
     for k, v in {"RAY_AUTH_MODE": "disabled", "RAY_AUTH_TOKEN": "", "RAY_AUTH_TOKEN_PATH": ""}.items():
         monkeypatch.setenv(k, v)
-    remote = "203.0.113.7:6379"  # TEST-NET-3 (RFC 5737): refused before any connection
-    rc = cli_main(["--workspace", str(tmp_path), "sweep", "--grid", "seed=0,1", "--ray", remote, "--base", *BASE])
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.ray/auth_token
+
+
+def test_a_refused_cluster_exits_2_before_anything_is_created(tmp_path, monkeypatch, capsys):
+    _no_token(monkeypatch, tmp_path)
+    for remote in ("203.0.113.7:6379", "ray://203.0.113.7:10001"):  # TEST-NET-3 (RFC 5737): no connection made
+        rc = cli_main(["--workspace", str(tmp_path / "ws"), "sweep", "--grid", "seed=0,1", "--ray", remote,
+                       "--base", *BASE])
+        err = capsys.readouterr().err
+        assert rc == 2 and remote in err and "--ray-allow-unauthenticated" in err and "arbitrary code" in err
+        assert "Traceback" not in err
+        assert not (tmp_path / "ws").exists()  # nothing created: no sweep folder, no run
+
+
+@pytest.mark.parametrize("address, words", [
+    ("bogus", "bogus: not a Ray address (host:port, ray://host:port or local)"),
+    ("203.0.113.7:notaport", "203.0.113.7:notaport: not a Ray address (host:port, ray://host:port or local): "
+                             "the port is not a number"),
+    ("ray://203.0.113.7", "not a Ray address"),
+    ("203.0.113.7:70000", "the port 70000 is not from 1 to 65535"),
+])
+def test_a_bad_ray_address_is_one_line_exit_2_and_nothing_created(tmp_path, monkeypatch, capsys, address, words):
+    _no_token(monkeypatch, tmp_path)
+    rc = cli_main(["--workspace", str(tmp_path / "ws"), "sweep", "--grid", "seed=0,1", "--ray", address,
+                   "--base", *BASE])
     err = capsys.readouterr().err
-    assert rc == 2 and remote in err and "--ray-allow-unauthenticated" in err and "arbitrary code" in err
-    info = only_sweep(tmp_path)
-    assert info.state == "failed" and info.doc["ray"] == {"address": remote}
-    assert [t["state"] for t in info.trials] == ["queued", "queued"]  # nothing ran: resume runs both
-    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    assert rc == 2 and words in err and "token" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "ws").exists()
+
+
+def test_a_recorded_remote_address_is_refused_on_resume_and_the_sweep_left_as_it_was(tmp_path, monkeypatch, capsys):
+    from dpd_desktop.sweep.runner import create_sweep
+    from dpd_desktop.sweep.spec import parse_spec
+
+    _no_token(monkeypatch, tmp_path)
+    ws = Workspace(tmp_path / "ws")
+    ws.check(create=True)
+    info = create_sweep(ws, parse_spec({"base": {"dataset": "demo", "epochs": 1}, "space": {"seed": [0, 1]}}, "t"))
+    store = SweepStore(ws.root)
+    store.set_ray(info.id, "203.0.113.7:6379")
+    before = (info.folder / "sweep.json").read_bytes()
+    rc = cli_main(["--workspace", str(ws.root), "sweep", "resume", info.id])
+    err = capsys.readouterr().err
+    assert rc == 2 and "refusing to connect to the Ray cluster at 203.0.113.7:6379" in err
+    assert (info.folder / "sweep.json").read_bytes() == before  # states untouched: resume runs both later
+    assert not (ws.root / "runs").exists() or not any((ws.root / "runs").iterdir())

@@ -69,7 +69,11 @@ weight_decay = {low = 0.0, high = 0.1}
 
 
 @pytest.mark.parametrize("text, key, words", [
-    ("[space]\nhiden_size = [4]\n", "space.hiden_size", "not a searchable configuration field"),
+    ("[space]\nhiden_size = [4]\n", "space.hiden_size",
+     "not a searchable configuration field (did you mean hidden_size?)"),
+    ("[space]\nepochs = [1, 3]\n", "space.epochs",
+     "epochs is also set in [base] (base.epochs = 2): give it in one place, [base] or [space]"),
+    ("[space]\nzzzz = [1]\n", "space.zzzz", "not a searchable configuration field (expected one of "),
     ("[space]\nlr = [1e-3, -1.0]\n", "space.lr", "expected a finite positive number, got -1.0"),
     ("[space]\nhidden_size = [4, 0]\n", "space.hidden_size", "expected a positive integer, got 0"),
     ("[space]\nbackbone = [\"gru\", \"transformer\"]\n", "space.backbone", "expected one of"),
@@ -134,3 +138,58 @@ def test_devices_are_taken_in_turn_unless_searched(tmp_path):
     p = _write(tmp_path, '[sweep]\ndevices = ["gpu7"]\n' + BASE + "[space]\nseed = [0]\n")
     with pytest.raises(SweepSpecError, match=r"sweep\.devices: expected auto, cpu, cuda or cuda:N"):
         load_spec(p)
+
+
+def test_base_typo_gets_a_close_match_and_no_source_file_is_named(tmp_path):
+    p = _write(tmp_path, "[base]\nhiden_size = 3\n[space]\nseed = [0]\n")
+    with pytest.raises(SweepSpecError) as info:
+        load_spec(p)
+    assert str(info.value) == f"{p}: base.hiden_size: not a configuration field (did you mean hidden_size?)"
+    p = _write(tmp_path, "[base]\nqqqq = 3\n[space]\nseed = [0]\n")
+    with pytest.raises(SweepSpecError, match=r"base\.qqqq: not a configuration field \(expected one of .*hidden_size"):
+        load_spec(p)
+    for text in (str(info.value), (load_spec.__doc__ or "")):
+        assert "config.py" not in text
+
+
+def test_an_alias_in_space_of_a_base_field_is_refused(tmp_path):
+    p = _write(tmp_path, "[base]\nhidden_size = 3\n[space]\nhidden = [4, 6]\n")
+    with pytest.raises(SweepSpecError) as info:
+        load_spec(p)
+    assert info.value.key == "space.hidden" and "hidden_size is also set in [base] (base.hidden_size = 3)" in str(
+        info.value)
+    with pytest.raises(SweepSpecError) as info:
+        spec_from_options(["hidden_size=4,6"], ExperimentConfig(hidden_size=8))
+    assert str(info.value) == ("command line: --grid hidden_size: hidden_size is also given in --base: give it in "
+                               "one place, --base or --grid")
+
+
+@pytest.mark.parametrize("option", ["random", "optuna"])
+@pytest.mark.parametrize("n", [0, -1, 10_001])
+def test_zero_or_out_of_range_trials_are_refused_naming_the_option(option, n):
+    with pytest.raises(SweepSpecError) as info:
+        spec_from_options(["seed=0,1"], ExperimentConfig(), **{f"{option}_trials": n})
+    assert str(info.value) == f"command line: --{option}: expected an integer from 1 to 10000, got {n}"
+
+
+def test_a_missing_file_or_a_folder_is_one_line(tmp_path):
+    from dpd_desktop.sweep.spec import SpecFileError
+
+    (tmp_path / "adir.toml").mkdir()
+    for name, words in (("missing.toml", "no such spec file"), ("adir.toml", "is a folder, not a spec file")):
+        with pytest.raises(SpecFileError) as info:
+            load_spec(tmp_path / name)
+        assert str(info.value) == f"{tmp_path / name}: {words}"
+
+
+def test_paths_in_a_spec_resolve_against_its_folder(tmp_path, monkeypatch):
+    spec_dir = tmp_path / "specs"
+    (spec_dir / "data").mkdir(parents=True)
+    (spec_dir / "runs" / "r1").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)  # another folder than the spec's
+    p = _write(spec_dir, '[base]\nstep = "dpd"\ndataset = "data"\npa_run = "runs/r1"\n[space]\nseed = [0]\n')
+    spec = load_spec(p)
+    assert spec.base["dataset"] == str((spec_dir / "data").resolve())
+    assert spec.base["pa_run"] == str((spec_dir / "runs" / "r1").resolve())
+    p = _write(spec_dir, '[base]\nstep = "dpd"\npa_run = "20261201-pa-id"\n[space]\nseed = [0]\n')
+    assert load_spec(p).base["pa_run"] == "20261201-pa-id"  # a run id stays a run id
