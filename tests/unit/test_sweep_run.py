@@ -196,7 +196,7 @@ def _dead_owner():
     return {"pid": 2**22 + 12345, "host": socket.gethostname(), "process_start": 1}
 
 
-def test_a_killed_sweep_reads_no_running_trial_and_resume_clears_what_it_left(tmp_path):
+def test_a_killed_sweep_reads_no_running_trial_and_resume_clears_what_it_left(tmp_path, capsys):
     from dpd_desktop.runs.supervisor import Supervisor
     from dpd_desktop.sweep.spec import trial_config
 
@@ -225,6 +225,8 @@ def test_a_killed_sweep_reads_no_running_trial_and_resume_clears_what_it_left(tm
     # a plain queue pass never takes the sweep's entry
     with RunQueue(ws.root) as q:
         assert Supervisor(ws, queue=q).run() == [] and q.get(stale).state == "queued"
+    assert cli_main(["--workspace", str(tmp_path), "queue", "run"]) == 0
+    assert "1 of a sweep: only the sweep runs them" in capsys.readouterr().err
 
     seen = []
 
