@@ -55,7 +55,8 @@ def test_grid_sweep_cancelled_mid_way_then_resumed_runs_each_trial_once(tmp_path
     assert cli_main(["--workspace", str(tmp_path), "sweep", "resume", info.id]) == 0
     final = SweepStore(tmp_path).open(info.id)
     assert final.state == "succeeded" and [t["state"] for t in final.trials] == ["succeeded"] * 4
-    assert {t["number"]: t["run_id"] for t in final.trials if t["number"] < 2} == done_before  # not run again
+    kept = {t["number"]: t["run_id"] for t in final.trials if t["number"] in done_before}
+    assert kept == done_before  # not run again (2 or 3 of them: the third may have finished before the stop)
     # exactly one succeeded run per trial in the workspace, tagged with its trial
     ok = [r for r in ws.list_runs() if r.state == "succeeded"]
     tags = sorted(r.config.extra["sweep"]["trial"] for r in ok)
