@@ -196,8 +196,11 @@ def _run(args, ws) -> int:
             CTRL_C.uninstall()
     if not ends:
         with _open_queue(ws) as q:
-            waiting = sum(e.state == "queued" for e in q.entries())
+            queued = [e for e in q.entries() if e.state == "queued"]
+        waiting = len(queued)
+        swept = sum(bool(e.config.extra.get("sweep")) for e in queued)  # only their sweep runs them (runs/queue.py)
         print("nothing to run" if not waiting else
               f"nothing ready: {waiting} queued entr{'y waits' if waiting == 1 else 'ies wait'} (for a running "
-              f"entry's lane or its PA entry)", file=sys.stderr)
+              f"entry's lane or its PA entry" + (f"; {swept} of a sweep: only the sweep runs them, sweep resume"
+                                                 if swept else "") + ")", file=sys.stderr)
     return Exit.CANCELLED if sup.stop_requested else Exit.OK

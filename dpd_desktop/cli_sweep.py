@@ -86,7 +86,8 @@ def handle(args, ws) -> "object":
         ws.check(create=True)
         from .sweep.runner import create_sweep
 
-        info = create_sweep(ws, spec)
+        ray = (getattr(args, "ray", None) or "none").strip().lower()
+        info = create_sweep(ws, spec, check=ray in ("none", "local"))  # a cluster's devices are the cluster's
         print(f"sweep {info.id}: {spec.search}, {_trials(len(info.trials) or spec.trials)} → {info.folder}",
               flush=True)
         return Outcome(_run(ws, info.id, args), skip_teardown=True)

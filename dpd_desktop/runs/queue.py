@@ -299,7 +299,9 @@ class RunQueue:
         """Take the first ready queued entry (queue order) whose lane is in ``lanes`` (None: any) and has no running
         entry, mark it running with this process as its supervisor and return it (its config's ``pa_run`` filled in
         from a finished PA entry); None when nothing is ready. DPD entries whose PA entry ended other than
-        succeeded are failed on the way. ``only``: consider these entry ids alone (a sweep's own entries)."""
+        succeeded are failed on the way. ``only``: consider these entry ids alone (a sweep's own entries); without it
+        a sweep's entries (config ``extra["sweep"]``) are never taken: only their sweep runs them (sweep/local.py),
+        and ``sweep resume`` cancels those a stopped sweep left queued."""
         allowed = None if lanes is None else {device_lane(x) for x in lanes}
         only = None if only is None else {int(x) for x in only}
         with self._tx() as db:
@@ -311,6 +313,8 @@ class RunQueue:
                 if e.state != "queued" or e.device in taken or (allowed is not None and e.device not in allowed):
                     continue
                 if only is not None and e.id not in only:
+                    continue
+                if only is None and isinstance(e.config.extra, dict) and e.config.extra.get("sweep"):
                     continue
                 cfg = e.config
                 if e.after is not None:

@@ -4,9 +4,16 @@
 when its sampler draws it). :func:`run_sweep` runs the trials that are not done (all of a new sweep; after a cancel
 or an interruption only those that did not finish), on the calling thread; ``stop`` or a ``sweep cancel`` from
 another process (sweep.json ``cancel_requested``, polled) stops it: running trials end ``cancelled`` after their
-current batch, finished trials stay as they are. The sweep ends ``succeeded`` when every trial is done (some may have
-failed: the message counts them), ``cancelled`` when stopped before, else ``failed`` (a trial's process was killed:
-it reads interrupted, and resume runs it again).
+current batch, finished trials stay as they are. The sweep ends ``succeeded`` when every trial is done and one at
+least succeeded (some may have failed: the message counts them), ``failed`` when every trial is done and none
+succeeded, ``cancelled`` when stopped before, else ``failed`` (a trial's process was killed: it reads interrupted,
+and resume runs it again).
+
+Before a pass (a new sweep or a resume) :func:`prepare_pass` clears what an earlier, stopped or killed pass left:
+the sweep's own queue entries still ``queued`` are cancelled (a plain ``queue run`` never takes a sweep's entries:
+runs/queue.py), the trials to run again lose their run id, folder and best value (the old run id goes to
+``attempts`` when its folder holds a run), and the sweep's own empty reserved run folders (sweep/ray_executor.py)
+are removed. The devices of the trials are checked first (:func:`check_devices`).
 """
 from __future__ import annotations
 
@@ -15,8 +22,11 @@ import threading
 from pathlib import Path
 from typing import Callable
 
+from ..runs.queue import RunQueue
 from ..runs.record import RecordError, RunRecord
 from ..runs.workspace import Workspace
+from ..training.device import resolve_device
+from ..training.errors import TrainingError
 from .executor import Trial, TrialEnd, TrialExecutor
 from .spec import SweepSpec, expand, trial_config
 from .store import SweepError, SweepInfo, SweepStore, trial_done
@@ -24,10 +34,71 @@ from .store import SweepError, SweepInfo, SweepStore, trial_done
 CANCEL_POLL_S = 0.5
 
 
-def create_sweep(workspace: Workspace, spec: SweepSpec) -> SweepInfo:
-    """A new sweep folder with its trials (grid / random) or none yet (Optuna)."""
+def create_sweep(workspace: Workspace, spec: SweepSpec, check: bool = True) -> SweepInfo:
+    """A new sweep folder with its trials (grid / random) or none yet (Optuna). ``check``: refuse, before anything
+    is created, a trial device this machine does not have (:func:`check_devices`; off for a Ray cluster's sweep).
+    Raises SweepError."""
     trials = expand(spec) if spec.search != "optuna" else []
+    if check:
+        check_devices(spec, workspace.root / "sweeps")
     return SweepStore(workspace.root).create(spec, trials)
+
+
+def trial_devices(spec: SweepSpec) -> list[str]:
+    """The devices the sweep's trials train on, in first-use order (``spec.devices`` in turn, a searched
+    ``device``, else the base config's)."""
+    if spec.search != "optuna":
+        cfgs = [trial_config(spec, p, "check", i) for i, p in enumerate(expand(spec))]
+    else:
+        cfgs = [trial_config(spec, {}, "check", i) for i in range(max(1, len(spec.devices)))]
+    return list(dict.fromkeys(c.device for c in cfgs))
+
+
+def check_devices(spec: SweepSpec, where) -> None:
+    """Raise SweepError (naming ``where`` and ``devices``) for a trial device this machine does not have
+    (training/device.py ``resolve_device``: a missing CUDA device)."""
+    for d in trial_devices(spec):
+        try:
+            resolve_device(d)
+        except TrainingError as exc:
+            raise SweepError(where, f"{exc} — the sweep was not started", "devices") from exc
+
+
+def _is_empty_dir(path: Path) -> bool:
+    try:
+        return path.is_dir() and not any(path.iterdir())
+    except OSError:
+        return False
+
+
+def prepare_pass(store: SweepStore, sweep_id: str) -> SweepInfo:
+    """Before a pass of a sweep that is not running (see the module docstring): cancel its stale queued entries,
+    reset the trials to run again, remove its own empty reserved run folders. Returns the sweep as written."""
+    with RunQueue(store.root) as q:
+        for e in q.entries():
+            tag = e.config.extra.get("sweep") if isinstance(e.config.extra, dict) else None
+            if e.state == "queued" and isinstance(tag, dict) and tag.get("id") == sweep_id:
+                q.cancel(e.id)
+
+    def ch(doc):
+        for t in doc.get("trials", []):
+            if trial_done(t):
+                continue
+            kept = []
+            for rid, rdir in [(a, None) for a in t.get("attempts", [])] + [(t.get("run_id"), t.get("run_dir"))]:
+                if not rid:
+                    continue
+                folder = Path(rdir) if rdir else store.root / "runs" / rid
+                if _is_empty_dir(folder):  # a reserved folder no run came into: the sweep's own, recorded here
+                    try:
+                        folder.rmdir()
+                    except OSError:
+                        pass
+                    continue
+                if folder.is_dir() and rid not in kept:
+                    kept.append(rid)
+            t.update(attempts=kept, run_id=None, run_dir=None, value=None, state="queued", message="")
+    return store.update(sweep_id, ch)
 
 
 def best_value(run_dir: str | None, metric: str) -> float | None:
@@ -73,6 +144,11 @@ class SweepRun:
                              f"{(self.info.doc.get('owner') or {}).get('pid')}); sweep cancel stops it", "state")
         if self.spec.search != "optuna" and all(trial_done(t) for t in self.info.trials):
             raise SweepError(self.info.folder / "sweep.json", "every trial is done: nothing to resume", "trials")
+        from .local import LocalExecutor
+
+        if isinstance(self.executor, LocalExecutor):  # on this machine: its devices must exist here
+            check_devices(self.spec, self.info.folder / "sweep.json")
+        prepare_pass(self.store, self.id)
         self._changed(self.store.set_running(self.id))
         done = threading.Event()
         watcher = threading.Thread(target=self._watch_cancel, args=(done,), name="dpd-sweep-cancel", daemon=True)
@@ -102,17 +178,21 @@ class SweepRun:
         failed = sum(t["state"] == "failed" for t in trials)
         pruned = sum(bool(t.get("pruned")) for t in trials)
         n_done = sum(trial_done(t) for t in trials)
-        if complete:
-            parts = [f"{len(trials)} trials done"] + ([f"{failed} failed"] if failed else []) + \
+        succeeded = sum(t["state"] == "succeeded" for t in trials)
+        if complete and trials and not succeeded:
+            info = self.store.finish(self.id, "failed", f"no trial succeeded: {_trials(len(trials))} done, "
+                                     f"{failed} failed" + (f", {pruned} pruned" if pruned else ""))
+        elif complete:
+            parts = [f"{_trials(len(trials))} done"] + ([f"{failed} failed"] if failed else []) + \
                     ([f"{pruned} pruned"] if pruned else [])
             info = self.store.finish(self.id, "succeeded", ", ".join(parts))
         else:
             total = self.spec.trials if self.spec.search == "optuna" else len(trials)
             left = "(sweep resume runs the others)"
             if self.stop.is_set():
-                info = self.store.finish(self.id, "cancelled", f"cancelled: {n_done} of {total} trials done {left}")
+                info = self.store.finish(self.id, "cancelled", f"cancelled: {n_done} of {_trials(total)} done {left}")
             else:  # not stopped, yet some trial did not finish (its process was killed: interrupted)
-                info = self.store.finish(self.id, "failed", f"{n_done} of {total} trials done; the others did not "
+                info = self.store.finish(self.id, "failed", f"{n_done} of {_trials(total)} done; the others did not "
                                                             f"finish {left}")
         self._changed(info)
         return info
@@ -135,7 +215,7 @@ class SweepRun:
     def on_start(self, trial: Trial, run_dir: str) -> None:
         """A trial's run folder exists: sweep.json names it (state running)."""
         self._changed(self.store.set_trial(self.id, trial.number, state="running", run_id=Path(run_dir).name,
-                                           run_dir=run_dir, message=""))
+                                           run_dir=run_dir, message="", value=None))
 
     def on_epoch(self, trial: Trial, ev) -> str | None:
         """No pruning in a grid or random sweep (sweep/optuna_search.py prunes)."""
@@ -149,3 +229,8 @@ class SweepRun:
             self.id, end.trial.number, state=end.state, run_dir=end.run_dir,
             run_id=Path(end.run_dir).name if end.run_dir else None, message=end.message, value=value,
             pruned=pruned))
+
+
+def _trials(n: int) -> str:
+    """``"1 trial"``, ``"4 trials"``."""
+    return f"{n} trial" + ("" if n == 1 else "s")

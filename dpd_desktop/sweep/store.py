@@ -12,7 +12,8 @@ sweep.json (``format`` :data:`FORMAT`), written whole and atomically (runs/artif
 A trial's ``state`` is a run state; ``value`` its best per-epoch ``spec.metric`` (the run's ``best_value``);
 ``pruned``: stopped by the Optuna pruner (state ``cancelled``, message "pruned by the sweep at epoch N"). A trial is
 *done* when it succeeded, failed or was pruned; ``sweep resume`` runs the others again. A sweep recorded
-``running`` whose process is gone reads ``interrupted``.
+``running`` whose process is gone reads ``interrupted``, and so do its trials recorded ``running``: each reads its
+run folder's state (RunRecord: a final state, or ``interrupted``), never ``running`` (:func:`reconcile_trials`).
 
 Errors: :class:`SweepError` (a ValueError) names sweep.json and the field.
 """
@@ -29,7 +30,8 @@ from filelock import FileLock
 
 from ..runs.artifacts import atomic_write_json
 from ..runs.owner import owner_gone, process_identity
-from ..runs.states import RUN_STATES
+from ..runs.record import RecordError, RunRecord
+from ..runs.states import FINAL_STATES, RUN_STATES
 from .spec import SweepSpec
 
 FORMAT = "dpd-desktop-sweep-1"
@@ -222,7 +224,34 @@ def _read(path: Path) -> SweepInfo:
     owner = doc.get("owner")
     if state == "running" and isinstance(owner, dict) and owner_gone(owner):
         state = "interrupted"
+    if state != "running":
+        reconcile_trials(doc)
     return SweepInfo(path.parent, doc, state)
+
+
+def run_folder_state(run_dir: str | None) -> str:
+    """The state a trial's run folder reads: its RunRecord's final state, else ``interrupted`` (a folder still
+    running with its process gone reads interrupted in RunRecord; no folder or an unreadable one: interrupted)."""
+    if not run_dir:
+        return "interrupted"
+    try:
+        state = RunRecord.open(run_dir).state
+    except (RecordError, OSError, ValueError):
+        return "interrupted"
+    return state if state in FINAL_STATES else "interrupted"
+
+
+def reconcile_trials(doc: dict) -> list[int]:
+    """In a sweep that is not running: every trial recorded ``running`` takes its run folder's state
+    (:func:`run_folder_state`), in place; returns those trials' numbers."""
+    changed = []
+    for t in doc.get("trials", []):
+        if isinstance(t, dict) and t.get("state") == "running":
+            t["state"] = run_folder_state(t.get("run_dir"))
+            if not t.get("message") and t["state"] == "interrupted":
+                t["message"] = "the sweep's process was stopped before this trial ended"
+            changed.append(t.get("number"))
+    return changed
 
 
 def _now() -> str:

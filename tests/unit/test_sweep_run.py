@@ -55,7 +55,8 @@ def test_grid_sweep_cancelled_mid_way_then_resumed_runs_each_trial_once(tmp_path
     assert cli_main(["--workspace", str(tmp_path), "sweep", "resume", info.id]) == 0
     final = SweepStore(tmp_path).open(info.id)
     assert final.state == "succeeded" and [t["state"] for t in final.trials] == ["succeeded"] * 4
-    assert {t["number"]: t["run_id"] for t in final.trials if t["number"] < 2} == done_before  # not run again
+    kept = {t["number"]: t["run_id"] for t in final.trials if t["number"] in done_before}
+    assert kept == done_before  # not run again (2 or 3 of them: the third may have finished before the stop)
     # exactly one succeeded run per trial in the workspace, tagged with its trial
     ok = [r for r in ws.list_runs() if r.state == "succeeded"]
     tags = sorted(r.config.extra["sweep"]["trial"] for r in ok)
@@ -188,3 +189,98 @@ def test_a_killed_trial_fails_the_sweep_alone_and_resume_reruns_it(tmp_path, mon
     final = SweepStore(tmp_path).open(info.id)
     assert [t["state"] for t in final.trials] == ["succeeded"] * 2
     assert final.trials[0]["attempts"] == [killed] and final.trials[1]["run_id"] == first.trials[1]["run_id"]
+
+
+def _dead_owner():
+    import socket
+
+    return {"pid": 2**22 + 12345, "host": socket.gethostname(), "process_start": 1}
+
+
+def test_a_killed_sweep_reads_no_running_trial_and_resume_clears_what_it_left(tmp_path, capsys):
+    from dpd_desktop.runs.supervisor import Supervisor
+    from dpd_desktop.sweep.spec import trial_config
+
+    ws = Workspace(tmp_path)
+    info = _grid(ws, seed=[0, 1, 2])
+    store = SweepStore(tmp_path)
+    runs = tmp_path / "runs"
+    reserved, old_reserved = runs / "pa-reserved-1", runs / "pa-reserved-0"
+    reserved.mkdir(parents=True)
+    old_reserved.mkdir()
+    stranger = runs / "not-the-sweeps"  # empty, but not recorded in sweep.json: left alone
+    stranger.mkdir()
+    with RunQueue(ws.root) as q:  # what a killed pass left: trial 1's entry still queued
+        stale = q.add(trial_config(info.spec, info.trials[1]["params"], info.id, 1)).id
+
+    def killed(d):
+        d.update(state="running", owner=_dead_owner())
+        t0, t1, t2 = d["trials"]
+        t0.update(state="running", run_id=reserved.name, run_dir=str(reserved), attempts=[old_reserved.name])
+        t1.update(state="running", run_id=None, run_dir=None)
+        t2.update(state="cancelled", run_id="gone-run", run_dir=str(runs / "gone-run"), value=-9.422)
+    store.update(info.id, killed)
+    read = store.open(info.id)
+    assert read.state == "interrupted"
+    assert [t["state"] for t in read.trials] == ["interrupted", "interrupted", "cancelled"]
+    # a plain queue pass never takes the sweep's entry
+    with RunQueue(ws.root) as q:
+        assert Supervisor(ws, queue=q).run() == [] and q.get(stale).state == "queued"
+    assert cli_main(["--workspace", str(tmp_path), "queue", "run"]) == 0
+    assert "1 of a sweep: only the sweep runs them" in capsys.readouterr().err
+
+    seen = []
+
+    def watch(i):
+        for t in i.trials:
+            if t["state"] == "running":
+                seen.append((t["number"], t["run_id"], t["value"], list(t["attempts"])))
+    final = SweepRun(ws, info.id, on_change=watch).run()
+    assert final.state == "succeeded" and [t["state"] for t in final.trials] == ["succeeded"] * 3
+    firsts = {}
+    for number, run_id, value, attempts in seen:
+        firsts.setdefault(number, (run_id, value, attempts))
+    assert set(firsts) == {0, 1, 2}
+    for number, (run_id, value, attempts) in firsts.items():
+        assert run_id not in (reserved.name, "gone-run") and value is None and attempts == []
+    assert not reserved.exists() and not old_reserved.exists() and stranger.is_dir()
+    assert all(t["attempts"] == [] for t in final.trials)
+    with RunQueue(ws.root) as q:
+        entries = q.entries()
+    assert [e.state for e in entries if e.id == stale] == ["cancelled"]
+    assert sorted(e.state for e in entries) == ["cancelled", "succeeded", "succeeded", "succeeded"]
+
+    # killed again with trial 0 recorded running: it reads its run folder's real (final) state
+    def again(d):
+        d.update(state="running", owner=_dead_owner())
+        d["trials"][0]["state"] = "running"
+    store.update(info.id, again)
+    assert [t["state"] for t in store.open(info.id).trials] == ["succeeded"] * 3
+    assert json.loads((info.folder / "sweep.json").read_text())["trials"][0]["state"] == "running"  # read, not written
+
+
+class _FailingExecutor:
+    def run(self, trials, on_done, stop, on_epoch=None, on_start=None):
+        from dpd_desktop.sweep.executor import TrialEnd
+
+        for t in trials:
+            on_done(TrialEnd(t, "failed", None, "device: no such device"))
+
+
+def test_a_sweep_with_no_succeeded_trial_fails_and_a_missing_device_is_refused(tmp_path, capsys):
+    ws = Workspace(tmp_path)
+    info = _grid(ws, seed=[0, 1])
+    final = SweepRun(ws, info.id, executor=_FailingExecutor()).run()
+    assert final.state == "failed" and final.doc["message"] == "no trial succeeded: 2 trials done, 2 failed"
+    assert json.loads((final.folder / "sweep.json").read_text())["state"] == "failed"
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[sweep]\nname = "gpu"\ndevices = ["cuda:99"]\n[base]\ndataset = "demo"\nepochs = 1\n'
+                    '[space]\nseed = [0]\n', encoding="utf-8")
+    before = sorted(p.name for p in (tmp_path / "sweeps").iterdir())
+    assert cli_main(["--workspace", str(tmp_path), "sweep", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert "sweep.json" not in err and "devices: device: " in err and ("cuda:99" in err or "CUDA" in err)
+    assert sorted(p.name for p in (tmp_path / "sweeps").iterdir()) == before  # no sweep was created
+    with RunQueue(ws.root) as q:
+        assert q.entries() == []
