@@ -90,7 +90,7 @@ class KernelRun:
     def describe(self) -> str:
         """A sentence or two for tooltips and reports: what was asked, what ran per module, why any fell back."""
         meaning = {REFERENCE: "nn.GRU / nn.LSTM (cuDNN on CUDA), bitwise equal to OpenDPD 2.2.1",
-                   FAST: "our own recurrence kernels, within 0.1 dB of the reference"}
+                   FAST: "our own recurrence kernels: the same equations, not bitwise equal to the reference"}
         text = f"Kernel setting: {self.requested} ({meaning.get(self.requested, '?')})."
         if not self.recorded:
             return text

@@ -40,9 +40,9 @@ def test_the_form_offers_reference_and_fast_and_says_what_each_means(make_window
     k = w.form.kernel
     items = _items(k)
     assert [(v, t) for v, t, _ in items] == [("reference", "reference"), ("fast", "fast")]
-    assert "bitwise equal to OpenDPD 2.2.1" in items[0][2] and "within 0.1 dB" in items[1][2]
+    assert "bitwise equal to OpenDPD 2.2.1" in items[0][2] and "rounded differently" in items[1][2]
     assert "reference: nn.GRU / nn.LSTM (cuDNN on CUDA), bitwise equal to OpenDPD 2.2.1" in k.toolTip()
-    assert "fast: our own kernels, faster, within 0.1 dB" in k.toolTip()
+    assert "fast: our own kernels, faster; same equations, different rounding" in k.toolTip()
     assert w.config_from_form(validate=False).kernel == "reference"  # the default
     w.set_form_from_config(_tiny(kernel="fast"))
     assert k.currentData() == "fast" and w.config_from_form(validate=False).kernel == "fast"

@@ -24,11 +24,11 @@ DEVICES = (("auto", "auto (CUDA when available)"), ("cpu", "cpu"), ("cuda", "cud
 #: The recurrence kernels (config.py KERNELS, dpd_desktop/kernels): (value, label, tooltip).
 KERNEL_CHOICES: tuple[tuple[str, str, str], ...] = (
     ("reference", "reference", "nn.GRU / nn.LSTM (cuDNN on CUDA): bitwise equal to OpenDPD 2.2.1"),
-    ("fast", "fast", "Our own recurrence kernels: faster, within 0.1 dB of reference on every metric"),
+    ("fast", "fast", "Our own recurrence kernels: faster; the same equations, rounded differently (a PA model lands within a few tenths of a dB; a DPD's training path can drift further)"),
 )
 KERNEL_TIP = ("Recurrence kernels of GRU, DGRU, LSTM and TRes-GRU (a DPD run: its DPD and the frozen PA).\n"
               "reference: nn.GRU / nn.LSTM (cuDNN on CUDA), bitwise equal to OpenDPD 2.2.1.\n"
-              "fast: our own kernels, faster, within 0.1 dB of reference on every metric.\n"
+              "fast: our own kernels, faster; same equations, different rounding (not bitwise equal to the reference).\n"
               "Where fast cannot run a model (device, shape), it runs on reference and the run says why.")
 
 FIELD_LABELS = {
