@@ -25,7 +25,6 @@ from typing import Callable
 from ..runs.queue import RunQueue
 from ..runs.record import RecordError, RunRecord
 from ..runs.workspace import Workspace
-from ..training.device import resolve_device
 from ..training.errors import TrainingError
 from .executor import Trial, TrialEnd, TrialExecutor
 from .spec import SweepSpec, expand, trial_config
@@ -57,7 +56,14 @@ def trial_devices(spec: SweepSpec) -> list[str]:
 def check_devices(spec: SweepSpec, where) -> None:
     """Raise SweepError (naming ``where`` and ``devices``) for a trial device this machine does not have
     (training/device.py ``resolve_device``: a missing CUDA device)."""
-    for d in trial_devices(spec):
+    devices = [d for d in trial_devices(spec) if d not in ("auto", "cpu")]
+    if not devices:
+        return
+    # imported here, not at the top: training/device.py brings PyTorch (~1 s), and the window imports this module
+    # for its Sweep view before its first paint (tests/gui/test_window_startup.py); a CUDA device needs torch anyway
+    from ..training.device import resolve_device
+
+    for d in devices:
         try:
             resolve_device(d)
         except TrainingError as exc:
