@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Slot
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QKeySequence
 from PySide6.QtWidgets import (QAbstractItemView, QDockWidget, QFrame, QHBoxLayout, QHeaderView, QLabel, QPushButton,
                                QScrollArea, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
@@ -298,6 +298,29 @@ def bottom_dock(window, title: str, object_name: str, widget) -> QDockWidget:
     scroll.setMinimumHeight(DOCK_MIN_HEIGHT)
     dock.setWidget(scroll)
     window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
+    return dock
+
+
+def hidden_dock(window, title: str, object_name: str, widget, *, tab_with, toggle_text: str, shortcut: str,
+                tooltip: str, on_shown) -> QDockWidget:
+    """A :func:`bottom_dock` tabbed with the dock ``tab_with`` (None: untabbed), hidden until its toggle (added to
+    the Run menu, with ``shortcut`` and ``tooltip``) shows it; ``on_shown()`` runs each time it is shown.
+
+    Hidden at first: a tabbed dock's tab bar would raise the window's minimum height past a small screen's
+    (tests/gui/test_main_window.py, the 800 px offscreen screen)."""
+    dock = bottom_dock(window, title, object_name, widget)
+    if tab_with is not None:
+        window.tabifyDockWidget(tab_with, dock)
+    dock.hide()
+    toggle = dock.toggleViewAction()
+    toggle.setText(toggle_text)
+    toggle.setShortcut(QKeySequence(shortcut))
+    toggle.setToolTip(tooltip)
+    toggle.toggled.connect(lambda on: on and on_shown())
+    window.addAction(toggle)
+    for action in window.menuBar().actions():
+        if action.text().replace("&", "") == "Run" and action.menu() is not None:
+            action.menu().addAction(toggle)
     return dock
 
 

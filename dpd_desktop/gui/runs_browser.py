@@ -18,7 +18,6 @@ import math
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
-from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton,
                                QTableView, QVBoxLayout, QWidget)
 
@@ -28,7 +27,7 @@ from ..runs.record import RunRecord
 from ..runs.replay import load_replay
 from ..runs.states import DAMAGED, RUN_STATES, UNREADABLE
 from .compare import CompareView
-from .queue_panel import bottom_dock
+from .queue_panel import hidden_dock
 from .runs_jobs import index_rows, start_job, write_report_job
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -399,22 +398,10 @@ def install_runs_browser(window) -> RunsBrowser:
     """Add the runs browser to ``window`` as a bottom dock, tabbed with the run queue and hidden until shown (its
     toggle in the Run menu); it reads the index when shown and, while shown, after each run; returns the browser."""
     browser = RunsBrowser(window)
-    dock = bottom_dock(window, "Runs", "runs_dock", browser)
-    queue_dock = getattr(window, "queue_dock", None)
-    if queue_dock is not None:
-        window.tabifyDockWidget(queue_dock, dock)
-    # hidden until asked for (Run ▸ Runs browser, Ctrl+Shift+B): a tabbed dock's tab bar would raise the window's
-    # minimum height past a small screen's (tests/gui/test_main_window.py, the 800 px offscreen screen)
-    dock.hide()
-    toggle = dock.toggleViewAction()
-    toggle.setText("Runs browser")
-    toggle.setShortcut(QKeySequence("Ctrl+Shift+B"))
-    toggle.setToolTip("Every run of the workspace: open, compare, report (Ctrl+Shift+B)")
-    toggle.toggled.connect(lambda on: on and browser.refresh())
-    window.addAction(toggle)
-    for action in window.menuBar().actions():
-        if action.text().replace("&", "") == "Run" and action.menu() is not None:
-            action.menu().addAction(toggle)
+    dock = hidden_dock(window, "Runs", "runs_dock", browser, tab_with=getattr(window, "queue_dock", None),
+                       toggle_text="Runs browser", shortcut="Ctrl+Shift+B",
+                       tooltip="Every run of the workspace: open, compare, report (Ctrl+Shift+B)",
+                       on_shown=browser.refresh)
     window.runs_dock = dock
     window.runEnded.connect(lambda *_: dock.isVisible() and browser.refresh())
     return browser

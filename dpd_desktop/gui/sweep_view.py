@@ -19,7 +19,6 @@ import traceback
 
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer, Signal, Slot
-from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
                                QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
@@ -31,7 +30,7 @@ from ..sweep.store import SweepStore
 from ..sweep.table import COSTS, pareto_front, sweep_table
 from . import theme
 from .compare import CompareView
-from .queue_panel import bottom_dock
+from .queue_panel import hidden_dock
 from .runs_jobs import start_job, write_report_job
 from .sweep_ray import INFO_STYLE, WARNING_STYLE, LiveTrials, RayBar
 from .worker import start_on_thread
@@ -541,20 +540,10 @@ def install_sweep_view(window) -> SweepView:
     """Add the Sweep view to ``window`` as a bottom dock tabbed with the runs browser, hidden until Run ▸ Sweeps
     (Ctrl+Shift+W); it reads the newest sweep when shown."""
     view = SweepView(window)
-    dock = bottom_dock(window, "Sweeps", "sweeps_dock", view)
-    runs_dock = getattr(window, "runs_dock", None)
-    if runs_dock is not None:
-        window.tabifyDockWidget(runs_dock, dock)
-    dock.hide()
-    toggle = dock.toggleViewAction()
-    toggle.setText("Sweeps")
-    toggle.setShortcut(QKeySequence("Ctrl+Shift+W"))
-    toggle.setToolTip("The sweeps of the workspace: trials, Pareto plot, stop/resume (Ctrl+Shift+W)")
-    toggle.toggled.connect(lambda on: on and view.refresh())
-    window.addAction(toggle)
-    for action in window.menuBar().actions():
-        if action.text().replace("&", "") == "Run" and action.menu() is not None:
-            action.menu().addAction(toggle)
+    dock = hidden_dock(window, "Sweeps", "sweeps_dock", view, tab_with=getattr(window, "runs_dock", None),
+                       toggle_text="Sweeps", shortcut="Ctrl+Shift+W",
+                       tooltip="The sweeps of the workspace: trials, Pareto plot, stop/resume (Ctrl+Shift+W)",
+                       on_shown=view.refresh)
     window.sweeps_dock = dock
     window.session.add_busy_check(lambda: "a sweep" if view.worker is not None else None)
     return view
