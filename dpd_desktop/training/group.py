@@ -7,7 +7,7 @@ the members' training steps are captured as parallel branches of one CUDA graph 
 the end) and the group replays that graph once per full batch for every member; the recurrence inside a branch runs
 on the member's kernel (``reference``: cuDNN; ``fast``: ours, kernels/cuda_rnn.py). Each branch is the member's own
 captured step (training/fast_path.py) on its own buffers, so a member's history and checkpoints are bitwise equal to
-the same configuration trained alone in the same mode (tests/gpu/test_group_training.py; benchmarks/bench_group.py).
+the same configuration trained alone in the same mode (tests/gpu/test_group_training_cuda.py; benchmarks/bench_group.py).
 
 Isolation: the members run on threads of this process, one at a time (a baton); the global RNG states (torch CPU and
 CUDA, NumPy, ``random``) are swapped in and out with the baton, so each member draws exactly the numbers it would
@@ -19,16 +19,29 @@ numbers (the CPU tests of the isolation).
 """
 from __future__ import annotations
 
+import logging
+import random
+import threading
 from dataclasses import fields
 from typing import Sequence
 
+import numpy as np
+import torch
+
 from ..config import ExperimentConfig
+from .fast_path import WARMUP_ITERS, CudaGraphStep
+from .report import describe_error
+from .trainer import RunResult
+
+log = logging.getLogger("dpd_desktop.group")
 
 #: configuration fields in which the members of one group may differ
 MAY_DIFFER = frozenset({"seed", "lr", "lr_end", "decay_factor", "patience", "weight_decay", "grad_clip", "name",
                         "preview_every", "time_limit_s"})
 #: default group sizes on a CUDA device (measured on the H200: benchmarks/results/…-group-h200.md)
 DEFAULT_SIZE = {"fast": 8, "reference": 4}
+#: full batches replayed per meeting of the members (a cancel takes effect within this many batches)
+CHUNK = 128
 
 
 def group_key(cfg: ExperimentConfig) -> tuple | None:
@@ -65,18 +78,144 @@ def plan_groups(configs: Sequence[ExperimentConfig], size: int) -> list[list[int
     return groups
 
 
+class _Baton:
+    """One member runs at a time; the global RNG states travel with the baton (see the module docstring)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+
+    def take(self, m: "_Member") -> None:
+        self._lock.acquire()
+        m.holds_baton = True
+        if m.rng is not None:
+            py, npy, cpu, cuda = m.rng
+            random.setstate(py)
+            np.random.set_state(npy)
+            torch.set_rng_state(cpu)
+            if cuda is not None:
+                torch.cuda.set_rng_state_all(cuda)
+
+    def give(self, m: "_Member") -> None:
+        if not m.holds_baton:
+            return
+        cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+        m.rng = (random.getstate(), np.random.get_state(), torch.get_rng_state(), cuda)
+        m.holds_baton = False
+        self._lock.release()
+
+
+class _Member:
+    """A trainer's place in the group. Its trainer calls :meth:`attach` at the end of its set-up (its fast step is
+    replaced by the returned :class:`GroupStep`) and :meth:`loop_done` after its epoch loop."""
+
+    def __init__(self, group: "TrainerGroup", index: int, trainer):
+        self.group, self.index, self.trainer = group, index, trainer
+        self.rng = None
+        self.holds_baton = False
+        self.active = True  # still meets the others (False once its epoch loop ended, or its run ended)
+        self.step: GroupStep | None = None
+        self.result: RunResult | None = None
+
+    def attach(self, trainer):
+        self.step = GroupStep(self, trainer.fast_step, trainer.fast_path_status, trainer.fast_path_optimizer)
+        return self.step
+
+    def loop_done(self) -> None:
+        """Training is over for this member: leave the meetings and run the rest (final evaluation, results) without
+        the baton — it draws no random numbers (the trainer's docstring)."""
+        self.group._leave(self)
+
+
+class GroupStep:
+    """Stands in for a member's :class:`~dpd_desktop.training.fast_path.CudaGraphStep` in its trainer (the same
+    interface). ``inner`` None (CPU, no fast path): each full batch is a meeting of the members, then trains eagerly.
+    Else the member meets the others every :data:`CHUNK` full batches; the last to arrive replays the group's graph
+    for all of them (the batches the trainer then asks for are already queued on the device)."""
+
+    def __init__(self, member: _Member, inner: CudaGraphStep | None, status: str, optimizer_note: str):
+        self.member, self.inner = member, inner
+        self._status, self._optimizer_note = status, optimizer_note
+        self.queued_to = 0  # full batches of this epoch queued on the device for this member
+
+    # --- the CudaGraphStep interface the trainer uses
+    @property
+    def status(self) -> str:
+        return self.inner.status if self.inner is not None else self._status
+
+    @property
+    def optimizer_note(self) -> str:
+        return self.inner.optimizer_note if self.inner is not None else self._optimizer_note
+
+    @property
+    def optimizer_in_graph(self) -> bool:
+        return self.inner is not None and self.inner.optimizer_in_graph
+
+    @property
+    def grads_in_place(self) -> bool:
+        return self.inner is not None
+
+    @property
+    def epoch_losses(self):
+        return self.inner.epoch_losses if self.inner is not None else None
+
+    def begin_epoch(self, plan) -> None:
+        self.queued_to = 0
+        if self.inner is not None:
+            self.inner.begin_epoch(plan)
+
+    def end_epoch(self) -> None:
+        if self.inner is not None:
+            self.inner.end_epoch()
+
+    def in_graph(self) -> bool:
+        return self.inner is not None and self.inner.failed_reason is None
+
+    def __call__(self, b: int, batch) -> bool:
+        inner = self.inner
+        if inner is not None and inner.failed_reason is None:
+            if not inner.net.training or not torch.is_grad_enabled() or inner.loader.batch_len(batch) != inner.batch_size:
+                raise RuntimeError("a group member's full batch was asked for outside training")
+            if b != inner._next:  # earlier batches of this epoch ran eagerly: batch b uses slot b (as CudaGraphStep)
+                inner.counter.fill_(b)
+                inner._next = b
+                self.queued_to = min(self.queued_to, b)
+        if b >= self.queued_to:
+            self.member.group._meet(self.member, b)
+        if inner is None or inner.failed_reason is not None or b >= self.queued_to:
+            return False  # train this batch eagerly (no graph, or the graph failed: as CudaGraphStep falls back)
+        inner._next += 1
+        if inner.graph_opt is not None:
+            inner.optimizer.graph_steps_pending += 1
+        return True
+
+
 class TrainerGroup:
-    """Runs ``trainers`` (built as usual, each with its observers and writer; ``len >= 1``) as one group.
+    """Runs ``trainers`` (built as usual, each with its observers and writer; ``len >= 1``; the members of one group
+    share one device, one dataset object and one :func:`group_key`) as one group.
 
     :meth:`run` blocks until every member ended and returns their :class:`RunResult` s in order; it never raises for
     a member's failure (that member's result is ``failed``, the others go on). :meth:`request_cancel` (thread-safe)
-    stops one member after its current batch; :meth:`cancel_all` every member.
+    stops one member within :data:`CHUNK` batches; :meth:`cancel_all` every member. ``meetings``: how many times the
+    members met (tests: on the CPU, one per full batch of every epoch).
     """
 
-    def __init__(self, trainers: Sequence):
+    def __init__(self, trainers: Sequence, chunk: int = CHUNK):
         if not trainers:
             raise ValueError("a group needs at least one trainer")
         self.trainers = list(trainers)
+        self.chunk = chunk
+        self.members = [_Member(self, i, t) for i, t in enumerate(self.trainers)]
+        for m in self.members:
+            m.trainer.group_member = m
+        self._baton = _Baton()
+        self._cond = threading.Condition()
+        self._waiting: dict[_Member, int] = {}
+        self._generation = 0
+        self._graph = None
+        self._graph_members: tuple = ()
+        self._failed: str | None = None  # the group graph's failure (every member then trains eagerly)
+        self.meetings = 0
+        self.captures = 0
 
     def request_cancel(self, index: int, reason: str = "") -> None:
         self.trainers[index].request_cancel(reason)
@@ -85,5 +224,142 @@ class TrainerGroup:
         for t in self.trainers:
             t.request_cancel(reason)
 
-    def run(self) -> list:
-        return [t.run() for t in self.trainers]  # placeholder: one after another (the lockstep version follows)
+    def run(self) -> list[RunResult]:
+        threads = [threading.Thread(target=self._member_main, args=(m,), name=f"dpd-group-{m.index}", daemon=True)
+                   for m in self.members]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return [m.result for m in self.members]
+
+    # ------------------------------------------------------------------ a member's thread
+    def _member_main(self, m: _Member) -> None:
+        self._baton.take(m)
+        try:
+            m.result = m.trainer.run()
+        except BaseException as exc:  # noqa: BLE001 - run() reports its own failures; this is a last resort
+            m.result = RunResult("failed", m.trainer.run_id, m.trainer.run_dir, message=describe_error(exc))
+        finally:
+            self._leave(m)
+
+    def _leave(self, m: _Member) -> None:
+        with self._cond:
+            if m.active:
+                m.active = False
+                self._waiting.pop(m, None)
+                self._cond.notify_all()
+        self._baton.give(m)
+
+    # ------------------------------------------------------------------ meetings
+    def _meet(self, m: _Member, b: int) -> None:
+        """Member ``m`` needs full batch ``b``: wait (without the baton) until every active member needs one; the
+        last to arrive queues the next chunk of replays (or, without a graph, just lets everyone go on)."""
+        self._baton.give(m)
+        try:
+            with self._cond:
+                self._waiting[m] = b
+                gen = self._generation
+                while self._generation == gen:
+                    active = [x for x in self.members if x.active]
+                    if all(x in self._waiting for x in active):
+                        try:
+                            self._lead([x for x in active])
+                        finally:
+                            self._waiting.clear()
+                            self._generation += 1
+                            self.meetings += 1
+                            self._cond.notify_all()
+                        break
+                    self._cond.wait()
+        finally:
+            self._baton.take(m)
+
+    def _lead(self, active: list[_Member]) -> None:
+        steps = [x.step for x in active]
+        if self._failed is not None or not all(s is not None and s.in_graph() for s in steps):
+            for s in steps:
+                if s is not None:
+                    s.queued_to = self._waiting[s.member] + (0 if s.in_graph() else 1)
+            return
+        b = {self._waiting[s.member] for s in steps}
+        inners = [s.inner for s in steps]
+        try:
+            if len(b) != 1:
+                raise RuntimeError(f"the members need different batches {sorted(b)}")
+            b = b.pop()
+            n_full = {s.loader.n_frames // s.batch_size for s in inners}
+            if len(n_full) != 1:
+                raise RuntimeError(f"the members have different numbers of full batches {sorted(n_full)}")
+            end = min(b + self.chunk, n_full.pop())
+            stale = self._graph is None or self._graph_members != tuple(id(s) for s in inners) \
+                or any(s._pointers() != s._ptrs for s in inners)
+            if stale:
+                self._graph = None
+                self._graph = _capture(inners)
+                self._graph_members = tuple(id(s) for s in inners)
+                self.captures += 1
+            with torch.cuda.device(inners[0].device):
+                for _ in range(end - b):
+                    self._graph.replay()
+        except (RuntimeError, torch.OutOfMemoryError) as exc:
+            self._graph = None
+            self._failed = f"group graph failed ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
+            log.warning("group of %d: training eagerly: %s", len(inners), self._failed)
+            for s in inners:
+                s.failed_reason, s.graph, s.graph_opt = self._failed, None, None
+                s.optimizer_note = "eager (no CUDA graph)"
+                for p in s.trainable:
+                    if p.grad is not None:
+                        p.grad.zero_()
+            try:
+                torch.cuda.synchronize()
+            except Exception:  # noqa: BLE001
+                pass
+            for s in steps:
+                s.queued_to = self._waiting[s.member] + 1
+            return
+        for s in steps:
+            s.queued_to = end
+
+
+def _capture(inners: list[CudaGraphStep]):
+    """One CUDA graph whose branch i (its own stream, forked from and joined back to the capture stream) is member
+    i's training step exactly as :meth:`CudaGraphStep._capture` captures it alone; warm-up as there, member i on its
+    branch's stream (its AccumulateGrad nodes then match the capture)."""
+    device = inners[0].device
+    with torch.cuda.device(device), torch.random.fork_rng(devices=[device]):
+        for s in inners:
+            for mod in s.net.modules():
+                if isinstance(mod, torch.nn.RNNBase):
+                    mod.flatten_parameters()
+            for p in s.trainable:
+                if p.grad is None:
+                    p.grad = torch.zeros_like(p)
+            s._sync_steps()
+            s._setup_optimizer()
+        cur = torch.cuda.current_stream()
+        side = torch.cuda.Stream()
+        branches = [torch.cuda.Stream() for _ in inners]
+        for s, st in zip(inners, branches):
+            st.wait_stream(cur)
+            with torch.cuda.stream(st):
+                for _ in range(WARMUP_ITERS):
+                    s._forward_backward()
+            cur.wait_stream(st)
+        torch.cuda.synchronize(device)
+        side.wait_stream(cur)
+        graph = torch.cuda.CUDAGraph()
+        # thread_local: other threads of this process (members' epoch ends, finished members) may use the device
+        with torch.cuda.graph(graph, stream=side, capture_error_mode="thread_local"):
+            for s, st in zip(inners, branches):
+                st.wait_stream(side)
+                with torch.cuda.stream(st):
+                    s._body()
+                side.wait_stream(st)
+        torch.cuda.synchronize(device)
+    for s in inners:
+        s._ptrs = s._pointers()
+        s.captures += 1
+    log.info("group CUDA graph captured: %d members", len(inners))
+    return graph

@@ -161,6 +161,7 @@ class Trainer(TrainerOutput):
         self._preview_every: int | None = config.preview_every
         self._preview_failed = False
         self._notes: list[str] = []  # log lines from other threads, logged by the training thread (atomic append)
+        self.group_member = None  # set by training/group.py TrainerGroup: this run trains together with others
 
     # ------------------------------------------------------------------ public API
     def request_cancel(self, reason: str = "") -> None:
@@ -196,6 +197,8 @@ class Trainer(TrainerOutput):
             if self.threads_note:
                 self._log(self.threads_note)
             self._epoch_loop()
+            if self.group_member is not None:
+                self.group_member.loop_done()
             return self._finish(t0)
         except Cancelled:
             try:
@@ -222,6 +225,8 @@ class Trainer(TrainerOutput):
         self._setup_model(cfg)        # 6. model construction (consumes the RNG; PA first for a DPD)
         self._setup_optimizer(cfg)    # 7. loss, AdamW, ReduceLROnPlateau
         self._setup_fast_path(cfg)    # 8. CUDA graph step (captured at the first full batch)
+        if self.group_member is not None:  # a group's member: its full batches are the group's (group.py)
+            self.fast_step = self.group_member.attach(self)
         if self.resume is not None:   # 9. a resumed run: last.pt's state, RNG states last (resume_state.py)
             resume_state.restore(self, self.resume)
             self._log(f"resumed from epoch {self.resume.epoch} (last.pt); continuing at epoch {self.start_epoch}")
@@ -453,9 +458,10 @@ class Trainer(TrainerOutput):
         # own: a replay writes its slot; eager batches write theirs here.
         if fast is not None:
             fast.begin_epoch(plan)
-            loss_buf = fast.epoch_losses
-        else:
+        loss_buf = fast.epoch_losses if fast is not None else None
+        if loss_buf is None:
             loss_buf = torch.empty(n_batches, dtype=torch.float32, device=self.device)
+        in_place = fast is not None and getattr(fast, "grads_in_place", True)
         t_start = time.perf_counter()
         t_last = t_start
         cancel = self._cancel
@@ -480,7 +486,7 @@ class Trainer(TrainerOutput):
                 else:
                     xb, yb = self.loader.gather(idx)
                     # Reference §4.6/§7.1: grads set to None on the plain path, zeroed in place when a graph exists.
-                    opt.zero_grad(set_to_none=fast is None)
+                    opt.zero_grad(set_to_none=not in_place)
                     out = net(xb)
                     loss = crit(out, yb)
                     loss.backward()

@@ -1,0 +1,104 @@
+"""Trials that train together (issue 15 point 2, training/group.py), on the CPU: each member of a group ends bitwise
+equal to the same configuration trained alone, although the members took turns batch by batch on threads of one
+process (the global RNG travels with the baton); a member cancelled mid-way leaves the others' numbers unchanged.
+The CUDA-graph side (one graph, a branch per member) is tests/gpu/test_group_training_cuda.py."""
+from __future__ import annotations
+
+import pytest
+
+from dpd_desktop.config import ExperimentConfig
+from dpd_desktop.data import make_demo_dataset
+from dpd_desktop.runs.artifacts import read_history_csv
+from dpd_desktop.runs.workspace import Workspace
+from dpd_desktop.training import events as E
+from dpd_desktop.training.group import TrainerGroup, default_group_size, group_key, plan_groups
+from dpd_desktop.training.trainer import Trainer
+
+import same_run  # tests/same_run.py
+
+DEMO = dict(seed=2, n_train=3000, n_val=4096, n_test=4096)
+BASE = dict(step="pa", dataset="demo", backbone="gru", hidden_size=4, epochs=2, frame_length=50, stride=8,
+            batch_size=16, device="cpu", threads=1)
+#: three members: two seeds, and the first seed with another learning rate and weight decay
+MEMBERS = [dict(seed=0), dict(seed=1), dict(seed=0, lr=2e-3, weight_decay=0.0)]
+
+
+@pytest.fixture(scope="module")
+def ds():
+    return make_demo_dataset(**DEMO)
+
+
+@pytest.fixture(scope="module")
+def alone(tmp_path_factory, ds):
+    ws = Workspace(tmp_path_factory.mktemp("alone"))
+    runs = [Trainer(ExperimentConfig(**BASE, **kw), dataset=ds, workspace=ws).run() for kw in MEMBERS]
+    assert [r.state for r in runs] == ["succeeded"] * 3
+    return [r.run_dir for r in runs]
+
+
+def assert_same_run(ref, run) -> None:
+    same_run.assert_same_run(ref, run, BASE["epochs"])
+
+
+def n_full_batches(trainer) -> int:
+    return trainer.loader.n_frames // trainer.config.batch_size
+
+
+def test_members_take_turns_and_end_bitwise_equal_to_their_lone_runs(tmp_path, ds, alone):
+    ws = Workspace(tmp_path)
+    trainers = [Trainer(ExperimentConfig(**BASE, **kw), dataset=ds, workspace=ws) for kw in MEMBERS]
+    group = TrainerGroup(trainers)
+    results = group.run()
+    assert [r.state for r in results] == ["succeeded"] * 3
+    # one meeting per full batch of every epoch: the members really interleaved batch by batch
+    assert group.meetings == BASE["epochs"] * n_full_batches(trainers[0]) > 10
+    assert group.captures == 0  # no CUDA graph on the CPU
+    for ref, res in zip(alone, results):
+        assert_same_run(ref, res.run_dir)
+    # and the members differ from each other (the seeds and learning rates did reach them)
+    h = [read_history_csv(r.run_dir / "history.csv")[-1]["TRAIN_LOSS"] for r in results]
+    assert len(set(h)) == 3
+
+
+def test_a_member_cancelled_mid_way_leaves_the_others_unchanged(tmp_path, ds, alone):
+    ws = Workspace(tmp_path)
+    group = None
+
+    def cancel_first_after_epoch0(ev):
+        if isinstance(ev, E.EpochEnded) and ev.epoch == 0:
+            group.request_cancel(0, "pruned by the test")
+
+    trainers = [Trainer(ExperimentConfig(**BASE, **kw), dataset=ds, workspace=ws,
+                        observers=[cancel_first_after_epoch0] if i == 0 else ()) for i, kw in enumerate(MEMBERS)]
+    group = TrainerGroup(trainers)
+    results = group.run()
+    assert [r.state for r in results] == ["cancelled", "succeeded", "succeeded"]
+    assert results[0].message == "pruned by the test" and len(results[0].history) == 1
+    for ref, res in zip(alone[1:], results[1:]):
+        assert_same_run(ref, res.run_dir)
+
+
+def test_a_member_that_cannot_start_does_not_hold_up_the_others(tmp_path, ds, alone):
+    ws = Workspace(tmp_path)
+    bad = ExperimentConfig(**{**BASE, "step": "dpd", "pa_run": "no-such-run"})
+    trainers = [Trainer(bad, dataset=ds, workspace=ws), Trainer(ExperimentConfig(**BASE, **MEMBERS[1]), dataset=ds,
+                                                                 workspace=ws)]
+    results = TrainerGroup(trainers).run()
+    assert results[0].state == "failed" and "no-such-run" in results[0].message
+    assert results[1].state == "succeeded"
+    assert_same_run(alone[1], results[1].run_dir)
+
+
+def test_group_keys_and_plans():
+    cfgs = [ExperimentConfig(**BASE, **kw) for kw in MEMBERS]
+    assert len({group_key(c) for c in cfgs}) == 1
+    other = ExperimentConfig(**{**BASE, "hidden_size": 8})
+    ls = ExperimentConfig(**{**BASE, "backbone": "mp", "fit": "ls"})
+    assert group_key(ls) is None and group_key(other) != group_key(cfgs[0])
+    assert plan_groups([*cfgs, other, ls, *cfgs], 4) == [[0, 1, 2, 5], [3], [4], [6, 7]]
+    assert plan_groups(cfgs, 1) == [[0], [1], [2]]
+    with pytest.raises(ValueError, match="at least 1"):
+        plan_groups(cfgs, 0)
+    assert default_group_size(cfgs[0]) == 1
+    assert default_group_size(ExperimentConfig(**{**BASE, "device": "cuda", "kernel": "fast"})) == 8
+    assert default_group_size(ExperimentConfig(**{**BASE, "device": "cuda:1"})) == 4
