@@ -352,10 +352,12 @@ def _capture(inners: list[CudaGraphStep]):
         graph = torch.cuda.CUDAGraph()
         # thread_local: other threads of this process (members' epoch ends, finished members) may use the device
         with torch.cuda.graph(graph, stream=side, capture_error_mode="thread_local"):
-            for s, st in zip(inners, branches):
+            for st in branches:  # fork every branch first: a join before the next fork would chain the branches
                 st.wait_stream(side)
+            for s, st in zip(inners, branches):
                 with torch.cuda.stream(st):
                     s._body()
+            for st in branches:
                 side.wait_stream(st)
         torch.cuda.synchronize(device)
     for s in inners:

@@ -70,7 +70,8 @@ def test_a_dpd_group_through_a_frozen_pa_in_fast_mode(tmp_path, ds):
         same_run.assert_same_run(a.run_dir, r.run_dir, EPOCHS)
 
 
-def test_a_member_cancelled_mid_epoch_is_captured_out(tmp_path, ds):
+def test_a_member_cancelled_mid_epoch_is_captured_out(tmp_path, ds, monkeypatch):
+    monkeypatch.setattr("dpd_desktop.training.trainer.PROGRESS_INTERVAL_S", 0.0)  # a BatchProgress every batch
     ws = Workspace(tmp_path)
     cfgs = [ExperimentConfig(**BASE, **kw, kernel="fast") for kw in MEMBERS]
     alone = _alone(ws, ds, cfgs[1:])
@@ -86,5 +87,6 @@ def test_a_member_cancelled_mid_epoch_is_captured_out(tmp_path, ds):
     results = group.run()
     assert [r.state for r in results] == ["cancelled", "succeeded", "succeeded"], [r.message for r in results]
     assert group.captures == 2  # the two others again, without the cancelled member's branch
+    assert len(results[0].history) == 1 and results[0].message == "pruned by the test"
     for a, r in zip(alone, results[1:]):
         same_run.assert_same_run(a.run_dir, r.run_dir, EPOCHS)

@@ -1,0 +1,121 @@
+"""Probe: the group graph's step time on the GPU (training/group.py ``_capture``), M members of PA GRU-23 on
+DPA_160MHz (batch 64, frame 200), against one member; CUDA-event timed replays; and, with ``--profile``, the kernels
+of one replay of the largest group (count, summed duration, span: concurrency = summed / span).
+
+    python3 benchmarks/probe_group_step.py --dataset .ref/datasets/DPA_160MHz --sizes 1,2,4,8 --profile
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from dpd_desktop.data import load_dataset  # noqa: E402
+from dpd_desktop.data.framing import FrameLoader  # noqa: E402
+from dpd_desktop.kernels import apply_kernel  # noqa: E402
+from dpd_desktop.models import build_model  # noqa: E402
+from dpd_desktop.training.fast_path import CudaGraphStep  # noqa: E402
+from dpd_desktop.training.group import _capture  # noqa: E402
+from dpd_desktop.training.optim import make_adamw  # noqa: E402
+
+
+def members(ds, m, kernel, dev):
+    out = []
+    x = torch.from_numpy(ds.train.x).to(dev)
+    y = torch.from_numpy(ds.train.y).to(dev)
+    for i in range(m):
+        loader = FrameLoader(x.clone(), y.clone(), 200, 1, 64)
+        torch.manual_seed(i)
+        net = build_model("gru", 23).to(dev).train()
+        assert not apply_kernel(net, kernel, dev)
+        trainable = [p for p in net.parameters() if p.requires_grad]
+        s = CudaGraphStep(net, torch.nn.MSELoss(), trainable, 200.0, dev, loader, 64,
+                          optimizer=make_adamw(trainable, lr=5e-3, weight_decay=0.01))
+        plan = loader.epoch()
+        s.begin_epoch(plan)
+        out.append(s)
+    return out
+
+
+def timed(graph, steps, n):
+    for s in steps:
+        s.counter.zero_()
+    for _ in range(20):
+        graph.replay()
+    for s in steps:
+        s.counter.zero_()
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(n):
+        graph.replay()
+    b.record()
+    torch.cuda.synchronize()
+    return a.elapsed_time(b) * 1000.0 / n
+
+
+def profile(graph, steps, n=5):
+    from torch.profiler import ProfilerActivity, profile as prof
+    for s in steps:
+        s.counter.zero_()
+    torch.cuda.synchronize()
+    with prof(activities=[ProfilerActivity.CUDA]) as p:
+        for _ in range(n):
+            graph.replay()
+        torch.cuda.synchronize()
+    ev = [e for e in p.events() if e.device_type.name == "CUDA" and e.time_range.elapsed_us() >= 0]
+    kern = [e for e in ev if "memcpy" not in e.name.lower() and "memset" not in e.name.lower()]
+    if not kern:
+        return {"kernels": 0}
+    t0 = min(e.time_range.start for e in kern)
+    t1 = max(e.time_range.end for e in kern)
+    busy = sum(e.time_range.elapsed_us() for e in kern)
+    by = {}
+    for e in kern:
+        c, t = by.get(e.name, (0, 0.0))
+        by[e.name] = (c + 1, t + e.time_range.elapsed_us())
+    top = sorted(by.items(), key=lambda kv: -kv[1][1])[:25]
+    return {"kernels_per_replay": len(kern) / n, "span_us_per_replay": (t1 - t0) / n,
+            "summed_us_per_replay": busy / n, "concurrency": busy / max(t1 - t0, 1e-9),
+            "top": [(name[:90], c / n, round(t / n, 1)) for name, (c, t) in top]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dataset", required=True)
+    ap.add_argument("--sizes", default="1,2,4,8")
+    ap.add_argument("--kernels", default="fast,reference")
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--n", type=int, default=500)
+    a = ap.parse_args()
+    ds = load_dataset(a.dataset)
+    dev = torch.device("cuda:0")
+    res = {}
+    for kernel in a.kernels.split(","):
+        for m in [int(v) for v in a.sizes.split(",")]:
+            steps = members(ds, m, kernel, dev)
+            g = _capture(steps)
+            us = timed(g, steps, a.n)
+            res[f"{kernel}-{m}"] = {"step_us": us}
+            print(f"{kernel} M={m}: {us:.1f} µs per group step ({us / m:.1f} per member)", flush=True)
+            if a.profile and m == max(int(v) for v in a.sizes.split(",")):
+                res[f"{kernel}-{m}"]["profile"] = profile(g, steps)
+                print(json.dumps(res[f"{kernel}-{m}"]["profile"], indent=1), flush=True)
+            if a.profile and m == 1:
+                res[f"{kernel}-{m}"]["profile"] = profile(g, steps)
+                pr = res[f"{kernel}-{m}"]["profile"]
+                print(f"  M=1: {pr['kernels_per_replay']} kernels, span {pr['span_us_per_replay']:.1f} µs, "
+                      f"summed {pr['summed_us_per_replay']:.1f}", flush=True)
+            del g, steps
+            torch.cuda.empty_cache()
+    print(json.dumps({k: v["step_us"] for k, v in res.items()}))
+
+
+if __name__ == "__main__":
+    main()
