@@ -28,6 +28,11 @@ DOCK_HEIGHT = 170  # px: the buttons, about four rows, the status line
 DOCK_MIN_HEIGHT = 20
 
 
+def group_words(tag: str) -> str:
+    """A group tag in the table: ``group 0`` for a sweep's (``<sweep id>#0``, sweep/local.py), else ``group TAG``."""
+    return f"group {tag.rsplit('#', 1)[1]}" if "#" in tag else f"group {tag}"
+
+
 class QueuePanel(QWidget):
     """The queue of ``window.workspace`` and its runner (see the module docstring)."""
 
@@ -114,9 +119,14 @@ class QueuePanel(QWidget):
         keep = self.selected_entry()
         entries = self.entries()
         self.table.setRowCount(len(entries))
+        members: dict[str, list[int]] = {}
+        for e in entries:
+            if e.group is not None:
+                members.setdefault(e.group, []).append(e.id)
         for r, e in enumerate(entries):
-            cells = (str(e.id), e.state, e.label() + (f" · after #{e.after}" if e.after else ""), e.device,
-                     e.run_id or "", e.message)
+            cells = (str(e.id), e.state, e.label() + (f" · after #{e.after}" if e.after else "")
+                     + (f" · {group_words(e.group)}" if e.group is not None else ""), e.device, e.run_id or "",
+                     e.message)
             for c, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setData(Qt.ItemDataRole.UserRole, e.id)
@@ -124,6 +134,9 @@ class QueuePanel(QWidget):
                     item.setForeground(QColor(STATE_COLORS[e.state]))
                 if c == len(cells) - 1:
                     item.setToolTip(text)
+                if c == 2 and e.group is not None:
+                    ids = ", ".join(f"#{i}" for i in members[e.group])
+                    item.setToolTip(f"group {e.group}: entries {ids} train together in one process")
                 self.table.setItem(r, c, item)
             if e.id == keep:
                 self.table.selectRow(r)
