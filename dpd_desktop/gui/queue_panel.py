@@ -28,11 +28,6 @@ DOCK_HEIGHT = 170  # px: the buttons, about four rows, the status line
 DOCK_MIN_HEIGHT = 20
 
 
-def group_words(tag: str) -> str:
-    """A group tag in the table: ``group 0`` for a sweep's (``<sweep id>#0``, sweep/local.py), else ``group TAG``."""
-    return f"group {tag.rsplit('#', 1)[1]}" if "#" in tag else f"group {tag}"
-
-
 class QueuePanel(QWidget):
     """The queue of ``window.workspace`` and its runner (see the module docstring)."""
 
@@ -125,7 +120,7 @@ class QueuePanel(QWidget):
                 members.setdefault(e.group, []).append(e.id)
         for r, e in enumerate(entries):
             cells = (str(e.id), e.state, e.label() + (f" · after #{e.after}" if e.after else "")
-                     + (f" · {group_words(e.group)}" if e.group is not None else ""), e.device, e.run_id or "",
+                     + (f" · {e.group_words()}" if e.group is not None else ""), e.device, e.run_id or "",
                      e.message)
             for c, text in enumerate(cells):
                 item = QTableWidgetItem(text)

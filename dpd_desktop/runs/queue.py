@@ -113,6 +113,13 @@ class QueueEntry:
         c = self.config
         return f"{c.step.upper()} {str(c.backbone).upper()}-{c.hidden_size} {c.dataset}"
 
+    def group_words(self) -> str:
+        """The group for lists: ``group 0`` for a sweep's tag ``<sweep id>#0`` (sweep/local.py), else ``group TAG``;
+        "" without a group."""
+        if self.group is None:
+            return ""
+        return f"group {self.group.rsplit('#', 1)[1]}" if "#" in self.group else f"group {self.group}"
+
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")

@@ -184,6 +184,42 @@ def test_a_killed_group_child_ends_its_unfinished_entries_and_the_next_group_run
     assert [by_id[i].state for i in ids[2:]] == ["succeeded", "succeeded"]  # the next group ran on
 
 
+def test_groups_on_two_lanes_run_at_the_same_time_and_queue_list_names_them(tmp_path, launches, capsys):
+    ws = Workspace(tmp_path)
+    seen = []
+    with RunQueue(ws.root) as q:
+        for i in range(2):  # the cpu lane, and "auto", a lane of its own (runs on the CPU here)
+            q.add(replace(TINY, seed=i), group="s#0")
+            q.add(replace(TINY, seed=i, device="auto"), group="s#1")
+        ends = Supervisor(ws, queue=q, observers=[lambda e, ev: seen.append((type(ev).__name__, e.id))]).run()
+    assert launches == [[1, 3], [2, 4]]
+    kinds = [k for k, _ in seen if k in ("EntryStarted", "EntryEnded")]
+    assert kinds[:4] == ["EntryStarted"] * 4  # both groups' children started before either ended
+    assert sorted(e.state for e in ends) == ["succeeded"] * 4
+    assert cli_main(["--workspace", str(tmp_path), "queue", "list"]) == 0
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert [r.split("·")[1].split()[:2] for r in rows] == [["group", "0"], ["group", "1"], ["group", "0"],
+                                                          ["group", "1"]]
+
+
+def test_a_queue_cancel_of_one_running_member_stops_it_alone(tmp_path, launches):
+    ws = Workspace(tmp_path)
+    cfg = replace(TINY, epochs=4, max_train_samples=600)
+    with RunQueue(ws.root) as q:
+        a, b = (q.add(replace(cfg, seed=i), group="G").id for i in range(2))
+
+        def cancel_a(entry, ev):
+            if entry.id == a and type(ev).__name__ == "EpochEnded" and ev.epoch == 0:
+                q.cancel(a)  # `dpd-desktop queue cancel A` while it runs: its flag, then "A cancel" to the child
+
+        ends = {e.entry_id: e for e in Supervisor(ws, queue=q, observers=[cancel_a]).run()}
+        entries = {e.id: e for e in q.entries()}
+    assert launches == [[a, b]]
+    assert ends[a].state == "cancelled" and ends[a].message.startswith("cancelled after ")
+    assert 1 <= len(RunRecord.open(ws.resolve(entries[a].run_id)).history()) < 4
+    assert ends[b].state == "succeeded" and len(RunRecord.open(ws.resolve(entries[b].run_id)).history()) == 4
+
+
 def _queue_v1(path: Path) -> None:
     """A queue file of schema version 1 (before groups), with one entry."""
     db = sqlite3.connect(path)
