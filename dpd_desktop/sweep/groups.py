@@ -12,7 +12,6 @@ from dataclasses import replace
 from typing import Sequence
 
 from ..config import ExperimentConfig
-from ..training.group import default_group_size, plan_groups
 
 AUTO = "auto"
 
@@ -47,6 +46,10 @@ def _untagged(cfg: ExperimentConfig) -> ExperimentConfig:
 def plan_trial_groups(configs: Sequence[ExperimentConfig], group_size) -> list[list[int]]:
     """Indices of ``configs`` in groups (see the module docstring), ordered by their first member; ``group_size``
     ``"auto"`` or an int >= 1."""
+    # imported here: training/group.py brings PyTorch (~1 s), and spec.py (this module's user) is imported by the
+    # window before its first paint and by every sweep command (tests/gui/test_window_startup.py)
+    from ..training.group import default_group_size, plan_groups
+
     configs = [_untagged(c) for c in configs]
     if group_size != AUTO:
         return plan_groups(configs, int(group_size))
@@ -61,6 +64,8 @@ def plan_trial_groups(configs: Sequence[ExperimentConfig], group_size) -> list[l
 
 def largest_group(configs: Sequence[ExperimentConfig], group_size) -> int:
     """The most members a group of ``configs`` may have (``auto``: the largest default size among them)."""
+    from ..training.group import default_group_size  # PyTorch: see plan_trial_groups
+
     if group_size != AUTO:
         return int(group_size)
     return max((default_group_size(c) for c in configs), default=1)
