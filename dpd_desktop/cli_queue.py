@@ -158,7 +158,8 @@ def _print(entries) -> None:
     print(QUEUE_HEADER)
     for e in entries:
         run = e.run_id or (f"after entry {e.after}" if e.after is not None and e.state == "queued" else "")
-        line = f"{e.id:4d} {e.position:4d}  {e.state:11s} {e.device:7s} {e.label():40s} {run}"
+        label = e.label() + (f" · {e.group_words()}" if e.group is not None else "")  # trains in one child with it
+        line = f"{e.id:4d} {e.position:4d}  {e.state:11s} {e.device:7s} {label:40s} {run}"
         print(line + (f"  — {e.message}" if e.message and e.state != "queued" else ""))
 
 

@@ -2,13 +2,16 @@
 
     dpd-desktop sweep SPEC.toml                       create the sweep and run it (spec format: README, Sweeps)
     dpd-desktop sweep --grid KEY=V1,V2 [--grid ...] [--random N | --optuna N] [--seed S] [--name NAME]
-                      [--step pa|dpd] --base [the options of train-pa / train-dpd]
+                      [--step pa|dpd] [--group-size N|auto] --base [the options of train-pa / train-dpd]
     dpd-desktop sweep list
     dpd-desktop sweep show SWEEP [--json]
     dpd-desktop sweep resume SWEEP                    run the trials that did not finish
     dpd-desktop sweep cancel SWEEP                    the running trials stop after their current batch
 
-Trials run as queue entries (queue list shows them), each in a child process, one at a time per device lane; with
+Trials run as queue entries (queue list shows them), each in a child process, one at a time per device lane;
+trials of one shape that differ only in seed, learning rate, weight decay… train in groups of up to --group-size
+(``group_size`` in the TOML; default auto: 8 in fast mode and 4 in reference mode on a CUDA device, 1 on the CPU)
+in one process (training/group.py), recorded in sweep.json for ``sweep resume``; with
 ``--ray ADDRESS`` (or ``--ray local``) as Ray tasks on a cluster (sweep/ray_executor.py; the extra
 dpd-desktop[cluster]), their run folders brought back into the workspace. sweep.json records the address; ``sweep
 resume`` uses it again unless ``--ray ADDRESS`` (or ``--ray none``: this machine) is given; the override
@@ -51,6 +54,9 @@ def add_parser(add) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="the search's seed (random / optuna; default 0)")
     p.add_argument("--name", default="sweep", help="the sweep folder's label (default %(default)s)")
     p.add_argument("--step", default="pa", choices=("pa", "dpd"), help="the trials' step (default pa)")
+    p.add_argument("--group-size", default=None, metavar="N|auto",
+                   help="the most trials of one shape that train together in one process (default: the spec's "
+                        "group_size, else auto: 8 fast / 4 reference on CUDA, 1 on the CPU)")
     p.add_argument("--json", action="store_true", help="show: sweep.json as it is")
     p.add_argument("--base", nargs=argparse.REMAINDER, default=None,
                    help="the rest of the line: train-pa / train-dpd options of every trial (--dataset ... )")
@@ -78,6 +84,9 @@ def handle(args, ws) -> "object":
                 print(f"sweep {info.id}: " + ("its running trials stop after their current batch"
                                               if info.state == "running" else info.state))
                 return Outcome(Exit.OK)
+            if getattr(args, "group_size", None) is not None:
+                raise SweepSpecError("command line", "--group-size", f"sweep {args.target} keeps the group size "
+                                     "recorded in sweep.json (give it when the sweep is created)")
             check_ray(args.ray, args.ray_allow_unauthenticated)
             ws.check(create=True)
             return Outcome(_run(ws, store.open(args.sweep).id, args), skip_teardown=True)
@@ -105,8 +114,14 @@ def handle(args, ws) -> "object":
 
 
 def _spec(args, ws):
+    from dataclasses import replace
+
+    from .sweep.groups import parse_group_size
     from .sweep.spec import SpecFileError, SweepSpecError, load_spec, spec_from_options
 
+    size = getattr(args, "group_size", None)
+    if size is not None:  # before anything is read or created
+        size = parse_group_size(size, "command line", "--group-size")
     if args.target is not None:
         if args.grid or args.base:
             raise SweepSpecError(args.target, "command line", "give a SPEC.toml or --grid/--base, not both")
@@ -115,14 +130,15 @@ def _spec(args, ws):
         p = Path(args.target)
         if not p.exists() and p.suffix.lower() != ".toml" and len(p.parts) == 1:
             raise SpecFileError(f"sweep: {args.target!r} is neither an action ({', '.join(ACTIONS)}) nor a spec file")
-        return load_spec(p)
+        spec = load_spec(p)
+        return spec if size is None else replace(spec, group_size=size)
     if not args.grid:
         raise SweepSpecError("command line", "sweep", "give SPEC.toml, or --grid KEY=V1,V2 ... --base OPTIONS")
     if args.random is not None and args.optuna is not None:
         raise SweepSpecError("command line", "--random", "give --random N or --optuna N, not both")
     base = _base_config(args, ws)
     return spec_from_options(args.grid, base, random_trials=args.random, optuna_trials=args.optuna, seed=args.seed,
-                             name=args.name)
+                             name=args.name, group_size="auto" if size is None else size)
 
 
 def _base_config(args, ws):
@@ -289,14 +305,16 @@ def _show(store, sweep_id: str, as_json: bool) -> int:
     print(f"sweep {info.id}: {spec.search}, {info.state}" + (f" — {info.doc['message']}" if info.doc.get("message")
                                                              else ""))
     print(f"{_trials(len(info.trials))}; space: " + ", ".join(p.key for p in spec.space)
-          + f"; metric {spec.metric}; folder {info.folder}")
+          + f"; metric {spec.metric}; group size {spec.group_size}; folder {info.folder}")
     keys = [p.key for p in spec.space]
-    print(f"{'#':>3s} {'STATE':10s} " + " ".join(f"{k[:12]:>12s}" for k in keys) + f" {spec.metric:>12s}  RUN")
+    print(f"{'#':>3s} {'STATE':10s} {'GROUP':>5s} " + " ".join(f"{k[:12]:>12s}" for k in keys)
+          + f" {spec.metric:>12s}  RUN")
     for t in info.trials:
         state = "pruned" if t.get("pruned") else t["state"]
+        group = "-" if t.get("group") is None else str(t["group"])  # "-": trained alone
         cells = " ".join(f"{_cell(t['params'].get(k)):>12s}" for k in keys)
         val = f"{t['value']:12.3f}" if t.get("value") is not None else f"{'':12s}"
-        print(f"{t['number']:3d} {state:10s} {cells} {val}  {t.get('run_id') or ''}")
+        print(f"{t['number']:3d} {state:10s} {group:>5s} {cells} {val}  {t.get('run_id') or ''}")
     _best(info)
     return Exit.OK
 

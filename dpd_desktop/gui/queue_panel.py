@@ -114,9 +114,14 @@ class QueuePanel(QWidget):
         keep = self.selected_entry()
         entries = self.entries()
         self.table.setRowCount(len(entries))
+        members: dict[str, list[int]] = {}
+        for e in entries:
+            if e.group is not None:
+                members.setdefault(e.group, []).append(e.id)
         for r, e in enumerate(entries):
-            cells = (str(e.id), e.state, e.label() + (f" · after #{e.after}" if e.after else ""), e.device,
-                     e.run_id or "", e.message)
+            cells = (str(e.id), e.state, e.label() + (f" · after #{e.after}" if e.after else "")
+                     + (f" · {e.group_words()}" if e.group is not None else ""), e.device, e.run_id or "",
+                     e.message)
             for c, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setData(Qt.ItemDataRole.UserRole, e.id)
@@ -124,6 +129,9 @@ class QueuePanel(QWidget):
                     item.setForeground(QColor(STATE_COLORS[e.state]))
                 if c == len(cells) - 1:
                     item.setToolTip(text)
+                if c == 2 and e.group is not None:
+                    ids = ", ".join(f"#{i}" for i in members[e.group])
+                    item.setToolTip(f"group {e.group}: entries {ids} train together in one process")
                 self.table.setItem(r, c, item)
             if e.id == keep:
                 self.table.selectRow(r)

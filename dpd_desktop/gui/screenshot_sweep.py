@@ -2,8 +2,8 @@
 
     python -m dpd_desktop.gui.screenshot_sweep resources/sweep-view.png [--workspace DIR]
 
-runs a small grid sweep on the demo dataset (GRU hidden sizes × learning rates, 2 epochs, each trial a queue entry in
-its own process) in a temporary workspace, unless ``--workspace`` names one that has a sweep, then shows the newest
+runs a small grid sweep on the demo dataset (GRU hidden sizes × learning rates, 2 epochs, each trial a queue entry; the
+two learning rates of a size train as one group in one process) in a temporary workspace, unless ``--workspace`` names one that has a sweep, then shows the newest
 sweep in the view and grabs it.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ..sweep.store import SweepStore
 from .main_window import MainWindow
 from .qt_app import ensure_app
 
-SPEC = {"sweep": {"name": "gru-size-lr", "search": "grid"},
+SPEC = {"sweep": {"name": "gru-size-lr", "search": "grid", "group_size": 2},  # the two lr of a size: one group
         "base": {"dataset": "demo", "epochs": 2, "frame_length": 50, "stride": 4, "max_train_samples": 6000,
                  "device": "cpu", "threads": 1},
         "space": {"hidden_size": [4, 8, 12, 16], "lr": [2e-3, 5e-3]}}

@@ -41,7 +41,8 @@ FIXED = (("#", lambda r: str(r.number)), ("state", lambda r: r.state),
          ("family", lambda r: str(r.fields.get("backbone", "")).upper()),
          ("H", lambda r: str(r.fields.get("hidden_size", ""))),
          ("lr", lambda r: _g(r.fields.get("lr"))), ("frame", lambda r: str(r.fields.get("frame_length", ""))),
-         ("seed", lambda r: str(r.fields.get("seed", ""))))
+         ("seed", lambda r: str(r.fields.get("seed", ""))),
+         ("group", lambda r: "" if r.group is None else str(r.group)))
 _FIXED_KEYS = ("backbone", "hidden_size", "lr", "frame_length", "seed")
 #: the metric columns after them: (header, TrialRow.metric name)
 METRIC_COLUMNS = (("val NMSE [dB]", "val_nmse"), ("val ACLR [dBc]", "val_aclr_avg"),
@@ -327,6 +328,11 @@ class SweepView(QWidget):
         self.table.setRowCount(len(rows))
         extra = [p.key for p in data.info.spec.space if p.key not in _FIXED_KEYS] if data else []
         best = data.best() if data else None
+        groups: dict[int, list[int]] = {}
+        for r in rows:
+            if r.group is not None:
+                groups.setdefault(r.group, []).append(r.number)
+        group_col = [h for h, _ in FIXED].index("group")
         for i, r in enumerate(rows):
             cells = [f(r) for _, f in FIXED] + [_g(r.fields.get(k)) for k in extra]
             cells[1] = self.live.state_text(r.number, r.state)
@@ -337,6 +343,9 @@ class SweepView(QWidget):
                 item = QTableWidgetItem(text)
                 if r.message:
                     item.setToolTip(r.message)
+                elif c == group_col:
+                    item.setToolTip(f"trials {', '.join(map(str, groups[r.group]))} train together in one process"
+                                    if r.group is not None else "not in a group: trains alone")
                 if best is not None and r.number == best.number:
                     f = item.font()
                     f.setBold(True)

@@ -16,6 +16,12 @@ id becomes the DPD's ``pa_run``; when it fails, is cancelled or interrupted the 
 A "running" entry records its supervisor (pid, host, process start, :mod:`.owner`); when that process is gone the
 entry reads ``interrupted`` (and :meth:`RunQueue.recover` writes it so).
 
+Groups: entries added with one ``group`` tag (a sweep's trials that train together, training/group.py) are
+claimed together — the first ready one and every other queued entry of its group on its lane
+(:meth:`RunQueue.claim_group`) — and train in one child process (runs/group_child.py); each keeps its own state,
+run folder and message. Schema version 2 added the ``group_id`` column; a version 1 file gains it (NULL: no
+group) when it is opened.
+
 Errors: :class:`QueueError` (a ``ValueError``) names the queue file, and the entry and field where one is at fault.
 """
 from __future__ import annotations
@@ -33,7 +39,9 @@ from .record import RunRecord
 from .states import FINAL_STATES, RUN_STATES
 
 QUEUE_FILE = "queue.sqlite"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: older schema versions this version upgrades in place when it opens their file (version → its column list)
+_UPGRADES = {"1": "ALTER TABLE entries ADD COLUMN group_id TEXT"}
 BUSY_TIMEOUT_MS = 10_000
 
 _SCHEMA = """
@@ -52,11 +60,12 @@ CREATE TABLE IF NOT EXISTS entries (
     owner TEXT,
     cancel_requested INTEGER NOT NULL DEFAULT 0,
     created TEXT NOT NULL,
-    updated TEXT NOT NULL
+    updated TEXT NOT NULL,
+    group_id TEXT
 );
 """
 _COLUMNS = ("id", "position", "step", "config", "device", "after", "state", "run_id", "run_dir", "message", "owner",
-            "cancel_requested", "created", "updated")
+            "cancel_requested", "created", "updated", "group_id")
 
 
 class QueueError(ValueError):
@@ -93,6 +102,7 @@ class QueueEntry:
     cancel_requested: bool = False
     created: str = ""
     updated: str = ""
+    group: str | None = None  # the tag of the entries that train together in one child (None: alone)
 
     @property
     def step(self) -> str:
@@ -102,6 +112,13 @@ class QueueEntry:
         """Short words for lists: ``PA GRU-23 demo`` ."""
         c = self.config
         return f"{c.step.upper()} {str(c.backbone).upper()}-{c.hidden_size} {c.dataset}"
+
+    def group_words(self) -> str:
+        """The group for lists: ``group 0`` for a sweep's tag ``<sweep id>#0`` (sweep/local.py), else ``group TAG``;
+        "" without a group."""
+        if self.group is None:
+            return ""
+        return f"group {self.group.rsplit('#', 1)[1]}" if "#" in self.group else f"group {self.group}"
 
 
 def _now() -> str:
@@ -164,14 +181,19 @@ class RunQueue:
                 raise QueueError(self.path, f"not a queue database (tables {sorted(tables)}; expected meta and "
                                             f"entries); move it away to start a new queue", field="schema_version")
             row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            if row is None or str(row[0]) != str(SCHEMA_VERSION):
-                found = "none" if row is None else row[0]
-                raise QueueError(self.path, f"schema version {found}, this version of DPD Desktop reads "
-                                            f"{SCHEMA_VERSION}", field="schema_version")
+            found = None if row is None else str(row[0])
+            if found != str(SCHEMA_VERSION) and found not in _UPGRADES:
+                readable = " and ".join([*sorted(_UPGRADES), str(SCHEMA_VERSION)])
+                raise QueueError(self.path, f"schema version {found or 'none'}, this version of DPD Desktop reads "
+                                            f"{readable}", field="schema_version")
             cols = {r[1] for r in db.execute("PRAGMA table_info(entries)")}
-            missing = [c for c in _COLUMNS if c not in cols]
+            upgrade = _UPGRADES.get(found)
+            missing = [c for c in _COLUMNS if c not in cols and not (upgrade and c == "group_id")]
             if missing:
                 raise QueueError(self.path, f"table entries lacks the columns {missing}", field="schema_version")
+            if upgrade:  # checked first: a refused file is left exactly as it was
+                db.execute(upgrade)
+                db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
         finally:
             if db.in_transaction:
                 db.execute("COMMIT")
@@ -205,7 +227,8 @@ class RunQueue:
             state, message = _orphan_outcome(d)
         return QueueEntry(id=eid, position=d["position"], config=cfg, device=d["device"], state=state,
                           after=d["after"], run_id=d["run_id"], run_dir=d["run_dir"], message=message,
-                          cancel_requested=bool(d["cancel_requested"]), created=d["created"], updated=d["updated"])
+                          cancel_requested=bool(d["cancel_requested"]), created=d["created"], updated=d["updated"],
+                          group=d["group_id"])
 
     def entries(self) -> list[QueueEntry]:
         """Every entry, in queue order (position, then id)."""
@@ -219,13 +242,19 @@ class RunQueue:
         return self._entry(row)
 
     # ------------------------------------------------------------------------------------------------ changes
-    def add(self, config: ExperimentConfig, after: int | None = None) -> QueueEntry:
-        """Append ``config`` (validated; a DPD entry with ``after`` needs no ``pa_run``) at the end of the queue.
+    def add(self, config: ExperimentConfig, after: int | None = None, group: str | None = None) -> QueueEntry:
+        """Append ``config`` (validated; a DPD entry with ``after`` needs no ``pa_run``) at the end of the queue;
+        ``group``: the tag of the entries that train together (training/group.py ``group_key`` equal: the caller
+        plans the groups, sweep/groups.py).
 
         Raises:
             ConfigError: the config is invalid (nothing queued).
-            QueueError: ``after`` is not a PA entry of this queue, or it already ended other than succeeded.
+            QueueError: ``after`` is not a PA entry of this queue, or it already ended other than succeeded; an
+                entry with both ``after`` and ``group``.
         """
+        if group is not None and after is not None:
+            raise QueueError(self.path, "an entry that waits for another (after) cannot train in a group",
+                             field="group")
         cfg = _validated(config, after)
         if after is not None:
             if cfg.step != "dpd":
@@ -245,10 +274,11 @@ class RunQueue:
             pos = db.execute("SELECT COALESCE(MAX(position), 0) + 1 FROM entries").fetchone()[0]
             now = _now()
             cur = db.execute(
-                "INSERT INTO entries (position, step, config, device, after, state, message, created, updated) "
-                "VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
+                "INSERT INTO entries (position, step, config, device, after, state, message, created, updated, "
+                "group_id) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
                 (pos, cfg.step, json.dumps(cfg.to_dict()), device_lane(cfg.device), after,
-                 f"waits for entry {after}" if after is not None else "", now, now))
+                 f"waits for entry {after}" if after is not None else "", now, now,
+                 None if group is None else str(group)))
             eid = cur.lastrowid
         return self.get(eid)
 
@@ -329,6 +359,24 @@ class RunQueue:
                            (json.dumps(cfg.to_dict()), json.dumps(process_identity()), _now(), e.id))
                 return self.get(e.id)
         return None
+
+    def claim_group(self, entry: QueueEntry, only: Iterable[int] | None = None) -> list[QueueEntry]:
+        """``entry`` (just claimed by :meth:`claim_next`) and every other queued entry of its group on its lane
+        (``only``: among these ids), marked running with this process as their supervisor, in queue order; just
+        ``[entry]`` for an entry without a group. Its lane is busy with ``entry``, so no other supervisor takes
+        them in between."""
+        if entry.group is None:
+            return [entry]
+        only = None if only is None else {int(x) for x in only}
+        with self._tx() as db:
+            rows = db.execute(f"SELECT {', '.join(_COLUMNS)} FROM entries WHERE state='queued' AND group_id=? "
+                              f"AND device=? AND id<>? ORDER BY position, id",
+                              (entry.group, entry.device, entry.id)).fetchall()
+            ids = [r[0] for r in rows if only is None or r[0] in only]
+            owner, now = json.dumps(process_identity()), _now()
+            db.executemany("UPDATE entries SET state='running', owner=?, message='', updated=? WHERE id=?",
+                           [(owner, now, i) for i in ids])
+        return [entry, *(self.get(i) for i in ids)]
 
     def set_run(self, entry_id: int, run_id: str | None, run_dir: str | None) -> None:
         """Record the run folder of a running entry."""
@@ -415,6 +463,7 @@ def _dependency_message(dep: QueueEntry) -> str:
 
 
 def describe(entries: list[QueueEntry]) -> list[dict[str, Any]]:
-    """Rows for a table: id, position, step, model, device, state, run, message."""
+    """Rows for a table: id, position, step, model, device, state, run, after, message, group."""
     return [{"id": e.id, "position": e.position, "step": e.step, "model": e.label(), "device": e.device,
-             "state": e.state, "run": e.run_id or "", "after": e.after, "message": e.message} for e in entries]
+             "state": e.state, "run": e.run_id or "", "after": e.after, "message": e.message,
+             "group": e.group or ""} for e in entries]

@@ -1,5 +1,10 @@
 """The supervisor of queued runs: each in a child process (runs/child.py), one at a time per device lane.
 
+Entries of one group (runs/queue.py ``claim_group``) are claimed together and share ONE child
+(runs/group_child.py): its events carry their entry id, each entry ends on its own outcome, a request sent to one
+entry reaches that member only, and when the child dies each member that had not reported an outcome ends as a
+lone entry would ("the group's process (entries 3, 4) ended by signal SIGKILL …").
+
 :class:`Supervisor` takes entries from the workspace's :class:`~dpd_desktop.runs.queue.RunQueue`, starts a child
 for each (lanes side by side), hands every event the child forwards to its observers, and when a child ends decides
 the entry's state from what it reported and how it ended:
@@ -80,7 +85,7 @@ def process_context():
     """The multiprocessing context of the children: forkserver (PyTorch preloaded) where available, else spawn."""
     if "forkserver" in mp.get_all_start_methods():
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["dpd_desktop.runs.child", *_EXTRA_PRELOAD])
+        ctx.set_forkserver_preload(["dpd_desktop.runs.child", "dpd_desktop.runs.group_child", *_EXTRA_PRELOAD])
         return ctx
     return mp.get_context("spawn")
 
@@ -115,17 +120,33 @@ def exit_reason(exitcode: int | None) -> tuple[str, str]:
 
 
 @dataclass
-class _Child:
+class _Member:
+    """One entry of a child: what its run reported so far."""
+
     entry: QueueEntry
-    proc: object
-    events: object  # the read end of the events pipe
-    control: object  # the write end of the control pipe
     run_dir: str | None = None
     run_id: str | None = None
     outcome: object = None
     cancel_sent: bool = False
+
+
+@dataclass
+class _Child:
+    """One child process and its entries (one, or a group's: runs/group_child.py, whose events and requests carry
+    the entry id)."""
+
+    members: dict  # entry id -> _Member, in queue order
+    proc: object
+    events: object  # the read end of the events pipe
+    control: object  # the write end of the control pipe
+    grouped: bool = False
     eof: bool = False
     extra: dict = field(default_factory=dict)
+
+    @property
+    def entry(self) -> QueueEntry:
+        """The first entry (the only one of an ungrouped child)."""
+        return next(iter(self.members.values())).entry
 
 
 class Supervisor:
@@ -166,11 +187,16 @@ class Supervisor:
     def send(self, entry_id: int | None, message: str) -> None:
         """Send ``message`` (``cancel``, ``cancel:REASON``, ``preview:N``, ``preview:off``) to a running child (None: every child);
         thread-safe, ignored when it has ended."""
-        with self._lock:
-            children = [c for i, c in self._children.items() if entry_id is None or i == entry_id]
-        for c in children:
+        if entry_id is None:
+            targets = [(c, message) for c in self._distinct_children()]
+        else:
+            with self._lock:
+                c = self._children.get(entry_id)
+            # a group's child reads "ENTRY MESSAGE" for one of its entries (runs/group_child.py)
+            targets = [] if c is None else [(c, f"{entry_id} {message}" if c.grouped else message)]
+        for c, msg in targets:
             try:
-                c.control.send_bytes(message.encode("ascii"))
+                c.control.send_bytes(msg.encode("ascii"))
             except (OSError, ValueError):
                 pass
 
@@ -188,8 +214,7 @@ class Supervisor:
             while True:
                 if not self._stop.is_set():
                     self._start_ready()
-                with self._lock:
-                    children = list(self._children.values())
+                children = self._distinct_children()
                 if not children:
                     if self._stop.is_set() or not watch:
                         break
@@ -202,6 +227,11 @@ class Supervisor:
                 self.queue.close()
         return list(self.ended)
 
+    def _distinct_children(self) -> list[_Child]:
+        """The running children, each once (a group's child is filed under each of its entries)."""
+        with self._lock:
+            return list({id(c): c for c in self._children.values()}.values())
+
     def _start_ready(self) -> None:
         while True:
             with self._lock:
@@ -209,32 +239,48 @@ class Supervisor:
             entry = self.queue.claim_next(self.lanes, busy=busy, only=self.only)
             if entry is None:
                 return
-            self._launch(entry)
+            if getattr(entry, "group", None) is not None:
+                self._launch(self.queue.claim_group(entry, only=self.only))
+            else:
+                self._launch([entry])
 
-    def _launch(self, entry: QueueEntry) -> None:
+    def _launch(self, entries: list[QueueEntry]) -> None:
         ctx = self._ctx or process_context()
         self._ctx = ctx
+        entry = entries[0]
+        grouped = getattr(entry, "group", None) is not None
         ev_r, ev_w = ctx.Pipe(duplex=False)
         ct_r, ct_w = ctx.Pipe(duplex=False)
-        # an entry may name its own target (gui/child_plots.py: the window's run, then its PNGs), called with the
-        # arguments of runs/child.py child_main
-        target = getattr(entry, "child_target", None) or _child_entry
-        proc = ctx.Process(target=target, name=f"dpd-queue-entry-{entry.id}",
-                           args=(entry.id, entry.config.to_dict(), str(self.workspace.root), ev_w, ct_r,
-                                 os.environ.get(FAULT_ENV), getattr(entry, "child_options", None)))
+        if grouped:  # one child for the group's entries (runs/group_child.py)
+            proc = ctx.Process(target=_group_child_entry, name=f"dpd-queue-group-{entry.id}",
+                               args=([e.id for e in entries], [e.config.to_dict() for e in entries],
+                                     str(self.workspace.root), ev_w, ct_r, os.environ.get(FAULT_ENV)))
+        else:
+            # an entry may name its own target (gui/child_plots.py: the window's run, then its PNGs), called with
+            # the arguments of runs/child.py child_main
+            target = getattr(entry, "child_target", None) or _child_entry
+            proc = ctx.Process(target=target, name=f"dpd-queue-entry-{entry.id}",
+                               args=(entry.id, entry.config.to_dict(), str(self.workspace.root), ev_w, ct_r,
+                                     os.environ.get(FAULT_ENV), getattr(entry, "child_options", None)))
+        members = {e.id: _Member(e) for e in entries}
         try:
             proc.start()
-        except Exception as exc:  # noqa: BLE001 - the entry fails; the queue goes on
+        except Exception as exc:  # noqa: BLE001 - the entries fail; the queue goes on
             for c in (ev_r, ev_w, ct_r, ct_w):
                 c.close()
-            self._end(_Child(entry, None, None, None), "failed", f"the run's process could not start: {exc}")
+            child = _Child(members, None, None, None, grouped)
+            for m in members.values():
+                self._end_member(child, m, "failed", f"the run's process could not start: {exc}")
+            self._close(child)
             return
         ev_w.close()  # the child holds its own copies
         ct_r.close()
-        child = _Child(entry, proc, ev_r, ct_w)
+        child = _Child(members, proc, ev_r, ct_w, grouped)
         with self._lock:
-            self._children[entry.id] = child
-        self._notify(entry, EntryStarted(entry.id, proc.pid))
+            for e in entries:
+                self._children[e.id] = child
+        for e in entries:
+            self._notify(e, EntryStarted(e.id, proc.pid))
 
     def _poll(self, children: list[_Child]) -> None:
         waitables = [c.events for c in children if not c.eof] + [c.proc.sentinel for c in children]
@@ -247,9 +293,11 @@ class Supervisor:
                 while not c.eof and c.events.poll(0.5):
                     self._read(c)
                 self._reap(c)
-            elif not c.cancel_sent and (self._stop.is_set() or self.queue.cancel_requested(c.entry.id)):
-                c.cancel_sent = True
-                self.send(c.entry.id, "cancel")
+            else:
+                for m in c.members.values():
+                    if not m.cancel_sent and (self._stop.is_set() or self.queue.cancel_requested(m.entry.id)):
+                        m.cancel_sent = True
+                        self.send(m.entry.id, "cancel")
 
     def _read(self, c: _Child) -> None:
         try:
@@ -257,56 +305,69 @@ class Supervisor:
         except (EOFError, OSError):
             c.eof = True
             return
+        m = c.members[c.entry.id]
+        if c.grouped:  # "ENTRY\n" + the event (runs/group_child.py)
+            head, _, data = data.partition(b"\n")
+            m = c.members.get(int(head)) if head.isdigit() else None
+            if m is None:
+                log.warning("group of entry %s: an event for entry %r, not one of its entries", c.entry.id, head)
+                return
         try:
             ev = event_codec.decode(data)
         except event_codec.CodecError as exc:
-            log.warning("entry %s: %s", c.entry.id, exc)
+            log.warning("entry %s: %s", m.entry.id, exc)
             return
-        if isinstance(ev, (E.RunPrepared, E.RunStarted)) and c.run_dir is None:
-            c.run_id, c.run_dir = ev.run_id, ev.run_dir
-            self.queue.set_run(c.entry.id, ev.run_id, ev.run_dir)
+        if isinstance(ev, (E.RunPrepared, E.RunStarted)) and m.run_dir is None:
+            m.run_id, m.run_dir = ev.run_id, ev.run_dir
+            self.queue.set_run(m.entry.id, ev.run_id, ev.run_dir)
         elif isinstance(ev, (E.RunFinished, E.RunFailed, E.RunCancelled)):
-            c.outcome = ev
-        self._notify(c.entry, ev)
+            m.outcome = ev
+        self._notify(m.entry, ev)
 
     def _reap(self, c: _Child) -> None:
         c.proc.join()
         code = c.proc.exitcode
-        ev = c.outcome
-        if isinstance(ev, E.RunFinished):
-            state, message = "succeeded", ""
-        elif isinstance(ev, E.RunCancelled):
-            state, message = "cancelled", f"cancelled after {ev.epochs_completed} epoch(s)"
-        elif isinstance(ev, E.RunFailed):
-            state, message = "failed", ev.message
-        else:
-            state, message = exit_reason(code)
-            if c.run_dir:
-                try:
-                    mark_dead_run(c.run_dir, state, message)
-                except OSError as exc:
-                    log.warning("entry %s: status of %s not written: %s", c.entry.id, c.run_dir, exc)
-            if state == "failed":  # the window follows a dead child as it follows an in-process failure
-                self._notify(c.entry, E.RunFailed(run_id=c.run_id, run_dir=c.run_dir, message=message))
-        self._end(c, state, message)
+        for m in c.members.values():
+            ev = m.outcome
+            if isinstance(ev, E.RunFinished):
+                state, message = "succeeded", ""
+            elif isinstance(ev, E.RunCancelled):
+                state, message = "cancelled", f"cancelled after {ev.epochs_completed} epoch(s)"
+            elif isinstance(ev, E.RunFailed):
+                state, message = "failed", ev.message
+            else:
+                state, message = exit_reason(code)
+                if c.grouped:  # "the group's process (entries 3, 4) ended by signal SIGKILL …"
+                    ids = ", ".join(str(i) for i in c.members)
+                    message = f"the group's process (entries {ids}) {message.removeprefix('process ')}"
+                if m.run_dir:
+                    try:
+                        mark_dead_run(m.run_dir, state, message)
+                    except OSError as exc:
+                        log.warning("entry %s: status of %s not written: %s", m.entry.id, m.run_dir, exc)
+                if state == "failed":  # the window follows a dead child as it follows an in-process failure
+                    self._notify(m.entry, E.RunFailed(run_id=m.run_id, run_dir=m.run_dir, message=message))
+            self._end_member(c, m, state, message)
+        self._close(c)
 
-    def _end(self, c: _Child, state: str, message: str) -> None:
+    def _close(self, c: _Child) -> None:
         for conn in (c.events, c.control):
             if conn is not None:
                 conn.close()
         if c.proc is not None:
             c.proc.close()
+
+    def _end_member(self, c: _Child, m: _Member, state: str, message: str) -> None:
         with self._lock:
-            self._children.pop(c.entry.id, None)
-        entry = self.queue.finish(c.entry.id, state, message)
-        end = EntryEnded(entry.id, state, message, c.run_dir)
+            self._children.pop(m.entry.id, None)
+        entry = self.queue.finish(m.entry.id, state, message)
+        end = EntryEnded(entry.id, state, message, m.run_dir)
         self.ended.append(end)
         self._notify(entry, end)
 
     def _stop_children(self) -> None:
         """On the way out (an error in this loop, or a stop): cancel the children still running and wait for them."""
-        with self._lock:
-            children = list(self._children.values())
+        children = self._distinct_children()
         if not children:
             return
         self.send(None, "cancel")
@@ -330,6 +391,13 @@ def _child_entry(*args) -> None:
     from .child import child_main
 
     child_main(*args)
+
+
+def _group_child_entry(*args) -> None:
+    """The target of a group's child (runs/group_child.py ``group_child_main``; preloaded with runs/child.py)."""
+    from .group_child import group_child_main
+
+    group_child_main(*args)
 
 
 def rss_bytes() -> int | None:

@@ -23,11 +23,14 @@ from ..config import ExperimentConfig
 
 @dataclass(frozen=True)
 class Trial:
-    """Trial ``number`` (0-based, in the sweep's order) of sweep ``sweep_id`` with its ``config``."""
+    """Trial ``number`` (0-based, in the sweep's order) of sweep ``sweep_id`` with its ``config``; ``group``: the
+    sweep's number of the group it trains in (trials of one run call with the same ``group`` train together in one
+    process, training/group.py; None: alone), planned by sweep/runner.py (sweep/groups.py)."""
 
     sweep_id: str
     number: int
     config: ExperimentConfig
+    group: int | None = None
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 :class:`LocalExecutor` adds the trials to ``<workspace>/queue.sqlite`` (runs/queue.py), so the queue dock and
 ``dpd-desktop queue list`` show them, and runs them with a :class:`~dpd_desktop.runs.supervisor.Supervisor`
 restricted to those entries (``entries=``): one child process per trial (a crash ends that trial only), one at a
-time per device lane. ``stop`` set: the running trials stop after their current batch (``cancelled``) and the
+time per device lane. Trials with a ``group`` (planned by sweep/runner.py) enter the queue with the group tag
+``<sweep id>#<group>`` and train in one child (runs/group_child.py); pruning or cancelling one stops that member only,
+and a crash of that child ends each of its unfinished trials. ``stop`` set: the running trials stop after their current batch (``cancelled``) and the
 queued ones are cancelled before they start. An entry another supervisor (the window's queue) took first is
 followed through the queue file until it ends (its epochs are not seen: it cannot be pruned).
 """
@@ -21,6 +23,11 @@ from ..training import events as E
 from .executor import Trial, TrialEnd
 
 POLL_S = 0.2
+
+
+def group_tag(trial: Trial) -> str | None:
+    """The queue's group tag of a trial (runs/queue.py ``group``): ``<sweep id>#<group>``; None for a lone trial."""
+    return None if trial.group is None else f"{trial.sweep_id}#{trial.group}"
 
 
 class LocalExecutor:
@@ -47,7 +54,7 @@ class LocalExecutor:
                 on_done(TrialEnd(t, "cancelled", None, "cancelled before it started"))
             return
         with RunQueue(self.workspace.root) as q:
-            by_entry = {q.add(t.config).id: t for t in trials}
+            by_entry = {q.add(t.config, group=group_tag(t)).id: t for t in trials}
             ended: set[int] = set()
             pruned: dict[int, str] = {}
             runs: dict[int, str | None] = {}

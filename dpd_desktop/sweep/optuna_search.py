@@ -3,7 +3,12 @@
 The study lives in the sweep's folder, ``<workspace>/sweeps/<id>/optuna.sqlite`` (Optuna's RDB storage,
 ``sqlite:///``), named after the sweep, minimising ``spec.metric`` (a run's best per-epoch value; lower is better for
 NMSE, ACLR, EVM and the loss alike). Trials are asked in batches of as many as the sweep's device lanes (one without
-``devices``), run by the executor and told their value; each epoch's value is reported to the pruner
+``devices``) times the group size (``spec.group_size``, sweep/groups.py: ``auto`` reads the first trial's
+configuration), those of a batch that share a group key train together (SweepRun.grouped), the batch is run by the
+executor and each trial told its value. For the sampler a group size above 1 means fewer, larger rounds: the
+trials of a batch are all asked before any of them is told, so each is drawn without the results of the others
+(TPE's and CMA-ES's model is updated once per batch; a random or QMC sampler is unaffected), at the gain of
+training them at once on a GPU; each epoch's value is reported to the pruner
 (``Trial.report(value, step=epoch)``) and a trial the pruner stops ends ``cancelled`` with the message
 "pruned by the sweep at epoch N", told ``PRUNED``. A trial that fails is told ``FAIL``; one stopped by a cancel is
 told ``FAIL`` too and runs again, with the same parameters (``Study.enqueue_trial``), under the same trial number,
@@ -23,6 +28,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.trial import TrialState
 
 from .executor import Trial, TrialEnd
+from .groups import largest_group
 from .store import OPTUNA_FILE, trial_done
 
 PRUNED_MESSAGE = "pruned by the sweep at epoch {epoch}"
@@ -96,9 +102,11 @@ def run_optuna(sweep_run) -> None:
         study.enqueue_trial(t["params"])
     next_number = len(info.trials)
     lanes = max(1, len(set(spec.devices)))
+    size = largest_group([sweep_run.trial(next_number, {}).config], spec.group_size)
+    per_batch = lanes * size
     while not sweep_run.stop.is_set():
         batch: list[tuple[Trial, optuna.trial.Trial]] = []
-        while len(batch) < lanes:
+        while len(batch) < per_batch:
             if redo:
                 number = redo.pop(0)["number"]
             elif next_number < (spec.trials or 0):
@@ -137,7 +145,7 @@ def run_optuna(sweep_run) -> None:
             else:
                 study.tell(ot, state=TrialState.FAIL)
 
-        sweep_run.executor.run([t for t, _ in batch], on_done, sweep_run.stop, on_epoch=on_epoch,
+        sweep_run.executor.run(sweep_run.grouped([t for t, _ in batch]), on_done, sweep_run.stop, on_epoch=on_epoch,
                                on_start=sweep_run.on_start)
 
 

@@ -7,14 +7,17 @@ the trial trains on CUDA (its device, else the workspace's default device; ``aut
 size that measured best on the H200, issue 15). The driver reserves the trial's run folder (an empty
 ``runs/<run id>``, invisible to the reader until the run is imported), ships the workspace's settings.json and, for a
 DPD trial, its PA run's files, and imports what comes back (ray_task.py ``import_run``), then refreshes the
-workspace index. The code sent to the workers is this package itself (Ray's ``py_modules``), so a worker trains with
+workspace index. Trials with one ``group`` (planned by sweep/runner.py) go as ONE task (ray_task.py ``train_group``:
+one process, one dataset, TrainerGroup) asking for ``config.threads or 1`` CPUs and, on CUDA, its members' share of
+a GPU, ``min(1, members / trials_per_gpu)`` (:func:`group_resources`); each member's run folder comes back and is
+imported as a lone trial's. The code sent to the workers is this package itself (Ray's ``py_modules``), so a worker trains with
 the driver's version.
 
 Live progress is polled: every ``poll_s`` seconds the driver drains the channel actor (ray_task.py
 ``TrialChannel``) and hands each event to ``on_event`` as a dict: ``{"event": "cluster", "address",
 "dashboard_url", "folder"}`` (a ``local`` cluster started; ``folder`` its temporary folder), ``{"event": "warning",
 "message"}``,
-``{"event": "submitted", "trial", "run_id", "resources"}``, ``{"event": "started", "trial", "run_id", "node",
+``{"event": "submitted", "trial", "run_id", "resources", "members"}`` (``members``: the trial numbers of its task), ``{"event": "started", "trial", "run_id", "node",
 "pid"}``, ``{"event": "epoch", "trial", "epoch", "epochs", "is_best", "row"}`` (the history row).
 
 The protocol's optional keywords: ``on_start(trial, run_dir)`` when a trial's task starts (``run_dir`` the reserved
@@ -50,8 +53,8 @@ from ..runs.workspace import Workspace
 from .executor import Trial, TrialEnd
 from .ray_options import DEFAULT_TRIALS_PER_GPU, LOCAL_ADDRESS, add_ray_arguments
 from .ray_security import TOKEN_ENV, LocalCluster, RaySecurityError, check_address, check_cluster_auth_mode
-from .ray_task import (SWEEP_STOPPED, ReturnedRunError, TrialChannel, import_run, read_returned, shipped_files,
-                       train_trial, trial_payload)
+from .ray_task import (SWEEP_STOPPED, ReturnedRunError, TrialChannel, import_run, read_group_returned,
+                       read_returned, shipped_files, train_group, train_trial, trial_payload)
 
 __all__ = ["RayExecutor", "RayUnavailable", "RemoteEpoch", "check_not_bundled", "IN_BUNDLE", "RaySecurityError",
            "executor_for", "add_ray_arguments", "task_resources", "LOCAL_ADDRESS", "DEFAULT_TRIALS_PER_GPU"]
@@ -99,6 +102,31 @@ def task_resources(config: ExperimentConfig, default_device: str, cluster_gpus: 
     device = config.device if config.device != "auto" else default_device
     on_gpu = str(device).startswith("cuda") or (device == "auto" and cluster_gpus > 0)
     return {"num_cpus": float(config.threads or 1), "num_gpus": 1.0 / max(1, int(trials_per_gpu)) if on_gpu else 0.0}
+
+
+def group_resources(config: ExperimentConfig, members: int, default_device: str, cluster_gpus: float,
+                    trials_per_gpu: int = DEFAULT_TRIALS_PER_GPU) -> dict[str, float]:
+    """The Ray resources of a group's task: one trial's CPUs (one process) and, on a GPU, the share of its
+    ``members`` trials, at most one card: ``{"num_cpus", "num_gpus"}``."""
+    res = task_resources(config, default_device, cluster_gpus, trials_per_gpu)
+    if res["num_gpus"]:
+        res["num_gpus"] = min(1.0, int(members) / max(1, int(trials_per_gpu)))
+    return res
+
+
+def _units(trials: Sequence[Trial]) -> list[list[Trial]]:
+    """The tasks of ``trials``: each group's members together (first-appearance order), a trial without one alone."""
+    units: list[list[Trial]] = []
+    by_group: dict[int, list[Trial]] = {}
+    for t in trials:
+        if t.group is None:
+            units.append([t])
+        elif t.group in by_group:
+            by_group[t.group].append(t)
+        else:
+            by_group[t.group] = [t]
+            units.append(by_group[t.group])
+    return units
 
 
 class RayExecutor:
@@ -229,51 +257,68 @@ class RayExecutor:
     def _run_connected(self, ray, trials, on_done, stop: threading.Event, on_epoch=None, on_start=None) -> None:
         channel = ray.remote(num_cpus=0)(TrialChannel).remote()
         task = ray.remote(max_retries=0)(train_trial)
+        group_task = ray.remote(max_retries=0)(train_group)
         gpus = float(ray.cluster_resources().get("GPU", 0))
         settings = WorkspaceSettings.load(self.workspace.root)
-        pending: dict[Any, tuple[Trial, str, Path]] = {}
+        pending: dict[Any, list[tuple[Trial, str, Path]]] = {}
         by_number: dict[int, tuple[Trial, Path]] = {}
-        for trial in trials:
+        for unit in _units(trials):
             if stop.is_set():
-                on_done(TrialEnd(trial, "cancelled", None, "the sweep was stopped before this trial started"))
+                for trial in unit:
+                    on_done(TrialEnd(trial, "cancelled", None, "the sweep was stopped before this trial started"))
                 continue
-            try:
-                cfg, files = shipped_files(self.workspace, trial.config)
-                run_id, run_dir = self.workspace.new_run_dir(f"{cfg.step}-{cfg.size_label}")
-            except (OSError, ValueError) as exc:
-                on_done(TrialEnd(trial, "failed", None, f"the trial could not be sent to the cluster: {exc}"))
+            members, payloads, files = [], [], {}
+            for trial in unit:
+                try:
+                    cfg, files = shipped_files(self.workspace, trial.config)  # a group's members: the same files
+                    run_id, run_dir = self.workspace.new_run_dir(f"{cfg.step}-{cfg.size_label}")
+                except (OSError, ValueError) as exc:
+                    on_done(TrialEnd(trial, "failed", None, f"the trial could not be sent to the cluster: {exc}"))
+                    continue
+                members.append((trial, run_id, run_dir))
+                payloads.append(trial_payload(trial, run_id, cfg))
+            if not members:
                 continue
-            res = task_resources(cfg, settings.default_device, gpus, self.trials_per_gpu)
-            ref = task.options(**res).remote(trial_payload(trial, run_id, cfg), files, channel)
-            pending[ref] = (trial, run_id, run_dir)
-            by_number[trial.number] = (trial, run_dir)
-            self._emit({"event": "submitted", "trial": trial.number, "run_id": run_id, "resources": res})
+            cfg = members[0][0].config
+            if len(members) == 1:
+                res = task_resources(cfg, settings.default_device, gpus, self.trials_per_gpu)
+                ref = task.options(**res).remote(payloads[0], files, channel)
+            else:
+                res = group_resources(cfg, len(members), settings.default_device, gpus, self.trials_per_gpu)
+                ref = group_task.options(**res).remote(payloads, files, channel)
+            pending[ref] = members
+            numbers = [t.number for t, _, _ in members]
+            for trial, run_id, run_dir in members:
+                by_number[trial.number] = (trial, run_dir)
+                self._emit({"event": "submitted", "trial": trial.number, "run_id": run_id, "resources": res,
+                            "members": numbers})
         follow = _Follow(by_number, on_epoch, on_start, self.stop_trial)
         stop_sent = False
         try:
             while pending:
                 if stop.is_set() and not stop_sent:
                     ray.get(channel.stop.remote())  # first the flag: a task starting now sees it
-                    for ref, (trial, _, _) in pending.items():
-                        if trial.number not in follow.started:
+                    for ref, members in pending.items():
+                        if not any(t.number in follow.started for t, _, _ in members):
                             ray.cancel(ref)
                     stop_sent = True
                 self._send_trial_stops(ray, channel, follow)
                 done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=self.poll_s)
                 self._drain(ray, channel, follow)
                 for ref in done:
-                    trial, run_id, run_dir = pending.pop(ref)
-                    end = self._finish(ray, ref, trial, run_id, run_dir)
-                    reason = follow.stopped.get(trial.number)
-                    if reason and end.state == "cancelled" and end.message in ("", SWEEP_STOPPED, reason):
-                        end = TrialEnd(end.trial, end.state, end.run_dir, reason)
-                    on_done(end)
+                    members = pending.pop(ref)
+                    for end in self._finish(ray, ref, members):
+                        reason = follow.stopped.get(end.trial.number)
+                        if reason and end.state == "cancelled" and end.message in ("", SWEEP_STOPPED, reason):
+                            end = TrialEnd(end.trial, end.state, end.run_dir, reason)
+                        on_done(end)
             self._drain(ray, channel, follow)
         except Exception as exc:  # the cluster was lost: every trial still out ends failed, then the error goes on
-            for trial, _, run_dir in pending.values():
-                _drop_reserved(run_dir)
-                on_done(TrialEnd(trial, "failed", None,
-                                 f"the connection to the Ray cluster failed: {_first_line(exc)}"))
+            for members in pending.values():
+                for trial, _, run_dir in members:
+                    _drop_reserved(run_dir)
+                    on_done(TrialEnd(trial, "failed", None,
+                                     f"the connection to the Ray cluster failed: {_first_line(exc)}"))
             raise
 
     def _send_trial_stops(self, ray, channel, follow: "_Follow") -> None:
@@ -296,18 +341,29 @@ class RayExecutor:
                 self._emit(ev)
                 follow(ev)
 
-    def _finish(self, ray, ref, trial: Trial, run_id: str, run_dir: Path) -> TrialEnd:
-        """The trial's end: the task's result imported (or why not); the reserved folder removed when no run came
-        back."""
+    def _finish(self, ray, ref, members: list[tuple[Trial, str, Path]]) -> list[TrialEnd]:
+        """The ends of a task's trials (one, or a group's): each returned run imported (or why not); a reserved
+        folder removed when no run came back."""
+        def every(state: str, message: str) -> list[TrialEnd]:
+            for _, _, run_dir in members:
+                _drop_reserved(run_dir)
+            return [TrialEnd(trial, state, None, message) for trial, _, _ in members]
+
         try:
             out = ray.get(ref)
-            meta, files = read_returned(out)
+            outs = [out] if len(members) == 1 else read_group_returned(out, len(members))
         except ray.exceptions.TaskCancelledError:
-            _drop_reserved(run_dir)
-            return TrialEnd(trial, "cancelled", None, "the sweep was stopped before this trial started")
+            return every("cancelled", "the sweep was stopped before this trial started")
         except ray.exceptions.RayError as exc:
-            _drop_reserved(run_dir)
-            return TrialEnd(trial, "failed", None, f"the Ray task failed: {_first_line(exc)}")
+            return every("failed", f"the Ray task failed: {_first_line(exc)}")
+        except ReturnedRunError as exc:
+            return every("failed", f"what the cluster returned is malformed: {exc}")
+        return [self._import(trial, run_id, run_dir, o) for (trial, run_id, run_dir), o in zip(members, outs)]
+
+    def _import(self, trial: Trial, run_id: str, run_dir: Path, out) -> TrialEnd:
+        """One trial's end from its task's return ``out``."""
+        try:
+            meta, files = read_returned(out)
         except ReturnedRunError as exc:
             _drop_reserved(run_dir)
             return TrialEnd(trial, "failed", None, f"what the cluster returned is malformed: {exc}")
@@ -393,9 +449,13 @@ def executor_for(args, workspace: Workspace | None = None,
 
 
 def trial_from_dict(doc: Mapping[str, Any]) -> Trial:
-    """A :class:`Trial` from ``{"sweep_id", "number", "config"}`` (the helper's wire form)."""
-    return Trial(str(doc["sweep_id"]), int(doc["number"]), ExperimentConfig.from_dict(dict(doc["config"])))
+    """A :class:`Trial` from ``{"sweep_id", "number", "config", "group"}`` (the helper's wire form; ``group``
+    optional)."""
+    group = doc.get("group")
+    return Trial(str(doc["sweep_id"]), int(doc["number"]), ExperimentConfig.from_dict(dict(doc["config"])),
+                 int(group) if isinstance(group, int) and not isinstance(group, bool) else None)
 
 
 def trial_to_dict(trial: Trial) -> dict[str, Any]:
-    return {"sweep_id": trial.sweep_id, "number": trial.number, "config": trial.config.to_dict()}
+    return {"sweep_id": trial.sweep_id, "number": trial.number, "config": trial.config.to_dict(),
+            "group": trial.group}

@@ -5,7 +5,7 @@ own); the Sweep view starts ``python -m dpd_desktop.sweep.ray_helper --workspace
 [--ray-allow-unauthenticated] [--num-cpus N] [--trials-per-gpu N]`` through :meth:`RayHelperClient.start`, on
 one of its job threads (gui/jobs.py), and reads its events.
 
-The wire is JSON lines. Standard input: first ``{"trials": [{"sweep_id", "number", "config"}, ...]}``, then
+The wire is JSON lines. Standard input: first ``{"trials": [{"sweep_id", "number", "config", "group"}, ...]}``, then
 ``{"cmd": "stop"}`` to stop the sweep, ``{"cmd": "stop_trial", "trial": N, "reason": TEXT}`` to stop one trial (a
 pruned one: its run ends cancelled with that message); the end of standard input (the window is gone) stops it too.
 Standard output: the executor's events (ray_executor.py: ``cluster``, ``warning``, ``submitted``, ``started``,

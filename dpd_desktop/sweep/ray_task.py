@@ -15,6 +15,11 @@ runs/artifacts.py), reads it back as the reader does (RunRecord; best.pt through
 folder onto the reserved, empty run folder: a malformed return fails its trial with a message naming the file and
 field, and nothing of it reaches the runs folder.
 
+A group of trials (sweep/groups.py: one shape, differing in seed, learning rate…) is ONE task,
+:func:`train_group`: the members' payloads and the files once; each member trains in its own temporary workspace
+(its reserved run id), all on one loaded dataset, through :class:`~dpd_desktop.training.group.TrainerGroup`, and the
+task returns a list with each member's ``{"meta", "files"}`` in order (:func:`read_group_returned` checks it).
+
 Progress and stop go through one small actor (:class:`TrialChannel`, polled by the driver): the worker pushes
 ``started`` and one ``epoch`` event per epoch (the history row as JSON text); a stopped sweep sets its flag, and a
 pruned trial (the driver's ``on_epoch`` returned a reason, e.g. Optuna's pruner) gets its own stop with that reason;
@@ -237,10 +242,80 @@ def train_trial(payload: str, shipped: Mapping[str, bytes], channel) -> dict[str
             result = trainer.run()
         finally:
             done.set()
-        run_dir = ws.runs_dir / run_id
-        files = {p.relative_to(run_dir).as_posix(): p.read_bytes()
-                 for p in sorted(run_dir.rglob("*")) if p.is_file() and not p.name.startswith(".")}
-        return {"meta": _meta(result.state, result.message), "files": files}
+        return {"meta": _meta(result.state, result.message), "files": _run_files(ws.runs_dir / run_id)}
+
+
+class _MemberStop:
+    """What :func:`_watch_stop` stops for one member of a group: ``request_cancel`` through the group."""
+
+    def __init__(self, group, index: int):
+        self._group, self._index = group, index
+
+    def request_cancel(self, reason: str = "") -> None:
+        self._group.request_cancel(self._index, reason)
+
+
+def _run_files(run_dir: Path) -> dict[str, bytes]:
+    if not run_dir.is_dir():
+        return {}
+    return {p.relative_to(run_dir).as_posix(): p.read_bytes()
+            for p in sorted(run_dir.rglob("*")) if p.is_file() and not p.name.startswith(".")}
+
+
+def train_group(payloads: list[str], shipped: Mapping[str, bytes], channel) -> list[dict[str, Any]]:
+    """The Ray task of a group of trials (module docstring): a list of each member's return as
+    :func:`train_trial`'s, in ``payloads`` order. A member that cannot start fails alone."""
+    import ray  # this runs on a Ray worker, where ray is imported already
+
+    from ..training.dataset_checks import load_dataset_for
+    from ..training.group import TrainerGroup
+    from ..training.ls_fit import make_trainer
+
+    docs = [json.loads(p) for p in payloads]
+    for doc in docs:
+        channel.push.remote(json.dumps({"event": "started", "trial": doc["number"], "run_id": doc["run_id"],
+                                        "node": socket.gethostname(), "pid": os.getpid()}))
+    out: list[dict[str, Any] | None] = [None] * len(docs)
+    with tempfile.TemporaryDirectory(prefix="dpd-ray-group-") as tmp:
+        trainers, members, dataset = [], [], None
+        for i, doc in enumerate(docs):
+            try:
+                root = Path(tmp) / f"member-{i}"
+                for rel, data in shipped.items():
+                    artifacts.atomic_write_bytes(root / check_relative_path(rel), bytes(data))
+                ws = _OneRunWorkspace(root, doc["run_id"])
+                cfg = ExperimentConfig.from_dict(doc["config"]).validate()
+                if dataset is None:  # ONE dataset object for every member (training/group.py)
+                    dataset = load_dataset_for(cfg.dataset)
+                trainers.append(make_trainer(cfg, dataset=dataset, workspace=ws,
+                                             observers=[_Progress(channel, doc["number"])]))
+                members.append((i, ws))
+            except Exception as exc:  # noqa: BLE001 - this member's failure, reported to the driver
+                out[i] = {"meta": _meta("failed", f"the run could not start on the cluster: {describe_error(exc)}"),
+                          "files": {}}
+        if trainers:
+            group = TrainerGroup(trainers)
+            done = threading.Event()
+            for j, (i, _) in enumerate(members):
+                threading.Thread(target=_watch_stop, args=(ray, channel, docs[i]["number"], _MemberStop(group, j),
+                                                           done), daemon=True).start()
+            try:
+                results = group.run()
+            finally:
+                done.set()
+            for (i, ws), result in zip(members, results):
+                out[i] = {"meta": _meta(result.state, result.message),
+                          "files": _run_files(ws.runs_dir / docs[i]["run_id"])}
+    return out
+
+
+def read_group_returned(out: Any, n: int) -> list[Any]:
+    """A group task's return value checked for shape: a list of ``n`` members' returns (each then read by
+    :func:`read_returned`). Raises :class:`ReturnedRunError`."""
+    if not isinstance(out, list) or len(out) != n:
+        what = f"a list of {len(out)}" if isinstance(out, list) else f"a {type(out).__name__}"
+        raise ReturnedRunError(f"the group's task returned {what}, expected a list of its {n} members' runs")
+    return out
 
 
 def read_returned(out: Any) -> tuple[dict[str, Any], dict[str, bytes]]:

@@ -14,11 +14,16 @@ the sweep's own queue entries still ``queued`` are cancelled (a plain ``queue ru
 runs/queue.py), the trials to run again lose their run id, folder and best value (the old run id goes to
 ``attempts`` when its folder holds a run), and the sweep's own empty reserved run folders (sweep/ray_executor.py)
 are removed. The devices of the trials are checked first (:func:`check_devices`).
+
+Groups: the trials of a pass are planned into groups that train together (:meth:`SweepRun.grouped`, sweep/groups.py,
+``spec.group_size``; each group's number recorded in sweep.json) before the executor gets them; a resume plans only
+the trials it runs again.
 """
 from __future__ import annotations
 
 import math
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -27,6 +32,7 @@ from ..runs.record import RecordError, RunRecord
 from ..runs.workspace import Workspace
 from ..training.errors import TrainingError
 from .executor import Trial, TrialEnd, TrialExecutor
+from .groups import plan_trial_groups
 from .spec import SweepSpec, expand, trial_config
 from .store import SweepError, SweepInfo, SweepStore, trial_done
 
@@ -103,7 +109,7 @@ def prepare_pass(store: SweepStore, sweep_id: str) -> SweepInfo:
                     continue
                 if folder.is_dir() and rid not in kept:
                     kept.append(rid)
-            t.update(attempts=kept, run_id=None, run_dir=None, value=None, state="queued", message="")
+            t.update(attempts=kept, run_id=None, run_dir=None, value=None, state="queued", message="", group=None)
     return store.update(sweep_id, ch)
 
 
@@ -166,8 +172,8 @@ class SweepRun:
                 run_optuna(self)
             else:
                 pending = [t for t in self.store.open(self.id).trials if not trial_done(t)]
-                self.executor.run([self.trial(t["number"], t["params"]) for t in pending], self.record, self.stop,
-                                  on_epoch=self.on_epoch, on_start=self.on_start)
+                self.executor.run(self.grouped([self.trial(t["number"], t["params"]) for t in pending]), self.record,
+                                  self.stop, on_epoch=self.on_epoch, on_start=self.on_start)
         except BaseException as exc:
             done.set()
             self._changed(self.store.finish(self.id, "failed", f"the sweep stopped: {exc}"))
@@ -217,6 +223,23 @@ class SweepRun:
     # ------------------------------------------------------------------------------------------------ trials
     def trial(self, number: int, params: dict) -> Trial:
         return Trial(self.id, number, trial_config(self.spec, params, self.id, number))
+
+    def grouped(self, trials: list[Trial]) -> list[Trial]:
+        """``trials`` with their groups (``spec.group_size``, sweep/groups.py): each group of two or more takes the
+        sweep's next free group number, recorded in sweep.json; a trial alone has group None."""
+        plan = plan_trial_groups([t.config for t in trials], self.spec.group_size)
+        used = [t.get("group") for t in self.store.open(self.id).trials if isinstance(t.get("group"), int)]
+        number = max(used, default=-1) + 1
+        out, groups = list(trials), {t.number: None for t in trials}
+        for g in plan:
+            if len(g) < 2:
+                continue
+            for i in g:
+                out[i] = replace(trials[i], group=number)
+                groups[trials[i].number] = number
+            number += 1
+        self._changed(self.store.set_groups(self.id, groups))
+        return out
 
     def on_start(self, trial: Trial, run_dir: str) -> None:
         """A trial's run folder exists: sweep.json names it (state running)."""

@@ -9,6 +9,7 @@ A spec comes from a TOML file (:func:`load_spec`) or from the command line (:fun
     seed = 0                    # random / optuna: the search's own seed (not the runs' seed)
     metric = "VAL_NMSE"         # optuna: the per-epoch value minimised (default VAL_NMSE for PA, VAL_ACLR_AVG for DPD)
     devices = ["cpu"]           # optional: trials take these devices in turn (one queue lane each)
+    group_size = "auto"         # trials of one shape that train together (sweep/groups.py): auto or N >= 1
 
     [base]                      # configuration fields shared by every trial (README, Sweeps)
     step = "pa"
@@ -51,6 +52,7 @@ except ImportError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 from ..config import ConfigError, ExperimentConfig
+from .groups import AUTO, parse_group_size
 
 SEARCHES = ("grid", "random", "optuna")
 SAMPLERS = ("tpe", "random", "cmaes", "qmc")
@@ -131,6 +133,7 @@ class SweepSpec:
     devices: tuple[str, ...] = ()
     optuna: dict = field(default_factory=dict)
     source: str = "command line"
+    group_size: int | str = AUTO  # "auto" or the most trials per group (sweep/groups.py)
 
     @property
     def step(self) -> str:
@@ -143,7 +146,7 @@ class SweepSpec:
         return {"name": self.name, "search": self.search, "base": dict(self.base),
                 "space": [p.to_dict() for p in self.space], "trials": self.trials, "seed": self.seed,
                 "metric": self.metric, "devices": list(self.devices), "optuna": dict(self.optuna),
-                "source": self.source}
+                "source": self.source, "group_size": self.group_size}
 
     @classmethod
     def from_dict(cls, d: dict) -> "SweepSpec":
@@ -151,7 +154,7 @@ class SweepSpec:
                    space=tuple(Param.from_dict(p) for p in d["space"]), trials=d.get("trials"),
                    seed=int(d.get("seed", 0)), metric=d.get("metric", "VAL_NMSE"),
                    devices=tuple(d.get("devices") or ()), optuna=dict(d.get("optuna") or {}),
-                   source=d.get("source", "sweep.json"))
+                   source=d.get("source", "sweep.json"), group_size=d.get("group_size", AUTO))
 
 
 def load_spec(path: str | Path) -> SweepSpec:
@@ -197,7 +200,7 @@ def parse_spec(raw: dict, source: str) -> SweepSpec:
         if not isinstance(raw.get(k, {}), dict):
             raise SweepSpecError(source, k, "expected a table")
     sw, base_raw, space_raw, opt = (dict(raw.get(k, {})) for k in _SECTIONS)
-    known = ("name", "search", "trials", "seed", "metric", "devices")
+    known = ("name", "search", "trials", "seed", "metric", "devices", "group_size")
     for k in sw:
         if k not in known:
             raise SweepSpecError(source, f"sweep.{k}", f"unknown key (expected {', '.join(known)})")
@@ -218,6 +221,7 @@ def parse_spec(raw: dict, source: str) -> SweepSpec:
     devices = sw.get("devices", [])
     if not isinstance(devices, list) or not all(isinstance(d, str) for d in devices):
         raise SweepSpecError(source, "sweep.devices", f"expected a list of device names, got {devices!r}")
+    group_size = parse_group_size(sw.get("group_size", AUTO), source, "sweep.group_size")
     base = _base(base_raw, source)
     for d in devices:
         _check_value(base, "device", d, source, "sweep.devices")
@@ -232,7 +236,7 @@ def parse_spec(raw: dict, source: str) -> SweepSpec:
         raise SweepSpecError(source, "sweep.metric", f"expected one of {METRICS}, got {metric!r}")
     spec = SweepSpec(name=name.strip(), search=search, base=base, space=space, trials=trials, seed=seed,
                      metric=metric, devices=tuple(devices), optuna=_optuna(opt, search, base, space, source),
-                     source=source)
+                     source=source, group_size=group_size)
     if search == "grid":
         n = math.prod(len(p.values) for p in space)
         if n > MAX_TRIALS:
@@ -419,7 +423,7 @@ def _coerce(name: str, s: str, where: str):
 
 def spec_from_options(grid: list[str], base: ExperimentConfig, *, random_trials: int | None = None,
                       optuna_trials: int | None = None, seed: int = 0, name: str = "sweep",
-                      optuna: dict | None = None) -> SweepSpec:
+                      optuna: dict | None = None, group_size=AUTO) -> SweepSpec:
     """The spec of ``dpd-desktop sweep --grid KEY=V1,V2 ... [--random N | --optuna N]`` over ``base``."""
     space = {}
     for text in grid:
@@ -430,7 +434,8 @@ def spec_from_options(grid: list[str], base: ExperimentConfig, *, random_trials:
                 and v != _FIELDS[k].default}
     if raw_base.get("dataset", "demo") != "demo":
         raw_base["dataset"] = str(Path(raw_base["dataset"]).expanduser().resolve())
-    raw = {"sweep": {"name": name, "search": search, "seed": seed}, "base": raw_base, "space": space}
+    raw = {"sweep": {"name": name, "search": search, "seed": seed, "group_size": group_size}, "base": raw_base,
+           "space": space}
     if search != "grid":
         raw["sweep"]["trials"] = optuna_trials if search == "optuna" else random_trials
     if search == "optuna":

@@ -7,11 +7,13 @@ sweep.json (``format`` :data:`FORMAT`), written whole and atomically (runs/artif
      "state": a runs/states.py word, "message", "owner": the running process (runs/owner.py) or null,
      "cancel_requested": bool, "ray": {"address": the --ray address of its last pass} or null (this machine),
      "trials": [{"number", "params", "state", "run_id", "run_dir", "message", "value", "pruned",
-                 "attempts": [earlier run ids of this trial], "optuna_number"}]}
+                 "attempts": [earlier run ids of this trial], "optuna_number", "group"}]}
 
 A trial's ``state`` is a run state; ``value`` its best per-epoch ``spec.metric`` (the run's ``best_value``);
-``pruned``: stopped by the Optuna pruner (state ``cancelled``, message "pruned by the sweep at epoch N"). A trial is
-*done* when it succeeded, failed or was pruned; ``sweep resume`` runs the others again. A sweep recorded
+``pruned``: stopped by the Optuna pruner (state ``cancelled``, message "pruned by the sweep at epoch N"); ``group``
+the sweep's number of the group it trains in with other trials (sweep/groups.py; null: alone, or not planned yet;
+a trial run again is planned again). A trial is *done* when it succeeded, failed or was pruned; ``sweep resume``
+runs the others again. A sweep recorded
 ``running`` whose process is gone reads ``interrupted``, and so do its trials recorded ``running``: each reads its
 run folder's state (RunRecord: a final state, or ``interrupted``), never ``running`` (:func:`reconcile_trials`).
 
@@ -182,6 +184,14 @@ class SweepStore:
         except SweepError:
             return False
 
+    def set_groups(self, sweep_id: str, groups: dict[int, int | None]) -> SweepInfo:
+        """Record each trial's group (trial number → group number or None), in one write."""
+        def ch(doc):
+            for t in doc.get("trials", []):
+                if t["number"] in groups:
+                    t["group"] = groups[t["number"]]
+        return self.update(sweep_id, ch)
+
     def set_trial(self, sweep_id: str, number: int, **values) -> SweepInfo:
         """Update trial ``number`` (appended when new: give ``params``)."""
         def ch(doc):
@@ -199,7 +209,8 @@ class SweepStore:
 
 def new_trial(number: int, params: dict) -> dict:
     return {"number": number, "params": dict(params), "state": "queued", "run_id": None, "run_dir": None,
-            "message": "", "value": None, "pruned": False, "attempts": [], "optuna_number": None}
+            "message": "", "value": None, "pruned": False, "attempts": [], "optuna_number": None,
+            "group": None}
 
 
 def _read(path: Path) -> SweepInfo:

@@ -35,6 +35,7 @@ class TrialRow:
     message: str
     run: IndexedRun | None
     fields: dict  # the trial's configuration (base + params): backbone, hidden_size, lr, frame_length, seed...
+    group: int | None = None  # the sweep's group number it trains in with other trials (None: alone)
 
     @property
     def run_id(self) -> str | None:
@@ -86,8 +87,9 @@ def sweep_table(workspace: Workspace, sweep_id: str | None = None) -> SweepTable
         if run is not None and state in ("queued", "running") and run.state != state:
             state = run.state  # the folder is the truth while sweep.json waits for the trial's end
         params = dict(t.get("params") or {})
+        group = t.get("group") if isinstance(t.get("group"), int) else None
         rows.append(TrialRow(int(t["number"]), state, params, t.get("value"), t.get("message") or "", run,
-                             {**base, **params}))
+                             {**base, **params}, group))
     return SweepTable(info, tuple(rows), tuple(s.id for s in sweeps))
 
 

@@ -122,3 +122,19 @@ def test_closing_the_window_stops_the_queue_and_its_running_entry(make_window, q
         rec = RunRecord.open(workspace.resolve(first.run_id))
     assert (first.state, second.state) == ("cancelled", "queued")
     assert rec.state == "cancelled" and 1 <= rec.status_doc["epochs_completed"] < 500
+
+
+def test_a_grouped_entry_shows_its_group_and_its_members(make_window, workspace):
+    with RunQueue(workspace.root) as q:
+        q.add(replace(TINY, seed=1), group="2026-12-01-120000-s#3")
+        q.add(TINY)
+        q.add(replace(TINY, seed=2), group="2026-12-01-120000-s#3")
+    w = make_window()
+    panel = w.queue_panel
+    panel.refresh()
+    texts = [panel.table.item(r, 2).text() for r in range(3)]
+    assert texts == [f"PA GRU-{TINY.hidden_size} demo · group 3", f"PA GRU-{TINY.hidden_size} demo",
+                     f"PA GRU-{TINY.hidden_size} demo · group 3"]
+    assert panel.table.item(0, 2).toolTip() == ("group 2026-12-01-120000-s#3: entries #1, #3 train together in one "
+                                                "process")
+    assert panel.table.item(1, 2).toolTip() == ""

@@ -140,3 +140,19 @@ def test_resume_and_stop_from_the_view(make_window, tmp_path, qtbot):
     info = SweepStore(ws.root).open(b.id)
     assert info.state == "cancelled" and [t["state"] for t in info.trials] == ["cancelled"] * 3
     assert info.trials[0]["run_id"] and info.trials[1]["run_id"] is None  # the queued ones never started
+
+
+def test_each_trials_group_shows_in_its_column_with_the_members_in_the_tooltip(make_window, tmp_path, qtbot):
+    ws = Workspace(tmp_path / "ws")
+    info = create_sweep(ws, parse_spec({"sweep": {"name": "groups", "group_size": 2}, "base": TINY,
+                                        "space": {"seed": [0, 1, 2]}}, "t"))
+    SweepStore(ws.root).set_groups(info.id, {0: 4, 1: 4, 2: None})  # as a pass records them (sweep/runner.py)
+    w = make_window(ws=ws)
+    v = w.sweep_view
+    with qtbot.waitSignal(v.tableLoaded, timeout=30000):
+        v.refresh(info.id)
+    col = v.columns().index("group")
+    assert col == 7 and [line[col] for line in v.cell_texts()] == ["4", "4", ""]
+    assert [v.table.item(r, col).toolTip() for r in range(3)] == [
+        "trials 0, 1 train together in one process", "trials 0, 1 train together in one process",
+        "not in a group: trains alone"]

@@ -357,3 +357,40 @@ def test_read_returned_accepts_only_text_meta_and_bytes():
                 {"meta": meta, "files": {"/etc/passwd": b""}}):
         with pytest.raises(ReturnedRunError):
             read_returned(bad)
+
+
+# ---------------------------------------------------------------------------------------------------- groups
+def test_a_group_of_trials_is_one_task_and_each_member_is_bitwise_its_local_twin(cluster, demo, tmp_path):
+    trials = [Trial("ray-group", i, tiny(i), group=0 if i < 2 else 1) for i in range(4)]
+    ends, events, rc, client = sweep(cluster, trials, tmp_path / "remote")
+    assert rc == 0, client.stderr_tail
+    assert {e.state for e in ends.values()} == {"succeeded"}, [e.message for e in ends.values()]
+    submitted = {ev["trial"]: ev for ev in events if ev.get("event") == "submitted"}
+    assert [submitted[n]["members"] for n in range(4)] == [[0, 1], [0, 1], [2, 3], [2, 3]]  # two tasks
+    assert all(submitted[n]["resources"] == {"num_cpus": 1.0, "num_gpus": 0.0} for n in range(4))
+    started = {ev["trial"]: ev for ev in events if ev.get("event") == "started"}
+    assert started[0]["pid"] == started[1]["pid"] and started[2]["pid"] == started[3]["pid"]  # one process each
+    local_ws = Workspace(tmp_path / "local")
+    for t in trials:
+        local = make_trainer(t.config, dataset=demo, workspace=local_ws).run()
+        assert_bitwise_twins(Path(ends[t.number].run_dir), local.run_dir)
+        rec = RunRecord.open(ends[t.number].run_dir)
+        assert rec.state == "succeeded" and rec.config.seed == t.number
+    assert run_folders(tmp_path / "remote") == sorted(Path(e.run_dir).name for e in ends.values())
+
+
+def test_group_resources_units_and_a_group_return_of_the_wrong_shape():
+    from dpd_desktop.sweep.ray_executor import _units, group_resources
+    from dpd_desktop.sweep.ray_task import read_group_returned
+
+    assert group_resources(tiny(0), 8, "auto", 0) == {"num_cpus": 1.0, "num_gpus": 0.0}
+    assert group_resources(tiny(0, device="cuda"), 2, "auto", 0, trials_per_gpu=4) == {"num_cpus": 1.0,
+                                                                                       "num_gpus": 0.5}
+    assert group_resources(tiny(0, device="cuda"), 8, "auto", 0, trials_per_gpu=4) == {"num_cpus": 1.0,
+                                                                                       "num_gpus": 1.0}
+    ts = [Trial("s", i, tiny(i), group=g) for i, g in enumerate([3, None, 5, 3, 5])]
+    assert [[t.number for t in u] for u in _units(ts)] == [[0, 3], [1], [2, 4]]
+    with pytest.raises(ReturnedRunError, match="the group's task returned a list of 1, expected a list of its 2"):
+        read_group_returned([{}], 2)
+    with pytest.raises(ReturnedRunError, match="returned a dict, expected a list"):
+        read_group_returned({"meta": "{}", "files": {}}, 2)

@@ -1,0 +1,153 @@
+"""A group's child process: the queue entries of one group (runs/queue.py ``claim_group``) trained together through
+:class:`~dpd_desktop.training.group.TrainerGroup` on ONE loaded dataset.
+
+Each entry gets its own trainer (training/ls_fit.py ``make_trainer``), :class:`~dpd_desktop.runs.writer.RunWriter`
+and run folder, as in runs/child.py; its forwarded events go to the supervisor prefixed with its entry id
+(``b"ENTRY\\n" + event_codec.encode(event)``, one lock for the pipe: the members may run on threads). The
+supervisor's requests: ``ENTRY MESSAGE`` for one member (``3 cancel:pruned by the sweep at epoch 1`` cancels
+entry 3 only; ``4 preview:2``), a bare ``MESSAGE`` for every member; when the pipe closes (the supervisor is gone)
+every member cancels itself. A member whose trainer cannot be built fails alone (its RunFailed); a dataset that
+cannot be loaded fails every member. The test hook ``DPD_DESKTOP_TEST_FAULT`` applies per entry, as in
+runs/child.py (``3:kill@epoch:0`` kills the group's process after entry 3's first epoch).
+"""
+from __future__ import annotations
+
+import faulthandler
+import signal
+import threading
+import traceback
+
+from ..config import ExperimentConfig
+from ..training import events as E
+from ..training.group import TrainerGroup
+from ..training.ls_fit import make_trainer
+from ..training.report import describe_error
+from ..training.trainer import load_dataset_for
+from . import event_codec
+from .child import SUPERVISOR_GONE, _FaultWriter, parse_faults
+from .workspace import Workspace
+from .writer import RunWriter
+
+
+class _TaggedForwarder:
+    """One member's observer: its forwarded events onto the shared pipe, tagged with its entry id (see the module
+    docstring); dropped once the pipe is broken (the supervisor is gone)."""
+
+    record_events = True  # RunPrepared names the run folder before RunStarted
+
+    def __init__(self, conn, lock: threading.Lock, entry_id: int, gone: list):
+        self._conn, self._lock, self._head, self._gone = conn, lock, f"{int(entry_id)}\n".encode("ascii"), gone
+
+    def __call__(self, ev) -> None:
+        if isinstance(ev, event_codec.FORWARDED) and not self._gone:
+            data = self._head + event_codec.encode(ev)
+            with self._lock:
+                try:
+                    self._conn.send_bytes(data)
+                except OSError:  # BrokenPipeError, or a closed handle: nobody reads any more
+                    self._gone.append(True)
+
+
+class _Members:
+    """The requests of the supervisor, routed to the members (thread-safe): those that arrive before the group is
+    built are kept and applied once it is."""
+
+    def __init__(self, entry_ids: list[int]):
+        self.ids = list(entry_ids)
+        self._lock = threading.Lock()
+        self._group: TrainerGroup | None = None
+        self._index: dict[int, int] = {}
+        self._cancels: dict[int, str] = {}  # entry id -> reason, before the group exists
+
+    def attach(self, group: TrainerGroup, entry_ids: list[int]) -> None:
+        with self._lock:
+            self._group, self._index = group, {e: i for i, e in enumerate(entry_ids)}
+            pending = dict(self._cancels)
+        for eid, reason in pending.items():
+            if eid in self._index:
+                group.request_cancel(self._index[eid], reason)
+
+    def cancel(self, entry_id: int | None, reason: str) -> None:
+        with self._lock:
+            group, index = self._group, dict(self._index)
+            if group is None:
+                for eid in (self.ids if entry_id is None else [entry_id]):
+                    self._cancels.setdefault(eid, reason)
+                return
+        if entry_id is None:
+            group.cancel_all(reason)
+        elif entry_id in index:
+            group.request_cancel(index[entry_id], reason)
+
+    def preview(self, entry_id: int | None, every: int | None) -> None:
+        with self._lock:
+            group, index = self._group, dict(self._index)
+        if group is None:
+            return
+        for eid, i in index.items():
+            if entry_id is None or eid == entry_id:
+                try:
+                    group.trainers[i].set_preview_every(every)
+                except ValueError:
+                    pass
+
+
+def _listen(control, members: _Members) -> None:
+    """The supervisor's requests until its pipe closes (then every member cancels: :data:`SUPERVISOR_GONE`)."""
+    while True:
+        try:
+            text = control.recv_bytes().decode("ascii", "replace")
+        except (EOFError, OSError):
+            members.cancel(None, SUPERVISOR_GONE)
+            return
+        head, sep, rest = text.partition(" ")
+        entry_id, msg = (int(head), rest) if sep and head.isdigit() else (None, text)
+        if msg == "cancel" or msg.startswith("cancel:"):
+            members.cancel(entry_id, msg.split(":", 1)[1] if ":" in msg else "")
+        elif msg.startswith("preview:"):
+            n = msg.split(":", 1)[1]
+            members.preview(entry_id, int(n) if n.isdigit() else None)
+
+
+def group_child_main(entry_ids: list[int], configs: list[dict], workspace_root: str, events_conn, control_conn,
+                     fault_spec: str | None = None) -> list | None:
+    """The whole life of a group's child (the target of the supervisor's process): the members' runs, then return
+    their RunResults in order (None when the dataset could not be loaded: every member failed)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    faulthandler.enable()
+    lock, gone = threading.Lock(), []
+    sends = {eid: _TaggedForwarder(events_conn, lock, eid, gone) for eid in entry_ids}
+    members = _Members(entry_ids)
+    threading.Thread(target=_listen, args=(control_conn, members), name="dpd-queue-group-control",
+                     daemon=True).start()
+
+    def fail(eid: int, exc: BaseException) -> None:
+        sends[eid](E.RunFailed(run_id=None, run_dir=None, message=f"the run could not start: {describe_error(exc)}",
+                               detail=traceback.format_exc()))
+
+    try:
+        cfgs = [ExperimentConfig.from_dict(c).validate() for c in configs]
+        ws = Workspace(workspace_root)
+        dataset = load_dataset_for(cfgs[0].dataset)  # ONE dataset object for every member (training/group.py)
+        dataset.spec.require_metrics(str(dataset.source))
+    except Exception as exc:  # noqa: BLE001 - every member's failure, reported to the supervisor
+        for eid in entry_ids:
+            fail(eid, exc)
+        events_conn.close()
+        return None
+    trainers, built = [], []
+    for eid, cfg in zip(entry_ids, cfgs):
+        try:
+            faults = parse_faults(fault_spec, eid)
+            writer = _FaultWriter(RunWriter(), faults) if faults else None
+            trainers.append(make_trainer(cfg, dataset=dataset, workspace=ws, observers=[sends[eid]], writer=writer))
+            built.append(eid)
+        except Exception as exc:  # noqa: BLE001 - this member fails alone
+            fail(eid, exc)
+    results = []
+    if trainers:
+        group = TrainerGroup(trainers)
+        members.attach(group, built)
+        results = group.run()
+    events_conn.close()
+    return results
