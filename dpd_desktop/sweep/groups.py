@@ -8,7 +8,6 @@ most that size, in trial order (:func:`~dpd_desktop.training.group.plan_groups`)
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Sequence
 
 from ..config import ExperimentConfig
@@ -35,14 +34,6 @@ def parse_group_size(value, source: str, key: str):
     return n
 
 
-def _untagged(cfg: ExperimentConfig) -> ExperimentConfig:
-    """``cfg`` without the sweep's tag (``extra["sweep"]``: the trial number, different for every trial), which
-    training/group.py's ``group_key`` would otherwise compare."""
-    if isinstance(cfg.extra, dict) and "sweep" in cfg.extra:
-        return replace(cfg, extra={k: v for k, v in cfg.extra.items() if k != "sweep"})
-    return cfg
-
-
 def plan_trial_groups(configs: Sequence[ExperimentConfig], group_size) -> list[list[int]]:
     """Indices of ``configs`` in groups (see the module docstring), ordered by their first member; ``group_size``
     ``"auto"`` or an int >= 1."""
@@ -50,7 +41,6 @@ def plan_trial_groups(configs: Sequence[ExperimentConfig], group_size) -> list[l
     # window before its first paint and by every sweep command (tests/gui/test_window_startup.py)
     from ..training.group import default_group_size, plan_groups
 
-    configs = [_untagged(c) for c in configs]
     if group_size != AUTO:
         return plan_groups(configs, int(group_size))
     by_size: dict[int, list[int]] = {}

@@ -45,11 +45,19 @@ CHUNK = 128
 
 
 def group_key(cfg: ExperimentConfig) -> tuple | None:
-    """What must be equal for two configurations to train in one group (every field outside :data:`MAY_DIFFER`), or
-    None when ``cfg`` cannot train in a group (a least-squares fit has no training steps)."""
+    """What must be equal for two configurations to train in one group (every field outside :data:`MAY_DIFFER`; of
+    ``extra``, all but a sweep's ``sweep`` tag), or None when ``cfg`` cannot train in a group (a least-squares fit has no training steps)."""
     if cfg.fit != "gradient":
         return None
-    return tuple((f.name, repr(getattr(cfg, f.name))) for f in fields(cfg) if f.name not in MAY_DIFFER)
+    key = []
+    for f in fields(cfg):
+        if f.name in MAY_DIFFER:
+            continue
+        value = getattr(cfg, f.name)
+        if f.name == "extra" and isinstance(value, dict):  # a sweep's tag (its trial number) is no difference
+            value = {k: v for k, v in value.items() if k != "sweep"}
+        key.append((f.name, repr(value)))
+    return tuple(key)
 
 
 def default_group_size(cfg: ExperimentConfig) -> int:

@@ -102,3 +102,10 @@ def test_group_keys_and_plans():
     assert default_group_size(cfgs[0]) == 1
     assert default_group_size(ExperimentConfig(**{**BASE, "device": "cuda", "kernel": "fast"})) == 8
     assert default_group_size(ExperimentConfig(**{**BASE, "device": "cuda:1"})) == 4
+
+
+def test_a_sweeps_trial_tag_is_no_difference():
+    a = ExperimentConfig(**BASE, extra={"sweep": {"id": "s1", "trial": 0}, "note": "x"})
+    b = ExperimentConfig(**BASE, extra={"sweep": {"id": "s1", "trial": 1}, "note": "x"})
+    c = ExperimentConfig(**BASE, extra={"sweep": {"id": "s1", "trial": 2}, "note": "y"})
+    assert group_key(a) == group_key(b) != group_key(c)
