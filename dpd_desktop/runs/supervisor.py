@@ -128,6 +128,7 @@ class _Member:
     run_id: str | None = None
     outcome: object = None
     cancel_sent: bool = False
+    ended: bool = False  # its queue entry is final (a group's member ends on its outcome, before the child exits)
 
 
 @dataclass
@@ -201,8 +202,9 @@ class Supervisor:
                 pass
 
     def running_entries(self) -> list[int]:
+        """The entries still running (a group's member that reported its outcome is no longer one)."""
         with self._lock:
-            return list(self._children)
+            return [i for i, c in self._children.items() if not c.members[i].ended]
 
     # ------------------------------------------------------------------------------------------------ the loop
     def run(self, watch: bool = False) -> list[EntryEnded]:
@@ -295,7 +297,7 @@ class Supervisor:
                 self._reap(c)
             else:
                 for m in c.members.values():
-                    if not m.cancel_sent and (self._stop.is_set() or self.queue.cancel_requested(m.entry.id)):
+                    if not (m.cancel_sent or m.ended) and (self._stop.is_set() or self.queue.cancel_requested(m.entry.id)):
                         m.cancel_sent = True
                         self.send(m.entry.id, "cancel")
 
@@ -323,18 +325,17 @@ class Supervisor:
         elif isinstance(ev, (E.RunFinished, E.RunFailed, E.RunCancelled)):
             m.outcome = ev
         self._notify(m.entry, ev)
+        if c.grouped and m.outcome is ev:  # the others may train on for a while: this entry is done now
+            self._end_member(c, m, *_outcome_state(ev))
 
     def _reap(self, c: _Child) -> None:
         c.proc.join()
         code = c.proc.exitcode
         for m in c.members.values():
-            ev = m.outcome
-            if isinstance(ev, E.RunFinished):
-                state, message = "succeeded", ""
-            elif isinstance(ev, E.RunCancelled):
-                state, message = "cancelled", f"cancelled after {ev.epochs_completed} epoch(s)"
-            elif isinstance(ev, E.RunFailed):
-                state, message = "failed", ev.message
+            if m.ended:
+                continue
+            if m.outcome is not None:
+                state, message = _outcome_state(m.outcome)
             else:
                 state, message = exit_reason(code)
                 if c.grouped:  # "the group's process (entries 3, 4) ended by signal SIGKILL …"
@@ -348,6 +349,9 @@ class Supervisor:
                 if state == "failed":  # the window follows a dead child as it follows an in-process failure
                     self._notify(m.entry, E.RunFailed(run_id=m.run_id, run_dir=m.run_dir, message=message))
             self._end_member(c, m, state, message)
+        with self._lock:
+            for i in c.members:
+                self._children.pop(i, None)
         self._close(c)
 
     def _close(self, c: _Child) -> None:
@@ -358,8 +362,7 @@ class Supervisor:
             c.proc.close()
 
     def _end_member(self, c: _Child, m: _Member, state: str, message: str) -> None:
-        with self._lock:
-            self._children.pop(m.entry.id, None)
+        m.ended = True  # the child stays filed under its entries until it is reaped (its lane is busy until then)
         entry = self.queue.finish(m.entry.id, state, message)
         end = EntryEnded(entry.id, state, message, m.run_dir)
         self.ended.append(end)
@@ -383,6 +386,15 @@ class Supervisor:
                 obs(entry, event)
             except Exception:  # noqa: BLE001 - an observer must not stop the queue
                 log.exception("queue observer failed on %s", type(event).__name__)
+
+
+def _outcome_state(ev) -> tuple[str, str]:
+    """The queue state and message of an outcome event (RunFinished / RunCancelled / RunFailed)."""
+    if isinstance(ev, E.RunFinished):
+        return "succeeded", ""
+    if isinstance(ev, E.RunCancelled):
+        return "cancelled", f"cancelled after {ev.epochs_completed} epoch(s)"
+    return "failed", ev.message
 
 
 def _child_entry(*args) -> None:

@@ -208,13 +208,22 @@ def test_a_queue_cancel_of_one_running_member_stops_it_alone(tmp_path, launches)
     with RunQueue(ws.root) as q:
         a, b = (q.add(replace(cfg, seed=i), group="G").id for i in range(2))
 
+        seen = {}
+
         def cancel_a(entry, ev):
             if entry.id == a and type(ev).__name__ == "EpochEnded" and ev.epoch == 0:
                 q.cancel(a)  # `dpd-desktop queue cancel A` while it runs: its flag, then "A cancel" to the child
+            if entry.id == a and type(ev).__name__ == "EntryEnded":  # A's entry is final while B still trains
+                seen.update(a=q.get(a).state, b=q.get(b).state, running=sup.running_entries(),
+                            b_had_finished="b_finished" in seen)
+            if entry.id == b and type(ev).__name__ == "RunFinished":
+                seen["b_finished"] = True
 
-        ends = {e.entry_id: e for e in Supervisor(ws, queue=q, observers=[cancel_a]).run()}
+        sup = Supervisor(ws, queue=q, observers=[cancel_a])
+        ends = {e.entry_id: e for e in sup.run()}
         entries = {e.id: e for e in q.entries()}
     assert launches == [[a, b]]
+    assert seen == {"a": "cancelled", "b": "running", "running": [b], "b_had_finished": False, "b_finished": True}
     assert ends[a].state == "cancelled" and ends[a].message.startswith("cancelled after ")
     assert 1 <= len(RunRecord.open(ws.resolve(entries[a].run_id)).history()) < 4
     assert ends[b].state == "succeeded" and len(RunRecord.open(ws.resolve(entries[b].run_id)).history()) == 4
