@@ -173,7 +173,7 @@ class ConsoleObserver:
             print(f"metric profile: {self.profile}{gain_text}")
             kernel = read_kernel({"experiment": ev.config or {}, "device": (ev.setup or {}).get("device") or {}})
             print(f"device {ev.device} ({ev.device_name}) · CUDA graph: {ev.fast_path} · kernel {kernel.label} · "
-                  f"{param_text(ev)} · {ev.n_train_frames} frames, {ev.batches_per_epoch} batches/epoch", flush=True)
+                  f"{param_text(ev)} · {work_text(ev)}", flush=True)
             for note in kernel.notes:  # why fast fell back (also in log.txt and config.json device.kernel)
                 print(f"kernel: {note}", flush=True)
             for line in poly_summary(ev):
@@ -239,6 +239,14 @@ def equal_power_text(extra) -> str:
             f" dB without; at equal output power (PA driven {extra['eqp_drive_db']:+.2f} dB{ok}): ACLR "
             f"{extra['eqp_ACLR_with_dpd']:.2f} vs {extra['eqp_ACLR_without_dpd']:.2f} dBc without DPD, EVM (gain-"
             f"normalised) {extra['eqp_EVM_with_dpd']:.2f} vs {extra['eqp_EVM_without_dpd']:.2f} dB")
+
+
+def work_text(ev) -> str:
+    """What one epoch trains on, for the run's first lines: frames and batches (a least-squares fit has neither: its
+    samples are in the fit's own line)."""
+    if (ev.config or {}).get("fit") == "ls":
+        return "least-squares fit (no frames, no batches)"
+    return f"{ev.n_train_frames} frames, {ev.batches_per_epoch} batches/epoch"
 
 
 def param_text(ev) -> str:

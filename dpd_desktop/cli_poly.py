@@ -69,7 +69,7 @@ def poly_summary(ev) -> list[str]:
         o = fit.get("orders") or {}
         lines.append(f"least squares: K={o.get('order')} M={o.get('memory_depth')}, effective rank {fit['rank']} of "
                      f"{fit['n_coefficients']} coefficients (rcond {fit['rcond']:g}), {fit['n_observations']} "
-                     f"training samples, train residual {fit['train_nmse_db']:.3f} dB (the frames above are not used)")
+                     f"training samples, train residual {fit['train_nmse_db']:.3f} dB")
         for row in fit.get("grid") or []:
             lines.append(f"  grid K={row['K']:<2d} M={row['M']:<2d} rank {row['rank']:>3d}/{row['n_coefficients']:<3d} "
                          f"val NMSE {row['val_nmse_db']:8.3f} dB")

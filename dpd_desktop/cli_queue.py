@@ -175,8 +175,11 @@ class _Console:
         elif isinstance(ev, E.RunStarted):
             print(f"entry {entry.id}: run {ev.run_id} → {ev.run_dir}", flush=True)
         elif isinstance(ev, E.EpochEnded):
-            print(f"entry {entry.id}: epoch {ev.epoch + 1}/{ev.epochs} {ev.selection_metric} "
-                  f"{ev.row.get(ev.selection_metric, '')}", flush=True)
+            value = ev.row.get(ev.selection_metric)
+            unit = "dBc" if "ACLR" in ev.selection_metric else "dB"
+            text = f"{value:.4f} {unit}" if isinstance(value, (int, float)) else ""
+            print(f"entry {entry.id}: epoch {ev.epoch + 1}/{ev.epochs} {ev.selection_metric} {text}"
+                  + (" (best)" if ev.is_best else ""), flush=True)
         elif isinstance(ev, EntryEnded):
             print(f"entry {entry.id}: {ev.state}" + (f" — {ev.message}" if ev.message else ""), flush=True)
 

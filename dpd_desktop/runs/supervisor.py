@@ -393,7 +393,9 @@ def _outcome_state(ev) -> tuple[str, str]:
     if isinstance(ev, E.RunFinished):
         return "succeeded", ""
     if isinstance(ev, E.RunCancelled):
-        return "cancelled", f"cancelled after {ev.epochs_completed} epoch(s)"
+        n = ev.epochs_completed
+        after = f"after {n} epoch{'' if n == 1 else 's'}"
+        return "cancelled", f"{ev.reason} ({after})" if ev.reason else f"cancelled {after}"
     return "failed", ev.message
 
 

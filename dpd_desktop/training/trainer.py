@@ -192,8 +192,10 @@ class Trainer(TrainerOutput):
                 n_train_frames=self.loader.n_frames, batches_per_epoch=self.loader.n_batches,
                 epochs=self.config.epochs, dataset_summary=self._dataset_summary(), setup=setup_blocks(self)))
             timing.mark("setup_done")
-            self._log(f"training: {self.loader.n_frames} frames, {self.loader.n_batches} batches/epoch, "
-                      f"device {self.device} ({self.device_name}), CUDA graph: {self.fast_path_status}")
+            work = ("least-squares fit (no frames, no batches)" if self.config.fit == "ls"
+                    else f"{self.loader.n_frames} frames, {self.loader.n_batches} batches/epoch")
+            self._log(f"training: {work}, device {self.device} ({self.device_name}), "
+                      f"CUDA graph: {self.fast_path_status}")
             if self.threads_note:
                 self._log(self.threads_note)
             self._epoch_loop()
