@@ -57,6 +57,7 @@ from .overlap import EpochEndOverlap, lr_may_change, optimizer_state
 from .pa_source import check_pa_run, load_pa_for_dpd
 from .record_payload import checkpoint_meta, results_attrs, setup_blocks
 from .report import describe_error, finite_or_none, float_map, format_row
+from .warm_imports import warm_imports_in_background
 
 __all__ = ["Trainer", "RunResult", "TrainingError", "Cancelled", "load_dataset_for", "resolve_device",
            "seed_everything", "describe_error", "check_pa_run", "load_pa_for_dpd", "lr_may_change",
@@ -481,7 +482,7 @@ class Trainer(TrainerOutput):
                     # Not before: the first replay captures the graph, whose eager warm-up needs the GIL on every op,
                     # and a concurrent import holding it slowed warm-up + capture from 0.5 s to 0.9–1.5 s on the GPU
                     # machine (benchmarks/results/2026-11-30-gpu-epoch0.md). Once replaying, the GPU queue hides it.
-                    _warm_imports_in_background()
+                    warm_imports_in_background()
                 if replayed:
                     if not fast.optimizer_in_graph:
                         opt.step()
@@ -611,25 +612,5 @@ class Trainer(TrainerOutput):
         self.writer.close()
 
 # ---------------------------------------------------------------------- module helpers
-def _warm_imports_in_background() -> None:
-    """Import what the first epoch end and the end of the run need (scipy.signal, h5py) on a daemon thread
-    while the GPU trains, so that neither the first evaluation nor the results file waits for an import."""
-
-    def work():
-        # Never a traceback from this thread: the process may exit (Ctrl+C, os._exit) in the middle of an import,
-        # and a failed warm-up only means the import happens later, where it is needed.
-        try:
-            for name in ("scipy.signal", "scipy.fft", "h5py"):
-                try:
-                    __import__(name)
-                except ImportError:
-                    pass
-            timing.mark("warm_imports_done")
-        except BaseException:  # noqa: BLE001
-            pass
-
-    threading.Thread(target=work, name="dpd-warm-imports", daemon=True).start()
-
-
 def _model_of(net, step: str):
     return net if step == "pa" else net.dpd
