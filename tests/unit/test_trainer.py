@@ -128,6 +128,7 @@ import threading  # noqa: E402
 from dpd_desktop.runs import artifacts  # noqa: E402
 from dpd_desktop.runs.workspace import process_start_ticks, read_run_record  # noqa: E402
 from dpd_desktop.training import trainer as trainer_mod  # noqa: E402
+from dpd_desktop.training import warm_imports  # noqa: E402
 from dpd_desktop.training.trainer import HISTORY_COLUMNS  # noqa: E402
 
 
@@ -139,10 +140,10 @@ def test_warm_imports_thread_never_prints_a_traceback(monkeypatch):
         done.set()
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(trainer_mod, "__import__", boom, raising=False)
+    monkeypatch.setattr(warm_imports, "__import__", boom, raising=False)
     monkeypatch.setattr(threading, "excepthook", lambda args: seen.append(args.exc_type))
     before = {t.ident for t in threading.enumerate()}
-    trainer_mod._warm_imports_in_background()
+    warm_imports.warm_imports_in_background()
     for t in threading.enumerate():
         if t.name == "dpd-warm-imports" and t.ident not in before:
             t.join(10)
