@@ -13,7 +13,7 @@ Part 3 (``--headline``): benchmarks/bench_gpu.py with ``--kernel fast`` (PA and 
 ours in both kernel modes beside the reference 2.2.1, both sides' bytecode compiled, plus ours on the reference kernel
 with ``NVIDIA_TF32_OVERRIDE=0``); its table is appended.
 
-    python3 benchmarks/bench_kernels.py --out benchmarks/results/2026-12-01-kernels-h200.md [--headline]
+    python3 benchmarks/bench_kernels.py --out benchmarks/results/2026-12-01-kernels-h200-b.md [--headline] [--startup 1]
 """
 from __future__ import annotations
 
