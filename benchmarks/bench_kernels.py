@@ -6,11 +6,14 @@ as in PA training), each captured as a CUDA graph and timed over replays with CU
 (``torch.nn.GRU``/``LSTM`` with PyTorch's defaults: the reference kernel) and ours (``--kernel fast``), and the
 ratio ours / cuDNN. Also the largest |Δ| of our forward against cuDNN's (TF32 as PyTorch's defaults leave it).
 Part 2: the kernels' first-use cost: NVRTC compile into an empty cache, and the cached load in a fresh process.
+Part 2b (``--startup N``): N rounds of a 2-epoch PA GRU-23 run (DPA_160MHz) with ``--kernel reference`` then
+``--kernel fast`` (after one unmeasured run of each), every timing mark from process start: where the fast mode's
+start-up and first epoch go. ``--ks H:KS,...`` pins the k-slices of a hidden size for the micro table (a variant).
 Part 3 (``--headline``): benchmarks/bench_gpu.py with ``--kernel fast`` (PA and DPD GRU-23, DPA_160MHz, 4 epochs,
 ours in both kernel modes beside the reference 2.2.1, both sides' bytecode compiled, plus ours on the reference kernel
 with ``NVIDIA_TF32_OVERRIDE=0``); its table is appended.
 
-    python3 benchmarks/bench_kernels.py --out benchmarks/results/2026-12-01-kernels-h200.md [--headline]
+    python3 benchmarks/bench_kernels.py --out benchmarks/results/2026-12-01-kernels-h200-b.md [--headline] [--startup 1]
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ from torch import nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dpd_desktop.kernels import run_recurrent  # noqa: E402
+from dpd_desktop.kernels import cuda_rnn, run_recurrent  # noqa: E402
 
 TARGETS = {("gru", 23, 64): 0.5, ("gru", 64, 64): 0.7, ("lstm", 23, 64): 0.7}  # issue 14's "Done when"
 
@@ -84,13 +87,16 @@ def measure(cell, H, B, T=200, I=2, n=200):
     return out
 
 
-_LOAD_CODE = ("import json, time, torch; t = time.perf_counter(); from dpd_desktop.kernels import cuda_rnn, nvrtc; "
-              "cuda_rnn._module({h}, 'cuda'); torch.cuda.synchronize(); "
+_LOAD_CODE = ("import json, time, torch; torch.empty(1, device='cuda'); torch.cuda.synchronize(); "
+              "t = time.perf_counter(); from dpd_desktop.kernels import cuda_rnn, nvrtc; "
+              "cuda_rnn._module({h}, 3, 'cuda'); torch.cuda.synchronize(); "
               "print(json.dumps({{'log': nvrtc.LOAD_LOG, 'total_s': time.perf_counter() - t}}))")
 
 
 def first_use(hidden_sizes=(8, 23, 64)):
-    """Per hidden size: NVRTC compile into an empty cache (process 1), then the cached load (process 2)."""
+    """Per hidden size: NVRTC compile into an empty cache (process 1), then the cached load (process 2); each in a
+    fresh process whose CUDA context already exists (as in a run: the tensors are on the device before the model),
+    ``total_s`` from the package import to the loaded module."""
     rows = []
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, DPD_DESKTOP_KERNEL_CACHE=cache, PYTHONPATH=str(ROOT))
@@ -102,8 +108,34 @@ def first_use(hidden_sizes=(8, 23, 64)):
                     rows.append({"hidden": h, "error": res.stderr[-800:]})
                     break
                 doc = json.loads(res.stdout.strip().splitlines()[-1])
-                rows.append({"hidden": h, **doc["log"][-1]})
+                rows.append({"hidden": h, **doc["log"][-1], "total_s": doc["total_s"]})
     return rows
+
+
+def startup(dataset, rounds, kernels=("reference", "fast"), epochs=2):
+    """``rounds`` × (reference, fast) PA GRU-23 runs after one unmeasured run of each: per run the wall time and every
+    timing mark (s from process start; ``progress`` marks summarized as the epoch's batch times)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_gpu
+
+    lines = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds + 1):
+            for kernel in kernels:
+                work = Path(tmp) / f"r{r}-{kernel}"
+                res = bench_gpu.ours("pa", dataset, work, fast=True, extra=["--kernel", kernel], epochs=epochs)
+                marks = [json.loads(x) for x in open(work / "timing-pa-fast-gru.jsonl")]
+                t0 = next(m["t"] for m in marks if m["mark"] == "first_batch") - res["first_batch_s"]
+                shown = [f"{m['mark']}{'[' + str(m['epoch']) + ']' if 'epoch' in m else ''} {m['t'] - t0:.3f}"
+                         for m in marks if m["mark"] != "progress"]
+                prog = [(m["epoch"], m["batch"], m["t"] - t0) for m in marks if m["mark"] == "progress"]
+                rates = "; ".join(f"epoch {e}: " + " ".join(f"{t:.2f}:{n}" for ee, n, t in prog[::5] if ee == e)
+                                  for e in range(epochs))
+                line = (f"- {'warm-up' if r == 0 else f'round {r}'} {kernel}: wall {res['wall_s']:.2f} s, rc {res['rc']}; "
+                        + " → ".join(shown) + f"; batches done (s:batch, every 5th progress mark) {rates}")
+                lines.append(line)
+                print(line, flush=True)
+    return lines
 
 
 def main():
@@ -113,9 +145,19 @@ def main():
     ap.add_argument("--batch", default="64,256,1024")
     ap.add_argument("--replays", type=int, default=200)
     ap.add_argument("--headline", action="store_true", help="also run bench_gpu.py --kernel fast (minutes)")
+    ap.add_argument("--startup", type=int, default=0, metavar="ROUNDS", help="start-up rounds (reference, fast)")
+    ap.add_argument("--ks", default="", metavar="H:KS,...", help="pin the k-slices of these hidden sizes (variants)")
+    ap.add_argument("--startup-kernels", default="reference,fast", help="the kernels of each start-up round")
+    ap.add_argument("--no-first-use", action="store_true", help="leave out the first-use (compile/load) table")
+    ap.add_argument("--no-tf32-row", action="store_true",
+                    help="headline without ours on the reference kernel with NVIDIA_TF32_OVERRIDE=0")
     ap.add_argument("--ref", default=".ref")
     ap.add_argument("--dataset", default=".ref/datasets/DPA_160MHz")
     a = ap.parse_args()
+    if a.ks:
+        pinned = {int(h): int(k) for h, k in (item.split(":") for item in a.ks.split(","))}
+        default_slices = cuda_rnn.slices
+        cuda_rnn.slices = lambda hidden, gates: pinned.get(hidden) or default_slices(hidden, gates)
     lines = [f"# Fast recurrence kernels vs cuDNN ({time.strftime('%Y-%m-%d %H:%M')})", "",
              f"command: `python3 benchmarks/bench_kernels.py {' '.join(sys.argv[1:])}`", "",
              f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, cuDNN "
@@ -139,14 +181,22 @@ def main():
                              f"{m['max_diff']:.2e} | {verdict} |")
                 print(lines[-1], flush=True)
                 emit(a.out, lines)
-    lines += ["", *verdicts, "", "First use of the kernels (one module per hidden size; a fresh process each row):", "",
-              "| hidden | cached | NVRTC compile s | module load s | NVRTC |", "|---|---|---|---|---|"]
-    for r in first_use():
+    lines += ["", *verdicts]
+    if a.startup:
+        lines += ["", f"Start-up ({a.startup} rounds, 2-epoch PA GRU-23 runs, marks in s from process start):", "",
+                  *startup(a.dataset, a.startup, a.startup_kernels.split(","))]
+        emit(a.out, lines)
+    if not a.no_first_use:
+        lines += ["", "First use of the kernels (one module per hidden size; a fresh process each row):", "",
+                  "| hidden | cached | NVRTC compile s | module load s | import + build/load s | NVRTC |",
+                  "|---|---|---|---|---|---|"]
+    for r in ([] if a.no_first_use else first_use()):
         if "error" in r:
             lines.append(f"| {r['hidden']} | error | {r['error']!r} | | |")
             continue
         comp = "—" if r.get("compile_s") is None else f"{r['compile_s']:.3f}"
-        lines.append(f"| {r['hidden']} | {r['cached']} | {comp} | {r['load_s']:.4f} | {r['nvrtc']} ({r['arch']}) |")
+        lines.append(f"| {r['hidden']} | {r['cached']} | {comp} | {r['load_s']:.4f} | {r['total_s']:.4f} | "
+                     f"{r['nvrtc']} ({r['arch']}) |")
     emit(a.out, lines)
     if a.headline:
         with tempfile.TemporaryDirectory() as tmp:
@@ -154,8 +204,8 @@ def main():
             # the extra row: ours on the reference kernel with TF32 off in cuDNN/cuBLAS (NVIDIA's documented
             # override), to tell the kernels' difference from the reference mode's TF32 rounding
             cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_gpu.py"), "--kernel", "fast", "--skip-eager",
-                   "--no-cold", "--extra-env", "NVIDIA_TF32_OVERRIDE=0", "--ref", a.ref, "--dataset", a.dataset,
-                   "--out", str(dest)]
+                   "--no-cold", *([] if a.no_tf32_row else ["--extra-env", "NVIDIA_TF32_OVERRIDE=0"]), "--ref", a.ref,
+                   "--dataset", a.dataset, "--out", str(dest)]
             env = {k: v for k, v in os.environ.items() if k != "OUT"}  # bench_gpu would copy its file into $OUT
             res = subprocess.run(cmd, env=env, capture_output=True, text=True)
             lines += ["", "## 4-epoch headline (benchmarks/bench_gpu.py)", "",

@@ -1,9 +1,10 @@
 """Fast recurrence kernels on CUDA: fused GRU and LSTM sequences (rnn.cu) as ``torch.autograd.Function`` s.
 
 Per layer and direction of time: the input projection ``gi = x W_ih^T + b_ih`` for all steps as one GEMM; one
-recurrence kernel (rnn.cu: a warp per batch row, recurrent weights on chip) that also saves the gates; in the
-backward one reverse-time kernel giving the gate gradients of every step (``dgi = dL/dgi``, ``dgh = dL/dgh``) and
-``dL/dh0`` (and ``dL/dc0``); then ``dW_hh = dgh^T [h0; h_1..h_{T-1}]``, ``dW_ih = dgi^T x``, ``dx = dgi W_ih`` as
+recurrence kernel (rnn.cu: a block per batch row, each unit's products split over :func:`slices` threads, the
+recurrent weights in registers) that also saves the gates and ``h_{t-1}``; in the backward one reverse-time kernel
+giving the gate gradients of every step (``dgi = dL/dgi``, ``dgh = dL/dgh``) and ``dL/dh0`` (and ``dL/dc0``); then
+``dW_hh = dgh^T [h0; h_1..h_{T-1}]`` (the saved ``h_{t-1}`` columns, read in place), ``dW_ih = dgi^T x``, ``dx = dgi W_ih`` as
 GEMMs and the bias gradients as sums over all steps. Float32 throughout (cuBLAS with PyTorch's defaults: no TF32 for
 matrix products). No atomics: repeated runs, eager or CUDA-graph replays, are bitwise equal.
 
@@ -20,23 +21,32 @@ from .nvrtc import INT, POINTER
 
 MAX_HIDDEN = 64
 SOURCE = "rnn.cu"
+# flush denormals: __expf becomes one MUFU.EX2 and a multiply (no range fix-up) on the recurrence's critical path;
+# values under 1.2e-38 do not move a float32 result at the 1e-5 relative level the tests hold the kernels to
+OPTIONS = ("--ftz=true",)
 _FUNCS = ("gru_fwd", "gru_bwd", "lstm_fwd", "lstm_bwd")
 
 
-def _smem_weights(hidden: int) -> bool:
-    """Above 32 units the recurrent weights (3 or 4 × H × H floats per lane's share) no longer fit in registers."""
-    return hidden > 32
+def slices(hidden: int, gates: int) -> int:
+    """k-slices per hidden unit (rnn.cu's KS): the threads that share one unit's matrix-vector products, each with
+    its slice of the recurrent weights in registers. Measured on an H200 (benchmarks/results/2026-12-01-kernels-h200-b.md,
+    training step at batch 64): 8 units: 1 slice 129.5 µs (GRU) / 141.9 µs (LSTM) against 4 slices 148.5 / 152.1;
+    23 units: 2 slices (two warps) 143.4 / 160.2 against 1 slice 156.6 / 183.7; 64 units: 2 slices (four warps)
+    250.4 / 238.0 against 4 slices (eight warps) 269.7 / 276.3."""
+    return 1 if hidden <= 16 else 2
 
 
-def _dyn_smem(gates: int, hidden: int) -> int:
-    """Dynamic shared bytes of a kernel: the recurrent weights, H rows of (gates·H rounded up to odd) floats (rnn.cu's
-    forward layout; the backward's natural layout fits in it)."""
-    return hidden * ((gates * hidden) | 1) * 4 if _smem_weights(hidden) else 0
+def _threads(hidden: int, ks: int) -> int:
+    """Threads per block (one block per batch row): 32 × ceil(H / (32 / KS)) (rnn.cu's NT)."""
+    upw = 32 // ks
+    return 32 * ((hidden + upw - 1) // upw)
 
 
-def _module(hidden: int, device) -> nvrtc.Module:
-    need = {name: _dyn_smem(3 if name.startswith("gru") else 4, hidden) for name in _FUNCS}
-    return nvrtc.module(SOURCE, {"HID": hidden, "SMEM_W": int(_smem_weights(hidden))}, device, need)
+def _module(hidden: int, gates: int, device) -> tuple[nvrtc.Module, int]:
+    """The module for this hidden size and gate count (its slice count) and the threads per block of its kernels."""
+    ks = slices(hidden, gates)
+    mod = nvrtc.module(SOURCE, {"HID": hidden, "KS": ks}, device, {name: 0 for name in _FUNCS}, OPTIONS)
+    return mod, _threads(hidden, ks)
 
 
 def unsupported(rnn: nn.RNNBase) -> str | None:
@@ -47,12 +57,12 @@ def unsupported(rnn: nn.RNNBase) -> str | None:
     if missing:
         return f"the fast CUDA kernels need NVIDIA's CUDA bindings: {nvrtc.INSTALL_HINT} ({missing})"
     if not 1 <= rnn.hidden_size <= MAX_HIDDEN:
-        return f"hidden size {rnn.hidden_size} is above the fast CUDA kernels' {MAX_HIDDEN} (one warp per batch row)"
+        return f"hidden size {rnn.hidden_size} is above the fast CUDA kernels' {MAX_HIDDEN} (weights in registers)"
     device = next(rnn.parameters()).device
     if device.type != "cuda":
         return f"the module's parameters are on {device}, not on a CUDA device"
     try:
-        _module(rnn.hidden_size, device)
+        _module(rnn.hidden_size, 4 if isinstance(rnn, nn.LSTM) else 3, device)
     except Exception as exc:  # noqa: BLE001 - KernelBuildError, or the bindings' own (a library not found, ...)
         return f"the fast CUDA kernels could not be built: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
     return None
@@ -60,12 +70,6 @@ def unsupported(rnn: nn.RNNBase) -> str | None:
 
 def _needs_grad(*tensors) -> bool:
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
-
-
-def _prev_h(h0: Tensor, y: Tensor) -> Tensor:
-    """``[h0, y_0, …, y_{T-2}]`` as ``(B·T, H)``: the hidden state each step started from."""
-    B, T, H = y.shape
-    return torch.cat([h0.unsqueeze(1), y[:, :-1]], dim=1).reshape(B * T, H)
 
 
 class GRUSequence(torch.autograd.Function):
@@ -76,36 +80,35 @@ class GRUSequence(torch.autograd.Function):
     def forward(ctx, x, h0, w_ih, w_hh, b_ih, b_hh, save):
         B, T, I = x.shape
         H = w_hh.shape[1]
-        mod = _module(H, x.device)
+        mod, threads = _module(H, 3, x.device)
         x2 = x.contiguous().view(B * T, I)
         gi = torch.addmm(b_ih, x2, w_ih.t()) if b_ih is not None else torch.mm(x2, w_ih.t())
         h0c, whh = h0.contiguous(), w_hh.contiguous()
         bhh = b_hh.contiguous() if b_hh is not None else None
         y = torch.empty(B, T, H, device=x.device, dtype=torch.float32)
-        saved = torch.empty(B, T, 4 * H, device=x.device, dtype=torch.float32) if save else None
-        mod.launch("gru_fwd", B, 32, _dyn_smem(3, H), (gi, whh, bhh, h0c, y, saved, B, T),
-                   (POINTER,) * 6 + (INT, INT))
+        # [r, z, n, W_hn h + b_hn, h_{t-1}] per step: the backward's inputs and dW_hh's right operand
+        saved = torch.empty(B, T, 5 * H, device=x.device, dtype=torch.float32) if save else None
+        mod.launch("gru_fwd", B, threads, 0, (gi, whh, bhh, h0c, y, saved, B, T), (POINTER,) * 6 + (INT, INT))
         if save:
-            ctx.save_for_backward(x2, h0c, w_ih, whh, y, saved)
+            ctx.save_for_backward(x2, w_ih, whh, saved)
             ctx.shape = (B, T, I, H)
             ctx.biases = (b_ih is not None, b_hh is not None)
         return y
 
     @staticmethod
     def backward(ctx, dy):
-        x2, h0c, w_ih, whh, y, saved = ctx.saved_tensors
+        x2, w_ih, whh, saved = ctx.saved_tensors
         B, T, I, H = ctx.shape
-        mod = _module(H, dy.device)
+        mod, threads = _module(H, 3, dy.device)
         dy = dy.contiguous()
         dgi = torch.empty(B * T, 3 * H, device=dy.device, dtype=torch.float32)
         dgh = torch.empty(B * T, 3 * H, device=dy.device, dtype=torch.float32)
         dh0 = torch.empty(B, H, device=dy.device, dtype=torch.float32)
-        mod.launch("gru_bwd", B, 32, _dyn_smem(3, H), (dy, whh, h0c, y, saved, dgi, dgh, dh0, B, T),
-                   (POINTER,) * 8 + (INT, INT))
+        mod.launch("gru_bwd", B, threads, 0, (dy, whh, saved, dgi, dgh, dh0, B, T), (POINTER,) * 6 + (INT, INT))
         need = ctx.needs_input_grad
         dx = dgi.mm(w_ih).view(B, T, I) if need[0] else None
         dw_ih = dgi.t().mm(x2) if need[2] else None
-        dw_hh = dgh.t().mm(_prev_h(h0c, y)) if need[3] else None
+        dw_hh = dgh.t().mm(saved.view(B * T, 5 * H)[:, 4 * H:]) if need[3] else None  # strided rows: no copy
         db_ih = dgi.sum(0) if ctx.biases[0] and need[4] else None
         db_hh = dgh.sum(0) if ctx.biases[1] and need[5] else None
         return dx, (dh0 if need[1] else None), dw_ih, dw_hh, db_ih, db_hh, None
@@ -119,36 +122,37 @@ class LSTMSequence(torch.autograd.Function):
     def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, save):
         B, T, I = x.shape
         H = w_hh.shape[1]
-        mod = _module(H, x.device)
+        mod, threads = _module(H, 4, x.device)
         x2 = x.contiguous().view(B * T, I)
         gi = torch.addmm(b_ih, x2, w_ih.t()) if b_ih is not None else torch.mm(x2, w_ih.t())
         h0c, c0c, whh = h0.contiguous(), c0.contiguous(), w_hh.contiguous()
         bhh = b_hh.contiguous() if b_hh is not None else None
         y = torch.empty(B, T, H, device=x.device, dtype=torch.float32)
-        saved = torch.empty(B, T, 5 * H, device=x.device, dtype=torch.float32) if save else None
-        mod.launch("lstm_fwd", B, 32, _dyn_smem(4, H), (gi, whh, bhh, h0c, c0c, y, saved, B, T),
+        # [i, f, g, o, c_t, h_{t-1}] per step
+        saved = torch.empty(B, T, 6 * H, device=x.device, dtype=torch.float32) if save else None
+        mod.launch("lstm_fwd", B, threads, 0, (gi, whh, bhh, h0c, c0c, y, saved, B, T),
                    (POINTER,) * 7 + (INT, INT))
         if save:
-            ctx.save_for_backward(x2, h0c, c0c, w_ih, whh, y, saved)
+            ctx.save_for_backward(x2, c0c, w_ih, whh, saved)
             ctx.shape = (B, T, I, H)
             ctx.biases = (b_ih is not None, b_hh is not None)
         return y
 
     @staticmethod
     def backward(ctx, dy):
-        x2, h0c, c0c, w_ih, whh, y, saved = ctx.saved_tensors
+        x2, c0c, w_ih, whh, saved = ctx.saved_tensors
         B, T, I, H = ctx.shape
-        mod = _module(H, dy.device)
+        mod, threads = _module(H, 4, dy.device)
         dy = dy.contiguous()
         da = torch.empty(B * T, 4 * H, device=dy.device, dtype=torch.float32)
         dh0 = torch.empty(B, H, device=dy.device, dtype=torch.float32)
         dc0 = torch.empty(B, H, device=dy.device, dtype=torch.float32)
-        mod.launch("lstm_bwd", B, 32, _dyn_smem(4, H), (dy, whh, c0c, saved, da, dh0, dc0, B, T),
+        mod.launch("lstm_bwd", B, threads, 0, (dy, whh, c0c, saved, da, dh0, dc0, B, T),
                    (POINTER,) * 7 + (INT, INT))
         need = ctx.needs_input_grad
         dx = da.mm(w_ih).view(B, T, I) if need[0] else None
         dw_ih = da.t().mm(x2) if need[3] else None
-        dw_hh = da.t().mm(_prev_h(h0c, y)) if need[4] else None
+        dw_hh = da.t().mm(saved.view(B * T, 6 * H)[:, 5 * H:]) if need[4] else None  # strided rows: no copy
         db = da.sum(0) if any(ctx.biases) and (need[5] or need[6]) else None
         db_ih = db if ctx.biases[0] and need[5] else None
         db_hh = (db.clone() if db_ih is not None else db) if ctx.biases[1] and need[6] else None  # no aliased grads

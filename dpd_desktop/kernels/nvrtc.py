@@ -149,9 +149,10 @@ def _primary_context(device: torch.device):
     return ctx
 
 
-def module(source_file: str, defines: dict[str, int], device, functions: dict[str, int]) -> Module:
-    """The module of ``source_file`` (a file of this folder) compiled with ``defines`` for ``device``'s
-    architecture, compiled or read from the cache on first use, then kept for the process.
+def module(source_file: str, defines: dict[str, int], device, functions: dict[str, int],
+           options: tuple[str, ...] = ()) -> Module:
+    """The module of ``source_file`` (a file of this folder) compiled with ``defines`` and the NVRTC ``options``
+    for ``device``'s architecture, compiled or read from the cache on first use, then kept for the process.
 
     ``functions``: kernel name → dynamic shared-memory bytes it needs (the function's limit is raised to it on load).
     Raises KernelBuildError (bindings missing, compile error, a stream of the device is capturing, driver error).
@@ -159,7 +160,7 @@ def module(source_file: str, defines: dict[str, int], device, functions: dict[st
     device = torch.device(device)
     if device.index is None:
         device = torch.device("cuda", torch.cuda.current_device())
-    key = (source_file, tuple(sorted(defines.items())), device.index)
+    key = (source_file, tuple(sorted(defines.items())), tuple(options), device.index)
     found = _MODULES.get(key)
     if found is not None:
         return found
@@ -175,7 +176,8 @@ def module(source_file: str, defines: dict[str, int], device, functions: dict[st
         major, minor = torch.cuda.get_device_capability(device)
         arch = f"sm_{major}{minor}"
         source = (HERE / source_file).read_text()
-        options = [f"--gpu-architecture={arch}", "--std=c++17", *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
+        options = [f"--gpu-architecture={arch}", "--std=c++17", *options,
+                   *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
         nv = nvrtc_version()
         digest = hashlib.sha256("\0".join([source, *options]).encode()).hexdigest()[:24]
         path = cache_dir() / f"{Path(source_file).stem}-{digest}-{arch}-nvrtc{nv[0]}.{nv[1]}.cubin"

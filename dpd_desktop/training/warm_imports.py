@@ -1,24 +1,39 @@
 """The first epoch's lazy imports, done early on a daemon thread (the trainer starts it after the first replay)."""
 from __future__ import annotations
 
+import sys
 import threading
 
 from .. import timing
 
+#: Python's GIL switch interval while the warm imports run (default 5 ms; restored after). The training loop then
+#: gets the GIL back within ~50 µs of asking: with the fast kernel its host time per replay is close to the GPU's
+#: step, and at 5 ms per hand-over epoch 0 of a fast PA run took 2.0 s against 1.1 s for epoch 1 on the GPU machine
+#: (benchmarks/results/2026-12-01-kernels-h200-b.md).
+WARM_IMPORT_SWITCH_S = 5e-5
 
 def warm_imports_in_background() -> None:
     """Import what the first epoch end and the end of the run need (scipy.signal, h5py) on a daemon thread
-    while the GPU trains, so that neither the first evaluation nor the results file waits for an import."""
+    while the GPU trains, so that neither the first evaluation nor the results file waits for an import. The GIL
+    switch interval is WARM_IMPORT_SWITCH_S meanwhile (left alone when another warm-up has lowered it already)."""
 
     def work():
         # Never a traceback from this thread: the process may exit (Ctrl+C, os._exit) in the middle of an import,
         # and a failed warm-up only means the import happens later, where it is needed.
         try:
-            for name in ("scipy.signal", "scipy.fft", "h5py"):
-                try:
-                    __import__(name)
-                except ImportError:
-                    pass
+            previous = sys.getswitchinterval()
+            lower = previous > WARM_IMPORT_SWITCH_S
+            if lower:
+                sys.setswitchinterval(WARM_IMPORT_SWITCH_S)
+            try:
+                for name in ("scipy.signal", "scipy.fft", "h5py"):
+                    try:
+                        __import__(name)
+                    except ImportError:
+                        pass
+            finally:
+                if lower:
+                    sys.setswitchinterval(previous)
             timing.mark("warm_imports_done")
         except BaseException:  # noqa: BLE001
             pass

@@ -48,10 +48,24 @@ def _make(kind, I, H, layers=1, bias=True, seed=0):
 
 @pytest.mark.parametrize("kind,I,H,layers,bias", [
     ("gru", 2, 23, 1, True), ("gru", 6, 8, 1, False), ("gru", 2, 64, 1, True), ("gru", 6, 40, 2, True),
-    ("gru", 2, 32, 1, True), ("lstm", 2, 23, 1, True), ("lstm", 2, 64, 1, True), ("lstm", 3, 5, 2, False),
+    ("gru", 2, 32, 1, True), ("gru", 2, 12, 1, True), ("lstm", 2, 23, 1, True), ("lstm", 2, 64, 1, True),
+    ("lstm", 3, 5, 2, False), ("lstm", 2, 16, 1, True),
 ])
 def test_gradients_match_float64(kind, I, H, layers, bias):
-    B, T = 6, 57
+    _check_gradients(kind, I, H, layers, bias)
+
+
+@pytest.mark.parametrize("kind,H,ks,T", [
+    ("gru", 64, 4, 57), ("lstm", 64, 4, 57), ("gru", 23, 1, 57), ("lstm", 23, 1, 57), ("lstm", 23, 4, 57),
+    ("gru", 33, 2, 57), ("gru", 8, 4, 3), ("lstm", 64, 2, 1), ("gru", 64, 2, 6),
+])
+def test_every_slice_layout_matches_float64(kind, H, ks, T, monkeypatch):
+    """The other k-slice layouts of rnn.cu (the benchmark's variants) and frames shorter than the prefetch ring."""
+    monkeypatch.setattr(cuda_rnn, "slices", lambda hidden, gates: ks)
+    _check_gradients(kind, 2, H, 1, True, T=T)
+
+
+def _check_gradients(kind, I, H, layers, bias, B=6, T=57):
     rnn64 = _make(kind, I, H, layers, bias).double()
     rnn32 = _make(kind, I, H, layers, bias).to(DEV)
     torch.manual_seed(1)
@@ -90,13 +104,15 @@ def test_forward_matches_cudnn_without_tf32(kind, H, monkeypatch):
 
 
 @pytest.mark.parametrize("kind", ["gru", "lstm"])
-def test_graph_replay_and_repeats_bitwise(kind):
-    """Eager twice and a captured graph's replay: forward output and every gradient bitwise equal."""
-    rnn = _make(kind, 2, 23).to(DEV)
+@pytest.mark.parametrize("H", [23, 64])
+def test_graph_replay_and_repeats_bitwise(kind, H):
+    """Eager twice and a captured graph's replay: forward output and every gradient bitwise equal (one warp per
+    batch row at 23 units, four warps with a block barrier per step at 64)."""
+    rnn = _make(kind, 2, H).to(DEV)
     torch.manual_seed(3)
     x = torch.randn(64, 200, 2, device=DEV)
-    h0 = torch.zeros(1, 64, 23, device=DEV)
-    dy = torch.randn(64, 200, 23, device=DEV)
+    h0 = 0.3 * torch.randn(1, 64, H, device=DEV)
+    dy = torch.randn(64, 200, H, device=DEV)
     params = list(rnn.parameters())
 
     def step():
@@ -148,9 +164,9 @@ def test_module_cache_is_reused(tmp_path, monkeypatch):
     monkeypatch.setenv("DPD_DESKTOP_KERNEL_CACHE", str(tmp_path))
     monkeypatch.setattr(nvrtc, "_MODULES", {})
     n = len(nvrtc.LOAD_LOG)
-    cuda_rnn._module(7, DEV)
+    cuda_rnn._module(7, 3, DEV)
     monkeypatch.setattr(nvrtc, "_MODULES", {})
-    cuda_rnn._module(7, DEV)
+    cuda_rnn._module(7, 3, DEV)
     first, second = nvrtc.LOAD_LOG[n:n + 2]
     assert not first["cached"] and first["compile_s"] > 0
     assert second["cached"] and second["compile_s"] is None
