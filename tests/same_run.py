@@ -1,5 +1,6 @@
-"""One bitwise comparison of two run folders (the group tests, CPU and GPU): every history.csv value but the clock,
-best.pt's and last.pt's model tensors, results.h5's test arrays."""
+"""Bitwise comparisons of two run folders (the group, sweep and Ray tests, CPU and GPU): :func:`assert_twins` —
+history.csv's values but the clock and best.pt's tensors; :func:`assert_same_run` — also last.pt's model tensors and
+results.h5's test arrays."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,6 +10,20 @@ import numpy as np
 import torch
 
 from dpd_desktop.runs.artifacts import load_checkpoint, read_history_csv
+
+
+def history_without_time(run_dir) -> list[dict]:
+    """history.csv's rows, every column but the wall-clock ``TIME:``."""
+    return [{k: v for k, v in row.items() if k != "TIME:"} for row in read_history_csv(Path(run_dir) / "history.csv")]
+
+
+def assert_twins(a, b) -> None:
+    """Bitwise: history.csv's values but the clock, best.pt's tensors (names, order, dtypes, values)."""
+    assert history_without_time(a) == history_without_time(b)
+    (sa, _), (sb, _) = load_checkpoint(Path(a) / "best.pt"), load_checkpoint(Path(b) / "best.pt")
+    assert list(sa) == list(sb)
+    for k, v in sb.items():
+        assert sa[k].dtype == v.dtype and torch.equal(sa[k], v), k
 
 
 def assert_same_run(ref: Path, run: Path, epochs: int) -> None:

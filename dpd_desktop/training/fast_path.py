@@ -203,15 +203,20 @@ class CudaGraphStep:
     def _pointers(self):
         return tuple((p.data_ptr(), p.grad.data_ptr() if p.grad is not None else 0) for p in self.trainable)
 
+    def prepare_capture(self) -> None:
+        """Before a capture (this step's, or a group's: training/group.py): cuDNN's flat weights, a gradient buffer
+        for every trainable parameter, and the optimizer's placement decided (needs the CUDA device current)."""
+        for m in self.net.modules():
+            if isinstance(m, torch.nn.RNNBase):
+                m.flatten_parameters()
+        for p in self.trainable:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        self._setup_optimizer()
+
     def _capture(self) -> None:
         with torch.cuda.device(self.device), torch.random.fork_rng(devices=[self.device]):
-            for m in self.net.modules():
-                if isinstance(m, torch.nn.RNNBase):
-                    m.flatten_parameters()
-            for p in self.trainable:
-                if p.grad is None:
-                    p.grad = torch.zeros_like(p)
-            self._setup_optimizer()
+            self.prepare_capture()
             timing.mark("capture_optimizer_checked")
             cur = torch.cuda.current_stream()
             side = torch.cuda.Stream()

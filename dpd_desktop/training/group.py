@@ -338,14 +338,8 @@ def _capture(inners: list[CudaGraphStep]):
     device = inners[0].device
     with torch.cuda.device(device), torch.random.fork_rng(devices=[device]):
         for s in inners:
-            for mod in s.net.modules():
-                if isinstance(mod, torch.nn.RNNBase):
-                    mod.flatten_parameters()
-            for p in s.trainable:
-                if p.grad is None:
-                    p.grad = torch.zeros_like(p)
             s._sync_steps()
-            s._setup_optimizer()
+            s.prepare_capture()
         cur = torch.cuda.current_stream()
         side = torch.cuda.Stream()
         branches = [torch.cuda.Stream() for _ in inners]

@@ -2,27 +2,22 @@
 on cuda:0 the 4 seeds of one shape are ONE group (reference mode: 4) in one child process, and each trial is
 bitwise its twin of a ``--group-size 1`` sweep (history without its wall-clock column, best.pt tensors). Run on the
 GPU machine; skipped without CUDA."""
-from pathlib import Path
 
 import pytest
 import torch
 
 from dpd_desktop.cli import main as cli_main
-from dpd_desktop.runs import artifacts
 from dpd_desktop.runs.queue import RunQueue
 from dpd_desktop.runs.supervisor import Supervisor
 from dpd_desktop.sweep.store import SweepStore
+
+import same_run  # tests/same_run.py
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the GPU machine)")]
 
 ARGS = ["--dataset", "demo", "--hidden-size", "8", "--frame-length", "50", "--epochs", "2", "--max-train-samples",
         "4000", "--device", "cuda:0", "--kernel", "reference", "--quiet"]
-
-
-def _history(run_dir):
-    return [{k: v for k, v in r.items() if k != "TIME:"}
-            for r in artifacts.read_history_csv(Path(run_dir) / "history.csv")]
 
 
 def test_auto_groups_on_cuda_are_one_child_and_bitwise_their_lone_twins(tmp_path, monkeypatch):
@@ -42,7 +37,4 @@ def test_auto_groups_on_cuda_are_one_child_and_bitwise_their_lone_twins(tmp_path
         assert [e.state for e in q.entries()] == ["succeeded"] * 4
     for g, a in zip(infos["auto"].trials, infos["1"].trials):
         assert g["state"] == a["state"] == "succeeded"
-        assert _history(g["run_dir"]) == _history(a["run_dir"])
-        sg, _ = artifacts.load_checkpoint(Path(g["run_dir"]) / "best.pt")
-        sa, _ = artifacts.load_checkpoint(Path(a["run_dir"]) / "best.pt")
-        assert list(sg) == list(sa) and all(torch.equal(sg[k], sa[k]) for k in sa)
+        same_run.assert_twins(g["run_dir"], a["run_dir"])

@@ -38,6 +38,8 @@ from dpd_desktop.sweep.ray_task import STAGING_DIR, ReturnedRunError, import_run
 from dpd_desktop.training.dataset_checks import load_dataset_for
 from dpd_desktop.training.ls_fit import make_trainer
 
+import same_run  # tests/same_run.py
+
 REMOTE = "203.0.113.7:6379"  # TEST-NET-3 (RFC 5737): never a real host
 NO_TOKEN_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_AUTH_TOKEN": "", "RAY_AUTH_TOKEN_PATH": ""}
 
@@ -76,21 +78,6 @@ def sweep(cluster, trials, root: Path, env=None, stop_after_epoch: bool = False)
     return ends, events, rc, client
 
 
-def history_without_time(run_dir) -> list[dict]:
-    """history.csv's text, every column but the wall-clock ``TIME:``."""
-    return [{k: v for k, v in row.items() if k != "TIME:"}
-            for row in artifacts.read_history_csv(Path(run_dir) / "history.csv")]
-
-
-def assert_bitwise_twins(remote_dir, local_dir) -> None:
-    assert history_without_time(remote_dir) == history_without_time(local_dir)
-    remote_state, _ = artifacts.load_checkpoint(Path(remote_dir) / "best.pt")
-    local_state, _ = artifacts.load_checkpoint(Path(local_dir) / "best.pt")
-    assert list(remote_state) == list(local_state)
-    for k, v in local_state.items():
-        assert remote_state[k].dtype == v.dtype and torch.equal(remote_state[k], v), k
-
-
 def run_folders(root: Path) -> list[str]:
     d = Path(root) / "runs"
     return sorted(p.name for p in d.iterdir()) if d.is_dir() else []
@@ -113,7 +100,7 @@ def test_six_trial_sweep_is_bitwise_equal_to_local_runs(cluster, demo, tmp_path)
         local = make_trainer(t.config, dataset=demo, workspace=local_ws).run()
         assert local.state == "succeeded"
         remote_dir = Path(ends[t.number].run_dir)
-        assert_bitwise_twins(remote_dir, local.run_dir)
+        same_run.assert_twins(remote_dir, local.run_dir)
         rows = artifacts.read_history_csv(remote_dir / "history.csv")
         assert f"{live[t.number]['row']['TRAIN_LOSS']:.8f}" == rows[0]["TRAIN_LOSS"]
         rec = RunRecord.open(remote_dir)
@@ -140,7 +127,7 @@ def test_dpd_trial_trains_through_the_shipped_pa_run(cluster, demo, tmp_path):
     assert ends[0].state == "succeeded", ends[0].message
     local = make_trainer(cfg, dataset=demo, workspace=ws).run()  # its twin, through the same PA run
     assert local.state == "succeeded"
-    assert_bitwise_twins(ends[0].run_dir, local.run_dir)
+    same_run.assert_twins(ends[0].run_dir, local.run_dir)
     rec = RunRecord.open(ends[0].run_dir)
     assert rec.pa["run_id"] == pa.run_id
 
@@ -373,7 +360,7 @@ def test_a_group_of_trials_is_one_task_and_each_member_is_bitwise_its_local_twin
     local_ws = Workspace(tmp_path / "local")
     for t in trials:
         local = make_trainer(t.config, dataset=demo, workspace=local_ws).run()
-        assert_bitwise_twins(Path(ends[t.number].run_dir), local.run_dir)
+        same_run.assert_twins(Path(ends[t.number].run_dir), local.run_dir)
         rec = RunRecord.open(ends[t.number].run_dir)
         assert rec.state == "succeeded" and rec.config.seed == t.number
     assert run_folders(tmp_path / "remote") == sorted(Path(e.run_dir).name for e in ends.values())

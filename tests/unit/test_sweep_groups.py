@@ -26,25 +26,12 @@ from dpd_desktop.sweep.runner import SweepRun, create_sweep
 from dpd_desktop.sweep.spec import parse_spec
 from dpd_desktop.sweep.store import SweepStore
 
+import same_run  # tests/same_run.py
+
 TINY_ARGS = ["--dataset", "demo", "--hidden-size", "4", "--frame-length", "50", "--epochs", "2",
              "--max-train-samples", "200", "--device", "cpu", "--threads", "1", "--quiet"]
 TINY = ExperimentConfig(step="pa", dataset="demo", hidden_size=4, frame_length=50, epochs=2, max_train_samples=200,
                         device="cpu", threads=1)
-
-
-def history_without_time(run_dir) -> list[dict]:
-    """history.csv's rows, every column but the wall-clock ``TIME:``."""
-    return [{k: v for k, v in row.items() if k != "TIME:"}
-            for row in artifacts.read_history_csv(Path(run_dir) / "history.csv")]
-
-
-def assert_bitwise_twins(a, b) -> None:
-    assert history_without_time(a) == history_without_time(b)
-    sa, _ = artifacts.load_checkpoint(Path(a) / "best.pt")
-    sb, _ = artifacts.load_checkpoint(Path(b) / "best.pt")
-    assert list(sa) == list(sb)
-    for k, v in sb.items():
-        assert sa[k].dtype == v.dtype and torch.equal(sa[k], v), k
 
 
 @pytest.fixture
@@ -83,7 +70,7 @@ def test_groups_of_two_are_two_children_and_each_trial_is_bitwise_its_lone_twin(
         assert [e.group for e in q.entries()] == [None] * 4
     for g, a in zip(grouped.trials, alone.trials):
         assert g["state"] == a["state"] == "succeeded" and g["params"] == a["params"]
-        assert_bitwise_twins(g["run_dir"], a["run_dir"])
+        same_run.assert_twins(g["run_dir"], a["run_dir"])
         assert g["value"] == a["value"]
     # the seeds made different models (a comparison that cannot tell runs apart would pass anyway)
     s0 = artifacts.load_checkpoint(Path(grouped.trials[0]["run_dir"]) / "best.pt")[0]
