@@ -19,7 +19,7 @@ import time
 import traceback
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QObject, QThread, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, Slot
 
 from ..runs.interactive import ENTRY_ID, InteractiveEntry, SingleRunQueue, child_options
 from ..runs.record import RecordError, RunRecord
@@ -27,13 +27,13 @@ from ..runs.supervisor import EntryEnded, Supervisor
 from ..training.events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunFailed, RunFinished,
                                RunStarted)
 from .child_plots import run_then_write_plots
-from .worker import start_on_thread
+from .worker import RunSignals
 
 _SIGNAL_OF = {RunStarted: "started", EpochEnded: "epochEnded", PreviewReady: "previewReady",
               RunFinished: "finished", RunFailed: "failed", RunCancelled: "cancelled"}
 
 
-class ChildTrainingWorker(QObject):
+class ChildTrainingWorker(RunSignals):
     """Runs one training run (``config`` on the loaded ``dataset``, or the resume of ``resume`` — a run folder) in
     a child process and forwards its events as signals; see the module docstring.
 
@@ -41,20 +41,7 @@ class ChildTrainingWorker(QObject):
     writer rewrote it from last.pt), set before ``started`` is emitted.
     """
 
-    name = "training run"
-
-    started = Signal(object)  # RunStarted
-    batchProgress = Signal(object)  # BatchProgress (throttled)
-    epochEnded = Signal(object)  # EpochEnded
-    previewReady = Signal(object)  # PreviewReady
-    finished = Signal(object)  # RunFinished
-    failed = Signal(object)  # RunFailed
-    cancelled = Signal(object)  # RunCancelled
-    interrupted = Signal(object)  # EntryEnded (state "interrupted": the child was killed)
-    plotsWritten = Signal(object)  # write_plots: the PNG paths the child wrote after a succeeded run, or an OSError
-    done = Signal()
-
-    PROGRESS_MIN_INTERVAL_S = 0.1
+    THREAD_NAME = "dpd-training-child"
 
     def __init__(self, config, dataset=None, workspace=None, resume: str | None = None, write_plots: bool = False,
                  supervisor_factory=Supervisor, parent: QObject | None = None):
@@ -75,12 +62,8 @@ class ChildTrainingWorker(QObject):
         self.resumed_rows: list[dict] = []
         self.end: EntryEnded | None = None
         self.pid: int | None = None
-        self.thread: QThread | None = None
 
     # -- control (GUI thread) -------------------------------------------------------------------------------------
-    def start(self) -> QThread:
-        return start_on_thread(self, "dpd-training-child")
-
     def request_cancel(self) -> None:
         """Ask the child to stop after its current batch (safe from any thread; before the child starts: it never
         starts)."""
@@ -103,12 +86,6 @@ class ChildTrainingWorker(QObject):
             self._preview = (True, n)  # (re)sent when the child's RunStarted arrives: a send before it starts is lost
         if sup is not None:
             sup.send(ENTRY_ID, f"preview:{int(n)}" if n else "preview:off")
-
-    def is_done(self) -> bool:
-        return self.thread is not None and self.thread.isFinished()
-
-    def wait(self, timeout_ms: int) -> bool:
-        return True if self.thread is None else self.thread.wait(int(timeout_ms))
 
     # -- the run (worker thread) ----------------------------------------------------------------------------------
     @Slot()

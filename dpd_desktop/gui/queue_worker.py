@@ -13,18 +13,18 @@ import threading
 import time
 import traceback
 
-from PySide6.QtCore import QCoreApplication, QObject, QThread, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, Signal, Slot
 
 from ..runs.supervisor import EntryEnded, EntryStarted, Supervisor
 from ..training.events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunFailed, RunFinished,
                                RunStarted)
-from .worker import start_on_thread
+from .worker import ThreadJob
 
 _SIGNAL_OF = {RunStarted: "started", EpochEnded: "epochEnded", PreviewReady: "previewReady",
               RunFinished: "finished", RunFailed: "failed", RunCancelled: "cancelled"}
 
 
-class QueueWorker(QObject):
+class QueueWorker(ThreadJob):
     """Runs the workspace's queue (``lanes``: the device lanes served, None: all) until no entry is ready.
 
     :meth:`request_cancel` stops the followed entry after its current batch (the toolbar's Stop);
@@ -32,6 +32,7 @@ class QueueWorker(QObject):
     """
 
     name = "run queue"
+    THREAD_NAME = "dpd-queue"
 
     started = Signal(object)  # RunStarted of the followed entry
     batchProgress = Signal(object)  # BatchProgress (throttled)
@@ -57,12 +58,8 @@ class QueueWorker(QObject):
         self._stop = False
         self.followed: int | None = None
         self._last_progress_t = 0.0
-        self.thread: QThread | None = None
 
     # -- control (GUI thread) -------------------------------------------------------------------------------------
-    def start(self) -> QThread:
-        return start_on_thread(self, "dpd-queue")
-
     def request_stop(self) -> None:
         """Stop the queue (safe from any thread)."""
         with self._lock:
@@ -83,12 +80,6 @@ class QueueWorker(QObject):
             sup = self._sup
         if sup is not None:
             sup.send(None, f"preview:{n}" if n else "preview:off")
-
-    def is_done(self) -> bool:
-        return self.thread is not None and self.thread.isFinished()
-
-    def wait(self, timeout_ms: int) -> bool:
-        return True if self.thread is None else self.thread.wait(int(timeout_ms))
 
     # -- the queue (worker thread) --------------------------------------------------------------------------------
     @Slot()

@@ -18,7 +18,7 @@ import threading
 import traceback
 
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal, Slot
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
                                QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
@@ -33,7 +33,7 @@ from .compare import CompareView
 from .queue_panel import hidden_dock
 from .runs_jobs import start_job, write_report_job
 from .sweep_ray import INFO_STYLE, WARNING_STYLE, LiveTrials, RayBar
-from .worker import start_on_thread
+from .worker import ThreadJob
 
 LIVE_REFRESH_MS = 2000
 #: the trial columns before the searched fields: (header, value of a TrialRow)
@@ -79,7 +79,7 @@ class CostAxis(pg.AxisItem):
         return out
 
 
-class SweepWorker(QObject):
+class SweepWorker(ThreadJob):
     """Runs one sweep (:class:`SweepRun`) on its own QThread; ``changed(SweepInfo)`` after each sweep.json change,
     ``event(dict)`` for each event of a Ray helper, ``refused(str)`` when the cluster was refused (security policy),
     ``cluster_failed(str)`` when the helper could not run the sweep, ``failed(str)``, ``done()`` last.
@@ -87,6 +87,7 @@ class SweepWorker(QObject):
     A job of the window's JobRegistry (``request_stop``, ``wait``, ``is_done``)."""
 
     name = "sweep"
+    THREAD_NAME = "dpd-sweep"
     changed = Signal(object)
     event = Signal(object)
     refused = Signal(str)
@@ -100,19 +101,9 @@ class SweepWorker(QObject):
         self.workspace, self.sweep_id, self.executor = workspace, sweep_id, executor
         self.ray_address = ray_address
         self.stop = threading.Event()
-        self.thread: QThread | None = None
-
-    def start(self) -> QThread:
-        return start_on_thread(self, "dpd-sweep")
 
     def request_stop(self) -> None:
         self.stop.set()
-
-    def is_done(self) -> bool:
-        return self.thread is not None and self.thread.isFinished()
-
-    def wait(self, timeout_ms: int) -> bool:
-        return True if self.thread is None else self.thread.wait(int(timeout_ms))
 
     @Slot()
     def run(self) -> None:

@@ -64,13 +64,32 @@ def start_on_thread(worker, name: str) -> QThread:
     return thread
 
 
-class TrainingWorker(QObject):
-    """Runs ``Trainer.run()`` on its own QThread and forwards the trainer's events as signals.
+class ThreadJob(QObject):
+    """A QObject whose ``run`` slot works on its own QThread (:meth:`start`, named ``THREAD_NAME``); with
+    ``request_stop`` and the two methods here it is a job of :class:`dpd_desktop.gui.jobs.JobRegistry`. Subclasses
+    define ``run`` and a ``done`` signal (emitted last)."""
 
-    Every signal carries the event dataclass (``Signal(object)``). ``done`` is emitted last, whatever the outcome.
-    Use :meth:`start` to launch, :meth:`request_cancel` to stop cooperatively (thread-safe) and :meth:`wait` for a
-    bounded join; with ``request_stop``/``is_done`` it is a job of :class:`dpd_desktop.gui.jobs.JobRegistry`.
-    """
+    THREAD_NAME = "dpd-job"
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self.thread: QThread | None = None
+
+    def start(self) -> QThread:
+        """Move to a new QThread and start :meth:`run` there. Returns the thread."""
+        return start_on_thread(self, self.THREAD_NAME)
+
+    def is_done(self) -> bool:
+        """Started and its thread has ended."""
+        return self.thread is not None and self.thread.isFinished()
+
+    def wait(self, timeout_ms: int) -> bool:
+        """Join the thread for at most ``timeout_ms``; True when it has ended (or never started)."""
+        return True if self.thread is None else self.thread.wait(int(timeout_ms))
+
+
+class RunSignals(ThreadJob):
+    """The signals of a worker that follows one training run (every one carries the event dataclass)."""
 
     name = "training run"
 
@@ -81,11 +100,24 @@ class TrainingWorker(QObject):
     finished = Signal(object)  # RunFinished
     failed = Signal(object)  # RunFailed
     cancelled = Signal(object)  # RunCancelled
-    interrupted = Signal(object)  # never here: a child process's kill (gui/child_worker.py has the same signals)
-    plotsWritten = Signal(object)  # never here: the window renders this run's PNGs itself (plot_area._write_plots)
+    interrupted = Signal(object)  # EntryEnded (state "interrupted"): a child process's kill (gui/child_worker.py)
+    plotsWritten = Signal(object)  # the PNG paths a child wrote after a succeeded run, or an OSError (child_worker)
     done = Signal()
 
     PROGRESS_MIN_INTERVAL_S = 0.1
+
+
+class TrainingWorker(RunSignals):
+    """Runs ``Trainer.run()`` on its own QThread and forwards the trainer's events as signals.
+
+    Every signal carries the event dataclass (``Signal(object)``). ``done`` is emitted last, whatever the outcome.
+    Use :meth:`start` to launch, :meth:`request_cancel` to stop cooperatively (thread-safe) and :meth:`wait` for a
+    bounded join; with ``request_stop``/``is_done`` it is a job of :class:`dpd_desktop.gui.jobs.JobRegistry`.
+    """
+
+    THREAD_NAME = "dpd-training"
+    # ``interrupted`` and ``plotsWritten`` never fire here: no child process, and the window renders this run's
+    # PNGs itself (plot_area._write_plots)
 
     def __init__(self, config, dataset=None, workspace=None, trainer_factory: TrainerFactory | None = None,
                  parent: QObject | None = None):
@@ -100,13 +132,8 @@ class TrainingWorker(QObject):
         self._last_progress_t = 0.0
         self._outcome_emitted = False
         self.result = None
-        self.thread: QThread | None = None
 
     # -- control (GUI thread) -------------------------------------------------------------------------------------
-    def start(self) -> QThread:
-        """Move to a new QThread and start the run there. Returns the thread."""
-        return start_on_thread(self, "dpd-training")
-
     def request_cancel(self) -> None:
         """Ask the trainer to stop at the next batch boundary (safe from any thread)."""
         with self._lock:
@@ -126,10 +153,6 @@ class TrainingWorker(QObject):
         """For a resume (:class:`ResumeFactory`): the history rows of the epochs done before it, once built."""
         return list(getattr(self._factory, "rows", []) or [])
 
-    def is_done(self) -> bool:
-        """Started and its thread has ended."""
-        return self.thread is not None and self.thread.isFinished()
-
     def set_preview_every(self, n: int | None) -> None:
         """Forward a live change of the preview period if the trainer supports it (``set_preview_every``)."""
         with self._lock:
@@ -137,12 +160,6 @@ class TrainingWorker(QObject):
         setter = getattr(trainer, "set_preview_every", None)
         if callable(setter):
             setter(n)
-
-    def wait(self, timeout_ms: int) -> bool:
-        """Join the thread for at most ``timeout_ms``; True when it has ended."""
-        if self.thread is None:
-            return True
-        return self.thread.wait(int(timeout_ms))
 
     # -- the run (worker thread) ----------------------------------------------------------------------------------
     @Slot()
