@@ -61,7 +61,12 @@ def add_parser(add) -> argparse.ArgumentParser:
     p.add_argument("--base", nargs=argparse.REMAINDER, default=None,
                    help="the rest of the line: train-pa / train-dpd options of every trial (--dataset ... )")
     add_ray_arguments(p)
+    _SWEEP_OPTIONS.update(opt for action in p._actions for opt in action.option_strings)
     return p
+
+
+#: the sweep command's own options (filled by add_parser): one of them after --base is a misplaced sweep option
+_SWEEP_OPTIONS: set[str] = set()
 
 
 def handle(args, ws) -> "object":
@@ -149,6 +154,12 @@ def _base_config(args, ws):
 
     p = argparse.ArgumentParser(prog=f"dpd-desktop sweep --base ({'train-' + args.step} options)")
     cli._add_training_options(p, args.step)
+    train_options = {opt for action in p._actions for opt in action.option_strings}
+    for tok in args.base or []:
+        name = tok.split("=", 1)[0]
+        if name in _SWEEP_OPTIONS and name not in train_options:
+            raise SweepSpecError("command line", name, "a sweep option: put it before --base (everything after "
+                                                       "--base is the trials' train options)")
     try:
         a = p.parse_args(args.base or [])
     except SystemExit as exc:

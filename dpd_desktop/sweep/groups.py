@@ -13,10 +13,13 @@ from typing import Sequence
 from ..config import ExperimentConfig
 
 AUTO = "auto"
+#: the most members a group may have (8 fast members already fill the H200's rate of small kernels:
+#: benchmarks/results/2026-12-01-group-h200.md); more is refused as a likely typo or an out-of-memory trap
+MAX_GROUP_SIZE = 64
 
 
 def parse_group_size(value, source: str, key: str):
-    """``value`` as a group size: ``"auto"`` or an int >= 1 (a string of digits is read as one).
+    """``value`` as a group size: ``"auto"`` or an int 1..MAX_GROUP_SIZE (a string of digits is read as one).
 
     Raises:
         SweepSpecError: naming ``source`` (the TOML file, "command line") and ``key`` (``sweep.group_size``,
@@ -31,6 +34,8 @@ def parse_group_size(value, source: str, key: str):
         n = int(value.strip())
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise SweepSpecError(source, key, f"expected a positive integer or \"auto\", got {value!r}")
+    if n > MAX_GROUP_SIZE:
+        raise SweepSpecError(source, key, f"expected at most {MAX_GROUP_SIZE} trials per group, got {n}")
     return n
 
 

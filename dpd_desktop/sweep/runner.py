@@ -37,6 +37,9 @@ from .spec import SweepSpec, expand, trial_config
 from .store import SweepError, SweepInfo, SweepStore, trial_done
 
 CANCEL_POLL_S = 0.5
+#: a run stopped by its own time limit ends cancelled with this message: training/limits.py TIME_LIMIT_REASON (not
+#: imported: training/ brings PyTorch, and the window imports this module before its first paint)
+TIME_LIMIT_REASON = "time limit"
 
 
 def create_sweep(workspace: Workspace, spec: SweepSpec, check: bool = True) -> SweepInfo:
@@ -189,20 +192,25 @@ class SweepRun:
                                                            or len(trials) >= (self.spec.trials or 0))
         failed = sum(t["state"] == "failed" for t in trials)
         pruned = sum(bool(t.get("pruned")) for t in trials)
+        limited = sum(bool(t.get("time_limited")) for t in trials)
+        lost = sum(t["state"] in ("interrupted", "running", "queued") for t in trials if not trial_done(t))
         n_done = sum(trial_done(t) for t in trials)
         succeeded = sum(t["state"] == "succeeded" for t in trials)
-        if complete and trials and not succeeded:
-            info = self.store.finish(self.id, "failed", f"no trial succeeded: {_trials(len(trials))} done, "
-                                     f"{failed} failed" + (f", {pruned} pruned" if pruned else ""))
+        extra = ([f"{pruned} pruned"] if pruned else []) + ([f"{limited} stopped by their time limit"] if limited else [])
+        if complete and trials and not (succeeded or limited):  # a time-limited trial keeps its best checkpoint
+            info = self.store.finish(self.id, "failed", "no trial succeeded: " + ", ".join(
+                [f"{_trials(len(trials))} done", f"{failed} failed", *extra]))
         elif complete:
-            parts = [f"{_trials(len(trials))} done"] + ([f"{failed} failed"] if failed else []) + \
-                    ([f"{pruned} pruned"] if pruned else [])
+            parts = [f"{_trials(len(trials))} done"] + ([f"{failed} failed"] if failed else []) + extra
             info = self.store.finish(self.id, "succeeded", ", ".join(parts))
         else:
             total = self.spec.trials if self.spec.search == "optuna" else len(trials)
             left = "(sweep resume runs the others)"
             if self.stop.is_set():
                 info = self.store.finish(self.id, "cancelled", f"cancelled: {n_done} of {_trials(total)} done {left}")
+            elif not lost:  # the trials not done were cancelled one by one (queue cancel): no process was lost
+                info = self.store.finish(self.id, "cancelled", f"{n_done} of {_trials(total)} done; the others were "
+                                                               f"cancelled {left}")
             else:  # not stopped, yet some trial did not finish (its process was killed: interrupted)
                 info = self.store.finish(self.id, "failed", f"{n_done} of {_trials(total)} done; the others did not "
                                                             f"finish {left}")
@@ -253,11 +261,12 @@ class SweepRun:
     def record(self, end: TrialEnd) -> None:
         """Write a trial's end into sweep.json."""
         pruned = end.state == "cancelled" and end.message.startswith("pruned by the sweep")
+        limited = end.state == "cancelled" and end.message.startswith(TIME_LIMIT_REASON)
         value = best_value(end.run_dir, self.spec.metric)
         self._changed(self.store.set_trial(
             self.id, end.trial.number, state=end.state, run_dir=end.run_dir,
             run_id=Path(end.run_dir).name if end.run_dir else None, message=end.message, value=value,
-            pruned=pruned))
+            pruned=pruned, time_limited=limited))
 
 
 def _trials(n: int) -> str:

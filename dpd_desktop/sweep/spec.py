@@ -87,6 +87,10 @@ class SpecFileError(SweepSpecError):
         self.source, self.key = message.split(": ", 1)[0], "file"
 
 
+#: the keys of a spec's [sweep] table
+_SWEEP_KEYS = ("name", "search", "trials", "seed", "metric", "devices", "group_size")
+
+
 def unknown_field(key: str, choices) -> str:
     """The message for a key that is not a configuration field: a close match if there is one, else the list."""
     close = difflib.get_close_matches(key, list(choices), n=1)
@@ -154,7 +158,8 @@ class SweepSpec:
                    space=tuple(Param.from_dict(p) for p in d["space"]), trials=d.get("trials"),
                    seed=int(d.get("seed", 0)), metric=d.get("metric", "VAL_NMSE"),
                    devices=tuple(d.get("devices") or ()), optuna=dict(d.get("optuna") or {}),
-                   source=d.get("source", "sweep.json"), group_size=d.get("group_size", AUTO))
+                   source=d.get("source", "sweep.json"),
+                   group_size=parse_group_size(d.get("group_size", AUTO), "sweep.json", "spec.group_size"))
 
 
 def load_spec(path: str | Path) -> SweepSpec:
@@ -200,10 +205,9 @@ def parse_spec(raw: dict, source: str) -> SweepSpec:
         if not isinstance(raw.get(k, {}), dict):
             raise SweepSpecError(source, k, "expected a table")
     sw, base_raw, space_raw, opt = (dict(raw.get(k, {})) for k in _SECTIONS)
-    known = ("name", "search", "trials", "seed", "metric", "devices", "group_size")
     for k in sw:
-        if k not in known:
-            raise SweepSpecError(source, f"sweep.{k}", f"unknown key (expected {', '.join(known)})")
+        if k not in _SWEEP_KEYS:
+            raise SweepSpecError(source, f"sweep.{k}", f"unknown key (expected {', '.join(_SWEEP_KEYS)})")
     search = sw.get("search", "grid")
     if search not in SEARCHES:
         raise SweepSpecError(source, "sweep.search", f"expected one of {SEARCHES}, got {search!r}")
@@ -247,6 +251,8 @@ def parse_spec(raw: dict, source: str) -> SweepSpec:
 def _base(raw: dict, source: str) -> dict:
     base = {}
     for k, v in raw.items():
+        if k in _SWEEP_KEYS and k not in _FIELDS:
+            raise SweepSpecError(source, f"base.{k}", "a key of the [sweep] table, not of [base]: move it there")
         if k not in _FIELDS or k in ("extra", "name"):
             raise SweepSpecError(source, f"base.{k}", unknown_field(k, _BASE_KEYS))
         base[k] = v

@@ -6,13 +6,15 @@ sweep.json (``format`` :data:`FORMAT`), written whole and atomically (runs/artif
     {"format", "id", "created", "updated", "spec": SweepSpec.to_dict(),
      "state": a runs/states.py word, "message", "owner": the running process (runs/owner.py) or null,
      "cancel_requested": bool, "ray": {"address": the --ray address of its last pass} or null (this machine),
-     "trials": [{"number", "params", "state", "run_id", "run_dir", "message", "value", "pruned",
+     "trials": [{"number", "params", "state", "run_id", "run_dir", "message", "value", "pruned", "time_limited",
                  "attempts": [earlier run ids of this trial], "optuna_number", "group"}]}
 
 A trial's ``state`` is a run state; ``value`` its best per-epoch ``spec.metric`` (the run's ``best_value``);
-``pruned``: stopped by the Optuna pruner (state ``cancelled``, message "pruned by the sweep at epoch N"); ``group``
+``pruned``: stopped by the Optuna pruner (state ``cancelled``, message "pruned by the sweep at epoch N");
+``time_limited``: stopped by its own time limit (state ``cancelled``, message "time limit …"); ``group``
 the sweep's number of the group it trains in with other trials (sweep/groups.py; null: alone, or not planned yet;
-a trial run again is planned again). A trial is *done* when it succeeded, failed or was pruned; ``sweep resume``
+a trial run again is planned again). A trial is *done* when it succeeded, failed, was pruned or reached its time
+limit (it would reach it again); ``sweep resume``
 runs the others again. A sweep recorded
 ``running`` whose process is gone reads ``interrupted``, and so do its trials recorded ``running``: each reads its
 run folder's state (RunRecord: a final state, or ``interrupted``), never ``running`` (:func:`reconcile_trials`).
@@ -34,7 +36,7 @@ from ..runs.artifacts import atomic_write_json
 from ..runs.owner import owner_gone, process_identity
 from ..runs.record import RecordError, RunRecord
 from ..runs.states import FINAL_STATES, RUN_STATES
-from .spec import SweepSpec
+from .spec import SweepSpec, SweepSpecError
 
 FORMAT = "dpd-desktop-sweep-1"
 SWEEPS_DIR = "sweeps"
@@ -52,8 +54,8 @@ class SweepError(ValueError):
 
 
 def trial_done(t: dict) -> bool:
-    """Succeeded, failed or pruned: ``sweep resume`` leaves it as it is."""
-    return t.get("state") in ("succeeded", "failed") or bool(t.get("pruned"))
+    """Succeeded, failed, pruned or stopped by its time limit: ``sweep resume`` leaves it as it is."""
+    return t.get("state") in ("succeeded", "failed") or bool(t.get("pruned")) or bool(t.get("time_limited"))
 
 
 @dataclass(frozen=True)
@@ -209,7 +211,7 @@ class SweepStore:
 
 def new_trial(number: int, params: dict) -> dict:
     return {"number": number, "params": dict(params), "state": "queued", "run_id": None, "run_dir": None,
-            "message": "", "value": None, "pruned": False, "attempts": [], "optuna_number": None,
+            "message": "", "value": None, "pruned": False, "time_limited": False, "attempts": [], "optuna_number": None,
             "group": None}
 
 
@@ -229,6 +231,8 @@ def _read(path: Path) -> SweepInfo:
         raise SweepError(path, f"{doc['state']!r} is not one of {RUN_STATES}", "state")
     try:
         SweepSpec.from_dict(doc["spec"])
+    except SweepSpecError as exc:  # a field of a known name with a bad value (e.g. spec.group_size)
+        raise SweepError(path, str(exc).split(": ", 2)[-1], exc.key) from exc
     except (KeyError, TypeError, ValueError) as exc:
         raise SweepError(path, f"cannot be read ({exc!r})", "spec") from exc
     state = doc["state"]

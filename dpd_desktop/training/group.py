@@ -37,7 +37,7 @@ log = logging.getLogger("dpd_desktop.group")
 
 #: configuration fields in which the members of one group may differ
 MAY_DIFFER = frozenset({"seed", "lr", "lr_end", "decay_factor", "patience", "weight_decay", "grad_clip", "name",
-                        "preview_every", "time_limit_s"})
+                        "preview_every"})
 #: default group sizes on a CUDA device (measured on the H200: benchmarks/results/…-group-h200.md)
 DEFAULT_SIZE = {"fast": 8, "reference": 4}
 #: full batches replayed per meeting of the members (a cancel takes effect within this many batches)
@@ -46,9 +46,10 @@ CHUNK = 128
 
 def group_key(cfg: ExperimentConfig) -> tuple | None:
     """What must be equal for two configurations to train in one group (every field outside :data:`MAY_DIFFER`; of
-    ``extra``, all but a sweep's ``sweep`` tag), or None when ``cfg`` cannot train in a group (a least-squares fit has no training steps)."""
-    if cfg.fit != "gradient":
-        return None
+    ``extra``, all but a sweep's ``sweep`` tag), or None when ``cfg`` cannot train in a group (a least-squares fit has
+    no training steps; a time limit would count the whole group's time)."""
+    if cfg.fit != "gradient" or cfg.time_limit_s is not None:
+        return None  # a time limit counts wall-clock time, which the members of a group share: such a run trains alone
     key = []
     for f in fields(cfg):
         if f.name in MAY_DIFFER:
@@ -125,6 +126,10 @@ class _Member:
         self.result: RunResult | None = None
 
     def attach(self, trainer):
+        n = len(self.group.members)
+        if n > 1:  # the run's log says why its clock runs slower than alone
+            trainer._log(f"group: trains together with {n - 1} other run{'s' if n > 2 else ''} in one process "
+                         f"(member {self.index + 1} of {n}); its times are the group's wall time")
         self.step = GroupStep(self, trainer.fast_step, trainer.fast_path_status, trainer.fast_path_optimizer)
         return self.step
 

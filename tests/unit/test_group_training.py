@@ -55,6 +55,8 @@ def test_members_take_turns_and_end_bitwise_equal_to_their_lone_runs(tmp_path, d
     assert group.captures == 0  # no CUDA graph on the CPU
     for ref, res in zip(alone, results):
         assert_same_run(ref, res.run_dir)
+    assert "group: trains together with 2 other runs in one process (member 2 of 3)" in \
+        (results[1].run_dir / "log.txt").read_text()
     # and the members differ from each other (the seeds and learning rates did reach them)
     h = [read_history_csv(r.run_dir / "history.csv")[-1]["TRAIN_LOSS"] for r in results]
     assert len(set(h)) == 3
@@ -95,6 +97,7 @@ def test_group_keys_and_plans():
     other = ExperimentConfig(**{**BASE, "hidden_size": 8})
     ls = ExperimentConfig(**{**BASE, "backbone": "mp", "fit": "ls"})
     assert group_key(ls) is None and group_key(other) != group_key(cfgs[0])
+    assert group_key(ExperimentConfig(**BASE, time_limit_s=60.0)) is None  # the members would share one clock
     assert plan_groups([*cfgs, other, ls, *cfgs], 4) == [[0, 1, 2, 5], [3], [4], [6, 7]]
     assert plan_groups(cfgs, 1) == [[0], [1], [2]]
     with pytest.raises(ValueError, match="at least 1"):

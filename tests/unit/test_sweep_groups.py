@@ -336,3 +336,36 @@ def test_optuna_asks_a_group_at_a_time_and_prunes_one_member_alone(tmp_path, lau
     assert t2["pruned"] and t2["message"] == "pruned by the sweep at epoch 0"
     assert 1 <= len(RunRecord.open(t2["run_dir"]).history()) < 3
     assert len(RunRecord.open(t3["run_dir"]).history()) == 3  # its group's other member went on
+
+
+def test_the_sweeps_time_limit_reason_is_the_trainers():
+    from dpd_desktop.sweep.runner import TIME_LIMIT_REASON
+    from dpd_desktop.training.limits import TIME_LIMIT_REASON as TRAINER_REASON
+    assert TIME_LIMIT_REASON == TRAINER_REASON
+
+
+def test_time_limited_trials_train_alone_are_done_and_the_sweep_succeeds(tmp_path):
+    root = tmp_path / "ws"
+    args = [a for a in TINY_ARGS if a != "--quiet"]
+    rc = cli_main(["--workspace", str(root), "sweep", "--grid", "seed=0,1", "--group-size", "2", "--base", *args,
+                   "--epochs", "50", "--max-train-samples", "2000", "--time-limit", "1.5", "--quiet"])
+    info = SweepStore(root).list()[-1]
+    assert rc == 0 and info.state == "succeeded", (rc, info.doc.get("message"))
+    assert [t["group"] for t in info.trials] == [None, None]  # a time limit: each trial trains alone
+    assert [t["state"] for t in info.trials] == ["cancelled", "cancelled"]
+    assert all(t["time_limited"] and t["message"].startswith("time limit") for t in info.trials)
+    assert "2 stopped by their time limit" in info.doc["message"]
+
+
+def test_a_damaged_group_size_in_sweep_json_is_named(tmp_path):
+    root = tmp_path / "ws"
+    assert cli_main(["--workspace", str(root), "sweep", "--grid", "seed=0", "--base", *TINY_ARGS]) == 0
+    info = SweepStore(root).list()[-1]
+    path = info.folder / "sweep.json"
+    doc = json.loads(path.read_text())
+    doc["spec"]["group_size"] = "many"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(Exception) as exc:
+        SweepStore(root).open(info.id)
+    assert "sweep.json: spec.group_size: expected a positive integer" in str(exc.value)
+    assert cli_main(["--workspace", str(root), "sweep", "resume", info.id]) == 2
