@@ -318,14 +318,15 @@ def _show(store, sweep_id: str, as_json: bool) -> int:
     print(f"{_trials(len(info.trials))}; space: " + ", ".join(p.key for p in spec.space)
           + f"; metric {spec.metric}; group size {spec.group_size}; folder {info.folder}")
     keys = [p.key for p in spec.space]
-    print(f"{'#':>3s} {'STATE':10s} {'GROUP':>5s} " + " ".join(f"{k[:12]:>12s}" for k in keys)
-          + f" {spec.metric:>12s}  RUN")
+    w = max(12, len(spec.metric))
+    print(f"{'#':>3s} {'STATE':11s} {'GROUP':>5s} " + " ".join(f"{k[:12]:>12s}" for k in keys)
+          + f"  {spec.metric:>{w}s}  RUN")
     for t in info.trials:
-        state = "pruned" if t.get("pruned") else t["state"]
+        state = "pruned" if t.get("pruned") else ("time limit" if t.get("time_limited") else t["state"])
         group = "-" if t.get("group") is None else str(t["group"])  # "-": trained alone
         cells = " ".join(f"{_cell(t['params'].get(k)):>12s}" for k in keys)
-        val = f"{t['value']:12.3f}" if t.get("value") is not None else f"{'':12s}"
-        print(f"{t['number']:3d} {state:10s} {group:>5s} {cells} {val}  {t.get('run_id') or ''}")
+        val = f"{t['value']:{w}.3f}" if t.get("value") is not None else f"{'':{w}s}"
+        print(f"{t['number']:3d} {state:11s} {group:>5s} {cells}  {val}  {t.get('run_id') or ''}")
     _best(info)
     return Exit.OK
 
