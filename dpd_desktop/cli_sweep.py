@@ -308,6 +308,8 @@ def _list(store) -> int:
 
 
 def _show(store, sweep_id: str, as_json: bool) -> int:
+    from .sweep.runner import best_value  # the run record's reader (no PyTorch)
+
     info = store.open(sweep_id)
     if as_json:
         print(json.dumps(info.doc, indent=2))
@@ -325,7 +327,10 @@ def _show(store, sweep_id: str, as_json: bool) -> int:
         state = "pruned" if t.get("pruned") else ("time limit" if t.get("time_limited") else t["state"])
         group = "-" if t.get("group") is None else str(t["group"])  # "-": trained alone
         cells = " ".join(f"{_cell(t['params'].get(k)):>12s}" for k in keys)
-        val = f"{t['value']:{w}.3f}" if t.get("value") is not None else f"{'':{w}s}"
+        value = t.get("value")
+        if value is None and t.get("run_dir"):  # running, or stopped hard: the run's history so far
+            value = best_value(t["run_dir"], spec.metric)
+        val = f"{value:{w}.3f}" if value is not None else f"{'':{w}s}"
         print(f"{t['number']:3d} {state:11s} {group:>5s} {cells}  {val}  {t.get('run_id') or ''}")
     _best(info)
     return Exit.OK

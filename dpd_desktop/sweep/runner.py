@@ -49,17 +49,32 @@ def create_sweep(workspace: Workspace, spec: SweepSpec, check: bool = True) -> S
     trials = expand(spec) if spec.search != "optuna" else []
     if check:
         check_devices(spec, workspace.root / "sweeps")
+        check_pa_runs(spec, workspace)
     return SweepStore(workspace.root).create(spec, trials)
+
+
+def _trial_configs(spec: SweepSpec) -> list:
+    """Every trial's configuration (grid / random), or one per device of an Optuna sweep, for the checks."""
+    if spec.search != "optuna":
+        return [trial_config(spec, p, "check", i) for i, p in enumerate(expand(spec))]
+    return [trial_config(spec, {}, "check", i) for i in range(max(1, len(spec.devices)))]
+
+
+def check_pa_runs(spec: SweepSpec, workspace: Workspace) -> None:
+    """Raise SweepError (naming ``pa_run``) when a DPD trial's PA run is not in ``workspace``: refused before the
+    sweep exists, not as a failure of every trial."""
+    for cfg in _trial_configs(spec):
+        if cfg.step == "dpd" and cfg.pa_run:
+            try:
+                workspace.resolve(cfg.pa_run)
+            except FileNotFoundError as exc:
+                raise SweepError(workspace.root / "sweeps", f"{exc} — the sweep was not started", "pa_run") from exc
 
 
 def trial_devices(spec: SweepSpec) -> list[str]:
     """The devices the sweep's trials train on, in first-use order (``spec.devices`` in turn, a searched
     ``device``, else the base config's)."""
-    if spec.search != "optuna":
-        cfgs = [trial_config(spec, p, "check", i) for i, p in enumerate(expand(spec))]
-    else:
-        cfgs = [trial_config(spec, {}, "check", i) for i in range(max(1, len(spec.devices)))]
-    return list(dict.fromkeys(c.device for c in cfgs))
+    return list(dict.fromkeys(c.device for c in _trial_configs(spec)))
 
 
 def check_devices(spec: SweepSpec, where) -> None:
