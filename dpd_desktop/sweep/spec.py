@@ -33,7 +33,8 @@ Keys of [space] may also be written ``family`` (backbone), ``hidden`` (hidden_si
 Grid order: the Cartesian product with the first key of [space] the slowest (itertools.product order). Random
 search: ``random.Random(seed)``; for each trial the keys in [space] order; a list draws ``choice``, a float range
 ``uniform`` (``log``: uniform in log space, then exp), an int range ``randint`` — so the same spec gives the same
-trials. A field is either in [base] or searched in [space], never both. Every trial's configuration is validated through :meth:`ExperimentConfig.validate`; errors are
+trials; a draw equal to an earlier trial is drawn again (each combination at most once; with lists only, at most
+as many trials as combinations). A field is either in [base] or searched in [space], never both. Every trial's configuration is validated through :meth:`ExperimentConfig.validate`; errors are
 :class:`SweepSpecError` naming the file and the key (``space.lr``, ``base.epochs``, ``sweep.search``).
 """
 from __future__ import annotations
@@ -55,6 +56,7 @@ from ..config import ConfigError, ExperimentConfig
 from .groups import AUTO, parse_group_size
 
 SEARCHES = ("grid", "random", "optuna")
+MAX_DRAWS = 1000  # random search: draws per trial before giving up on a new combination (int ranges can be small)
 SAMPLERS = ("tpe", "random", "cmaes", "qmc")
 PRUNERS = ("median", "percentile", "successive-halving", "hyperband", "none")
 #: spellings accepted for a [space] key
@@ -245,6 +247,12 @@ def parse_spec(raw: dict, source: str) -> SweepSpec:
         n = math.prod(len(p.values) for p in space)
         if n > MAX_TRIALS:
             raise SweepSpecError(source, "space", f"the grid has {n} combinations, more than {MAX_TRIALS}")
+    if search == "random" and all(p.values is not None for p in space):
+        n = math.prod(len(p.values) for p in space)
+        if trials > n:
+            raise SweepSpecError(source, "sweep.trials", f"{trials} random trials, but the lists give only {n} "
+                                 f"distinct combinations (a random search draws each at most once): ask for at "
+                                 f"most {n}, or run the grid")
     return spec
 
 
@@ -355,9 +363,18 @@ def expand(spec: SweepSpec) -> list[dict]:
     if spec.search == "grid":
         keys = [p.key for p in spec.space]
         return [dict(zip(keys, combo)) for combo in itertools.product(*(p.values for p in spec.space))]
-    if spec.search == "random":
+    if spec.search == "random":  # each combination at most once (parse_spec refuses more trials than there are)
         rng = random.Random(spec.seed)
-        return [{p.key: _draw(rng, p) for p in spec.space} for _ in range(spec.trials)]
+        out, seen = [], set()
+        for _ in range(MAX_DRAWS * spec.trials):
+            if len(out) == spec.trials:
+                break
+            trial = {p.key: _draw(rng, p) for p in spec.space}
+            key = tuple(repr(v) for v in trial.values())
+            if key not in seen:
+                seen.add(key)
+                out.append(trial)
+        return out
     raise ValueError("an Optuna sweep draws its trials as it goes (sweep/optuna_search.py)")
 
 

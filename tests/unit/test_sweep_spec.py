@@ -124,10 +124,13 @@ def test_command_line_grid_reads_each_field_type():
                        ("seed=", "expected KEY=V1,V2"), ("seed=1,,2", "an empty value")):
         with pytest.raises(SweepSpecError, match=words):
             parse_grid_option(bad)
-    spec = spec_from_options(["seed=0,1", "hidden=4"], ExperimentConfig(epochs=2, frame_length=50),
+    spec = spec_from_options(["seed=0,1,2,3", "hidden=4"], ExperimentConfig(epochs=2, frame_length=50),
                              random_trials=3, seed=5)
     assert spec.search == "random" and spec.trials == 3 and spec.base == {"epochs": 2, "frame_length": 50}
     assert expand(spec) == expand(spec) and len(expand(spec)) == 3
+    assert len({t["seed"] for t in expand(spec)}) == 3  # each combination at most once
+    with pytest.raises(SweepSpecError, match="only 2 distinct combinations"):
+        spec_from_options(["seed=0,1", "hidden=4"], ExperimentConfig(epochs=2, frame_length=50), random_trials=3)
 
 
 def test_devices_are_taken_in_turn_unless_searched(tmp_path):
