@@ -317,8 +317,13 @@ def _show(store, sweep_id: str, as_json: bool) -> int:
     spec = info.spec
     print(f"sweep {info.id}: {spec.search}, {info.state}" + (f" — {info.doc['message']}" if info.doc.get("message")
                                                              else ""))
+    sizes: dict = {}
+    for t in info.trials:
+        if t.get("group") is not None:
+            sizes[t["group"]] = sizes.get(t["group"], 0) + 1
+    grouped = f"groups of up to {max(sizes.values())}" if sizes else "no trial in a group so far"
     print(f"{_trials(len(info.trials))}; space: " + ", ".join(p.key for p in spec.space)
-          + f"; metric {spec.metric}; group size {spec.group_size}; folder {info.folder}")
+          + f"; metric {spec.metric}; group size {spec.group_size} ({grouped}); folder {info.folder}")
     keys = [p.key for p in spec.space]
     w = max(12, len(spec.metric))
     print(f"{'#':>3s} {'STATE':11s} {'GROUP':>5s} " + " ".join(f"{k[:12]:>12s}" for k in keys)

@@ -401,7 +401,7 @@ class SweepView(QWidget):
                                                                       "queued"))
         self.open_button.setEnabled(best is not None)
         self.report_button.setEnabled(best is not None)
-        self.compare_button.setEnabled(data is not None and sum(r.run is not None for r in data.rows) >= 2)
+        self.compare_button.setEnabled(best is not None and sum(r.run is not None for r in data.rows) >= 2)
 
     def selected_rows(self) -> list:
         if self.table_data is None:

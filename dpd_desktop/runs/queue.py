@@ -114,11 +114,14 @@ class QueueEntry:
         return f"{c.step.upper()} {str(c.backbone).upper()}-{c.hidden_size} {c.dataset}"
 
     def group_words(self) -> str:
-        """The group for lists: ``group 0`` for a sweep's tag ``<sweep id>#0`` (sweep/local.py), else ``group TAG``;
-        "" without a group."""
+        """The group for lists: ``sweep <sweep id> group 0`` for a sweep's tag ``<sweep id>#0`` (sweep/local.py; the
+        sweep named, since every sweep numbers its groups from 0), else ``group TAG``; "" without a group."""
         if self.group is None:
             return ""
-        return f"group {self.group.rsplit('#', 1)[1]}" if "#" in self.group else f"group {self.group}"
+        if "#" in self.group:
+            sweep, number = self.group.rsplit("#", 1)
+            return f"sweep {sweep} group {number}"
+        return f"group {self.group}"
 
 
 def _now() -> str:

@@ -133,8 +133,9 @@ def test_a_grouped_entry_shows_its_group_and_its_members(make_window, workspace)
     panel = w.queue_panel
     panel.refresh()
     texts = [panel.table.item(r, 2).text() for r in range(3)]
-    assert texts == [f"PA GRU-{TINY.hidden_size} demo · group 3", f"PA GRU-{TINY.hidden_size} demo",
-                     f"PA GRU-{TINY.hidden_size} demo · group 3"]
+    words = "sweep 2026-12-01-120000-s group 3"  # the sweep named: every sweep numbers its groups from 0
+    assert texts == [f"PA GRU-{TINY.hidden_size} demo · {words}", f"PA GRU-{TINY.hidden_size} demo",
+                     f"PA GRU-{TINY.hidden_size} demo · {words}"]
     assert panel.table.item(0, 2).toolTip() == ("group 2026-12-01-120000-s#3: entries #1, #3 train together in one "
                                                 "process")
     assert panel.table.item(1, 2).toolTip() == ""

@@ -80,7 +80,7 @@ def test_groups_of_two_are_two_children_and_each_trial_is_bitwise_its_lone_twin(
     capsys.readouterr()
     assert cli_main(["--workspace", str(tmp_path / "a"), "sweep", "show", grouped.id]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert "group size 2;" in lines[1] and lines[2].split()[:3] == ["#", "STATE", "GROUP"]
+    assert "group size 2 (groups of up to 2);" in lines[1] and lines[2].split()[:3] == ["#", "STATE", "GROUP"]
     assert [ln.split()[:3] for ln in lines[3:7]] == [["0", "succeeded", "0"], ["1", "succeeded", "0"],
                                                     ["2", "succeeded", "1"], ["3", "succeeded", "1"]]
     assert cli_main(["--workspace", str(tmp_path / "b"), "sweep", "show", alone.id]) == 0
@@ -185,8 +185,8 @@ def test_groups_on_two_lanes_run_at_the_same_time_and_queue_list_names_them(tmp_
     assert sorted(e.state for e in ends) == ["succeeded"] * 4
     assert cli_main(["--workspace", str(tmp_path), "queue", "list"]) == 0
     rows = capsys.readouterr().out.splitlines()[1:]
-    assert [r.split("·")[1].split()[:2] for r in rows] == [["group", "0"], ["group", "1"], ["group", "0"],
-                                                          ["group", "1"]]
+    assert [r.split("·")[1].split()[:4] for r in rows] == [["sweep", "s", "group", "0"], ["sweep", "s", "group", "1"],
+                                                          ["sweep", "s", "group", "0"], ["sweep", "s", "group", "1"]]
 
 
 def test_a_queue_cancel_of_one_running_member_stops_it_alone(tmp_path, launches):
