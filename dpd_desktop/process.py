@@ -7,6 +7,9 @@ bytecodes of the main thread and merges the signals that arrive meanwhile, so a 
 (a big batch inside PyTorch) would wait for that call to return: a watchdog thread therefore also counts the raw
 arrivals, which the C-level handler writes to a socket given to :func:`signal.set_wakeup_fd`, and aborts on the
 second.
+
+SIGTERM (a plain ``kill PID``, a service manager stopping the process) is handled as a Ctrl+C: the first stops the
+run after its current batch (exit status 3, the run readable), the next one, or a Ctrl+C, aborts.
 """
 from __future__ import annotations
 
@@ -90,6 +93,7 @@ class CtrlC:
         self._action: Callable[[], object] | None = None
         self._message = CANCELLING
         self._previous = None
+        self._previous_term = None
         self._installed = False
         self._writer: socket.socket | None = None
         self._aborting = threading.Lock()
@@ -109,6 +113,10 @@ class CtrlC:
             previous = signal.signal(signal.SIGINT, self._handle)
         except (ValueError, OSError):
             return False
+        try:  # a SIGTERM is a Ctrl+C (module docstring)
+            self._previous_term = signal.signal(signal.SIGTERM, self._handle)
+        except (ValueError, OSError, AttributeError):
+            self._previous_term = None
         self.pressed.clear()
         self._handled = self._arrived = 0
         self._action, self._message = action, message
@@ -133,6 +141,10 @@ class CtrlC:
             signal.signal(signal.SIGINT, self._previous or signal.default_int_handler)
         except (ValueError, OSError, TypeError):
             pass
+        try:
+            signal.signal(signal.SIGTERM, self._previous_term or signal.SIG_DFL)
+        except (ValueError, OSError, TypeError, AttributeError):
+            pass
         if self._writer is not None:
             try:
                 signal.set_wakeup_fd(-1)
@@ -150,7 +162,7 @@ class CtrlC:
         while True:  # the other thread is ending the process
             time.sleep(1)
 
-    def _handle(self, signum, frame) -> None:
+    def _handle(self, signum, frame) -> None:  # SIGINT or SIGTERM
         self._handled += 1
         if self._handled >= 2 or self._arrived >= 2:
             self.abort()

@@ -182,6 +182,7 @@ def child_main(entry_id: int, config: dict, workspace_root: str, events_conn, co
     None when the run could not start.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a SIGTERM ends a child (a forked one inherits the CLI's handler)
     faulthandler.enable()  # a real segfault leaves the Python traceback on stderr
     send = _Forwarder(events_conn)
     box: list = []

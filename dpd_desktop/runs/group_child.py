@@ -114,6 +114,7 @@ def group_child_main(entry_ids: list[int], configs: list[dict], workspace_root: 
     """The whole life of a group's child (the target of the supervisor's process): the members' runs, then return
     their RunResults in order (None when the dataset could not be loaded: every member failed)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a SIGTERM ends a child (a forked one inherits the CLI's handler)
     faulthandler.enable()
     lock, gone = threading.Lock(), []
     sends = {eid: _TaggedForwarder(events_conn, lock, eid, gone) for eid in entry_ids}

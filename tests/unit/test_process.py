@@ -139,12 +139,13 @@ def _wait_for_mark(proc: subprocess.Popen, timing: Path, name: str, timeout: flo
 
 
 @POSIX
-def test_first_ctrl_c_during_training_cancels_with_the_run_readable(tmp_path):
-    """Training is under way (a batch done): one Ctrl+C → the run stops after the current batch, exit 3, status
-    cancelled, its history readable with the epochs completed, no traceback."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_first_ctrl_c_during_training_cancels_with_the_run_readable(tmp_path, signum):
+    """Training is under way (a batch done): one Ctrl+C — or a SIGTERM, a plain ``kill PID`` — → the run stops after
+    the current batch, exit 3, status cancelled, its history readable with the epochs completed, no traceback."""
     proc = _start_training(tmp_path, tmp_path / "t.jsonl")
     _wait_for_mark(proc, tmp_path / "t.jsonl", "epoch_end")
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == Exit.CANCELLED, (proc.returncode, err)
     assert "stopping after the current batch" in err and "Traceback" not in err
