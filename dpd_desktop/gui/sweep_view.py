@@ -361,8 +361,8 @@ class SweepView(QWidget):
             return [], []
         metric = PLOTS[plot][1][self.split_combo.currentData()]
         pts = data.points(self.cost_combo.currentData(), metric)
-        front = pareto_front([(x, y) for _, x, y in pts])
-        return pts, [pts[i] for i in front]
+        done = data.points(self.cost_combo.currentData(), metric, succeeded_only=True)  # the front: results only
+        return pts, [done[i] for i in pareto_front([(x, y) for _, x, y in done])]
 
     def _draw_pareto(self) -> None:
         data = self.table_data

@@ -59,10 +59,13 @@ class SweepTable:
         done = [r for r in self.rows if r.state == "succeeded" and r.value is not None and r.run is not None]
         return min(done, key=lambda r: (r.value, r.number)) if done else None
 
-    def points(self, cost: str, metric: str) -> list[tuple[int, float, float]]:
-        """(trial number, cost, metric) of the trials that have both."""
+    def points(self, cost: str, metric: str, succeeded_only: bool = False) -> list[tuple[int, float, float]]:
+        """(trial number, cost, metric) of the trials that have both (``succeeded_only``: of the finished ones: a
+        pruned or running trial's metrics are an early epoch's, not a result on the Pareto front)."""
         out = []
         for r in self.rows:
+            if succeeded_only and r.state != "succeeded":
+                continue
             x, y = r.metric(cost), r.metric(metric)
             if x is not None and y is not None:
                 out.append((r.number, float(x), float(y)))

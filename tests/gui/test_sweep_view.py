@@ -83,6 +83,24 @@ def test_table_and_pareto_points_equal_the_index(view, swept):
     assert f"Best: trial {best['number']}" in v.best_label.text()
 
 
+def test_a_pruned_trial_is_a_point_but_never_on_the_front(view, swept):
+    from dataclasses import replace as dc_replace
+
+    _, v = view
+    data = v.table_data
+    _, front = v.pareto_points(0)
+    on_front = front[0][0]
+    v.table_data = dc_replace(data, rows=tuple(dc_replace(r, state="pruned") if r.number == on_front else r
+                                               for r in data.rows))
+    try:
+        pts, front2 = v.pareto_points(0)
+        assert on_front in [n for n, _, _ in pts] and on_front not in [n for n, _, _ in front2]
+        done = [(n, x, y) for n, x, y in pts if n != on_front]
+        assert sorted(done.index(p) for p in front2) == _brute_front([(x, y) for _, x, y in done])
+    finally:
+        v.table_data = data
+
+
 def test_pareto_front_against_brute_force():
     grid = [(float(x), float(y)) for x, y in itertools.product((1, 2, 3, 5), (4, 1, 3, 2))]
     for k in range(1, len(grid) + 1, 3):
