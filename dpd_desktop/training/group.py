@@ -11,8 +11,14 @@ the same configuration trained alone in the same mode (tests/gpu/test_group_trai
 
 Isolation: the members run on threads of this process, one at a time (a baton); the global RNG states (torch CPU and
 CUDA, NumPy, ``random``) are swapped in and out with the baton, so each member draws exactly the numbers it would
-draw alone (reference §4.1–§4.2 order). A member that ends early (cancelled, pruned, failed, a time limit) leaves
-the group; the others' graph is captured again without its branch.
+draw alone (reference §4.1–§4.2 order). A member that ends early (cancelled, pruned, failed) leaves the group; the
+others' graph is captured again without its branch. The members meet every :data:`CHUNK` full batches; the last
+to arrive queues that many replays for all (a cancel takes effect within a chunk). A run with a time limit never
+joins a group (:func:`group_key`): the members share one wall clock.
+
+Speed (benchmarks/results/2026-12-01-group-h200.md): a replay launches every member's kernels, and beyond 2 members
+each costs ~0.5 µs per kernel on the H200, so 8 fast members take 2.3× one member's step and 4 reference members
+2.6×; stacking the members' weights into one set of kernels is the next step (not built).
 
 Elsewhere (CPU, no fast path) the members still take turns batch by batch and train eagerly: no speed-up, the same
 numbers (the CPU tests of the isolation).
