@@ -19,7 +19,7 @@ import time
 import traceback
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QObject, Slot
+from PySide6.QtCore import QObject, Slot
 
 from ..runs.interactive import ENTRY_ID, InteractiveEntry, SingleRunQueue, child_options
 from ..runs.record import RecordError, RunRecord
@@ -110,10 +110,7 @@ class ChildTrainingWorker(RunSignals):
         finally:
             with self._lock:
                 self._sup = None
-            app = QCoreApplication.instance()
-            if app is not None:
-                self.moveToThread(app.thread())
-            self.done.emit()
+            self._end()
 
     def _observe(self, entry, ev) -> None:
         """The supervisor's observer (this worker's thread): only emits signals."""

@@ -13,7 +13,7 @@ import threading
 import time
 import traceback
 
-from PySide6.QtCore import QCoreApplication, QObject, Signal, Slot
+from PySide6.QtCore import QObject, Signal, Slot
 
 from ..runs.supervisor import EntryEnded, EntryStarted, Supervisor
 from ..training.events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunFailed, RunFinished,
@@ -98,10 +98,7 @@ class QueueWorker(ThreadJob):
         finally:
             with self._lock:
                 self._sup = None
-            app = QCoreApplication.instance()
-            if app is not None:
-                self.moveToThread(app.thread())
-            self.done.emit()
+            self._end()
 
     def _observe(self, entry, ev) -> None:
         """The supervisor's observer (worker thread): only emits signals."""

@@ -18,7 +18,7 @@ import threading
 import traceback
 
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
                                QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
@@ -118,10 +118,7 @@ class SweepWorker(ThreadJob):
         except Exception as exc:  # noqa: BLE001 - shown in the view
             self.failed.emit(str(exc) if isinstance(exc, ValueError) else f"{exc}\n{traceback.format_exc(limit=3)}")
         finally:
-            app = QCoreApplication.instance()
-            if app is not None:
-                self.moveToThread(app.thread())
-            self.done.emit()
+            self._end()
 
 
 class SweepView(QWidget):

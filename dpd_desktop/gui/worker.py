@@ -87,6 +87,14 @@ class ThreadJob(QObject):
         """Join the thread for at most ``timeout_ms``; True when it has ended (or never started)."""
         return True if self.thread is None else self.thread.wait(int(timeout_ms))
 
+    def _end(self) -> None:
+        """The last step of :meth:`run` (its thread): hand the object back to the GUI thread, so that it can be
+        deleted there, then emit ``done`` (which quits the thread)."""
+        app = QCoreApplication.instance()
+        if app is not None:
+            self.moveToThread(app.thread())
+        self.done.emit()
+
 
 class RunSignals(ThreadJob):
     """The signals of a worker that follows one training run (every one carries the event dataclass)."""
@@ -182,10 +190,7 @@ class TrainingWorker(RunSignals):
         finally:
             with self._lock:
                 self._trainer = None
-            app = QCoreApplication.instance()
-            if app is not None:  # hand the object back to the GUI thread so it can be deleted there
-                self.moveToThread(app.thread())
-            self.done.emit()
+            self._end()
 
     def _observe(self, event) -> None:
         """The trainer's observer: runs on the training thread, only emits signals."""
