@@ -49,6 +49,7 @@ from dpd_desktop.kernels import KERNELS, apply_kernel  # noqa: E402
 from dpd_desktop.models import Cascade, build_model  # noqa: E402
 from dpd_desktop.training.fast_path import CudaGraphStep  # noqa: E402
 from dpd_desktop.training.optim import make_adamw  # noqa: E402
+from cuda_timing import replay_us  # noqa: E402 - benchmarks/cuda_timing.py (this script's folder)
 METRIC_COLS = ["TRAIN_LOSS", "VAL_LOSS", "VAL_NMSE", "VAL_EVM", "VAL_ACLR_L", "VAL_ACLR_R", "VAL_ACLR_AVG",
                "TEST_LOSS", "TEST_NMSE", "TEST_EVM", "TEST_ACLR_L", "TEST_ACLR_R", "TEST_ACLR_AVG", "LR"]
 
@@ -264,18 +265,7 @@ def floor_time(dataset, step, n=2000, kernel="reference"):
         stepper.begin_epoch(plan)
         assert stepper(0, plan[0])
         g = stepper.graph
-        stepper.counter.zero_()
-        for _ in range(50):
-            g.replay()
-        stepper.counter.zero_()
-        torch.cuda.synchronize()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(n):
-            g.replay()
-        b.record()
-        torch.cuda.synchronize()
-        per = a.elapsed_time(b) / 1000.0 / n
+        per = replay_us(g, n, warmup=50, reset=stepper.counter.zero_) / 1e6
         out[f"step{label}_us"] = per * 1e6
         out[f"floor{label}_s"] = per * 4605
         if opt is not None:

@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dpd_desktop.kernels import cuda_rnn, run_recurrent  # noqa: E402
+from cuda_timing import replay_us  # noqa: E402 - benchmarks/cuda_timing.py (this script's folder)
 
 TARGETS = {("gru", 23, 64): 0.5, ("gru", 64, 64): 0.7, ("lstm", 23, 64): 0.7}  # issue 14's "Done when"
 
@@ -48,16 +49,7 @@ def graph_us(fn, n):
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         fn()
-    for _ in range(20):
-        g.replay()
-    torch.cuda.synchronize()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(n):
-        g.replay()
-    b.record()
-    torch.cuda.synchronize()
-    return a.elapsed_time(b) * 1000.0 / n
+    return replay_us(g, n)
 
 
 def measure(cell, H, B, T=200, I=2, n=200):

@@ -23,6 +23,7 @@ from dpd_desktop.models import build_model  # noqa: E402
 from dpd_desktop.training.fast_path import CudaGraphStep  # noqa: E402
 from dpd_desktop.training.group import _capture  # noqa: E402
 from dpd_desktop.training.optim import make_adamw  # noqa: E402
+from cuda_timing import replay_us  # noqa: E402 - benchmarks/cuda_timing.py (this script's folder)
 
 
 def members(ds, m, kernel, dev):
@@ -44,20 +45,7 @@ def members(ds, m, kernel, dev):
 
 
 def timed(graph, steps, n):
-    for s in steps:
-        s.counter.zero_()
-    for _ in range(20):
-        graph.replay()
-    for s in steps:
-        s.counter.zero_()
-    torch.cuda.synchronize()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(n):
-        graph.replay()
-    b.record()
-    torch.cuda.synchronize()
-    return a.elapsed_time(b) * 1000.0 / n
+    return replay_us(graph, n, reset=lambda: [s.counter.zero_() for s in steps])
 
 
 def profile(graph, steps, n=5):
