@@ -283,7 +283,7 @@ class TrainerGroup:
                     active = [x for x in self.members if x.active]
                     if all(x in self._waiting for x in active):
                         try:
-                            self._lead([x for x in active])
+                            self._lead(active)
                         finally:
                             self._waiting.clear()
                             self._generation += 1
