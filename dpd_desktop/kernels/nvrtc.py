@@ -38,7 +38,7 @@ except ImportError:  # pragma: no cover
     user_cache_dir = None
 
 HERE = Path(__file__).resolve().parent
-POINTER, INT = ctypes.c_void_p, ctypes.c_int  # the kernel-argument types of Module.launch
+POINTER, INT, FLOAT = ctypes.c_void_p, ctypes.c_int, ctypes.c_float  # the kernel-argument types of Module.launch
 INSTALL_HINT = "install dpd-desktop[cuda] (NVIDIA's cuda-bindings and the NVRTC runtime)"
 
 #: one entry per module made in this process: {"source", "defines", "arch", "compile_s" | None, "load_s", "cached"}
@@ -123,10 +123,12 @@ class Module:
         self.handle, self.functions, self.device, self.context = handle, functions, device, context
         self._context_int = int(context)
 
-    def launch(self, name: str, grid: int, block: int, smem: int, args: tuple, types: tuple) -> None:
-        """Launch kernel ``name`` on ``grid`` blocks of ``block`` threads with ``smem`` dynamic shared bytes on
-        PyTorch's current stream of this device. ``args``: tensors (passed as their data pointers; None → null
-        pointer) and Python ints; ``types``: the ctypes type of each (``ctypes.c_void_p`` for pointers)."""
+    def launch(self, name: str, grid: int | tuple[int, int], block: int, smem: int, args: tuple,
+               types: tuple) -> None:
+        """Launch kernel ``name`` on ``grid`` blocks (an int, or ``(x, y)``) of ``block`` threads with ``smem``
+        dynamic shared bytes on PyTorch's current stream of this device. ``args``: tensors (passed as their data
+        pointers; None → null pointer), Python ints and floats; ``types``: the ctypes type of each
+        (``ctypes.c_void_p`` for pointers)."""
         values = tuple((0 if a is None else a.data_ptr()) if (a is None or isinstance(a, torch.Tensor)) else a
                        for a in args)
         stream = torch.cuda.current_stream(self.device).cuda_stream
@@ -134,7 +136,8 @@ class Module:
         # served every tensor without a CUDA call): make PyTorch's primary context current for the driver call
         if int(_check(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")) != self._context_int:
             _check(driver.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
-        _check(driver.cuLaunchKernel(self.functions[name], grid, 1, 1, block, 1, 1, smem, stream,
+        gx, gy = (grid, 1) if isinstance(grid, int) else grid
+        _check(driver.cuLaunchKernel(self.functions[name], gx, gy, 1, block, 1, 1, smem, stream,
                                      (values, types), 0), f"cuLaunchKernel({name})")
 
 

@@ -160,12 +160,23 @@ __device__ __forceinline__ float matvec_bwd(const float (&w)[G][KW], const float
 // ------------------------------------------------------------------------------------------------ GRU
 // gi (B,T,3H) = x W_ih^T + b_ih; w_hh (3H,H); b_hh (3H) or null; h0 (B,H) -> y (B,T,H);
 // save (B,T,5H) = [r, z, n, W_hn h + b_hn, h_{t-1}] per step, or null (no backward).
-extern "C" __global__ void __launch_bounds__(NT)
-gru_fwd(const float* __restrict__ gi, const float* __restrict__ w_hh, const float* __restrict__ b_hh,
-        const float* __restrict__ h0, float* __restrict__ y, float* __restrict__ save, int B, int T) {
+// The fused step's input projection (FROM_X): gi of step t from the series sample s0 + t, gi = W_ih x + b_ih.
+struct FromX {
+    const float* x;   // series (N, 2)
+    long long s0;     // the frame's first sample
+    const float* w_ih;  // (3H, 2)
+    const float* b_ih;  // (3H)
+    float* xg;        // the frame's inputs (T, 2), stored for the weight gradients
+};
+
+// One block's batch row b (h0 null: zeros). gi, y, save: the row's own model's tensors. FROM_X: gi is computed
+// from fx (the fused step, training/fused_step.py) instead of read.
+template <bool FROM_X>
+__device__ __forceinline__ void gru_fwd_row(const int b, const float* __restrict__ gi, const float* __restrict__ w_hh,
+                                            const float* __restrict__ b_hh, const float* __restrict__ h0,
+                                            float* __restrict__ y, float* __restrict__ save, const int T,
+                                            const FromX fx) {
     constexpr int G = 3;
-    const int b = blockIdx.x;
-    if (b >= B) return;
     const Thread th = thread_of();
     const int j = th.j;
     __shared__ __align__(16) float hbuf[2][HB];
@@ -175,15 +186,32 @@ gru_fwd(const float* __restrict__ gi, const float* __restrict__ w_hh, const floa
     float bias[G];
 #pragma unroll
     for (int g = 0; g < G; ++g) bias[g] = (b_hh != nullptr && th.writer) ? b_hh[g * H + j] : 0.0f;
-    float h = th.valid ? h0[(size_t)b * H + j] : 0.0f;
+    float h = (th.valid && h0 != nullptr) ? h0[(size_t)b * H + j] : 0.0f;
     const float* gib = gi + (size_t)b * T * G * H;
     float* yb = y + (size_t)b * T * H;
     float* sb = save ? save + (size_t)b * T * 5 * H : nullptr;
+    float wi[G][2], bi[G];
+    if (FROM_X) {
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            wi[g][0] = th.valid ? fx.w_ih[(g * H + j) * 2] : 0.0f;
+            wi[g][1] = th.valid ? fx.w_ih[(g * H + j) * 2 + 1] : 0.0f;
+            bi[g] = th.valid ? fx.b_ih[g * H + j] : 0.0f;
+        }
+    }
     float p[PF][G];
+#define GRU_FWD_LOAD(slot, tt)                                                                                      \
+    if (FROM_X) {                                                                                                   \
+        const bool ok = (tt) < T;                                                                                   \
+        const float2 xv = ok ? reinterpret_cast<const float2*>(fx.x)[fx.s0 + (tt)] : make_float2(0.0f, 0.0f);     \
+        _Pragma("unroll") for (int g = 0; g < G; ++g) p[slot][g] = fmaf(wi[g][1], xv.y, fmaf(wi[g][0], xv.x, bi[g])); \
+        if (ok && threadIdx.x == 0) reinterpret_cast<float2*>(fx.xg)[(size_t)b * T + (tt)] = xv;                  \
+    } else {                                                                                                        \
+        _Pragma("unroll") for (int g = 0; g < G; ++g)                                                               \
+            p[slot][g] = (th.valid && (tt) < T) ? gib[(size_t)(tt) * G * H + g * H + j] : 0.0f;                     \
+    }
 #pragma unroll
-    for (int d = 0; d < PF; ++d)
-#pragma unroll
-        for (int g = 0; g < G; ++g) p[d][g] = (th.valid && d < T) ? gib[(size_t)d * G * H + g * H + j] : 0.0f;
+    for (int d = 0; d < PF; ++d) GRU_FWD_LOAD(d, d)
     for (int t0 = 0; t0 < T; t0 += PF) {
 #pragma unroll
         for (int d = 0; d < PF; ++d) {
@@ -210,38 +238,57 @@ gru_fwd(const float* __restrict__ gi, const float* __restrict__ w_hh, const floa
                 }
             }
             h = hn;
-            const int tn = t + PF;
-#pragma unroll
-            for (int g = 0; g < G; ++g) p[d][g] = (th.valid && tn < T) ? gib[(size_t)tn * G * H + g * H + j] : 0.0f;
+            GRU_FWD_LOAD(d, t + PF)
         }
     }
+#undef GRU_FWD_LOAD
 }
 
 // dy (B,T,H); w_hh (3H,H); save from gru_fwd -> dgi (B,T,3H) = dL/d(gi), dgh (B,T,3H) = dL/d(gh), dh0 (B,H).
-extern "C" __global__ void __launch_bounds__(NT)
-gru_bwd(const float* __restrict__ dy, const float* __restrict__ w_hh, const float* __restrict__ save,
-        float* __restrict__ dgi, float* __restrict__ dgh, float* __restrict__ dh0, int B, int T) {
+// One block's batch row b (dh0 null: not stored). ACC (the fused step): instead of storing dgi and dgh, the row's
+// weight gradients are summed over its steps (reverse time order) and stored to part (3H, H + 4): per gate row g
+// [dW_hh[g][0..H-1], db_hh[g], dW_ih[g][0], dW_ih[g][1], db_ih[g]], from xg (T, 2), the row's inputs.
+template <bool ACC>
+__device__ __forceinline__ void gru_bwd_row(const int b, const float* __restrict__ dy, const float* __restrict__ w_hh,
+                                            const float* __restrict__ save, float* __restrict__ dgi,
+                                            float* __restrict__ dgh, float* __restrict__ dh0, const int T,
+                                            const float* __restrict__ xg, float* __restrict__ part) {
     constexpr int G = 3;
-    const int b = blockIdx.x;
-    if (b >= B) return;
     const Thread th = thread_of();
     const int j = th.j;
     __shared__ __align__(16) float dbuf[2][G * HB];
+    __shared__ __align__(16) float hpbuf[ACC ? 2 : 1][ACC ? HB : 4];
     zero_shared(&dbuf[0][0], 2 * G * HB);
+    if (ACC) zero_shared(&hpbuf[0][0], 2 * HB);
     float w[G][KW];
     load_w_bwd<G>(w, w_hh, th);
+    float acc[ACC ? G : 1][ACC ? KW : 1];
+    float ab[G], ai[G], ax[G][2];
+    if (ACC) {
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            ab[g] = ai[g] = ax[g][0] = ax[g][1] = 0.0f;
+#pragma unroll
+            for (int kk = 0; kk < KW; ++kk) acc[g][kk] = 0.0f;
+        }
+    }
     const float* dyb = dy + (size_t)b * T * H;
     const float* sb = save + (size_t)b * T * 5 * H;
-    float* dgib = dgi + (size_t)b * T * G * H;
-    float* dghb = dgh + (size_t)b * T * G * H;
-    // per step: dy, r, z, n, W_hn h + b_hn, h_{t-1}
-    float q[PF][6];
+    float* dgib = ACC ? nullptr : dgi + (size_t)b * T * G * H;
+    float* dghb = ACC ? nullptr : dgh + (size_t)b * T * G * H;
+    // per step: dy, r, z, n, W_hn h + b_hn, h_{t-1} (and with ACC the step's input x)
+    float q[PF][ACC ? 8 : 6];
 #define GRU_BWD_LOAD(slot, t)                                                                                       \
     {                                                                                                               \
         const bool ok = th.valid && (t) >= 0;                                                                       \
         const float* s = sb + (size_t)((t) >= 0 ? (t) : 0) * 5 * H;                                                 \
         q[slot][0] = ok ? dyb[(size_t)((t) >= 0 ? (t) : 0) * H + j] : 0.0f;                                         \
         _Pragma("unroll") for (int e = 0; e < 5; ++e) q[slot][1 + e] = ok ? s[e * H + j] : 0.0f;                    \
+        if (ACC) {                                                                                                  \
+            const float2 xv = ok ? reinterpret_cast<const float2*>(xg)[(t) >= 0 ? (t) : 0] : make_float2(0.f, 0.f); \
+            q[slot][ACC ? 6 : 0] = xv.x;                                                                            \
+            q[slot][ACC ? 7 : 0] = xv.y;                                                                            \
+        }                                                                                                           \
     }
 #pragma unroll
     for (int d = 0; d < PF; ++d) GRU_BWD_LOAD(d, T - 1 - d)
@@ -261,26 +308,118 @@ gru_bwd(const float* __restrict__ dy, const float* __restrict__ w_hh, const floa
             const float dar = dan * hn * r * (1.0f - r);
             const float daz = dz * z * (1.0f - z);
             if (th.writer) {
-                float* gi_t = dgib + (size_t)t * G * H;
-                float* gh_t = dghb + (size_t)t * G * H;
-                gi_t[j] = dar;
-                gi_t[H + j] = daz;
-                gi_t[2 * H + j] = dan;
-                gh_t[j] = dar;
-                gh_t[H + j] = daz;
-                gh_t[2 * H + j] = dhn;
+                if (!ACC) {
+                    float* gi_t = dgib + (size_t)t * G * H;
+                    float* gh_t = dghb + (size_t)t * G * H;
+                    gi_t[j] = dar;
+                    gi_t[H + j] = daz;
+                    gi_t[2 * H + j] = dan;
+                    gh_t[j] = dar;
+                    gh_t[H + j] = daz;
+                    gh_t[2 * H + j] = dhn;
+                } else {
+                    hpbuf[d & 1][th.pos] = hp;
+                }
                 db[th.pos] = dar;
                 db[HB + th.pos] = daz;
                 db[2 * HB + th.pos] = dhn;
             }
             step_barrier();
-            const float acc = matvec_bwd<G>(w, db + th.s * KSTR, th.s == 0 ? dh * z : 0.0f);
-            dhc = th.valid ? acc : 0.0f;
+            const float acc_h = matvec_bwd<G>(w, db + th.s * KSTR, th.s == 0 ? dh * z : 0.0f);
+            if (ACC) {  // this step's weight-gradient terms, off the recurrence's critical path
+                const float dg[G] = {dar, daz, dhn};
+                const float* hs = &hpbuf[d & 1][0] + th.s * KSTR;
+#pragma unroll
+                for (int k4 = 0; k4 < KW / 4; ++k4) {
+                    const float4 v = reinterpret_cast<const float4*>(hs)[k4];
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+#pragma unroll
+                        for (int g = 0; g < G; ++g) acc[g][4 * k4 + e] = fmaf(dg[g], f4(v, e), acc[g][4 * k4 + e]);
+                }
+                const float di[G] = {dar, daz, dan};
+#pragma unroll
+                for (int g = 0; g < G; ++g) {
+                    ab[g] += dg[g];
+                    ai[g] += di[g];
+                    ax[g][0] = fmaf(di[g], q[d][ACC ? 6 : 0], ax[g][0]);
+                    ax[g][1] = fmaf(di[g], q[d][ACC ? 7 : 0], ax[g][1]);
+                }
+            }
+            dhc = th.valid ? acc_h : 0.0f;
             GRU_BWD_LOAD(d, t - PF)
         }
     }
 #undef GRU_BWD_LOAD
-    if (th.writer) dh0[(size_t)b * H + j] = dhc;
+    if (th.writer && dh0 != nullptr) dh0[(size_t)b * H + j] = dhc;
+    if (ACC && th.valid) {
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            float* out = part + (size_t)(g * H + j) * (H + 4);
+#pragma unroll
+            for (int kk = 0; kk < KW; ++kk) {
+                const int k = th.s * KW + kk;
+                if (k < H) out[k] = acc[g][kk];
+            }
+            if (th.s == 0) {
+                out[H] = ab[g];
+                out[H + 1] = ax[g][0];
+                out[H + 2] = ax[g][1];
+                out[H + 3] = ai[g];
+            }
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(NT)
+gru_fwd(const float* __restrict__ gi, const float* __restrict__ w_hh, const float* __restrict__ b_hh,
+        const float* __restrict__ h0, float* __restrict__ y, float* __restrict__ save, int B, int T) {
+    if ((int)blockIdx.x >= B) return;
+    gru_fwd_row<false>(blockIdx.x, gi, w_hh, b_hh, h0, y, save, T, FromX{});
+}
+
+extern "C" __global__ void __launch_bounds__(NT)
+gru_bwd(const float* __restrict__ dy, const float* __restrict__ w_hh, const float* __restrict__ save,
+        float* __restrict__ dgi, float* __restrict__ dgh, float* __restrict__ dh0, int B, int T) {
+    if ((int)blockIdx.x >= B) return;
+    gru_bwd_row<false>(blockIdx.x, dy, w_hh, save, dgi, dgh, dh0, T, nullptr, nullptr);
+}
+
+// Model-indexed (training/fused_step.py): block (b, m) runs batch row b of model m, whose tensors are entries of row
+// m of the pointer table ptrs (NPTR pointers per model, kernels/gru_step.cu's P_* layout); y, save, xg, dy, dgi,
+// dgh are stacked (M, B, T, ·) buffers; h0 = 0. The forward gathers its frame itself: frame perm[counter * B + b]
+// of the model's epoch permutation, gi = W_ih x + b_ih on the fly (the inputs kept in xg for the weight gradients).
+#define NPTR 32
+#define PW_IH 0
+#define PW_HH 1
+#define PB_IH 2
+#define PB_HH 3
+#define PX 24
+#define PPERM 26
+#define PCOUNTER 27
+extern "C" __global__ void __launch_bounds__(NT)
+gru_fwd_m(const unsigned long long* __restrict__ ptrs, float* __restrict__ xg, float* __restrict__ y,
+          float* __restrict__ save, int B, int T, int stride) {
+    if ((int)blockIdx.x >= B) return;
+    const size_t m = blockIdx.y, rows = (size_t)B * T;
+    const unsigned long long* row = ptrs + m * NPTR;
+    const long long cnt = *reinterpret_cast<const long long*>(row[PCOUNTER]);
+    const long long frame = reinterpret_cast<const long long*>(row[PPERM])[cnt * B + blockIdx.x];
+    const FromX fx{reinterpret_cast<const float*>(row[PX]), frame * stride, reinterpret_cast<const float*>(row[PW_IH]),
+                   reinterpret_cast<const float*>(row[PB_IH]), xg + m * rows * 2};
+    gru_fwd_row<true>(blockIdx.x, nullptr, reinterpret_cast<const float*>(row[PW_HH]),
+                      reinterpret_cast<const float*>(row[PB_HH]), nullptr, y + m * rows * H, save + m * rows * 5 * H,
+                      T, fx);
+}
+
+extern "C" __global__ void __launch_bounds__(NT)
+gru_bwd_m(const unsigned long long* __restrict__ ptrs, const float* __restrict__ dy, const float* __restrict__ save,
+          const float* __restrict__ xg, float* __restrict__ part_w, int B, int T) {
+    if ((int)blockIdx.x >= B) return;
+    const size_t m = blockIdx.y, rows = (size_t)B * T, b = blockIdx.x;
+    const float* w_hh = reinterpret_cast<const float*>(ptrs[m * NPTR + PW_HH]);
+    gru_bwd_row<true>(blockIdx.x, dy + m * rows * H, w_hh, save + m * rows * 5 * H, nullptr, nullptr, nullptr, T,
+                      xg + (m * rows + b * T) * 2, part_w + (m * B + b) * (size_t)(3 * H) * (H + 4));
 }
 
 // ------------------------------------------------------------------------------------------------ LSTM

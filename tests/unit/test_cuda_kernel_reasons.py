@@ -1,6 +1,8 @@
 """The fast CUDA kernels' fallback reasons, checked without a GPU (dpd_desktop/kernels/cuda_rnn.unsupported)."""
 from __future__ import annotations
 
+import re
+
 from torch import nn
 
 from dpd_desktop.kernels import cuda_rnn, nvrtc
@@ -20,8 +22,14 @@ def test_hidden_size_and_device_reasons(monkeypatch):
         "the module's parameters are on cpu, not on a CUDA device"
 
 
-def test_kernel_source_is_package_data():
-    """rnn.cu ships beside the loader (pyproject package-data) and defines the four kernels the loader asks for."""
-    src = (nvrtc.HERE / cuda_rnn.SOURCE).read_text()
-    for name in ("gru_fwd", "gru_bwd", "lstm_fwd", "lstm_bwd"):
-        assert f"\n{name}(" in src
+def test_kernel_sources_are_package_data():
+    """rnn.cu and gru_step.cu ship beside the loader (pyproject package-data) and define every kernel the loaders
+    ask for (cuda_rnn.py; training/fused_step.py) as an extern "C" __global__ function."""
+    from dpd_desktop.training import fused_step
+
+    assert {"gru_fwd", "gru_bwd", "lstm_fwd", "lstm_bwd", "gru_fwd_m", "gru_bwd_m"} <= set(cuda_rnn._FUNCS)
+    for source, names in ((cuda_rnn.SOURCE, cuda_rnn._FUNCS), (fused_step.SOURCE, fused_step._FUNCS)):
+        src = (nvrtc.HERE / source).read_text()
+        for name in names:
+            assert re.search(rf'extern "C" __global__ void(?: __launch_bounds__\([^)]*\))?\s+{name}\(', src), \
+                (source, name)
