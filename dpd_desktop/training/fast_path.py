@@ -7,7 +7,9 @@ the whole network (a DPD → frozen-PA cascade included); the loss (written to t
 the gradient-norm clipping; and the AdamW update (optim.GraphAdamW: torch's foreach AdamW arithmetic with the
 step-dependent scalars read from a per-epoch device table, checked bitwise against torch's own update on this
 build before it is used). The results are bitwise identical to the eager path: the same kernels, or kernels with
-the same arithmetic, run on the same values (tests/gpu/test_fast_path_equivalence.py).
+the same arithmetic, run on the same values (tests/gpu/test_fast_path_equivalence.py). One exception: a 1-layer GRU
+PA model on the ``fast`` kernel captures the fused step instead (training/fused_step.py: the whole step in six
+kernels of ours, its own sums), equal to the eager path to float32 rounding, not bitwise.
 
 Per full batch the host only launches the graph: no host→device batch copy, no per-sample Python, no optimizer
 Python (~180 µs of host time per step on the GPU machine, benchmarks/probe_adamw_kernels.py), no synchronization.
@@ -28,6 +30,7 @@ import torch
 
 from .. import timing
 from ..models import Cascade, CoreModel
+from . import fused_step
 from .optim import GraphAdamW
 
 log = logging.getLogger("dpd_desktop.fast_path")
@@ -118,6 +121,9 @@ class CudaGraphStep:
         self._epoch_first_step = 0
         self._ptrs = None
         self.captures = 0
+        # the fused GRU step (training/fused_step.py) when this step can use it, decided at the first capture
+        self.fused: fused_step.FusedGRUStep | None = None
+        self.fused_reason: str | None = None
 
     @property
     def status(self) -> str:
@@ -194,6 +200,9 @@ class CudaGraphStep:
         return loss
 
     def _body(self):
+        if self.fused is not None:  # gather, forward, loss, backward, clipping, AdamW, counter: its own kernels
+            self.fused.launch()
+            return
         loss = self._forward_backward()
         self.epoch_losses.index_copy_(0, self.counter, loss.detach().view(1))
         if self.graph_opt is not None:
@@ -213,17 +222,28 @@ class CudaGraphStep:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
         self._setup_optimizer()
+        self.fused_reason = fused_step.eligibility(self)
+
+    def use_fused(self, fused) -> None:
+        """Train through ``fused`` (a FusedGRUStep holding this step, or None: the autograd step)."""
+        self.fused = fused
+        if fused is not None:
+            log.info("training step: fused GRU step (training/fused_step.py)")
 
     def _capture(self) -> None:
         with torch.cuda.device(self.device), torch.random.fork_rng(devices=[self.device]):
             self.prepare_capture()
+            if self.fused_reason is None:
+                fused, self.fused_reason = fused_step.build([self])
+                self.use_fused(fused)
             timing.mark("capture_optimizer_checked")
             cur = torch.cuda.current_stream()
             side = torch.cuda.Stream()
             side.wait_stream(cur)
-            # warm-up: forward and backward only (they change nothing but the gradients, zeroed by every step)
+            # warm-up: forward and backward only (they change nothing but the gradients, zeroed by every step); the
+            # fused step needs none (no autograd, its kernels loaded by its constructor)
             with torch.cuda.stream(side):
-                for _ in range(WARMUP_ITERS):
+                for _ in range(0 if self.fused is not None else WARMUP_ITERS):
                     self._forward_backward()
             cur.wait_stream(side)
             torch.cuda.synchronize(self.device)
@@ -263,6 +283,7 @@ class CudaGraphStep:
                 self.failed_reason = f"capture failed ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
                 self.graph = None
                 self.graph_opt = None
+                self.fused = None
                 self.optimizer_note = "eager (no CUDA graph)"
                 log.warning("CUDA graph unavailable; training eagerly: %s", self.failed_reason)
                 try:

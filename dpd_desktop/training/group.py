@@ -2,23 +2,25 @@
 
 A :class:`TrainerGroup` runs several ordinary :class:`~dpd_desktop.training.trainer.Trainer` s (each with its own run
 folder, writer, RNG stream, evaluation and checkpoints) whose configurations differ only in the fields of
-:data:`MAY_DIFFER` (seed, learning rate and its schedule, weight decay, clipping, name). On CUDA with the fast path,
-the members' training steps are captured as parallel branches of one CUDA graph (one stream per member, joined at
-the end) and the group replays that graph once per full batch for every member; the recurrence inside a branch runs
-on the member's kernel (``reference``: cuDNN; ``fast``: ours, kernels/cuda_rnn.py). Each branch is the member's own
-captured step (training/fast_path.py) on its own buffers, so a member's history and checkpoints are bitwise equal to
-the same configuration trained alone in the same mode (tests/gpu/test_group_training_cuda.py; benchmarks/bench_group.py).
+:data:`MAY_DIFFER` (seed, learning rate and its schedule, weight decay, clipping, name). On CUDA with the fast path
+the group replays one CUDA graph per full batch for every member: for GRU PA models in ``fast`` mode the members'
+fused step (training/fused_step.py: six kernel launches for all, weights reached through a per-member pointer
+table), else one branch per member (one stream each, joined at the end) holding the member's own captured step
+(training/fast_path.py; ``reference``: cuDNN). Either way a member's history and checkpoints are bitwise equal to
+the same configuration trained alone in the same mode (tests/gpu/test_group_training_cuda.py,
+tests/gpu/test_fused_step.py; benchmarks/bench_group.py).
 
 Isolation: the members run on threads of this process, one at a time (a baton); the global RNG states (torch CPU and
 CUDA, NumPy, ``random``) are swapped in and out with the baton, so each member draws exactly the numbers it would
 draw alone (reference §4.1–§4.2 order). A member that ends early (cancelled, pruned, failed) leaves the group; the
-others' graph is captured again without its branch. The members meet every :data:`CHUNK` full batches; the last
-to arrive queues that many replays for all (a cancel takes effect within a chunk). A run with a time limit never
-joins a group (:func:`group_key`): the members share one wall clock.
+others' graph is captured again without it. The members meet every :data:`CHUNK` full batches; the last to arrive
+queues that many replays for all (a cancel takes effect within a chunk). An epoch end that overlaps training waits
+for the next meeting (it then runs while the group trains); the last epoch's end runs after the member left, beside
+the others'. A run with a time limit never joins a group (:func:`group_key`): the members share one wall clock.
 
-Speed (benchmarks/results/2026-12-01-group-h200.md): a replay launches every member's kernels, and beyond 2 members
-each costs ~0.5 µs per kernel on the H200, so 8 fast members take 2.3× one member's step and 4 reference members
-2.6×; stacking the members' weights into one set of kernels is the next step (not built).
+Speed (benchmarks/results/2026-12-01-group-h200.md, H200, GRU-23 at batch 64, frame 200): the fused step of 8
+members takes 1.50× one member's (177 / 118 µs); the branch-per-member graph 2.3× (fast, autograd step) and 2.6×
+(reference, 4 members).
 
 Elsewhere (CPU, no fast path) the members still take turns batch by batch and train eagerly: no speed-up, the same
 numbers (the CPU tests of the isolation).
@@ -34,7 +36,9 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from .. import timing
 from ..config import ExperimentConfig
+from . import fused_step
 from .fast_path import WARMUP_ITERS, CudaGraphStep
 from .report import describe_error
 from .trainer import RunResult
@@ -46,8 +50,12 @@ MAY_DIFFER = frozenset({"seed", "lr", "lr_end", "decay_factor", "patience", "wei
                         "preview_every"})
 #: default group sizes on a CUDA device (measured on the H200: benchmarks/results/…-group-h200.md)
 DEFAULT_SIZE = {"fast": 8, "reference": 4}
-#: full batches replayed per meeting of the members (a cancel takes effect within this many batches)
-CHUNK = 128
+#: full batches replayed per meeting of the members (a cancel takes effect within this many batches). Each meeting
+#: hands the baton (and the GIL) to every member in turn, which another busy thread (an epoch end's evaluation) can
+#: hold up to Python's 5 ms switch interval: at 128 the meetings of 8 fast GRU-23 members took 45-80 ms instead of
+#: 22 ms while the evaluations ran (benchmarks/results/2026-12-01-group-h200.md); 512 keeps a cancel within ~0.1 s
+#: (fast) to ~0.7 s (4 reference members) there.
+CHUNK = 512
 
 
 def group_key(cfg: ExperimentConfig) -> tuple | None:
@@ -140,9 +148,20 @@ class _Member:
         return self.step
 
     def loop_done(self) -> None:
-        """Training is over for this member: leave the meetings and run the rest (final evaluation, results) without
-        the baton — it draws no random numbers (the trainer's docstring)."""
+        """Training is over for this member: leave the meetings and run the rest (the last epoch's end, the final
+        evaluation, results) without the baton — it draws no random numbers (the trainer's docstring)."""
         self.group._leave(self)
+
+    def after_next_meeting(self, fn):
+        """``fn`` made to wait, when called, until the group's next meeting (counted from now) has queued the
+        members' next batches, or no member is left to meet: an epoch end on the trainer's worker thread
+        (training/overlap.py) then runs while the group trains instead of holding up the meeting."""
+        start = self.group.meetings
+
+        def deferred(*args):
+            self.group._wait_meeting_after(start)
+            return fn(*args)
+        return deferred
 
 
 class GroupStep:
@@ -191,6 +210,12 @@ class GroupStep:
 
     def __call__(self, b: int, batch) -> bool:
         inner = self.inner
+        if inner is not None and b < self.queued_to and b == inner._next and inner.failed_reason is None:
+            # queued at the last meeting (checked there): the common case
+            inner._next += 1
+            if inner.graph_opt is not None:
+                inner.optimizer.graph_steps_pending += 1
+            return True
         if inner is not None and inner.failed_reason is None:
             if not inner.net.training or not torch.is_grad_enabled() or inner.loader.batch_len(batch) != inner.batch_size:
                 raise RuntimeError("a group member's full batch was asked for outside training")
@@ -262,6 +287,11 @@ class TrainerGroup:
         finally:
             self._leave(m)
 
+    def _wait_meeting_after(self, n: int, timeout_s: float = 60.0) -> None:
+        """Block until more than ``n`` meetings happened or no member is active (at most ``timeout_s``)."""
+        with self._cond:
+            self._cond.wait_for(lambda: self.meetings > n or not any(x.active for x in self.members), timeout_s)
+
     def _leave(self, m: _Member) -> None:
         with self._cond:
             if m.active:
@@ -318,6 +348,8 @@ class TrainerGroup:
                 self._graph = _capture(inners)
                 self._graph_members = tuple(id(s) for s in inners)
                 self.captures += 1
+            if timing.TIMING_FILE:
+                timing.mark("group_meeting", batch=b, members=len(inners))
             with torch.cuda.device(inners[0].device):
                 for _ in range(end - b):
                     self._graph.replay()
@@ -343,14 +375,34 @@ class TrainerGroup:
 
 
 def _capture(inners: list[CudaGraphStep]):
-    """One CUDA graph whose branch i (its own stream, forked from and joined back to the capture stream) is member
-    i's training step exactly as :meth:`CudaGraphStep._capture` captures it alone; warm-up as there, member i on its
-    branch's stream (its AccumulateGrad nodes then match the capture)."""
+    """One CUDA graph of every member's training step: the members' fused GRU step (training/fused_step.py: one set
+    of kernels for all, each member's numbers those of its lone run) when every member can use it, else one branch
+    per member (its own stream, forked from and joined back to the capture stream) holding member i's training step
+    exactly as :meth:`CudaGraphStep._capture` captures it alone; warm-up as there, member i on its branch's stream
+    (its AccumulateGrad nodes then match the capture)."""
     device = inners[0].device
     with torch.cuda.device(device), torch.random.fork_rng(devices=[device]):
         for s in inners:
             s._sync_steps()
             s.prepare_capture()
+        fused = None
+        if all(s.fused_reason is None for s in inners) and len({fused_step.shape_of(s) for s in inners}) == 1:
+            fused, reason = fused_step.build(inners)
+            if reason is not None:
+                log.info("group of %d: %s", len(inners), reason)
+        if fused is not None:
+            graph = torch.cuda.CUDAGraph()
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.graph(graph, stream=side, capture_error_mode="thread_local"):
+                fused.launch()
+            torch.cuda.synchronize(device)
+            graph.fused = fused  # its buffers and pointer table live as long as the graph
+            for s in inners:
+                s._ptrs = s._pointers()
+                s.captures += 1
+            log.info("group CUDA graph captured: %d members, one fused GRU step", len(inners))
+            return graph
         cur = torch.cuda.current_stream()
         side = torch.cuda.Stream()
         branches = [torch.cuda.Stream() for _ in inners]

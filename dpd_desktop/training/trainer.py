@@ -384,10 +384,14 @@ class Trainer(TrainerOutput):
             draw_dataloader_iterator_seed()  # test iterator
             rng = rng_state.capture(self.device)  # where epoch + 1 continues: for last.pt (resume_state.py)
             last = epoch == cfg.epochs - 1
+            member = self.group_member
             if overlap and not last and not lr_may_change(self.scheduler):
                 snap = self._overlap.snapshot(self.net, self.optimizer, self.device)
-                self._overlap.submit(self._epoch_end, epoch, lr, train_loss, te, snap, rng)
+                end = self._epoch_end if member is None else member.after_next_meeting(self._epoch_end)
+                self._overlap.submit(end, epoch, lr, train_loss, te, snap, rng)
             else:
+                if last and member is not None:
+                    member.loop_done()  # no more meetings or RNG draws: the last epoch's end runs beside the others'
                 self._epoch_end(epoch, lr, train_loss, te, None, rng)
             if self._cancel.is_set():
                 self._drain()
@@ -469,6 +473,9 @@ class Trainer(TrainerOutput):
         t_last = t_start
         cancel = self._cancel
         full = cfg.batch_size
+        # a list plan (the device loader) has its full batches first, only the last may be short: one length check
+        n_full = (n_batches - (1 if n_batches and self.loader.batch_len(plan[-1]) != full else 0)
+                  if isinstance(plan, list) else None)
         fault = self._fault
         b = 0
         try:
@@ -477,7 +484,8 @@ class Trainer(TrainerOutput):
                     raise Cancelled()
                 if b == 0:
                     timing.mark("first_batch", epoch=epoch)
-                replayed = fast is not None and self.loader.batch_len(idx) == full and fast(b, idx)
+                replayed = fast is not None and (b < n_full if n_full is not None
+                                                 else self.loader.batch_len(idx) == full) and fast(b, idx)
                 if b == 0 and epoch == 0:
                     # Not before: the first replay captures the graph, whose eager warm-up needs the GIL on every op,
                     # and a concurrent import holding it slowed warm-up + capture from 0.5 s to 0.9–1.5 s on the GPU

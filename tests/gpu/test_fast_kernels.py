@@ -17,6 +17,7 @@ from dpd_desktop.data import make_demo_dataset
 from dpd_desktop.kernels import apply_kernel, cuda_rnn, nvrtc, run_recurrent, unsupported_reason
 from dpd_desktop.models import build_model
 from dpd_desktop.runs.workspace import Workspace
+from dpd_desktop.training import fused_step
 from dpd_desktop.training.trainer import Trainer
 from test_fast_path_equivalence import _assert_same  # tests/gpu (rootdir import mode, like tests/'s helpers)
 
@@ -198,10 +199,13 @@ def _same(tf, rf, te, re_):
 
 
 @pytest.mark.parametrize("backbone", ["gru", "dgru", "lstm", "tres_gru"])
-def test_family_fast_kernel_graph_equals_eager(tmp_path, ds, backbone):
+def test_family_fast_kernel_graph_equals_eager(tmp_path, ds, backbone, monkeypatch):
+    # the autograd step in the graph (a GRU PA normally takes the fused step: the next test)
+    monkeypatch.setattr(fused_step, "DISABLED", True)
     cfg = ExperimentConfig(step="pa", dataset="demo", backbone=backbone, hidden_size=12, epochs=2, frame_length=50,
                            stride=1, batch_size=64, device="cuda", seed=0, kernel="fast")
     tf, rf = _train(tmp_path, ds, cfg, True, "graph")
+    assert tf.fast_step.fused is None
     te, re_ = _train(tmp_path, ds, cfg, False, "eager")
     _same(tf, rf, te, re_)
     # and it learned something comparable to the reference kernel (same equations)
@@ -209,6 +213,20 @@ def test_family_fast_kernel_graph_equals_eager(tmp_path, ds, backbone):
     tr = Trainer(cfg_ref, dataset=ds, workspace=Workspace(tmp_path / "ref"), fast_path=True)
     rr = tr.run()
     assert abs(rf.history[-1]["VAL_NMSE"] - rr.history[-1]["VAL_NMSE"]) < 0.5
+
+
+def test_the_fused_gru_step_trains_as_the_eager_path_to_rounding(tmp_path, ds):
+    """training/fused_step.py: its own sums, so not bitwise the autograd path's; two epochs agree closely."""
+    cfg = ExperimentConfig(step="pa", dataset="demo", backbone="gru", hidden_size=12, epochs=2, frame_length=50,
+                           stride=1, batch_size=64, device="cuda", seed=0, kernel="fast")
+    tf, rf = _train(tmp_path, ds, cfg, True, "graph")
+    te, re_ = _train(tmp_path, ds, cfg, False, "eager")
+    assert tf.fast_step.fused is not None
+    for a, b in zip(rf.history, re_.history, strict=True):
+        assert abs(a["VAL_NMSE"] - b["VAL_NMSE"]) < 0.05, (a["VAL_NMSE"], b["VAL_NMSE"])
+        assert a["TRAIN_LOSS"] == pytest.approx(b["TRAIN_LOSS"], rel=1e-3)
+    for (n, a), (_, b) in zip(tf.net.named_parameters(), te.net.named_parameters()):
+        assert torch.allclose(a, b, rtol=0, atol=2e-3), n
 
 
 def test_dpd_cascade_fast_kernel(tmp_path, ds):
