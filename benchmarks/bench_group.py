@@ -15,6 +15,7 @@ its twin — history.csv values (all but the clock) and best.pt tensors bitwise.
 from __future__ import annotations
 
 import argparse
+import atexit
 import concurrent.futures as cf
 import csv
 import json
@@ -44,11 +45,28 @@ def train_args(a, kernel: str, seed: int) -> list[str]:
     return out
 
 
+def timed_env(a, env: dict, tag: str) -> dict:
+    """``--timing DIR``: the child's timing marks (dpd_desktop/timing.py) go to DIR/tag.jsonl."""
+    if not a.timing:
+        return env
+    a.timing.mkdir(parents=True, exist_ok=True)
+    (a.timing / f"{tag}.jsonl").unlink(missing_ok=True)
+    return dict(env, DPD_DESKTOP_TIMING=str(a.timing / f"{tag}.jsonl"))
+
+
+def note_start(a, tag: str, t0: float) -> None:
+    if a.timing:
+        with open(a.timing / f"{tag}.jsonl", "a") as f:
+            f.write(json.dumps({"mark": "spawn", "t": t0}) + "\n")
+
+
 def lone(a, kernel: str, seed: int, work: Path, env: dict) -> dict:
     ws = work / f"lone-{kernel}-{seed}"
     cmd = [sys.executable, "-m", "dpd_desktop", "--workspace", str(ws), "train-pa", "--dataset", str(a.dataset),
            *train_args(a, kernel, seed), "--no-plots", "--quiet"]
-    wall, rss, rc, _ = run_child(cmd, env, log_path=work / f"lone-{kernel}-{seed}.log")
+    wall, rss, rc, t0 = run_child(cmd, timed_env(a, env, f"lone-{kernel}-{seed}"),
+                                  log_path=work / f"lone-{kernel}-{seed}.log")
+    note_start(a, f"lone-{kernel}-{seed}", t0)
     runs = sorted((ws / "runs").glob("*-pa-*"))
     return {"wall_s": wall, "rss_mib": rss, "rc": rc, "run_dir": str(runs[-1]) if runs else None,
             "log": str(work / f"lone-{kernel}-{seed}.log")}
@@ -61,13 +79,15 @@ def group(a, kernel: str, n: int, work: Path, env: dict) -> dict:
            "--epochs", str(a.epochs), "--device", a.device, "--result", str(out)]
     if a.max_train_samples:
         cmd += ["--max-train-samples", str(a.max_train_samples)]
-    wall, rss, rc, _ = run_child(cmd, env, log_path=work / f"group-{kernel}.log")
+    wall, rss, rc, t0 = run_child(cmd, timed_env(a, env, f"group-{kernel}"), log_path=work / f"group-{kernel}.log")
+    note_start(a, f"group-{kernel}", t0)
     res = json.loads(out.read_text()) if out.exists() else {}
     return {"wall_s": wall, "rss_mib": rss, "rc": rc, **res, "log": str(work / f"group-{kernel}.log")}
 
 
 def member_main(a) -> None:
     """``--member``: train the seeds as one group in this process; write the result JSON."""
+    from dpd_desktop import timing
     from dpd_desktop.config import ExperimentConfig
     from dpd_desktop.runs.workspace import Workspace
     from dpd_desktop.training.cpu_threads import prefer_passive_wait
@@ -84,6 +104,8 @@ def member_main(a) -> None:
     g = TrainerGroup([Trainer(c, dataset=ds, workspace=ws) for c in cfgs])
     t0 = time.perf_counter()
     results = g.run()
+    timing.mark("group_run_returned")
+    atexit.register(timing.mark, "interpreter_exit")  # the process's own teardown after this mark
     Path(a.result).write_text(json.dumps({
         "train_s": time.perf_counter() - t0, "captures": g.captures, "meetings": g.meetings,
         "states": [r.state for r in results], "messages": [r.message for r in results],
@@ -127,6 +149,7 @@ def main() -> int:
     ap.add_argument("--modes", default="fast,reference", help="kernel modes to run (comma-separated)")
     ap.add_argument("--skip-twins", action="store_true", help="no lone twins (no bitwise check): timing only")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--timing", type=Path, default=None, help="write each timed child's timing marks to DIR/*.jsonl")
     ap.add_argument("--member", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--kernel", help=argparse.SUPPRESS)
     ap.add_argument("--seeds", help=argparse.SUPPRESS)

@@ -1,6 +1,7 @@
-"""Probe: the group graph's step time on the GPU (training/group.py ``_capture``), M members of PA GRU-23 on
-DPA_160MHz (batch 64, frame 200), against one member; CUDA-event timed replays; and, with ``--profile``, the kernels
-of one replay of the largest group (count, summed duration, span: concurrency = summed / span).
+"""Probe: the group graph's step time on the GPU (training/group.py ``_capture``: the fused GRU step, or a branch per
+member), M members of PA GRU-23 on DPA_160MHz (batch 64, frame 200), against one member; CUDA-event timed replays;
+and, with ``--profile``, the kernels of one replay of M = 1 and of the largest group (count, summed duration, span:
+concurrency = summed / span).
 
     python3 benchmarks/probe_group_step.py --dataset .ref/datasets/DPA_160MHz --sizes 1,2,4,8 --profile
 """
@@ -20,6 +21,7 @@ from dpd_desktop.data import load_dataset  # noqa: E402
 from dpd_desktop.data.framing import FrameLoader  # noqa: E402
 from dpd_desktop.kernels import apply_kernel  # noqa: E402
 from dpd_desktop.models import build_model  # noqa: E402
+from dpd_desktop.training import fused_step  # noqa: E402
 from dpd_desktop.training.fast_path import CudaGraphStep  # noqa: E402
 from dpd_desktop.training.group import _capture  # noqa: E402
 from dpd_desktop.training.optim import make_adamw  # noqa: E402
@@ -78,7 +80,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dataset", required=True)
     ap.add_argument("--sizes", default="1,2,4,8")
-    ap.add_argument("--kernels", default="fast,reference")
+    ap.add_argument("--kernels", default="fast,fast-autograd,reference",
+                    help="fast: the fused GRU step (training/fused_step.py); fast-autograd: the fast kernel's "
+                         "autograd step (one branch per member); reference: cuDNN")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--n", type=int, default=500)
     a = ap.parse_args()
@@ -87,7 +91,8 @@ def main():
     res = {}
     for kernel in a.kernels.split(","):
         for m in [int(v) for v in a.sizes.split(",")]:
-            steps = members(ds, m, kernel, dev)
+            fused_step.DISABLED = kernel == "fast-autograd"
+            steps = members(ds, m, "fast" if kernel.startswith("fast") else kernel, dev)
             g = _capture(steps)
             us = timed(g, steps, a.n)
             res[f"{kernel}-{m}"] = {"step_us": us}
@@ -99,7 +104,8 @@ def main():
                 res[f"{kernel}-{m}"]["profile"] = profile(g, steps)
                 pr = res[f"{kernel}-{m}"]["profile"]
                 print(f"  M=1: {pr['kernels_per_replay']} kernels, span {pr['span_us_per_replay']:.1f} µs, "
-                      f"summed {pr['summed_us_per_replay']:.1f}", flush=True)
+                      f"summed {pr['summed_us_per_replay']:.1f}; top: "
+                      + "; ".join(f"{n[:40]} {c:g}× {t} µs" for n, c, t in pr["top"][:8]), flush=True)
             del g, steps
             torch.cuda.empty_cache()
     print(json.dumps({k: v["step_us"] for k, v in res.items()}))
