@@ -50,11 +50,10 @@ MAY_DIFFER = frozenset({"seed", "lr", "lr_end", "decay_factor", "patience", "wei
                         "preview_every"})
 #: default group sizes on a CUDA device (measured on the H200: benchmarks/results/…-group-h200.md)
 DEFAULT_SIZE = {"fast": 8, "reference": 4}
-#: full batches replayed per meeting of the members (a cancel takes effect within this many batches). Each meeting
-#: hands the baton (and the GIL) to every member in turn, which another busy thread (an epoch end's evaluation) can
-#: hold up to Python's 5 ms switch interval: at 128 the meetings of 8 fast GRU-23 members took 45-80 ms instead of
-#: 22 ms while the evaluations ran (benchmarks/results/2026-12-01-group-h200.md); 512 keeps a cancel within ~0.1 s
-#: (fast) to ~0.7 s (4 reference members) there.
+#: full batches replayed per meeting of the members (a cancel takes effect within this many batches: ~0.1 s for 8
+#: fast GRU-23 members, ~0.7 s for 4 reference ones on the H200). Each meeting hands the baton to every member in
+#: turn, and a busy thread (an epoch end's evaluation) can hold the GIL meanwhile: at 128 the meetings of 8 fast
+#: members took 45-80 ms instead of 22 ms while the evaluations ran (benchmarks/results/2026-12-01-group-h200.md).
 CHUNK = 512
 
 
