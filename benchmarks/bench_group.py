@@ -15,7 +15,6 @@ its twin — history.csv values (all but the clock) and best.pt tensors bitwise.
 from __future__ import annotations
 
 import argparse
-import atexit
 import concurrent.futures as cf
 import csv
 import json
@@ -105,11 +104,18 @@ def member_main(a) -> None:
     t0 = time.perf_counter()
     results = g.run()
     timing.mark("group_run_returned")
-    atexit.register(timing.mark, "interpreter_exit")  # the process's own teardown after this mark
     Path(a.result).write_text(json.dumps({
         "train_s": time.perf_counter() - t0, "captures": g.captures, "meetings": g.meetings,
         "states": [r.state for r in results], "messages": [r.message for r in results],
         "run_dirs": [str(r.run_dir) if r.run_dir else None for r in results]}))
+    # End as the two sides of the comparison end: the lone `dpd-desktop train-pa` skips the interpreter's
+    # teardown once its artifacts are written (cli.py Outcome.skip_teardown), and a sweep's group child
+    # (runs/group_child.py) is a forkserver child on Linux, which multiprocessing ends with os._exit after its
+    # target returns. (With the teardown this process took 0.85 s more after its last mark on the H200: run C of
+    # benchmarks/results/2026-12-01-group-h200.md.)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def history(run_dir) -> list[dict]:
