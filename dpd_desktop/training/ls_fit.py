@@ -35,7 +35,7 @@ from ..models import Cascade, build_model, count_parameters
 from ..models.poly import basis, fit_least_squares
 from .errors import Cancelled, TrainingError
 from .events import CheckpointReady, EpochEnded, RunFinished
-from .record_payload import checkpoint_meta
+from .record_payload import checkpoint_meta, history_row
 from .trainer import Trainer
 
 __all__ = ["LeastSquaresFit", "make_trainer", "BASIS_BUDGET_BYTES"]
@@ -147,7 +147,7 @@ class LeastSquaresFit(Trainer):
         val = self.evaluator.evaluate("val", self.net)
         test = self.evaluator.evaluate("test", self.net)
         train_loss = self._train_loss()
-        row = self._history_row(0, 1, 0.0, train_loss, val, test)
+        row = history_row(self, 0, 1, 0.0, train_loss, val, test)
         self.history.append(row)
         value = row[self.selection_metric]
         state = {k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()}

@@ -4,6 +4,7 @@ metadata and results.h5's root attributes (runs/record.py writes them). ``tr`` i
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import torch
@@ -11,7 +12,7 @@ import torch
 from ..kernels import kernels_used
 from ..models.cost import model_cost
 from ..runs.kernel_record import kernel_block
-from ..runs.record import DatasetRef
+from ..runs.record import HISTORY_METRICS, DatasetRef
 from .device import cudnn_settings, versions
 
 
@@ -68,3 +69,17 @@ def results_attrs(tr, extra: dict[str, Any]) -> dict[str, Any]:
             attrs[f"spec_{k}"] = v
     attrs.update(extra)
     return attrs
+
+
+def history_row(tr, epoch: int, n_epochs: int, lr: float, train_loss: float, val: dict, test: dict) -> dict:
+    """One history.csv row of trainer ``tr`` (reference §4.8 columns, runs/record.py HISTORY_COLUMNS); TIME: in
+    minutes since the run's start."""
+    cfg = tr.config
+    row = {"EPOCH": epoch, "N_EPOCH": n_epochs, "TIME:": (time.time() - tr._start_time) / 60.0, "LR": lr,
+           "BATCH_SIZE": cfg.batch_size, "N_PARAM": tr.n_params, "FRAME_LENGTH": cfg.frame_length,
+           "BACKBONE": cfg.backbone, "HIDDEN_SIZE": cfg.hidden_size, "TRAIN_LOSS": train_loss,
+           "VAL_LOSS": val["loss"]}
+    row.update({f"VAL_{k}": val["metrics"][k] for k in HISTORY_METRICS})
+    row["TEST_LOSS"] = test["loss"]
+    row.update({f"TEST_{k}": test["metrics"][k] for k in HISTORY_METRICS})
+    return row

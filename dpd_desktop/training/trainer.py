@@ -55,7 +55,7 @@ from .gain import equal_power_report, target_gain
 from .optim import make_optimizer, make_plateau
 from .overlap import EpochEndOverlap, lr_may_change, optimizer_state
 from .pa_source import check_pa_run, load_pa_for_dpd
-from .record_payload import checkpoint_meta, results_attrs, setup_blocks
+from .record_payload import checkpoint_meta, history_row, results_attrs, setup_blocks
 from .report import describe_error, finite_or_none, float_map, format_row
 from .warm_imports import warm_imports_in_background
 
@@ -423,7 +423,7 @@ class Trainer(TrainerOutput):
         with ctx:
             val = self.evaluator.evaluate("val", net)
             test = self.evaluator.evaluate("test", net)
-        row = self._history_row(epoch, cfg.epochs, lr, train_loss, val, test)
+        row = history_row(self, epoch, cfg.epochs, lr, train_loss, val, test)
         self.history.append(row)
 
         # Reference §4.8: epoch 0 always saves; later epochs only when strictly lower; NaN never wins.
@@ -558,18 +558,6 @@ class Trainer(TrainerOutput):
                                val_metrics=res.val_metrics, test_metrics=res.test_metrics, wall_s=wall,
                                plots=plots, extra=extra, best_value=finite_or_none(self.best_value)))
         return res
-
-    def _history_row(self, epoch: int, n_epochs: int, lr: float, train_loss: float, val: dict, test: dict) -> dict:
-        """One history.csv row (reference §4.8 columns, runs/record.py HISTORY_COLUMNS); TIME: in minutes."""
-        cfg = self.config
-        row = {"EPOCH": epoch, "N_EPOCH": n_epochs, "TIME:": (time.time() - self._start_time) / 60.0, "LR": lr,
-               "BATCH_SIZE": cfg.batch_size, "N_PARAM": self.n_params, "FRAME_LENGTH": cfg.frame_length,
-               "BACKBONE": cfg.backbone, "HIDDEN_SIZE": cfg.hidden_size, "TRAIN_LOSS": train_loss,
-               "VAL_LOSS": val["loss"]}
-        row.update({f"VAL_{k}": val["metrics"][k] for k in HISTORY_METRICS})
-        row["TEST_LOSS"] = test["loss"]
-        row.update({f"TEST_{k}": test["metrics"][k] for k in HISTORY_METRICS})
-        return row
 
     def _on_cancel(self, t0: float) -> RunResult:
         try:
