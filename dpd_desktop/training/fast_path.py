@@ -233,9 +233,10 @@ class CudaGraphStep:
     def _capture(self) -> None:
         with torch.cuda.device(self.device), torch.random.fork_rng(devices=[self.device]):
             self.prepare_capture()
+            fused = None  # a capture again (new pointers) builds the fused step again, or drops it
             if self.fused_reason is None:
                 fused, self.fused_reason = fused_step.build([self])
-                self.use_fused(fused)
+            self.use_fused(fused)
             timing.mark("capture_optimizer_checked")
             cur = torch.cuda.current_stream()
             side = torch.cuda.Stream()

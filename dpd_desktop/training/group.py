@@ -155,6 +155,9 @@ class _Member:
         """``fn`` made to wait, when called, until the group's next meeting (counted from now) has queued the
         members' next batches, or no member is left to meet: an epoch end on the trainer's worker thread
         (training/overlap.py) then runs while the group trains instead of holding up the meeting."""
+        inner = self.step.inner if self.step is not None else None
+        if inner is None or inner.loader.n_frames < inner.batch_size:
+            return fn  # no full batch, no meeting to wait for
         start = self.group.meetings
 
         def deferred(*args):

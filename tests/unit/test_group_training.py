@@ -112,3 +112,43 @@ def test_a_sweeps_trial_tag_is_no_difference():
     b = ExperimentConfig(**BASE, extra={"sweep": {"id": "s1", "trial": 1}, "note": "x"})
     c = ExperimentConfig(**BASE, extra={"sweep": {"id": "s1", "trial": 2}, "note": "y"})
     assert group_key(a) == group_key(b) != group_key(c)
+
+
+def _fake_group(n_frames: int):
+    """A TrainerGroup of two stand-in trainers whose members have a CUDA-graph step of n_frames frames at batch 10."""
+    from types import SimpleNamespace
+
+    group = TrainerGroup([SimpleNamespace(), SimpleNamespace()])
+    for m in group.members:
+        m.step = SimpleNamespace(inner=SimpleNamespace(loader=SimpleNamespace(n_frames=n_frames), batch_size=10))
+    return group
+
+
+def test_a_deferred_epoch_end_waits_for_the_next_meeting():
+    """group.py after_next_meeting: an overlapped epoch end runs once the group met again (or nobody is left)."""
+    import threading
+
+    group = _fake_group(100)
+    m = group.members[0]
+    ran = []
+    deferred = m.after_next_meeting(lambda x: ran.append(x) or x)
+    t = threading.Thread(target=deferred, args=(7,))
+    t.start()
+    t.join(0.3)
+    assert t.is_alive() and ran == []  # no meeting yet
+    with group._cond:
+        group.meetings += 1
+        group._cond.notify_all()
+    t.join(5)
+    assert not t.is_alive() and ran == [7]
+    # nobody left to meet: it runs at once
+    later = m.after_next_meeting(lambda: "done")
+    for x in group.members:
+        x.active = False
+    assert later() == "done"
+
+
+def test_no_full_batch_means_no_wait():
+    group = _fake_group(9)  # 9 frames < batch 10: the members never meet
+    fn = lambda: None  # noqa: E731
+    assert group.members[0].after_next_meeting(fn) is fn
