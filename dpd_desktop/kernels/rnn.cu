@@ -9,9 +9,11 @@
 // per step, else one block barrier per step). The hidden state (forward) or the gate gradients (backward) go through
 // a shared buffer, double-buffered by step parity so that one barrier per step suffices, read as float4 broadcasts.
 // The per-step inputs (gi, saved gates) are loaded PF steps ahead into a register ring indexed by compile-time slots
-// (the time loop is unrolled by PF), so no load waits on the step before. The input projection x W_ih^T + b_ih and
-// every weight gradient are GEMMs outside (cuda_rnn.py). No atomics: each output element is written by one thread
-// in a fixed order, so results are bitwise reproducible (eager and CUDA-graph runs alike).
+// (the time loop is unrolled by PF), so no load waits on the step before. For the autograd Functions (gru_fwd,
+// gru_bwd, lstm_*) the input projection x W_ih^T + b_ih and every weight gradient are GEMMs outside (cuda_rnn.py);
+// the fused step's model-indexed kernels (gru_fwd_m, gru_bwd_m: training/fused_step.py) compute the projection on the
+// fly and sum each batch row's weight gradients inside the reverse recurrence. No atomics: each output element is
+// written by one thread in a fixed order, so results are bitwise reproducible (eager and CUDA-graph runs alike).
 //
 // Gate equations are PyTorch's (torch.nn.GRU / torch.nn.LSTM documentation):
 //   GRU:  r = s(gi_r + gh_r), z = s(gi_z + gh_z), n = tanh(gi_n + r * gh_n), h' = (1 - z) n + z h,
@@ -386,9 +388,10 @@ gru_bwd(const float* __restrict__ dy, const float* __restrict__ w_hh, const floa
 }
 
 // Model-indexed (training/fused_step.py): block (b, m) runs batch row b of model m, whose tensors are entries of row
-// m of the pointer table ptrs (NPTR pointers per model, kernels/gru_step.cu's P_* layout); y, save, xg, dy, dgi,
-// dgh are stacked (M, B, T, ·) buffers; h0 = 0. The forward gathers its frame itself: frame perm[counter * B + b]
-// of the model's epoch permutation, gi = W_ih x + b_ih on the fly (the inputs kept in xg for the weight gradients).
+// m of the pointer table ptrs (NPTR pointers per model, kernels/gru_step.cu's P_* layout); y, save, xg, dy are
+// stacked (M, B, T, ·) buffers and part_w (M, B, 3H, H + 4) the weight-gradient partials; h0 = 0. The forward
+// gathers its frame itself: frame perm[counter * B + b] of the model's epoch permutation, gi = W_ih x + b_ih on the
+// fly (the inputs kept in xg for the weight gradients).
 #define NPTR 32
 #define PW_IH 0
 #define PW_HH 1

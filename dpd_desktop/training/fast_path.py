@@ -210,7 +210,12 @@ class CudaGraphStep:
         self.counter.add_(1)
 
     def _pointers(self):
-        return tuple((p.data_ptr(), p.grad.data_ptr() if p.grad is not None else 0) for p in self.trainable)
+        """The device addresses a captured graph holds: each parameter's, its gradient's and, once the update is in
+        the graph (GraphAdamW, the fused step), its AdamW moments' (a changed one means: capture again)."""
+        state = getattr(self.optimizer, "state", {}) if self.graph_opt is not None else {}
+        return tuple((p.data_ptr(), p.grad.data_ptr() if p.grad is not None else 0,
+                      *(state[p][k].data_ptr() for k in ("exp_avg", "exp_avg_sq") if p in state))
+                     for p in self.trainable)
 
     def prepare_capture(self) -> None:
         """Before a capture (this step's, or a group's: training/group.py): cuDNN's flat weights, a gradient buffer

@@ -2,15 +2,18 @@
 
 A step of one or more :class:`~dpd_desktop.training.fast_path.CudaGraphStep` s whose models are 1-layer GRU PA
 models (models/gru.py) on the ``fast`` kernel is, for all of them at once (kernels/gru_step.cu and rnn.cu's
-model-indexed recurrences): the batch gather and input projection, the recurrence, the head with the loss and its
-gradient, the reverse-time recurrence, the weight-gradient partials, and one block per model that sums the
-partials, writes the loss slot, clips the gradients by their norm and applies AdamW (the step's scalars from the
-model's :class:`~dpd_desktop.training.optim.GraphAdamW` table). Each model keeps its own tensors — parameters,
-gradients, AdamW moments, permutation, batch counter, loss slots — and the kernels reach them through a table of
-device pointers, one row per model. Every sum runs in an order fixed by the batch, frame and hidden sizes alone, so
-a model's numbers are bitwise the same stepped alone or with seven others, eagerly or replayed from a CUDA graph
-(tests/gpu/test_fused_step.py); they differ from the autograd path of the same kernel (cuBLAS sums, torch's
-reductions) in the last bits (held to 1e-5 relative there).
+model-indexed recurrences): the forward (each model's batch gathered from its permutation, the input projection on
+the fly), the head with the loss and its gradient, the reverse-time recurrence with each batch row's weight
+gradients summed inside it, then three small kernels: the partials summed into each parameter's ``.grad``; the
+gradient norm, clipping and AdamW (the step's scalars from the model's
+:class:`~dpd_desktop.training.optim.GraphAdamW` table); the loss slot and the batch counter. Each model keeps its own
+tensors — parameters, gradients, AdamW moments, permutation, batch counter, loss slots — and the kernels reach them
+through a table of device pointers, one row per model. Every sum runs in an order fixed by the batch, frame and
+hidden sizes alone, so a model's numbers are bitwise the same stepped alone or with seven others, eagerly or
+replayed from a CUDA graph (tests/gpu/test_fused_step.py). Against the autograd path of the same kernel (cuBLAS
+sums, torch's reductions and foreach AdamW) they agree to float32 rounding of the sums (loss 1e-5, gradients 1e-4
+relative there), and AdamW's (1 - beta) factors are formed in float32 in the kernel where torch forms them in
+float64 (the second moment differs by ~1e-5 relative): not bitwise.
 
 Used by the CUDA fast path for a lone run (training/fast_path.py) and by a group of runs (training/group.py), so a
 group member and its lone twin run the same kernels. ``DPD_DESKTOP_DISABLE_FUSED_STEP=1`` (read at import) keeps
@@ -46,6 +49,9 @@ def eligibility(step) -> str | None:
     rnn = bb.rnn
     if bb.kernel != "fast":
         return "the reference kernel"
+    crit = step.criterion
+    if type(crit) not in (torch.nn.MSELoss, torch.nn.L1Loss) or crit.reduction != "mean":
+        return f"loss {type(crit).__name__} (the fused step has MSE and L1, mean)"
     if rnn.num_layers != 1 or rnn.input_size != 2 or not rnn.bias or bb.fc_out.bias is None \
             or bb.fc_out.out_features != 2:
         return "only a 1-layer GRU with biases and the I/Q head is fused"

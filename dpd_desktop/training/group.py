@@ -8,13 +8,16 @@ fused step (training/fused_step.py: six kernel launches for all, weights reached
 table), else one branch per member (one stream each, joined at the end) holding the member's own captured step
 (training/fast_path.py; ``reference``: cuDNN). Either way a member's history and checkpoints are bitwise equal to
 the same configuration trained alone in the same mode (tests/gpu/test_group_training_cuda.py,
-tests/gpu/test_fused_step.py; benchmarks/bench_group.py).
+tests/gpu/test_fused_step.py; benchmarks/bench_group.py) — except when the group's fused step cannot be built where
+a lone run's can (its buffers grow with the members: out of memory), which the process log warns of: the members then
+train through the autograd step.
 
 Isolation: the members run on threads of this process, one at a time (a baton); the global RNG states (torch CPU and
 CUDA, NumPy, ``random``) are swapped in and out with the baton, so each member draws exactly the numbers it would
 draw alone (reference §4.1–§4.2 order). A member that ends early (cancelled, pruned, failed) leaves the group; the
 others' graph is captured again without it. The members meet every :data:`CHUNK` full batches; the last to arrive
-queues that many replays for all (a cancel takes effect within a chunk). An epoch end that overlaps training waits
+queues that many replays for all (a cancel takes effect within a chunk; a member that stops leaves before it
+waits for its pending epoch end, trainer.py ``_drain``). An epoch end that overlaps training waits
 for the next meeting (it then runs while the group trains); the last epoch's end runs after the member left, beside
 the others'. A run with a time limit never joins a group (:func:`group_key`): the members share one wall clock.
 
@@ -161,7 +164,7 @@ class _Member:
         start = self.group.meetings
 
         def deferred(*args):
-            self.group._wait_meeting_after(start)
+            self.group._wait_meeting_after(start, self)
             return fn(*args)
         return deferred
 
@@ -289,10 +292,12 @@ class TrainerGroup:
         finally:
             self._leave(m)
 
-    def _wait_meeting_after(self, n: int, timeout_s: float = 60.0) -> None:
-        """Block until more than ``n`` meetings happened or no member is active (at most ``timeout_s``)."""
+    def _wait_meeting_after(self, n: int, member: "_Member", timeout_s: float = 60.0) -> None:
+        """Block until more than ``n`` meetings happened, ``member`` left, or no member is active (at most
+        ``timeout_s``)."""
         with self._cond:
-            self._cond.wait_for(lambda: self.meetings > n or not any(x.active for x in self.members), timeout_s)
+            self._cond.wait_for(lambda: self.meetings > n or not member.active
+                                or not any(x.active for x in self.members), timeout_s)
 
     def _leave(self, m: _Member) -> None:
         with self._cond:
@@ -390,8 +395,9 @@ def _capture(inners: list[CudaGraphStep]):
         fused = None
         if all(s.fused_reason is None for s in inners) and len({fused_step.shape_of(s) for s in inners}) == 1:
             fused, reason = fused_step.build(inners)
-            if reason is not None:
-                log.info("group of %d: %s", len(inners), reason)
+            if reason is not None:  # the branches below: each member's autograd step, not its lone fused numbers
+                log.warning("group of %d: %s; the members train through the autograd step (their numbers are not "
+                            "bitwise those of lone fused runs)", len(inners), reason)
         if fused is not None:
             graph = torch.cuda.CUDAGraph()
             side = torch.cuda.Stream()

@@ -379,7 +379,7 @@ class Trainer(TrainerOutput):
                 self._drain()  # earlier epochs' results and checkpoints stay as written
                 raise limits.nonfinite_error(self.device, epoch, self._epoch_losses, lr)
             self._refresh_fast_path_status()
-            self._drain()  # the previous epoch's end is done: scheduler state is current
+            self._drain(leave_group=False)  # the previous epoch's end is done: scheduler state is current
             draw_dataloader_iterator_seed()  # val iterator (reference §4.2)
             draw_dataloader_iterator_seed()  # test iterator
             rng = rng_state.capture(self.device)  # where epoch + 1 continues: for last.pt (resume_state.py)
@@ -597,8 +597,12 @@ class Trainer(TrainerOutput):
         return RunResult("failed", self.run_id, self.run_dir, self.best_epoch, self.history, message=msg,
                          wall_s=time.perf_counter() - t0)
 
-    def _drain(self) -> None:
-        """Wait for the pending epoch end (re-raising its error, if any)."""
+    def _drain(self, leave_group: bool = True) -> None:
+        """Wait for the pending epoch end (re-raising its error, if any). A group's member first leaves the group
+        unless ``leave_group`` is False (an epoch boundary): its pending epoch end may wait for a meeting that only
+        the others can hold now (group.py ``after_next_meeting``)."""
+        if leave_group and self.group_member is not None:
+            self.group_member.loop_done()
         self._overlap.drain()
 
     def _teardown(self) -> None:

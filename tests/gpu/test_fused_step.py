@@ -111,6 +111,23 @@ def test_one_fused_step_matches_the_autograd_step(kind):
         assert torch.allclose(p, q, rtol=0, atol=2e-6), float((p - q).abs().max())
 
 
+@pytest.mark.parametrize("H", [1, 5, 16, 17, 23, 33, 64])
+def test_every_hidden_size_matches_the_autograd_step(H):
+    """One slice (H <= 16) and two (above), padded k-slices (17, 33), the largest (64): gradients and update."""
+    series = _series()
+    fused = _member(series, seed=4, H=H, clip=0.05)
+    ref = _member(series, seed=4, H=H, clip=0.05)
+    fused_step.FusedGRUStep([fused]).launch()
+    loss = ref._forward_backward()
+    torch.cuda.synchronize()
+    assert torch.allclose(fused.epoch_losses[0], loss.detach(), rtol=1e-5, atol=0)
+    for p, q in zip(fused.trainable, ref.trainable):
+        assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-5 * float(q.grad.abs().max())), (H, p.shape)
+    ref.graph_opt.update(ref.counter)
+    for p, q in zip(fused.trainable, ref.trainable):
+        assert torch.allclose(p, q, rtol=0, atol=2e-6), (H, float((p - q).abs().max()))
+
+
 def test_a_lone_fast_gru_run_and_a_group_use_it(tmp_path):
     from dpd_desktop.training.group import TrainerGroup
 

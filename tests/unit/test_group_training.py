@@ -141,8 +141,17 @@ def test_a_deferred_epoch_end_waits_for_the_next_meeting():
         group._cond.notify_all()
     t.join(5)
     assert not t.is_alive() and ran == [7]
+    # its own member leaves (a cancel, a failure: trainer.py _drain): it runs although the others still meet
+    own = m.after_next_meeting(lambda: "own")
+    t = threading.Thread(target=lambda: ran.append(own()))
+    t.start()
+    t.join(0.3)
+    assert t.is_alive()
+    group._leave(m)
+    t.join(5)
+    assert not t.is_alive() and ran == [7, "own"] and group.members[1].active
     # nobody left to meet: it runs at once
-    later = m.after_next_meeting(lambda: "done")
+    later = group.members[1].after_next_meeting(lambda: "done")
     for x in group.members:
         x.active = False
     assert later() == "done"
