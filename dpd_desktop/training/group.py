@@ -131,7 +131,8 @@ class _Baton:
 
 class _Member:
     """A trainer's place in the group. Its trainer calls :meth:`attach` at the end of its set-up (its fast step is
-    replaced by the returned :class:`GroupStep`) and :meth:`loop_done` after its epoch loop."""
+    replaced by the returned :class:`GroupStep`) and :meth:`loop_done` once it meets no more: before its last epoch's
+    end, and before it waits for a pending epoch end on its way out (trainer.py ``_drain``)."""
 
     def __init__(self, group: "TrainerGroup", index: int, trainer):
         self.group, self.index, self.trainer = group, index, trainer

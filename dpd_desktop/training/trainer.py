@@ -199,9 +199,7 @@ class Trainer(TrainerOutput):
                       f"CUDA graph: {self.fast_path_status}")
             if self.threads_note:
                 self._log(self.threads_note)
-            self._epoch_loop()
-            if self.group_member is not None:
-                self.group_member.loop_done()
+            self._epoch_loop()  # a group's member has left the group by its end (_drain)
             return self._finish(t0)
         except Cancelled:
             try:
