@@ -12,9 +12,12 @@ differs (another torch release), :func:`make_optimizer` falls back to ``torch.op
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from typing import Any, Iterable
+
+import numpy as np
 
 import torch  # constructing a torch.optim optimizer (not importing torch) is what imports torch._dynamo
 
@@ -166,6 +169,20 @@ class AdamW:
             self.state[p] = {k: (v.clone() if k == "step" else v.to(p.device, copy=True)) for k, v in st.items()}
 
 
+#: GraphAdamW.self_check's answers in this process (its key → None or the reason)
+_SELF_CHECKS: dict[tuple, str | None] = {}
+
+
+@functools.lru_cache(maxsize=16)
+def _bias_corrections(beta1: float, beta2: float, first_step: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(1 − β1^t, sqrt(1 − β2^t)) for t = first_step … first_step + n − 1 as :meth:`GraphAdamW.scalars` computes
+    them (Python floats, then float64 arrays; read-only). Cached: the members of a group share their steps."""
+    bc1 = np.array([1 - beta1 ** float(t) for t in range(first_step, first_step + n)], dtype=np.float64)
+    bc2 = np.array([(1 - beta2 ** float(t)) ** 0.5 for t in range(first_step, first_step + n)], dtype=np.float64)
+    bc1.flags.writeable = bc2.flags.writeable = False
+    return bc1, bc2
+
+
 class GraphAdamW:
     """The update of :class:`AdamW` (CUDA, foreach implementation) as device-side ops that a CUDA graph can capture.
 
@@ -229,12 +246,19 @@ class GraphAdamW:
         return (1 - lr * weight_decay, bias_correction2 ** 0.5, (lr / bias_correction1) * -1)
 
     def load(self, first_step: int, n: int, lr: float) -> None:
-        """Fill rows 0..n-1 with the numbers of steps ``first_step`` … ``first_step + n − 1`` at learning rate lr."""
+        """Fill rows 0..n-1 with the numbers of steps ``first_step`` … ``first_step + n − 1`` at learning rate lr:
+        :meth:`scalars` of each step (the bias corrections from :func:`_bias_corrections`, shared by the members of
+        a group; the rest elementwise in float64, IEEE operations that equal the scalar ones), rounded to float32."""
         if n > self.max_steps:
             raise ValueError(f"{n} steps > table size {self.max_steps}")
-        rows = [self.scalars(float(first_step + i), lr, self.beta1, self.beta2, self.weight_decay) for i in range(n)]
-        if rows:
-            self.table[:n].copy_(torch.tensor(rows, dtype=torch.float32), non_blocking=False)
+        if n <= 0:
+            return
+        bc1, bc2_sqrt = _bias_corrections(self.beta1, self.beta2, first_step, n)
+        rows = np.empty((n, 3), dtype=np.float64)
+        rows[:, 0] = 1 - lr * self.weight_decay
+        rows[:, 1] = bc2_sqrt
+        rows[:, 2] = (lr / bc1) * -1
+        self.table[:n].copy_(torch.from_numpy(rows.astype(np.float32)), non_blocking=False)
 
     def update(self, row) -> None:
         """The AdamW update of every parameter from its ``.grad`` with the scalars of ``table[row]`` (``row``: (1,)
@@ -259,7 +283,15 @@ class GraphAdamW:
     def self_check(self, lr: float, steps: int = 3) -> str | None:
         """Run torch's foreach AdamW and :meth:`_update` side by side on scratch copies (same shapes, synthetic values
         where a rounding difference of the final fused multiply-add would show); None when bitwise equal for
-        ``steps`` steps, else the reason. Also loads every kernel the capture will use."""
+        ``steps`` steps, else the reason. Also loads every kernel the capture will use. The answer is kept per
+        process for equal shapes, device and hyperparameters (a group's members ask the same question)."""
+        key = (str(self.device), tuple(tuple(p.shape) for p in self.params), lr, self.beta1, self.beta2, self.eps,
+               self.weight_decay, steps)
+        if key not in _SELF_CHECKS:
+            _SELF_CHECKS[key] = self._self_check(lr, steps)
+        return _SELF_CHECKS[key]
+
+    def _self_check(self, lr: float, steps: int) -> str | None:
         try:
             gen = torch.Generator(device=self.device).manual_seed(1234)
             shapes = [tuple(p.shape) for p in self.params] + [(65536,)]

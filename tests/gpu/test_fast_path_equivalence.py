@@ -166,6 +166,7 @@ def test_optimizer_eager_fallback(tmp_path, ds, monkeypatch):
 
 def test_self_check_detects_a_wrong_update():
     """The self-check has power: an update without the fused multiply-add is rejected, the right one accepted."""
+    from dpd_desktop.training import optim
     from dpd_desktop.training.optim import AdamW, GraphAdamW
 
     p = [torch.zeros(69, 23, device="cuda", requires_grad=True), torch.zeros(2, device="cuda", requires_grad=True)]
@@ -187,9 +188,11 @@ def test_self_check_detects_a_wrong_update():
             torch._foreach_add_(params, q)
 
     g._update = no_fma
+    optim._SELF_CHECKS.clear()  # the answers are kept per process (for the real update)
     reason = g.self_check(5e-3)
     assert reason is not None and "differs" in reason
     g._update = right
+    optim._SELF_CHECKS.clear()
 
 
 def test_capture_failure_falls_back(tmp_path, ds, monkeypatch):
