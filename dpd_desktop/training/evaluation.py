@@ -64,6 +64,7 @@ class Evaluator:
         # path): the PA is frozen (§5.3) and the targets never change.
         self._baselines: dict[str, np.ndarray] = {}
         self._target_aclr: dict[str, tuple[float, float]] = {}
+        self._psd_cache: dict[str, dict] = {}  # split → the plots' PSDs of its input, target and baseline
 
     def forward_segments(self, module, x_seg) -> np.ndarray:
         """Run ``module`` in eval mode under inference mode on (S, N, 2) segments in eval batches; returns numpy."""
@@ -137,7 +138,8 @@ class Evaluator:
         aclr[pname] = (m["ACLR_L"], m["ACLR_R"])
         aclr[tname] = self.target_aclr(split)
         return build_plot_data(source, es["x_np"], signals, self.spec, target_name=tname, pred_name=pname,
-                               aclr=aclr, error_of=(pname, tname))
+                               aclr=aclr, error_of=(pname, tname), psd_cache=self._psd_cache.setdefault(split, {}),
+                               constant=(tname, "PA(x) no DPD"))
 
     def output_power_report(self, test: dict[str, Any], net) -> dict[str, Any]:
         """RMS output of the cascade with and without DPD on the test split and their difference in dB (a DPD must

@@ -25,7 +25,8 @@ def _complex(a: np.ndarray) -> np.ndarray:
 
 def build_plot_data(source: str, x: np.ndarray, signals: Mapping[str, np.ndarray], spec, *,
                     target_name: str, pred_name: str, aclr: Mapping[str, tuple[float, float]] | None = None,
-                    error_of: tuple[str, str] | None = None) -> PlotData:
+                    error_of: tuple[str, str] | None = None, psd_cache: dict | None = None,
+                    constant: tuple[str, ...] = ()) -> PlotData:
     """Downsample one evaluation pass for plotting.
 
     Args:
@@ -36,6 +37,9 @@ def build_plot_data(source: str, x: np.ndarray, signals: Mapping[str, np.ndarray
         target_name, pred_name: keys of ``signals``.
         aclr: name → (left, right) ACLR in dBc, already computed (reference §6.2); missing names are omitted.
         error_of: (pred, target) names whose difference is added to the PSD as "error".
+        psd_cache, constant: the PSDs of the input and of the ``constant`` signals (the same at every call with this
+            cache: the target, a DPD's baseline) are read from ``psd_cache`` when there, else computed and stored in
+            it. The caller owns the cache (training/evaluation.py: one per split).
     """
     n = x.shape[0]
     xc = _complex(x)
@@ -51,10 +55,18 @@ def build_plot_data(source: str, x: np.ndarray, signals: Mapping[str, np.ndarray
     fs = spec.sample_rate_hz or 1.0
     nps = min(spec.nperseg, PSD_NPERSEG_MAX)
     psd = {}
-    freq, p = psd_db(xc, fs, nps)
+
+    def psd_of(name: str, sig) -> tuple[np.ndarray, np.ndarray]:
+        if psd_cache is None or (name != "input x" and name not in constant):
+            return psd_db(sig, fs, nps)
+        if name not in psd_cache:
+            psd_cache[name] = psd_db(sig, fs, nps)
+        return psd_cache[name]
+
+    freq, p = psd_of("input x", xc)
     psd["input x"] = p.astype(np.float32)
     for name, s in signals.items():
-        _, p = psd_db(_complex(s), fs, nps)
+        _, p = psd_of(name, _complex(s))
         psd[name] = p.astype(np.float32)
     if error_of is not None:
         _, p = psd_db(_complex(signals[error_of[0]]) - _complex(signals[error_of[1]]), fs, nps)
