@@ -11,6 +11,9 @@ from .. import timing
 #: step, and at 5 ms per hand-over epoch 0 of a fast PA run took 2.0 s against 1.1 s for epoch 1 on the GPU machine
 #: (benchmarks/results/2026-12-01-kernels-h200-b.md).
 WARM_IMPORT_SWITCH_S = 5e-5
+_lock = threading.Lock()
+_running = False  # a warm-up thread is at work
+_done = False  # a warm-up finished (every later call returns at once)
 
 def warm_imports_in_background() -> None:
     """Import what the first epoch end and the end of the run need (scipy.signal, h5py) on a daemon thread
@@ -38,4 +41,18 @@ def warm_imports_in_background() -> None:
         except BaseException:  # noqa: BLE001
             pass
 
-    threading.Thread(target=work, name="dpd-warm-imports", daemon=True).start()
+    def once():
+        global _running, _done
+        try:
+            work()
+            _done = True
+        finally:
+            with _lock:
+                _running = False
+
+    global _running
+    with _lock:  # once per process: a group's members start theirs together, and imports are the process's
+        if _running or _done:
+            return
+        _running = True
+    threading.Thread(target=once, name="dpd-warm-imports", daemon=True).start()

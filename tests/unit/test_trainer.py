@@ -141,6 +141,8 @@ def test_warm_imports_thread_never_prints_a_traceback(monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(warm_imports, "__import__", boom, raising=False)
+    monkeypatch.setattr(warm_imports, "_done", False)  # once per process: this test's own warm-up
+    monkeypatch.setattr(warm_imports, "_running", False)
     monkeypatch.setattr(threading, "excepthook", lambda args: seen.append(args.exc_type))
     before = {t.ident for t in threading.enumerate()}
     warm_imports.warm_imports_in_background()

@@ -17,6 +17,8 @@ def _run_warm_up(monkeypatch) -> list[float]:
         seen.append(sys.getswitchinterval())
 
     monkeypatch.setattr(warm_imports, "__import__", record, raising=False)
+    monkeypatch.setattr(warm_imports, "_done", False)  # once per process: this test's own warm-up
+    monkeypatch.setattr(warm_imports, "_running", False)
     before = {t.ident for t in threading.enumerate()}
     warm_imports.warm_imports_in_background()
     for t in threading.enumerate():
@@ -46,3 +48,26 @@ def test_an_interval_already_lower_is_left_alone(monkeypatch):
         assert sys.getswitchinterval() == pytest.approx(1e-5, abs=1e-9)
     finally:
         sys.setswitchinterval(previous)
+
+
+def test_once_per_process(monkeypatch):
+    """A group's members each ask for the warm-up: the imports are the process's, one thread does them once."""
+    gate, names = threading.Event(), []
+
+    def slow(name, *a, **kw):
+        gate.wait(10)
+        names.append(name)
+
+    monkeypatch.setattr(warm_imports, "__import__", slow, raising=False)
+    monkeypatch.setattr(warm_imports, "_done", False)
+    monkeypatch.setattr(warm_imports, "_running", False)
+    before = {t.ident for t in threading.enumerate()}
+    for _ in range(8):
+        warm_imports.warm_imports_in_background()
+    mine = [t for t in threading.enumerate() if t.name == "dpd-warm-imports" and t.ident not in before]
+    gate.set()
+    for t in mine:
+        t.join(10)
+    warm_imports.warm_imports_in_background()  # after it finished: nothing more
+    assert len(mine) == 1 and names == ["scipy.signal", "scipy.fft", "h5py"]
+    assert not [t for t in threading.enumerate() if t.name == "dpd-warm-imports" and t.ident not in before]
