@@ -30,7 +30,7 @@ import torch
 
 from .. import timing
 from ..models import Cascade, CoreModel
-from . import fused_step
+from . import eager_warmup, fused_step
 from .optim import GraphAdamW
 
 log = logging.getLogger("dpd_desktop.fast_path")
@@ -253,6 +253,7 @@ class CudaGraphStep:
                     self._forward_backward()
             cur.wait_stream(side)
             torch.cuda.synchronize(self.device)
+            eager_warmup.wait(self.device)
             timing.mark("capture_warmup_done")
             graph = torch.cuda.CUDAGraph()
             # Capture on the warm-up stream: the AccumulateGrad nodes made during warm-up then match the capture
@@ -322,4 +323,7 @@ def make_fast_step(net, criterion, optimizer, trainable, clip, device, *, batch_
         reason = 'disabled for this run'
     if reason is not None:
         return None, f"off: {reason}"
-    return CudaGraphStep(net, criterion, trainable, clip, device, loader, batch_shape[0], optimizer=optimizer), "on"
+    step = CudaGraphStep(net, criterion, trainable, clip, device, loader, batch_shape[0], optimizer=optimizer)
+    if fused_step.model_eligibility(net, criterion) is None:  # its eager path: only the short last batch
+        eager_warmup.start(step)
+    return step, "on"

@@ -38,20 +38,27 @@ RED_THREADS = 256  # gru_step.cu RED_THREADS
 _FUNCS = ("head", "reduce", "update", "advance")
 
 
-def eligibility(step) -> str | None:
-    """None when ``step`` (a CudaGraphStep after ``prepare_capture``) can train through the fused step, else why not."""
+def model_eligibility(net, crit) -> str | None:
+    """The model and loss part of :func:`eligibility` (known at set-up, before the optimizer's placement)."""
     if DISABLED:
         return "disabled by DPD_DESKTOP_DISABLE_FUSED_STEP=1"
-    net = step.net
     if type(net) is not CoreModel or type(net.backbone) is not GRUBackbone:
         return "not a GRU PA model"
-    bb = net.backbone
-    rnn = bb.rnn
-    if bb.kernel != "fast":
+    if net.backbone.kernel != "fast":
         return "the reference kernel"
-    crit = step.criterion
     if type(crit) not in (torch.nn.MSELoss, torch.nn.L1Loss) or crit.reduction != "mean":
         return f"loss {type(crit).__name__} (the fused step has MSE and L1, mean)"
+    return None
+
+
+def eligibility(step) -> str | None:
+    """None when ``step`` (a CudaGraphStep after ``prepare_capture``) can train through the fused step, else why not."""
+    reason = model_eligibility(step.net, step.criterion)
+    if reason is not None:
+        return reason
+    net = step.net
+    bb = net.backbone
+    rnn = bb.rnn
     if rnn.num_layers != 1 or rnn.input_size != 2 or not rnn.bias or bb.fc_out.bias is None \
             or bb.fc_out.out_features != 2:
         return "only a 1-layer GRU with biases and the I/Q head is fused"

@@ -1,0 +1,68 @@
+"""The eager training path's first use, moved off the critical path: one eager step of a scratch copy of the model,
+on a background thread, while the GPU is idle.
+
+A run whose full batches train through the fused step (training/fused_step.py) uses the eager path only for its
+short last batch, at the end of epoch 0: there the first eager step of the process loads what it needs (cuBLAS, the
+recurrent kernels' autograd path, clipping) and, behind a queue of fused steps, first waits for that queue. Measured
+on the H200 (benchmarks/results/2026-12-01-group-h200.md, GRU-23 PA): that first step took 0.67 s after 2,000
+queued steps, against 0.275 s on an idle GPU and 4 ms once loaded. :func:`start` (at the fast path's set-up) does
+it on a thread, beside the rest of the set-up — in a group, beside the other members' set-ups; :func:`wait` (before
+a capture) joins it. It draws no random numbers and touches none of the run's tensors but the training series,
+which it only reads; a failure only means the loading happens later, where it did before.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+
+import torch
+
+log = logging.getLogger("dpd_desktop.eager_warmup")
+
+_lock = threading.Lock()
+_done: set = set()  # keys warmed (or being warmed) in this process
+_threads: dict = {}  # device → the warm-up thread at work on it
+
+
+def start(step) -> None:
+    """Warm the eager step of ``step`` (a CudaGraphStep in index mode) on a thread, once per process and shape, when
+    its epochs end with a short batch."""
+    loader = step.loader
+    short = loader.n_frames % step.batch_size
+    if not short or not step.index_mode or step.device.type != "cuda":
+        return
+    key = (str(step.device), type(step.net).__name__, tuple(tuple(p.shape) for p in step.trainable), short,
+           loader.frame_length, type(step.criterion).__name__)
+    with _lock:
+        if key in _done:
+            return
+        _done.add(key)
+        t = threading.Thread(target=_work, args=(step, short), name="dpd-eager-warmup", daemon=True)
+        _threads[str(step.device)] = t
+    t.start()
+
+
+def wait(device) -> None:
+    """Join the warm-up thread of ``device`` (a CUDA graph capture must not overlap its work)."""
+    with _lock:
+        t = _threads.pop(str(device), None)
+    if t is not None:
+        t.join()
+
+
+def _work(step, short: int) -> None:
+    try:
+        net = copy.deepcopy(step.net)
+        params = [p for p in net.parameters() if p.requires_grad]
+        with torch.cuda.device(step.device), torch.cuda.stream(torch.cuda.Stream(step.device)):
+            idx = torch.arange(short, dtype=torch.int64, device=step.device)
+            xb, yb = step.loader.gather(idx)
+            loss = step.criterion(net(xb), yb)
+            loss.backward()
+            if step.clip != 0:
+                torch.nn.utils.clip_grad_norm_(params, step.clip)
+            torch._foreach_zero_([p.grad for p in params])
+            torch.cuda.current_stream().synchronize()
+    except Exception as exc:  # noqa: BLE001 - see the module docstring
+        log.debug("eager warm-up skipped: %s", exc)
