@@ -153,7 +153,7 @@ def test_dpd_sweep_trains_through_a_given_pa_run(tmp_path):
 
 def test_sweep_cancel_from_another_process_and_an_interrupted_sweep(tmp_path, capsys):
     ws = Workspace(tmp_path)
-    info = _grid(ws, seed=[0, 1, 2])
+    info = _grid(ws, seed=[0, 1, 2, 3, 4, 5])  # tiny trials (~1 s): six, so that the cancel lands before the last
     store = SweepStore(tmp_path)
     result = {}
 
@@ -170,7 +170,7 @@ def test_sweep_cancel_from_another_process_and_an_interrupted_sweep(tmp_path, ca
                                                                      "process_start": 1}))
     assert store.open(info.id).state == "interrupted"
     assert cli_main(["--workspace", str(tmp_path), "sweep", "resume", info.id]) == 0
-    assert [t["state"] for t in store.open(info.id).trials] == ["succeeded"] * 3
+    assert [t["state"] for t in store.open(info.id).trials] == ["succeeded"] * 6
 
 
 def test_a_killed_trial_fails_the_sweep_alone_and_resume_reruns_it(tmp_path, monkeypatch):
