@@ -93,10 +93,16 @@ def main():
         for m in [int(v) for v in a.sizes.split(",")]:
             fused_step.DISABLED = kernel == "fast-autograd"
             steps = members(ds, m, "fast" if kernel.startswith("fast") else kernel, dev)
-            g = _capture(steps)
+            gg = _capture(steps)
+            g = gg.graphs[1]
             us = timed(g, steps, a.n)
             res[f"{kernel}-{m}"] = {"step_us": us}
             print(f"{kernel} M={m}: {us:.1f} µs per group step ({us / m:.1f} per member)", flush=True)
+            k = max(gg.graphs)
+            if k > 1:  # the group's k-step graph (training/group.py STEPS_PER_GRAPH), per step
+                us_k = timed(gg.graphs[k], steps, max(1, a.n // k)) / k
+                res[f"{kernel}-{m}"]["step_us_%d_per_launch" % k] = us_k
+                print(f"{kernel} M={m}: {us_k:.1f} µs per group step in {k}-step graphs", flush=True)
             if a.profile and m == max(int(v) for v in a.sizes.split(",")):
                 res[f"{kernel}-{m}"]["profile"] = profile(g, steps)
                 print(json.dumps(res[f"{kernel}-{m}"]["profile"], indent=1), flush=True)
@@ -106,7 +112,7 @@ def main():
                 print(f"  M=1: {pr['kernels_per_replay']} kernels, span {pr['span_us_per_replay']:.1f} µs, "
                       f"summed {pr['summed_us_per_replay']:.1f}; top: "
                       + "; ".join(f"{n[:40]} {c:g}× {t} µs" for n, c, t in pr["top"][:8]), flush=True)
-            del g, steps
+            del g, gg, steps
             torch.cuda.empty_cache()
     print(json.dumps({k: v["step_us"] for k, v in res.items()}))
 

@@ -16,14 +16,19 @@ Isolation: the members run on threads of this process, one at a time (a baton); 
 CUDA, NumPy, ``random``) are swapped in and out with the baton, so each member draws exactly the numbers it would
 draw alone (reference §4.1–§4.2 order). A member that ends early (cancelled, pruned, failed) leaves the group; the
 others' graph is captured again without it. The members meet every :data:`CHUNK` full batches; the last to arrive
-queues that many replays for all (a cancel takes effect within a chunk; a member that stops leaves before it
-waits for its pending epoch end, trainer.py ``_drain``). An epoch end that overlaps training waits
+queues replays for all up to two chunks ahead, so that the GPU has a chunk to run while the members go through
+theirs (a cancel takes effect within two chunks; a member that stops leaves before it waits for its pending epoch
+end, trainer.py ``_drain``). A failure of the group graph at a meeting turns every member to eager training, as a
+lone run falls back — unless batches past the meeting ran in it already: then the members' runs fail, saying so. An epoch end that overlaps training waits
 for the next meeting (it then runs while the group trains); the last epoch's end runs after the member left, beside
 the others'. A run with a time limit never joins a group (:func:`group_key`): the members share one wall clock.
 
 Speed (benchmarks/results/2026-12-01-group-h200.md, H200, GRU-23 at batch 64, frame 200): the fused step of 8
 members takes 1.50× one member's (177 / 118 µs); the branch-per-member graph 2.3× (fast, autograd step) and 2.6×
-(reference, 4 members).
+(reference, 4 members). Whole processes of 4 epochs on DPA_160MHz: 8 fast trials in 1.31× one trial's time, 4
+reference trials in 2.36×. What it took besides the kernels: 16 steps per graph launch (:data:`STEPS_PER_GRAPH`),
+the queue a chunk ahead, the members taking their queued batches a run at a time (:meth:`GroupStep.take_queued`),
+and the epoch ends' work off the training stream and the GIL (trainer.py, evaluation.py, eager_warmup.py).
 
 Elsewhere (CPU, no fast path) the members still take turns batch by batch and train eagerly: no speed-up, the same
 numbers (the CPU tests of the isolation).
@@ -33,6 +38,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from dataclasses import fields
 from typing import Sequence
 
@@ -41,8 +47,9 @@ import torch
 
 from .. import timing
 from ..config import ExperimentConfig
-from . import fused_step
+from . import eager_warmup, fused_step
 from .fast_path import WARMUP_ITERS, CudaGraphStep
+from .errors import TrainingError
 from .report import describe_error
 from .trainer import RunResult
 
@@ -53,11 +60,15 @@ MAY_DIFFER = frozenset({"seed", "lr", "lr_end", "decay_factor", "patience", "wei
                         "preview_every"})
 #: default group sizes on a CUDA device (measured on the H200: benchmarks/results/…-group-h200.md)
 DEFAULT_SIZE = {"fast": 8, "reference": 4}
-#: full batches replayed per meeting of the members (a cancel takes effect within this many batches: ~0.1 s for 8
-#: fast GRU-23 members, ~0.7 s for 4 reference ones on the H200). Each meeting hands the baton to every member in
+#: full batches between meetings of the members, the GPU's queue one such chunk ahead (a cancel takes effect within
+#: two: ~0.2 s for 8 fast GRU-23 members, ~1.4 s for 4 reference ones on the H200). Each meeting hands the baton to every member in
 #: turn, and a busy thread (an epoch end's evaluation) can hold the GIL meanwhile: at 128 the meetings of 8 fast
 #: members took 45-80 ms instead of 22 ms while the evaluations ran (benchmarks/results/2026-12-01-group-h200.md).
 CHUNK = 512
+#: training steps per CUDA graph launch of the fused step (training/fused_step.py). The GPU's launch queue holds a
+#: bounded number of launches: with one step per launch a meeting's 512 replays filled it and the leader waited in
+#: ``replay()`` while the GPU ran, leaving the GPU a short queue while the members went through their 512 batches.
+STEPS_PER_GRAPH = 16
 
 
 def group_key(cfg: ExperimentConfig) -> tuple | None:
@@ -173,13 +184,15 @@ class _Member:
 class GroupStep:
     """Stands in for a member's :class:`~dpd_desktop.training.fast_path.CudaGraphStep` in its trainer (the same
     interface). ``inner`` None (CPU, no fast path): each full batch is a meeting of the members, then trains eagerly.
-    Else the member meets the others every :data:`CHUNK` full batches; the last to arrive replays the group's graph
-    for all of them (the batches the trainer then asks for are already queued on the device)."""
+    Else the member meets the others every :data:`CHUNK` full batches; the last to arrive queues the group's graph
+    for all of them (the batches the trainer then asks for are already queued on the device, up to ``queued_to``;
+    the next meeting is at ``meet_at``, a chunk before)."""
 
     def __init__(self, member: _Member, inner: CudaGraphStep | None, status: str, optimizer_note: str):
         self.member, self.inner = member, inner
         self._status, self._optimizer_note = status, optimizer_note
         self.queued_to = 0  # full batches of this epoch queued on the device for this member
+        self.meet_at = 0  # the batch at which it meets the others next (<= queued_to: the GPU has work queued)
 
     # --- the CudaGraphStep interface the trainer uses
     @property
@@ -203,7 +216,7 @@ class GroupStep:
         return self.inner.epoch_losses if self.inner is not None else None
 
     def begin_epoch(self, plan) -> None:
-        self.queued_to = 0
+        self.queued_to = self.meet_at = 0
         if self.inner is not None:
             self.inner.begin_epoch(plan)
 
@@ -214,10 +227,24 @@ class GroupStep:
     def in_graph(self) -> bool:
         return self.inner is not None and self.inner.failed_reason is None
 
+    def take_queued(self, b: int, limit: int) -> int:
+        """How many of the batches b, b + 1, … (before ``limit``) a meeting queued for this member, all taken at once
+        (the trainer skips them: each is trained by its queued replay, AdamW included); 0 when batch b needs a call
+        (a meeting, an eager batch, or the optimizer outside the graph)."""
+        inner = self.inner
+        if inner is None or inner.failed_reason is not None or b != inner._next or inner.graph_opt is None:
+            return 0
+        k = min(self.meet_at, limit) - b
+        if k <= 0:
+            return 0
+        inner._next += k
+        inner.optimizer.graph_steps_pending += k
+        return k
+
     def __call__(self, b: int, batch) -> bool:
         inner = self.inner
-        if inner is not None and b < self.queued_to and b == inner._next and inner.failed_reason is None:
-            # queued at the last meeting (checked there): the common case
+        if inner is not None and b < self.meet_at and b == inner._next and inner.failed_reason is None:
+            # queued at a meeting (checked there): the common case
             inner._next += 1
             if inner.graph_opt is not None:
                 inner.optimizer.graph_steps_pending += 1
@@ -229,7 +256,8 @@ class GroupStep:
                 inner.counter.fill_(b)
                 inner._next = b
                 self.queued_to = min(self.queued_to, b)
-        if b >= self.queued_to:
+                self.meet_at = min(self.meet_at, b)
+        if b >= self.meet_at:
             self.member.group._meet(self.member, b)
         if inner is None or inner.failed_reason is not None or b >= self.queued_to:
             return False  # train this batch eagerly (no graph, or the graph failed: as CudaGraphStep falls back)
@@ -245,7 +273,7 @@ class TrainerGroup:
 
     :meth:`run` blocks until every member ended and returns their :class:`RunResult` s in order; it never raises for
     a member's failure (that member's result is ``failed``, the others go on). :meth:`request_cancel` (thread-safe)
-    stops one member within :data:`CHUNK` batches; :meth:`cancel_all` every member. ``meetings``: how many times the
+    stops one member within two :data:`CHUNK` s of batches; :meth:`cancel_all` every member. ``meetings``: how many times the
     members met (tests: on the CPU, one per full batch of every epoch).
     """
 
@@ -264,8 +292,10 @@ class TrainerGroup:
         self._graph = None
         self._graph_members: tuple = ()
         self._failed: str | None = None  # the group graph's failure (every member then trains eagerly)
+        self._abort: str | None = None  # a failure that eager training cannot follow: every member's run fails
         self.meetings = 0
         self.captures = 0
+        self._chunk_events: list = []  # timing only: (first batch, steps, (start, end) CUDA events) per chunk
 
     def request_cancel(self, index: int, reason: str = "") -> None:
         self.trainers[index].request_cancel(reason)
@@ -281,6 +311,12 @@ class TrainerGroup:
             t.start()
         for t in threads:
             t.join()
+        if timing.TIMING_FILE and self._chunk_events:  # the chunks' GPU spans, from their CUDA events
+            torch.cuda.synchronize()
+            first = self._chunk_events[0][2][0]
+            for b, n, (e0, e1) in self._chunk_events:
+                timing.mark("chunk_gpu", batch=b, steps=n, start_ms=round(first.elapsed_time(e0), 3),
+                            span_ms=round(e0.elapsed_time(e1), 3))
         return [m.result for m in self.members]
 
     # ------------------------------------------------------------------ a member's thread
@@ -312,6 +348,8 @@ class TrainerGroup:
     def _meet(self, m: _Member, b: int) -> None:
         """Member ``m`` needs full batch ``b``: wait (without the baton) until every active member needs one; the
         last to arrive queues the next chunk of replays (or, without a graph, just lets everyone go on)."""
+        if timing.TIMING_FILE:
+            timing.mark("meet_arrive", batch=b)
         self._baton.give(m)
         try:
             with self._cond:
@@ -331,13 +369,15 @@ class TrainerGroup:
                     self._cond.wait()
         finally:
             self._baton.take(m)
+        if self._abort is not None:
+            raise TrainingError(self._abort)
 
     def _lead(self, active: list[_Member]) -> None:
         steps = [x.step for x in active]
         if self._failed is not None or not all(s is not None and s.in_graph() for s in steps):
             for s in steps:
                 if s is not None:
-                    s.queued_to = self._waiting[s.member] + (0 if s.in_graph() else 1)
+                    s.queued_to = s.meet_at = self._waiting[s.member] + (0 if s.in_graph() else 1)
             return
         b = {self._waiting[s.member] for s in steps}
         inners = [s.inner for s in steps]
@@ -348,22 +388,43 @@ class TrainerGroup:
             n_full = {s.loader.n_frames // s.batch_size for s in inners}
             if len(n_full) != 1:
                 raise RuntimeError(f"the members have different numbers of full batches {sorted(n_full)}")
-            end = min(b + self.chunk, n_full.pop())
+            n_full = n_full.pop()
+            queued = {s.queued_to for s in steps}
+            if len(queued) != 1:
+                raise RuntimeError(f"the members' queued batches differ {sorted({s.queued_to for s in steps})}")
+            # one chunk ahead: up to 2 chunks queued, the next meeting after one (the GPU keeps a chunk to run
+            # while the members go through theirs)
+            start, end = max(b, steps[0].queued_to), min(b + 2 * self.chunk, n_full)
+            meet_at = min(b + self.chunk, n_full) if end < n_full else n_full
             stale = self._graph is None or self._graph_members != tuple(id(s) for s in inners) \
                 or any(s._pointers() != s._ptrs for s in inners)
             if stale:
+                if self._graph is not None:  # its queued replays finish before it goes (a member left)
+                    torch.cuda.synchronize(inners[0].device)
                 self._graph = None
                 self._graph = _capture(inners)
                 self._graph_members = tuple(id(s) for s in inners)
                 self.captures += 1
-            if timing.TIMING_FILE:
-                timing.mark("group_meeting", batch=b, members=len(inners))
             with torch.cuda.device(inners[0].device):
-                for _ in range(end - b):
-                    self._graph.replay()
+                if timing.TIMING_FILE:
+                    t_host = time.perf_counter()
+                    ev = [torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)]
+                    ev[0].record()
+                self._graph.replay_steps(end - start)
+                if timing.TIMING_FILE:
+                    ev[1].record()
+                    self._chunk_events.append((start, end - start, ev))
+                    timing.mark("group_meeting", batch=b, members=len(inners),
+                                queue_s=round(time.perf_counter() - t_host, 5))
         except (RuntimeError, torch.OutOfMemoryError) as exc:
             self._graph = None
             self._failed = f"group graph failed ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
+            if any(s.queued_to > self._waiting[s.member] for s in steps):
+                # batches past this one ran on the GPU already: training them again eagerly would apply them twice
+                self._abort = (f"{self._failed} after batches up to {max(s.queued_to for s in steps)} of this epoch "
+                               "had run in it; the run stops (its finished epochs are on disk)")
+                log.error("group of %d: %s", len(inners), self._abort)
+                return
             log.warning("group of %d: training eagerly: %s", len(inners), self._failed)
             for s in inners:
                 s.failed_reason, s.graph, s.graph_opt = self._failed, None, None
@@ -376,10 +437,10 @@ class TrainerGroup:
             except Exception:  # noqa: BLE001
                 pass
             for s in steps:
-                s.queued_to = self._waiting[s.member] + 1
+                s.queued_to = s.meet_at = self._waiting[s.member] + 1
             return
         for s in steps:
-            s.queued_to = end
+            s.queued_to, s.meet_at = end, meet_at
 
 
 def _capture(inners: list[CudaGraphStep]):
@@ -399,19 +460,23 @@ def _capture(inners: list[CudaGraphStep]):
             if reason is not None:  # the branches below: each member's autograd step, not its lone fused numbers
                 log.warning("group of %d: %s; the members train through the autograd step (their numbers are not "
                             "bitwise those of lone fused runs)", len(inners), reason)
+        eager_warmup.wait(device)  # no other thread's work during the capture
         if fused is not None:
-            graph = torch.cuda.CUDAGraph()
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.graph(graph, stream=side, capture_error_mode="thread_local"):
-                fused.launch()
+            graphs = {}
+            for k in sorted({1, STEPS_PER_GRAPH}):
+                graphs[k] = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graphs[k], stream=side, capture_error_mode="thread_local"):
+                    for _ in range(k):
+                        fused.launch()
             torch.cuda.synchronize(device)
-            graph.fused = fused  # its buffers and pointer table live as long as the graph
             for s in inners:
                 s._ptrs = s._pointers()
                 s.captures += 1
-            log.info("group CUDA graph captured: %d members, one fused GRU step", len(inners))
-            return graph
+            log.info("group CUDA graph captured: %d members, one fused GRU step (%d per launch)", len(inners),
+                     STEPS_PER_GRAPH)
+            return _GroupGraph(graphs, fused)
         cur = torch.cuda.current_stream()
         side = torch.cuda.Stream()
         branches = [torch.cuda.Stream() for _ in inners]
@@ -438,4 +503,22 @@ def _capture(inners: list[CudaGraphStep]):
         s._ptrs = s._pointers()
         s.captures += 1
     log.info("group CUDA graph captured: %d members", len(inners))
-    return graph
+    return _GroupGraph({1: graph})
+
+
+class _GroupGraph:
+    """The group's captured step: ``graphs`` maps k → a CUDA graph of k consecutive training steps of every member
+    (the fused step: 1 and :data:`STEPS_PER_GRAPH`; the branches: 1); ``fused`` (the fused step) owns the buffers
+    and the pointer table that the graphs use."""
+
+    def __init__(self, graphs: dict, fused=None):
+        self.graphs, self.fused = graphs, fused
+        self._sizes = sorted(graphs, reverse=True)
+
+    def replay_steps(self, n: int) -> None:
+        """Enqueue ``n`` training steps on the current stream, the longest graphs first."""
+        for k in self._sizes:
+            g = self.graphs[k]
+            for _ in range(n // k):
+                g.replay()
+            n %= k

@@ -8,15 +8,17 @@ construction first, then per epoch: train-iterator base seed, sampler seed, val-
 base seed — reference §4.1–§4.2). The set-up steps of :meth:`Trainer._setup` are named and run in that order.
 
 Differences from the reference, all deliberate:
-- After training the selected checkpoint is reloaded and evaluated once more on the test split (the reference CLI
-  only reports the selected epoch's row; Studio does the same re-evaluation, reference §4.11).
+- After training the selected checkpoint is reloaded and its val and test evaluations go into results.h5 with its
+  predictions and spectra (the reference CLI only reports the selected epoch's row; Studio evaluates the selected
+  checkpoint once more, reference §4.11). Its epoch's evaluation is kept for this: the same weights through the
+  same kernels give the same numbers; a run resumed after its selected epoch evaluates it again.
 - A ``last.pt`` training state is written every epoch for resuming; a ``results.h5`` holds the selected checkpoint's
   predictions, metrics and spectra.
 - Cancellation is checked between batches (the reference checks at epoch end only, §9.18).
 
 (The set-up steps and the epoch loop stay in this module so that the reference's RNG order reads in one place;
-evaluation, the CUDA epoch-end overlap, PA loading, devices, limits, resuming, the events and log (emitting.py) and
-the record's payload are modules of their own beside it.)
+evaluation, the CUDA epoch-end overlap, PA loading, devices, limits, resuming, the events and log (emitting.py), the
+record's payload and the cancelled and failed endings (endings.py) are modules of their own beside it.)
 """
 from __future__ import annotations
 
@@ -25,8 +27,6 @@ import logging
 import math
 import threading
 import time
-import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -36,7 +36,7 @@ import torch
 from .. import timing
 from ..config import ConfigError, ExperimentConfig
 from ..data import framing
-from ..data.framing import FrameLoader, PlainFrameLoader, draw_dataloader_iterator_seed
+from ..data.framing import BatchPlan, FrameLoader, PlainFrameLoader, draw_dataloader_iterator_seed
 from ..kernels import apply_kernel, kernel_summary
 from ..models import Cascade, build_model, count_parameters
 from ..runs.record import HISTORY_COLUMNS, HISTORY_METRICS  # noqa: F401 - re-exported
@@ -48,8 +48,8 @@ from .device import deterministic_convolutions, device_name, reference_determini
 from .errors import Cancelled, TrainingError
 from .evaluation import Evaluator, scaled_target
 from .emitting import RECORD_EVENTS, TrainerOutput  # noqa: F401 - RECORD_EVENTS re-exported
-from .events import (BatchProgress, CheckpointReady, EpochEnded, ResultsReady, RunCancelled, RunFailed, RunFinished,
-                     RunPrepared, RunStarted)
+from .endings import RunEndings, RunResult
+from .events import BatchProgress, CheckpointReady, EpochEnded, ResultsReady, RunFinished, RunPrepared, RunStarted
 from .fast_path import make_fast_step
 from .gain import equal_power_report, target_gain
 from .optim import make_optimizer, make_plateau
@@ -68,23 +68,7 @@ PROGRESS_INTERVAL_S = 0.1
 OVERLAP_EPOCH_ENDS = True
 
 
-@dataclass
-class RunResult:
-    """Outcome of :meth:`Trainer.run`: ``state`` is "succeeded", "failed" or "cancelled"."""
-
-    state: str
-    run_id: str | None = None
-    run_dir: Path | None = None
-    best_epoch: int | None = None
-    history: list[dict[str, Any]] = field(default_factory=list)
-    val_metrics: dict[str, float] = field(default_factory=dict)
-    test_metrics: dict[str, float] = field(default_factory=dict)
-    message: str = ""
-    wall_s: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-class Trainer(TrainerOutput):
+class Trainer(TrainerOutput, RunEndings):
     """Train one PA model or one DPD through a frozen PA; the run folder is written by a :class:`RunWriter`.
 
     Args:
@@ -151,6 +135,7 @@ class Trainer(TrainerOutput):
         self._best_state: dict[str, torch.Tensor] | None = None  # the selected epoch's model tensors, on the CPU
         self._best_meta: dict[str, Any] | None = None
         self._best_row: dict[str, Any] | None = None
+        self._best_evals: tuple[dict, dict] | None = None  # the selected epoch's val and test evaluations
         self.start_epoch = 0  # > 0 when resumed (resume_state.restore)
         self.elapsed_before_s = 0.0  # the TIME: column's minutes before the resume, in seconds
         self._fault: limits.FaultHook | None = None  # test hook (limits.py, read in _setup_device); None normally
@@ -370,26 +355,28 @@ class Trainer(TrainerOutput):
         for epoch in range(self.start_epoch, cfg.epochs):
             te = time.perf_counter()
             lr = self.optimizer.param_groups[0]["lr"]
-            train_loss = self._train_epoch(epoch)
-            while self._notes:
-                self._log(self._notes.pop(0))
-            if not math.isfinite(train_loss):
-                self._drain()  # earlier epochs' results and checkpoints stay as written
-                raise limits.nonfinite_error(self.device, epoch, self._epoch_losses, lr)
+            self._train_epoch(epoch)
             self._refresh_fast_path_status()
             self._drain(leave_group=False)  # the previous epoch's end is done: scheduler state is current
+            timing.mark("boundary_drained", epoch=epoch)
             draw_dataloader_iterator_seed()  # val iterator (reference §4.2)
             draw_dataloader_iterator_seed()  # test iterator
             rng = rng_state.capture(self.device)  # where epoch + 1 continues: for last.pt (resume_state.py)
             last = epoch == cfg.epochs - 1
             member = self.group_member
+            if last and member is not None:
+                member.loop_done()  # no more meetings or RNG draws: the rest runs beside the others'
+            train_loss = self._mean_train_loss(epoch)  # waits for the epoch's batches on the device
+            while self._notes:
+                self._log(self._notes.pop(0))
+            if not math.isfinite(train_loss):
+                self._drain()  # earlier epochs' results and checkpoints stay as written
+                raise limits.nonfinite_error(self.device, epoch, self._epoch_losses, lr)
             if overlap and not last and not lr_may_change(self.scheduler):
                 snap = self._overlap.snapshot(self.net, self.optimizer, self.device)
                 end = self._epoch_end if member is None else member.after_next_meeting(self._epoch_end)
                 self._overlap.submit(end, epoch, lr, train_loss, te, snap, rng)
             else:
-                if last and member is not None:
-                    member.loop_done()  # no more meetings or RNG draws: the last epoch's end runs beside the others'
                 self._epoch_end(epoch, lr, train_loss, te, None, rng)
             if self._cancel.is_set():
                 self._drain()
@@ -418,38 +405,47 @@ class Trainer(TrainerOutput):
             ctx = torch.cuda.stream(stream)
         else:
             net, ctx = self.net, contextlib.nullcontext()
+        timing.mark("eval_start", epoch=epoch, run=self.run_id)
         with ctx:
             val = self.evaluator.evaluate("val", net)
             test = self.evaluator.evaluate("test", net)
+            # One host copy of the trained model's tensors per epoch (for last.pt, and best.pt when selected), and
+            # of the optimizer state: on the evaluation's stream, after the snapshot. On the training stream they
+            # waited for every batch queued since (0.2-0.5 s of a group's epoch end on the H200).
+            model_state = {k: v.detach().to("cpu", copy=True)
+                           for k, v in _model_of(net, cfg.step).state_dict().items()}
+            opt_state = optimizer_state(self.optimizer, self.trainable, snap)
+        timing.mark("eval_done", epoch=epoch, run=self.run_id)
         row = history_row(self, epoch, cfg.epochs, lr, train_loss, val, test)
         self.history.append(row)
 
         # Reference §4.8: epoch 0 always saves; later epochs only when strictly lower; NaN never wins.
         value = row[self.selection_metric]
         is_best = epoch == 0 or (self.best_value is not None and value < self.best_value)
-        # one host copy of the trained model's tensors per epoch: for last.pt, and best.pt when selected
-        model_state = {k: v.detach().to("cpu", copy=True) for k, v in _model_of(net, cfg.step).state_dict().items()}
         meta = checkpoint_meta(self, epoch, row)
         if is_best:
             self.best_value, self.best_epoch, self._best_state = value, epoch, model_state
             self._best_meta, self._best_row = meta, row
+            self._best_evals = (val, test)  # the run's final results (_finish): the same weights
         self._emit(CheckpointReady(epoch=epoch, row=row, is_best=is_best, model_state=model_state,
-                                   optimizer_state=optimizer_state(self.optimizer, self.trainable, snap),
+                                   optimizer_state=opt_state,
                                    scheduler_state=self.scheduler.state_dict(), meta=meta,
                                    resume_state=resume_state.epoch_state(self, rng)))
+        timing.mark("checkpoint_emitted", epoch=epoch, run=self.run_id)
         seconds = time.perf_counter() - te
         row_out = dict(row, EPOCH_SECONDS=seconds)
         self._log(format_row(row))
         plots = self._plots("validation", val, "val", net)
-        timing.mark("epoch_end", epoch=epoch)
+        timing.mark("epoch_end", epoch=epoch, run=self.run_id)
         self._emit(EpochEnded(epoch=epoch, epochs=cfg.epochs, row=row_out, is_best=is_best,
                               best_epoch=self.best_epoch, best_value=float(self.best_value),
                               selection_metric=self.selection_metric, epoch_seconds=seconds, plots=plots,
                               fast_path=self.fast_path_status, fast_path_optimizer=self.fast_path_optimizer))
         # Reference §4.4/§4.7: scheduler stepped after logging/checkpointing, on the validation metric.
         self.scheduler.step(value)
+        timing.mark("epoch_end_done", epoch=epoch, run=self.run_id)
 
-    def _train_epoch(self, epoch: int) -> float:
+    def _train_epoch(self, epoch: int) -> None:
         cfg = self.config
         net, opt, crit, clip = self.net, self.optimizer, self.criterion, cfg.grad_clip
         trainable = self.trainable
@@ -471,17 +467,44 @@ class Trainer(TrainerOutput):
         t_last = t_start
         cancel = self._cancel
         full = cfg.batch_size
-        # a list plan (the device loader) has its full batches first, only the last may be short: one length check
+        # a batch plan (the device loader) has its full batches first, only the last may be short: one length check
         n_full = (n_batches - (1 if n_batches and self.loader.batch_len(plan[-1]) != full else 0)
-                  if isinstance(plan, list) else None)
+                  if isinstance(plan, BatchPlan) else None)
         fault = self._fault
+
+        def report(done: int) -> None:  # progress every PROGRESS_INTERVAL_S and at the end; the live preview
+            nonlocal t_last
+            now = time.perf_counter()
+            if now - t_last >= PROGRESS_INTERVAL_S or done == n_batches:
+                t_last = now
+                el = now - t_start
+                if timing.TIMING_FILE:  # host progress timeline for benchmarks/startup_ab.py (off unless timing)
+                    timing.mark("progress", epoch=epoch, batch=done)
+                self._emit(BatchProgress(epoch=epoch, epochs=cfg.epochs, batch=done, batches=n_batches,
+                                         elapsed_s=el, eta_s=el / done * (n_batches - done)))
+            every = self._preview_every
+            if every and done % every == 0 and not self._preview_failed:
+                self._emit_preview(epoch, done, n_batches)
+
+        # A group's member takes the batches a meeting queued for it a run at a time (training/group.py
+        # GroupStep.take_queued): 37,000 loop turns an epoch for 8 members held the GIL that the epoch ends needed.
+        take = getattr(fast, "take_queued", None) if n_full is not None and fault is None else None
+        it = None if isinstance(plan, BatchPlan) else iter(plan)
         b = 0
         try:
-            for b, idx in enumerate(plan):
+            while b < n_batches:
                 if cancel.is_set():
                     raise Cancelled()
                 if b == 0:
                     timing.mark("first_batch", epoch=epoch)
+                if take is not None:
+                    every = self._preview_every  # a run stops at each preview's batch
+                    k = take(b, min(n_full, (b // every + 1) * every) if every else n_full)
+                    if k:
+                        b += k
+                        report(b)
+                        continue
+                idx = plan[b] if it is None else next(it)
                 replayed = fast is not None and (b < n_full if n_full is not None
                                                  else self.loader.batch_len(idx) == full) and fast(b, idx)
                 if b == 0 and epoch == 0:
@@ -503,27 +526,20 @@ class Trainer(TrainerOutput):
                         torch.nn.utils.clip_grad_norm_(trainable, clip)
                     opt.step()
                     loss_buf[b].copy_(loss.detach())
-                now = time.perf_counter()
-                if now - t_last >= PROGRESS_INTERVAL_S or b == n_batches - 1:
-                    t_last = now
-                    done = b + 1
-                    el = now - t_start
-                    if timing.TIMING_FILE:  # host progress timeline for benchmarks/startup_ab.py (off unless timing)
-                        timing.mark("progress", epoch=epoch, batch=done)
-                    self._emit(BatchProgress(epoch=epoch, epochs=cfg.epochs, batch=done, batches=n_batches,
-                                             elapsed_s=el, eta_s=el / done * (n_batches - done)))
-                every = self._preview_every
-                if every and (b + 1) % every == 0 and not self._preview_failed:
-                    self._emit_preview(epoch, b + 1, n_batches)
+                report(b + 1)
                 if fault is not None:
                     fault.after_batch(epoch, b, loss_buf)
+                b += 1
         except torch.OutOfMemoryError as exc:
             raise limits.oom_error(self.device, epoch, b, exc) from exc
         if fast is not None:
             fast.end_epoch()
-        # Reference §4.5: float32 batch losses, one host copy per epoch, float64 NumPy mean.
         self._epoch_losses = loss_buf[:n_batches]  # a non-finite mean names its first bad batch (limits.py)
-        mean = float(np.mean(self._epoch_losses.cpu().tolist())) if n_batches else float("nan")
+
+    def _mean_train_loss(self, epoch: int) -> float:
+        """Reference §4.5: float32 batch losses, one host copy per epoch, float64 NumPy mean (NaN without batches)."""
+        losses = self._epoch_losses
+        mean = float(np.mean(losses.cpu().tolist())) if losses.shape[0] else float("nan")
         timing.mark("train_end", epoch=epoch)
         return mean
 
@@ -531,8 +547,11 @@ class Trainer(TrainerOutput):
     def _finish(self, t0: float) -> RunResult:
         timing.mark("train_done")
         self.model.load_state_dict(self._best_state)  # the selected checkpoint, as best.pt holds it
-        val = self.evaluator.evaluate("val", self.net)
-        test = self.evaluator.evaluate("test", self.net)
+        if self._best_evals is not None:  # its epoch's evaluation: the same weights through the same kernels
+            val, test = self._best_evals
+        else:  # selected before a resume: evaluated again
+            val = self.evaluator.evaluate("val", self.net)
+            test = self.evaluator.evaluate("test", self.net)
         timing.mark("final_eval_done")
         extra: dict[str, Any] = {"metric_profile": self.config.metric_profile}
         if self.config.step == "dpd":
@@ -556,44 +575,6 @@ class Trainer(TrainerOutput):
                                val_metrics=res.val_metrics, test_metrics=res.test_metrics, wall_s=wall,
                                plots=plots, extra=extra, best_value=finite_or_none(self.best_value)))
         return res
-
-    def _on_cancel(self, t0: float) -> RunResult:
-        try:
-            self._drain()
-        except Exception as exc:  # noqa: BLE001
-            self._log(f"epoch end failed during cancel: {exc}")
-        done = len(self.history)
-        fired = self._time_limit is not None and self._time_limit.fired
-        reason = limits.TIME_LIMIT_REASON if fired else self._cancel_reason
-        self._log(f"cancelled{': ' + reason if reason else ''} after {done} completed epoch(s)")
-        self._emit(RunCancelled(run_id=self.run_id, run_dir=str(self.run_dir), epochs_completed=done,
-                                best_epoch=self.best_epoch, reason=reason))
-        return RunResult("cancelled", self.run_id, self.run_dir, self.best_epoch, self.history,
-                         wall_s=time.perf_counter() - t0, message=reason or "cancelled")
-
-    def _on_failure(self, exc: BaseException, t0: float) -> RunResult:
-        if limits.is_oom(exc) and not isinstance(exc, TrainingError):  # outside a training batch (evaluation)
-            exc = limits.oom_error(self.device, len(self.history), "outside a training batch", exc)
-        msg = describe_error(exc)
-        detail = traceback.format_exc()
-        try:
-            self._drain()
-        except Exception:  # noqa: BLE001 - the first error is the one reported
-            pass
-        if self.run_dir is not None:
-            try:
-                self._log(f"FAILED: {msg}\n{detail}")
-            except OSError:  # the log cannot be written either: the status below still says "failed"
-                pass
-        event = RunFailed(run_id=self.run_id, run_dir=str(self.run_dir) if self.run_dir else None, message=msg,
-                          detail=detail, epochs_completed=len(self.history), best_epoch=self.best_epoch)
-        try:
-            self.writer(event)
-        except OSError:  # the folder cannot take the failure either; the event still reaches the observers
-            pass
-        self._notify(event)
-        return RunResult("failed", self.run_id, self.run_dir, self.best_epoch, self.history, message=msg,
-                         wall_s=time.perf_counter() - t0)
 
     def _drain(self, leave_group: bool = True) -> None:
         """Wait for the pending epoch end (re-raising its error, if any). A group's member first leaves the group

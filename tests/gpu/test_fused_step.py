@@ -124,8 +124,10 @@ def test_every_hidden_size_matches_the_autograd_step(H):
     for p, q in zip(fused.trainable, ref.trainable):
         assert torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-5 * float(q.grad.abs().max())), (H, p.shape)
     ref.graph_opt.update(ref.counter)
+    # lr 5e-3: a first AdamW step moves an element by lr * g / (|g| + eps); where |g| is near eps the ratio follows
+    # the gradient's rounding (H = 64 measured 2.1e-6 on the H200), a wrong update would be off by ~lr
     for p, q in zip(fused.trainable, ref.trainable):
-        assert torch.allclose(p, q, rtol=0, atol=2e-6), (H, float((p - q).abs().max()))
+        assert torch.allclose(p, q, rtol=0, atol=1e-5), (H, float((p - q).abs().max()))
 
 
 def test_a_lone_fast_gru_run_and_a_group_use_it(tmp_path):
