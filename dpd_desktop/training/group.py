@@ -18,8 +18,10 @@ draw alone (reference §4.1–§4.2 order). A member that ends early (cancelled,
 others' graph is captured again without it. The members meet every :data:`CHUNK` full batches; the last to arrive
 queues replays for all up to two chunks ahead, so that the GPU has a chunk to run while the members go through
 theirs (a cancel takes effect within two chunks; a member that stops leaves before it waits for its pending epoch
-end, trainer.py ``_drain``). A failure of the group graph at a meeting turns every member to eager training, as a
-lone run falls back — unless batches past the meeting ran in it already: then the members' runs fail, saying so. An epoch end that overlaps training waits
+end, trainer.py ``_drain``). A failure of the group graph at a meeting (a capture again, without a member that
+left, out of memory) turns every member to eager training, as a lone run falls back: the batches queued at earlier
+meetings ran in it and count as replayed (``GroupStep.ran_to``); only a failure while a chunk's launches go in fails
+the members' runs (which of its batches ran is not known). An epoch end that overlaps training waits
 for the next meeting (it then runs while the group trains); the last epoch's end runs after the member left, beside
 the others'. A run with a time limit never joins a group (:func:`group_key`): the members share one wall clock.
 
@@ -193,6 +195,7 @@ class GroupStep:
         self._status, self._optimizer_note = status, optimizer_note
         self.queued_to = 0  # full batches of this epoch queued on the device for this member
         self.meet_at = 0  # the batch at which it meets the others next (<= queued_to: the GPU has work queued)
+        self.ran_to = 0  # after a failure of the group graph: the full batches it trained before (taken as replayed)
 
     # --- the CudaGraphStep interface the trainer uses
     @property
@@ -216,7 +219,7 @@ class GroupStep:
         return self.inner.epoch_losses if self.inner is not None else None
 
     def begin_epoch(self, plan) -> None:
-        self.queued_to = self.meet_at = 0
+        self.queued_to = self.meet_at = self.ran_to = 0
         if self.inner is not None:
             self.inner.begin_epoch(plan)
 
@@ -229,12 +232,13 @@ class GroupStep:
 
     def take_queued(self, b: int, limit: int) -> int:
         """How many of the batches b, b + 1, … (before ``limit``) a meeting queued for this member, all taken at once
-        (the trainer skips them: each is trained by its queued replay, AdamW included); 0 when batch b needs a call
-        (a meeting, an eager batch, or the optimizer outside the graph)."""
+        (the trainer skips them: each is trained by its queued replay, AdamW included; after a failure of the group
+        graph, the batches it trained before); 0 when batch b needs a call (a meeting, an eager batch, or the
+        optimizer outside the graph)."""
         inner = self.inner
-        if inner is None or inner.failed_reason is not None or b != inner._next or inner.graph_opt is None:
+        if inner is None or b != inner._next or inner.graph_opt is None:
             return 0
-        k = min(self.meet_at, limit) - b
+        k = min(self.meet_at if inner.failed_reason is None else self.ran_to, limit) - b
         if k <= 0:
             return 0
         inner._next += k
@@ -259,6 +263,10 @@ class GroupStep:
                 self.meet_at = min(self.meet_at, b)
         if b >= self.meet_at:
             self.member.group._meet(self.member, b)
+        if inner is not None and inner.failed_reason is not None and b < self.ran_to and b == inner._next:
+            inner._next += 1  # the group graph trained it before it failed (queued a chunk ahead)
+            inner.optimizer.graph_steps_pending += 1
+            return True
         if inner is None or inner.failed_reason is not None or b >= self.queued_to:
             return False  # train this batch eagerly (no graph, or the graph failed: as CudaGraphStep falls back)
         inner._next += 1
@@ -381,6 +389,7 @@ class TrainerGroup:
             return
         b = {self._waiting[s.member] for s in steps}
         inners = [s.inner for s in steps]
+        replaying = False
         try:
             if len(b) != 1:
                 raise RuntimeError(f"the members need different batches {sorted(b)}")
@@ -405,11 +414,14 @@ class TrainerGroup:
                 self._graph = _capture(inners)
                 self._graph_members = tuple(id(s) for s in inners)
                 self.captures += 1
+                if any(s.graph_opt is None for s in inners):  # an eager AdamW step would come after a chunk
+                    raise RuntimeError("a member's AdamW update is not in the graph")
             with torch.cuda.device(inners[0].device):
                 if timing.TIMING_FILE:
                     t_host = time.perf_counter()
                     ev = [torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)]
                     ev[0].record()
+                replaying = True
                 self._graph.replay_steps(end - start)
                 if timing.TIMING_FILE:
                     ev[1].record()
@@ -419,15 +431,15 @@ class TrainerGroup:
         except (RuntimeError, torch.OutOfMemoryError) as exc:
             self._graph = None
             self._failed = f"group graph failed ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
-            if any(s.queued_to > self._waiting[s.member] for s in steps):
-                # batches past this one ran on the GPU already: training them again eagerly would apply them twice
-                self._abort = (f"{self._failed} after batches up to {max(s.queued_to for s in steps)} of this epoch "
-                               "had run in it; the run stops (its finished epochs are on disk)")
+            if replaying:  # some of this chunk's launches may have gone in: which batches ran is not known
+                self._abort = (f"{self._failed} while queueing batches {start}-{end - 1} of this epoch; the run "
+                               "stops (its finished epochs are on disk)")
                 log.error("group of %d: %s", len(inners), self._abort)
                 return
             log.warning("group of %d: training eagerly: %s", len(inners), self._failed)
             for s in inners:
-                s.failed_reason, s.graph, s.graph_opt = self._failed, None, None
+                # graph_opt stays: the batches the graph trained before (ran_to) were AdamW steps in it
+                s.failed_reason, s.graph = self._failed, None
                 s.optimizer_note = "eager (no CUDA graph)"
                 for p in s.trainable:
                     if p.grad is not None:
@@ -436,7 +448,8 @@ class TrainerGroup:
                 torch.cuda.synchronize()
             except Exception:  # noqa: BLE001
                 pass
-            for s in steps:
+            for s in steps:  # the batches queued at earlier meetings ran (synchronized above): taken as replayed
+                s.ran_to = s.queued_to
                 s.queued_to = s.meet_at = self._waiting[s.member] + 1
             return
         for s in steps:

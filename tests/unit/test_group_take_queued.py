@@ -7,11 +7,16 @@ from types import SimpleNamespace
 from dpd_desktop.training.group import GroupStep
 
 
+class _Inner(SimpleNamespace):
+    def update(self, **kw):
+        self.__dict__.update(kw)
+
+
 def _step(meet_at=512, nxt=0, opt_in_graph=True, failed=None):
-    inner = SimpleNamespace(_next=nxt, graph_opt=object() if opt_in_graph else None, failed_reason=failed,
-                            optimizer=SimpleNamespace(graph_steps_pending=0))
+    inner = _Inner(_next=nxt, graph_opt=object() if opt_in_graph else None, failed_reason=failed,
+                   optimizer=SimpleNamespace(graph_steps_pending=0))
     g = GroupStep.__new__(GroupStep)
-    g.member, g.inner, g.queued_to, g.meet_at = None, inner, 2 * meet_at, meet_at
+    g.member, g.inner, g.queued_to, g.meet_at, g.ran_to = None, inner, 2 * meet_at, meet_at, 0
     return g, inner
 
 
@@ -31,3 +36,60 @@ def test_takes_nothing_where_a_call_is_needed():
     g = GroupStep.__new__(GroupStep)
     g.inner, g.meet_at = None, 0  # the CPU: every batch is a meeting
     assert g.take_queued(0, 10) == 0
+
+
+def test_a_failed_recapture_after_queued_batches_falls_back_without_training_them_twice(monkeypatch):
+    """A member left mid-epoch, the others' graph cannot be captured again: the batches queued a chunk ahead ran in
+    the old graph (synchronized), so they count as replayed (ran_to); eager training starts after them."""
+    import torch
+
+    from dpd_desktop.training import group as G
+
+    grp = G.TrainerGroup([SimpleNamespace(group_member=None) for _ in range(2)])
+    steps = []
+    for m in grp.members:
+        g, inner = _step(meet_at=512, nxt=512)
+        inner.update(graph=object(), optimizer_note="in the graph", trainable=[], batch_size=64, device="cpu",
+                     loader=SimpleNamespace(n_frames=64 * 4605), _pointers=lambda: (), _ptrs=())
+        g.member, g.queued_to = m, 1024
+        m.step = g
+        steps.append((g, inner))
+
+    def no_capture(inners):
+        raise torch.OutOfMemoryError("CUDA out of memory (the test)")
+
+    monkeypatch.setattr(G, "_capture", no_capture)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    grp._graph, grp._graph_members = object(), ("a member that left",)  # stale
+    grp._waiting = {m: 512 for m in grp.members}
+    grp._lead(list(grp.members))
+    assert grp._abort is None and grp._failed.startswith("group graph failed (OutOfMemoryError")
+    for g, inner in steps:
+        assert inner.failed_reason == grp._failed and inner.graph is None and inner.graph_opt is not None
+        assert (g.ran_to, g.queued_to, g.meet_at) == (1024, 513, 513)
+        assert g.take_queued(512, 4605) == 512 and inner._next == 1024  # batches 512-1023: trained in the graph
+        assert inner.optimizer.graph_steps_pending == 512
+        assert g.take_queued(1024, 4605) == 0  # eager from here
+
+
+def test_a_failure_while_queueing_fails_the_members_runs(monkeypatch):
+    import torch
+
+    from dpd_desktop.training import group as G
+
+    grp = G.TrainerGroup([SimpleNamespace(group_member=None)])
+    g, inner = _step(meet_at=512, nxt=512)
+    inner.update(graph=object(), trainable=[], batch_size=64, device="cpu", loader=SimpleNamespace(n_frames=64 * 4605),
+                 _pointers=lambda: (), _ptrs=())
+    g.member, g.queued_to = grp.members[0], 1024
+    grp.members[0].step = g
+
+    class Broken:
+        def replay_steps(self, n):
+            raise RuntimeError("CUDA error: launch failure (the test)")
+
+    grp._graph, grp._graph_members = Broken(), (id(inner),)
+    monkeypatch.setattr(torch.cuda, "device", lambda d: __import__("contextlib").nullcontext())
+    grp._waiting = {grp.members[0]: 512}
+    grp._lead([grp.members[0]])
+    assert grp._abort is not None and "while queueing batches 1024-1535" in grp._abort
