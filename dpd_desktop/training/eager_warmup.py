@@ -22,7 +22,7 @@ log = logging.getLogger("dpd_desktop.eager_warmup")
 
 _lock = threading.Lock()
 _done: set = set()  # keys warmed (or being warmed) in this process
-_threads: dict = {}  # device → the warm-up thread at work on it
+_threads: dict = {}  # device → the warm-up threads started on it and not joined yet
 
 
 def start(step) -> None:
@@ -38,22 +38,24 @@ def start(step) -> None:
         if key in _done:
             return
         _done.add(key)
-        t = threading.Thread(target=_work, args=(step, short), name="dpd-eager-warmup", daemon=True)
-        _threads[str(step.device)] = t
+    # the copy here, on the run's thread: a later flatten_parameters() or load_state_dict() re-points its tensors
+    net = copy.deepcopy(step.net)
+    t = threading.Thread(target=_work, args=(step, net, short), name="dpd-eager-warmup", daemon=True)
+    with _lock:
+        _threads.setdefault(str(step.device), []).append(t)
     t.start()
 
 
 def wait(device) -> None:
-    """Join the warm-up thread of ``device`` (a CUDA graph capture must not overlap its work)."""
+    """Join the warm-up threads of ``device`` (a CUDA graph capture must not overlap their work)."""
     with _lock:
-        t = _threads.pop(str(device), None)
-    if t is not None:
+        threads = _threads.pop(str(device), [])
+    for t in threads:
         t.join()
 
 
-def _work(step, short: int) -> None:
+def _work(step, net, short: int) -> None:
     try:
-        net = copy.deepcopy(step.net)
         params = [p for p in net.parameters() if p.requires_grad]
         with torch.cuda.device(step.device), torch.cuda.stream(torch.cuda.Stream(step.device)):
             idx = torch.arange(short, dtype=torch.int64, device=step.device)

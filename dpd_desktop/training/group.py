@@ -17,8 +17,11 @@ CUDA, NumPy, ``random``) are swapped in and out with the baton, so each member d
 draw alone (reference §4.1–§4.2 order). A member that ends early (cancelled, pruned, failed) leaves the group; the
 others' graph is captured again without it. The members meet every :data:`CHUNK` full batches; the last to arrive
 queues replays for all up to two chunks ahead, so that the GPU has a chunk to run while the members go through
-theirs (a cancel takes effect within two chunks; a member that stops leaves before it waits for its pending epoch
-end, trainer.py ``_drain``). A failure of the group graph at a meeting (a capture again, without a member that
+theirs (a cancel stops a member's batch loop within two chunks; a member that stops leaves before it waits for
+its pending epoch end, trainer.py ``_drain``). Chunks are counted from the host's position: nothing waits for the GPU
+between meetings, so the host may run ahead by as much as the GPU's launch queue holds, and the replays queued for a
+member that stopped still run. For the same reason a member's live batch preview (``preview_every``) shows the
+weights after the batches queued so far, not after its batch. A failure of the group graph at a meeting (a capture again, without a member that
 left, out of memory) turns every member to eager training, as a lone run falls back: the batches queued at earlier
 meetings ran in it and count as replayed (``GroupStep.ran_to``); only a failure while a chunk's launches go in fails
 the members' runs (which of its batches ran is not known). An epoch end that overlaps training waits
@@ -62,8 +65,8 @@ MAY_DIFFER = frozenset({"seed", "lr", "lr_end", "decay_factor", "patience", "wei
                         "preview_every"})
 #: default group sizes on a CUDA device (measured on the H200: benchmarks/results/…-group-h200.md)
 DEFAULT_SIZE = {"fast": 8, "reference": 4}
-#: full batches between meetings of the members, the GPU's queue one such chunk ahead (a cancel takes effect within
-#: two: ~0.2 s for 8 fast GRU-23 members, ~1.4 s for 4 reference ones on the H200). Each meeting hands the baton to every member in
+#: full batches between meetings of the members, the queue one such chunk ahead (a cancel stops a member's loop
+#: within two chunks; see the module docstring for the GPU's side). Each meeting hands the baton to every member in
 #: turn, and a busy thread (an epoch end's evaluation) can hold the GIL meanwhile: at 128 the meetings of 8 fast
 #: members took 45-80 ms instead of 22 ms while the evaluations ran (benchmarks/results/2026-12-01-group-h200.md).
 CHUNK = 512
@@ -136,10 +139,12 @@ class _Baton:
     def give(self, m: "_Member") -> None:
         if not m.holds_baton:
             return
-        cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
-        m.rng = (random.getstate(), np.random.get_state(), torch.get_rng_state(), cuda)
-        m.holds_baton = False
-        self._lock.release()
+        try:
+            cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+            m.rng = (random.getstate(), np.random.get_state(), torch.get_rng_state(), cuda)
+        finally:  # never kept: the others would wait for it forever
+            m.holds_baton = False
+            self._lock.release()
 
 
 class _Member:
@@ -160,7 +165,13 @@ class _Member:
         if n > 1:  # the run's log says why its clock runs slower than alone
             trainer._log(f"group: trains together with {n - 1} other run{'s' if n > 2 else ''} in one process "
                          f"(member {self.index + 1} of {n}); its times are the group's wall time")
-        self.step = GroupStep(self, trainer.fast_step, trainer.fast_path_status, trainer.fast_path_optimizer)
+        inner, status, note = trainer.fast_step, trainer.fast_path_status, trainer.fast_path_optimizer
+        if inner is not None and not inner.index_mode:
+            # the plain loader's batches reach a graph through copies into its static buffers, which a queued
+            # replay cannot make: such a member meets at every batch and trains eagerly, as on the CPU
+            inner, status, note = None, "off: a group member with the plain loader trains eagerly", \
+                "eager (no CUDA graph)"
+        self.step = GroupStep(self, inner, status, note)
         return self.step
 
     def loop_done(self) -> None:
@@ -428,7 +439,7 @@ class TrainerGroup:
                     self._chunk_events.append((start, end - start, ev))
                     timing.mark("group_meeting", batch=b, members=len(inners),
                                 queue_s=round(time.perf_counter() - t_host, 5))
-        except (RuntimeError, torch.OutOfMemoryError) as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure here is the group's, not the leader's: eager for all
             self._graph = None
             self._failed = f"group graph failed ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
             if replaying:  # some of this chunk's launches may have gone in: which batches ran is not known

@@ -46,3 +46,15 @@ def test_load_refuses_more_rows_than_the_table_and_ignores_none():
         assert "11 steps > table size 10" in str(exc)
     else:
         raise AssertionError("no error")
+
+
+def test_the_self_check_keeps_answers_but_asks_again_after_an_error(monkeypatch):
+    g = _table(4)
+    g.device, g.params, g.eps = "cuda:0", [torch.zeros(3, 2)], 1e-8
+    answers = iter(["captured AdamW update unavailable (OutOfMemoryError: the test)", None, "not asked"])
+    calls = []
+    monkeypatch.setattr(g, "_self_check", lambda lr, steps: calls.append(lr) or next(answers))
+    monkeypatch.setattr(optim, "_SELF_CHECKS", {})
+    assert g.self_check(1e-3).startswith("captured AdamW update unavailable")
+    assert g.self_check(1e-3) is None and g.self_check(1e-3) is None  # the error asked again, the answer kept
+    assert calls == [1e-3, 1e-3]

@@ -93,3 +93,16 @@ def test_a_failure_while_queueing_fails_the_members_runs(monkeypatch):
     grp._waiting = {grp.members[0]: 512}
     grp._lead([grp.members[0]])
     assert grp._abort is not None and "while queueing batches 1024-1535" in grp._abort
+
+
+def test_a_plain_loader_member_trains_eagerly():
+    """The plain loader's batches reach a captured step by copies that a queued replay cannot make: no graph."""
+    from dpd_desktop.training import group as G
+
+    logs = []
+    trainer = SimpleNamespace(group_member=None, fast_step=SimpleNamespace(index_mode=False), fast_path_status="on",
+                              fast_path_optimizer="in the graph", _log=logs.append)
+    grp = G.TrainerGroup([trainer])
+    step = grp.members[0].attach(trainer)
+    assert step.inner is None and not step.in_graph() and step.status.startswith("off: a group member with the plain")
+    assert step.optimizer_note == "eager (no CUDA graph)"
