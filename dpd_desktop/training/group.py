@@ -250,20 +250,20 @@ class GroupStep:
         if inner is None or b != inner._next or inner.graph_opt is None:
             return 0
         k = min(self.meet_at if inner.failed_reason is None else self.ran_to, limit) - b
-        if k <= 0:
-            return 0
+        return self._took(k) if k > 0 else 0
+
+    def _took(self, k: int) -> int:
+        """Count ``k`` batches as trained by replays: the batch counter and, with AdamW in the graph, its steps."""
+        inner = self.inner
         inner._next += k
-        inner.optimizer.graph_steps_pending += k
+        if inner.graph_opt is not None:
+            inner.optimizer.graph_steps_pending += k
         return k
 
     def __call__(self, b: int, batch) -> bool:
         inner = self.inner
         if inner is not None and b < self.meet_at and b == inner._next and inner.failed_reason is None:
-            # queued at a meeting (checked there): the common case
-            inner._next += 1
-            if inner.graph_opt is not None:
-                inner.optimizer.graph_steps_pending += 1
-            return True
+            return bool(self._took(1))  # queued at a meeting (checked there): the common case
         if inner is not None and inner.failed_reason is None:
             if not inner.net.training or not torch.is_grad_enabled() or inner.loader.batch_len(batch) != inner.batch_size:
                 raise RuntimeError("a group member's full batch was asked for outside training")
@@ -275,15 +275,10 @@ class GroupStep:
         if b >= self.meet_at:
             self.member.group._meet(self.member, b)
         if inner is not None and inner.failed_reason is not None and b < self.ran_to and b == inner._next:
-            inner._next += 1  # the group graph trained it before it failed (queued a chunk ahead)
-            inner.optimizer.graph_steps_pending += 1
-            return True
+            return bool(self._took(1))  # the group graph trained it before it failed (queued a chunk ahead)
         if inner is None or inner.failed_reason is not None or b >= self.queued_to:
             return False  # train this batch eagerly (no graph, or the graph failed: as CudaGraphStep falls back)
-        inner._next += 1
-        if inner.graph_opt is not None:
-            inner.optimizer.graph_steps_pending += 1
-        return True
+        return bool(self._took(1))
 
 
 class TrainerGroup:
