@@ -177,10 +177,16 @@ _SELF_CHECKS: dict[tuple, str | None] = {}
 def _bias_corrections(beta1: float, beta2: float, first_step: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(1 − β1^t, sqrt(1 − β2^t)) for t = first_step … first_step + n − 1 as :meth:`GraphAdamW.scalars` computes
     them (Python floats, then float64 arrays; read-only). Cached: the members of a group share their steps."""
-    bc1 = np.array([1 - beta1 ** float(t) for t in range(first_step, first_step + n)], dtype=np.float64)
-    bc2 = np.array([(1 - beta2 ** float(t)) ** 0.5 for t in range(first_step, first_step + n)], dtype=np.float64)
+    pairs = [_bias_correction(float(t), beta1, beta2) for t in range(first_step, first_step + n)]
+    bc1 = np.array([p[0] for p in pairs], dtype=np.float64)
+    bc2 = np.array([p[1] for p in pairs], dtype=np.float64)
     bc1.flags.writeable = bc2.flags.writeable = False
     return bc1, bc2
+
+
+def _bias_correction(t: float, beta1: float, beta2: float) -> tuple[float, float]:
+    """(1 − β1^t, sqrt(1 − β2^t)) in float64, torch.optim.adam's expressions."""
+    return 1 - beta1 ** t, (1 - beta2 ** t) ** 0.5
 
 
 class GraphAdamW:
@@ -241,9 +247,8 @@ class GraphAdamW:
     @staticmethod
     def scalars(t: float, lr: float, beta1: float, beta2: float, weight_decay: float) -> tuple[float, float, float]:
         """(1 − lr·wd, sqrt(1 − β2^t), −lr/(1 − β1^t)) with torch.optim.adam's float64 expressions (t = step)."""
-        bias_correction1 = 1 - beta1 ** t
-        bias_correction2 = 1 - beta2 ** t
-        return (1 - lr * weight_decay, bias_correction2 ** 0.5, (lr / bias_correction1) * -1)
+        bias_correction1, bias_correction2_sqrt = _bias_correction(t, beta1, beta2)
+        return (1 - lr * weight_decay, bias_correction2_sqrt, (lr / bias_correction1) * -1)
 
     def load(self, first_step: int, n: int, lr: float) -> None:
         """Fill rows 0..n-1 with the numbers of steps ``first_step`` … ``first_step + n − 1`` at learning rate lr:

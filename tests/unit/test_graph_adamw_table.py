@@ -58,3 +58,11 @@ def test_the_self_check_keeps_answers_but_asks_again_after_an_error(monkeypatch)
     assert g.self_check(1e-3).startswith("captured AdamW update unavailable")
     assert g.self_check(1e-3) is None and g.self_check(1e-3) is None  # the error asked again, the answer kept
     assert calls == [1e-3, 1e-3]
+
+
+def test_scalars_are_torch_adams_float64_expressions():
+    """torch.optim.adam (_multi_tensor_adam, capturable=False): bias_correction1 = 1 - beta1 ** step,
+    bias_correction2 = 1 - beta2 ** step, step_size = (lr / bias_correction1) * -1, sqrt via ** 0.5."""
+    for t in (1.0, 2.0, 4605.0, 18420.0):
+        lr, b1, b2, wd = 3e-3, 0.9, 0.999, 0.01
+        assert GraphAdamW.scalars(t, lr, b1, b2, wd) == (1 - lr * wd, (1 - b2 ** t) ** 0.5, (lr / (1 - b1 ** t)) * -1)
