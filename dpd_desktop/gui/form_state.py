@@ -96,11 +96,12 @@ class FormState:
     # ------------------------------------------------------------------------------------------------ defaults
     def _suggest_defaults(self, dataset) -> None:
         """Epochs and stride for the loaded dataset on the CPU (:func:`~.estimate.suggest_cpu_defaults`), applied
-        only to fields the user has not changed (still the config's defaults or the last suggestion)."""
+        only to fields the user has not chosen: still the config's defaults (unless they came from the user, see
+        :meth:`mark_form_chosen`) or the window's own last suggestion."""
         if self._estimate_on_cuda(str(self.form.device.currentData())):
             return
         base = ExperimentConfig()
-        untouched = {(base.epochs, base.stride)}
+        untouched = set() if getattr(self, "_form_chosen", False) else {(base.epochs, base.stride)}
         if self._suggested is not None:
             untouched.add(self._suggested)
         current = (self.form.epochs.value(), self.form.stride.value())
@@ -112,6 +113,12 @@ class FormState:
         self.form.stride.setValue(s["stride"])
         self.statusBar().showMessage(f"Suggested for {getattr(dataset, 'name', 'this dataset')} on the CPU: "
                                      f"{s['epochs']} epochs, stride {s['stride']}", 8000)
+
+    def mark_form_chosen(self) -> None:
+        """The form's values are the user's (restored from the last session, or a run's settings): a dataset load
+        no longer replaces epochs and stride with a suggestion, even where they equal the config's defaults."""
+        self._form_chosen = True
+        self._suggested = None
 
     # ------------------------------------------------------------------------------------------------ saved form
     def save_form_settings(self) -> None:
@@ -176,7 +183,7 @@ class FormState:
         if "preview_every" in other:
             self.form.preview_every.setValue(int(other["preview_every"]))
         self.preview_check.setChecked(bool(other.get("preview", False)))
-        self._suggested = (cfg.epochs, cfg.stride)  # the user's values: a dataset load keeps them
+        self.mark_form_chosen()  # the user's values: the dataset load below keeps them
         ds = other.get("dataset")
         if ds == "demo":
             self.load_demo()

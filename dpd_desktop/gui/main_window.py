@@ -236,6 +236,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState,
         self.preview_check.setChecked(cfg.preview_every is not None)
         self._sync_pa_runs()
         self._update_title()
+        self.mark_form_chosen()  # a dataset load keeps these epochs and stride (gui/form_state.py)
 
     def config_from_form(self, validate: bool = True) -> ExperimentConfig:
         """The ExperimentConfig the form describes. Raises :class:`ConfigError` (shown next to the form)."""
