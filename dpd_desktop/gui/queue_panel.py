@@ -324,12 +324,20 @@ def hidden_dock(window, title: str, object_name: str, widget, *, tab_with, toggl
     toggle.setText(toggle_text)
     toggle.setShortcut(QKeySequence(shortcut))
     toggle.setToolTip(tooltip)
-    toggle.toggled.connect(lambda on: on and on_shown())
+    toggle.toggled.connect(lambda on: on and _raise_shown(dock, on_shown))
     window.addAction(toggle)
     for action in window.menuBar().actions():
         if action.text().replace("&", "") == "Run" and action.menu() is not None:
             action.menu().addAction(toggle)
     return dock
+
+
+def _raise_shown(dock: QDockWidget, on_shown) -> None:
+    """A dock just shown by its toggle comes to the front of its tab group (Qt adds its tab behind the current
+    one), then ``on_shown()`` runs. The raise waits for the event loop: the action's ``toggled`` comes before the
+    dock is shown."""
+    QTimer.singleShot(0, dock, dock.raise_)
+    on_shown()
 
 
 def install_queue_panel(window) -> QueuePanel:

@@ -37,3 +37,29 @@ def test_a_fresh_window_still_suggests_cpu_defaults(make_window):
     w.form.device.setCurrentIndex(w.form.device.findData("cpu"))
     w.set_dataset(FakeDataset(n=(61_440, 16_384, 16_384)))
     assert (w.form.epochs.value(), w.form.stride.value()) == (10, 2)
+
+
+# ------------------------------------------------------------------------------------------------------ docks
+def _on_top(dock) -> bool:
+    """The dock is shown and its tab is the current one (a dock behind another tab has no visible region)."""
+    return dock.isVisible() and not dock.visibleRegion().isEmpty()
+
+
+def test_dock_shortcuts_raise_the_tab_they_add(make_window, qtbot):
+    from PySide6.QtCore import Qt
+
+    w = make_window()
+    w.activateWindow()  # window shortcuts need the active window
+    qtbot.waitUntil(w.isActiveWindow, timeout=2000)
+    assert _on_top(w.queue_dock)
+    qtbot.keyClick(w, Qt.Key.Key_B, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    qtbot.waitUntil(lambda: _on_top(w.runs_dock), timeout=2000)
+    assert not _on_top(w.queue_dock)
+    qtbot.keyClick(w, Qt.Key.Key_W, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    qtbot.waitUntil(lambda: _on_top(w.sweeps_dock), timeout=2000)
+    assert not _on_top(w.runs_dock) and not _on_top(w.queue_dock)
+    # the shortcut again hides it; pressed once more it comes back on top
+    qtbot.keyClick(w, Qt.Key.Key_B, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    qtbot.waitUntil(lambda: not w.runs_dock.isVisible(), timeout=2000)
+    qtbot.keyClick(w, Qt.Key.Key_B, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    qtbot.waitUntil(lambda: _on_top(w.runs_dock), timeout=2000)
