@@ -10,7 +10,7 @@ from importlib import metadata
 
 import PySide6
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QActionGroup, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QPalette
 from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QHBoxLayout, QLabel, QMenu, QMessageBox,
                                QRadioButton, QStyle, QToolBar, QToolButton, QWidget)
 
@@ -123,7 +123,8 @@ class WindowActions:
         self.estimate_label = QLabel("≈ —")
         self.estimate_label.setObjectName("run_estimate")
         self.estimate_label.setContentsMargins(0, 0, 8, 0)
-        self.estimate_label.setStyleSheet("color: palette(placeholder-text);")
+        # the palette's role, not a style sheet: a style sheet's palette() colors stay those of the scheme at polish
+        self.estimate_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         tb.addWidget(self.estimate_label)
         tb.addAction(self.act_stop)
         tb.addAction(self.act_run_dpd)

@@ -390,4 +390,5 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState,
                 p.apply_palette()
             if hasattr(self, "preview_warning"):
                 self._style_warning()
+                self._set_current_panel(self._current_panel)  # its frame's palette(highlight), set again
         super().changeEvent(event)

@@ -63,3 +63,45 @@ def test_dock_shortcuts_raise_the_tab_they_add(make_window, qtbot):
     qtbot.waitUntil(lambda: not w.runs_dock.isVisible(), timeout=2000)
     qtbot.keyClick(w, Qt.Key.Key_B, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
     qtbot.waitUntil(lambda: _on_top(w.runs_dock), timeout=2000)
+
+
+# ------------------------------------------------------------------------------------------------------ palettes
+def _ink(widget):
+    """(background, ink) of the widget's image: its most frequent color and the pixel whose lightness differs most
+    from it."""
+    from collections import Counter
+
+    img = widget.grab().toImage()
+    pixels = [img.pixelColor(x, y) for x in range(img.width()) for y in range(img.height())]
+    common = Counter(c.rgb() for c in pixels).most_common(1)[0][0]
+    bg = next(c for c in pixels if c.rgb() == common)
+    ink = max(pixels, key=lambda c: abs(c.lightness() - bg.lightness()))
+    return bg, ink
+
+
+def test_dark_then_light_the_banner_and_the_estimate_follow(make_window, qtbot):
+    from PySide6.QtGui import QGuiApplication, QPalette
+
+    w = make_window()
+    try:
+        w.set_color_scheme("dark")
+        w.banner.show_message("success", "Run finished in 26 s.", run_dir=str(w.workspace.root))
+        w.estimate_label.setText("≈ 5 min")
+        qtbot.wait(20)
+        assert w.banner.text.palette().color(QPalette.ColorRole.WindowText).lightness() > 170
+        w.set_color_scheme("light")
+        qtbot.wait(20)
+        R = QPalette.ColorRole
+        app = QGuiApplication.palette()
+        # the banner's text and buttons take the light palette (they stayed in the dark one)
+        assert w.banner.text.palette().color(R.WindowText) == app.color(R.WindowText)
+        assert w.banner.open_button.palette().color(R.Button) == app.color(R.Button)
+        bg, ink = _ink(w.banner.text)
+        assert bg.lightness() > 170 and ink.lightness() < 80, (bg.name(), ink.name())
+        bg, ink = _ink(w.banner.open_button)
+        assert bg.lightness() > 170 and ink.lightness() < 80, (bg.name(), ink.name())
+        # the estimate beside Start: the light palette's placeholder grey, on the light window
+        bg, ink = _ink(w.estimate_label)
+        assert bg.lightness() > 170 and ink.name() == app.color(R.PlaceholderText).name(), (bg.name(), ink.name())
+    finally:
+        w.set_color_scheme("system")

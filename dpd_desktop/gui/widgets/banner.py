@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QColor, QDesktopServices, QGuiApplication, QPalette
+from PySide6.QtCore import QRectF, Qt, QUrl, Signal
+from PySide6.QtGui import QColor, QDesktopServices, QGuiApplication, QPainter, QPalette, QPen
 from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSizePolicy, QToolButton,
                                QVBoxLayout)
 
@@ -23,7 +23,7 @@ class OutcomeBanner(QFrame):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("OutcomeBanner")
-        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setFrameShape(QFrame.Shape.NoFrame)
         self.kind = "info"
         self.run_dir: str | None = None
 
@@ -68,13 +68,7 @@ class OutcomeBanner(QFrame):
         """Show the banner. ``text`` is plain words; ``detail`` (e.g. a traceback) sits behind "Details"."""
         self.kind = kind if kind in _KIND_COLORS else "info"
         self.run_dir = str(run_dir) if run_dir else None
-        color = QColor(_KIND_COLORS[self.kind])
-        tint = QColor(color)
-        tint.setAlpha(40)
-        self.setStyleSheet(
-            f"#OutcomeBanner {{ background-color: rgba({tint.red()},{tint.green()},{tint.blue()},{tint.alpha()});"
-            f" border: 1px solid {color.name()}; border-radius: 4px; }}")
-        self.icon.setText(f"<span style='color:{color.name()}; font-size:14pt'>{_KIND_ICONS[self.kind]}</span>")
+        self._apply_style()
         self.text.setText(text + (f"\nRun folder: {self.run_dir}" if self.run_dir else ""))
         has_dir = bool(self.run_dir)
         self.open_button.setVisible(has_dir)
@@ -84,6 +78,26 @@ class OutcomeBanner(QFrame):
         self.detail.setPlainText(detail)
         self.detail.setVisible(False)
         self.setVisible(True)
+
+    def _apply_style(self) -> None:
+        """The kind's icon color, and a repaint of the frame (:meth:`paintEvent`)."""
+        color = QColor(_KIND_COLORS[self.kind])
+        self.icon.setText(f"<span style='color:{color.name()}; font-size:14pt'>{_KIND_ICONS[self.kind]}</span>")
+        self.update()
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        """The kind's tint and border, painted here rather than by a style sheet: a style sheet fixes its children's
+        palette when they are polished, and a later light/dark switch left the banner's text and buttons in the old
+        colors."""
+        color = QColor(_KIND_COLORS[self.kind])
+        tint = QColor(color)
+        tint.setAlpha(40)
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        p.setPen(QPen(color, 1))
+        p.setBrush(tint)
+        p.drawRoundedRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
+        p.end()
 
     @property
     def message(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (QFormLayout, QGroupBox, QLabel, QSizePolicy, QStackedWidget, QVBoxLayout,
                                QWidget)
 
@@ -131,7 +132,7 @@ class DatasetSummary(QGroupBox):
             self.values[key] = v
             form.addRow(label, v)
         self.source = QLabel()
-        self.source.setStyleSheet("color: palette(placeholder-text);")
+        self.source.setForegroundRole(QPalette.ColorRole.PlaceholderText)  # follows a light/dark switch
         self.source.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.source.setMinimumHeight(line)
         self.source.setMinimumWidth(1)
