@@ -18,6 +18,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "val_aclr_avg": ("VAL_ACLR_AVG", "VAL_ACLR", "ACLR_AVG_VAL"),
     "test_nmse": ("TEST_NMSE", "NMSE_TEST"),
     "seconds": ("SECONDS", "EPOCH_SECONDS", "EPOCH_S", "TIME_S", "SEC"),
+    "time_min": ("TIME",),  # history.csv's "TIME:": minutes since the run's start, at the epoch's end
 }
 
 
@@ -62,3 +63,17 @@ def fmt(v: float, spec: str = ".2f") -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "—"
     return format(v, spec)
+
+
+def epoch_seconds(rows) -> list[float]:
+    """Seconds of each epoch of history rows as history.csv holds them: the differences of their ``TIME:`` column
+    (minutes since the run's start at each epoch's end, training/record_payload.py; a resumed run continues the
+    count), the first row's own value; NaN where a row has no readable time or the times do not increase."""
+    out, before = [], 0.0
+    for row in rows:
+        t = value(row, "time_min")
+        d = (t - before) * 60.0
+        out.append(d if math.isfinite(d) and d >= 0 else math.nan)
+        if math.isfinite(t):
+            before = t
+    return out

@@ -254,7 +254,16 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState,
             validate_config(cfg)
         return cfg
 
+    def set_title_run(self, text: str | None) -> None:
+        """Name a run reopened from its folder in the title ("<dataset> · <STEP> · <MODEL>-<H> · <run id>",
+        gui/run_status.py) until the next run or dataset; None: the title follows the form again."""
+        self._title_run = text
+        self._update_title()
+
     def _update_title(self) -> None:
+        if getattr(self, "_title_run", None):
+            self.setWindowTitle(f"{APP_NAME} {__version__} — {self._title_run}")
+            return
         parts = []
         if self._dataset is not None:
             parts.append(str(getattr(self._dataset, "name", "dataset")))

@@ -169,6 +169,8 @@ class PlotArea:
         self._pending_plots = None
         self._pending_progress = None
         self.best_label.setText("")
+        self._power_caveat = None  # the DPD output-power caveat of the shown run (gui/run_control.py)
+        self.set_title_run(None)
 
     def _on_preview_ready(self, ev) -> None:
         if not self.preview_check.isChecked():

@@ -9,6 +9,7 @@ from PySide6.QtCore import QObject, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QStyle, QToolBar
 
+from . import history
 from .run_control import same_dataset
 
 RESUMABLE = ("cancelled", "interrupted", "failed")
@@ -61,9 +62,9 @@ class ResumeControl(QObject):
     def _on_started(self, ev) -> None:
         """Show the epochs done before the resume in the epoch table and the learning curves."""
         w, rows = self.window, (self._worker.resumed_rows if self._worker is not None else [])
-        for r in rows:
+        for r, seconds in zip(rows, history.epoch_seconds(rows)):
             w._history_rows.append(r)
-            w.epoch_table.append_row(r, epoch=int(r["EPOCH"]))
+            w.epoch_table.append_row(r, epoch=int(r["EPOCH"]), seconds=seconds)
             w.learning_panel.append_row(r)
         w.session.epochs_done = len(rows)
 

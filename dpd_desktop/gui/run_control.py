@@ -21,7 +21,8 @@ from . import history
 from .jobs import DpdExportJob
 from .kernel_view import show_run_kernel
 from .preload import preload_job
-from .session import POWER_WARNING_DB, cancelled_message, failed_message, finished_message, output_power_change_db
+from .session import (POWER_WARNING_DB, cancelled_message, failed_message, finished_message, output_power_change_db,
+                      power_caveat)
 from .widgets.config_form import BACKBONES
 from .widgets.dataset_summary import describe_summary
 from .child_worker import ChildTrainingWorker
@@ -214,6 +215,7 @@ class RunControl:
         self.learning_panel.set_best_epoch(ev.best_epoch)
         power = output_power_change_db(ev.extra, ev.test_metrics)
         self.psd_panel.set_power_change(power)
+        self._power_caveat = power_caveat(power)  # Run DPD's banners repeat it (_with_caveat)
         kind = "warning" if power is not None and abs(power) > POWER_WARNING_DB else "success"
         self.banner.show_message(kind, finished_message(ev), run_dir=ev.run_dir)
         self.session.on_finished(ev)
@@ -296,15 +298,25 @@ class RunControl:
             if Path(out).suffix.lower() not in (".csv", ".h5", ".hdf5", ".mat"):
                 out += DPD_OUTPUT_FILTERS.get(chosen, ".csv")
             self._settings.setValue("paths/last_dpd_dir", str(Path(out).parent))
+        self._dpd_export_dir = run_dir
         job = DpdExportJob(self.workspace, run_dir, str(out), split=split, dataset=self._dataset)
         job.signals.done.connect(lambda meta, job=job: self._on_dpd_export_done(meta, job))
         job.signals.failed.connect(lambda exc, tb, job=job: self._on_dpd_export_failed(exc, tb, job))
         self.jobs.add(job)
-        self.banner.show_message("info", f"Running the DPD of {Path(run_dir).name} on the {split} split → {out} …")
+        self.banner.show_message("info", self._with_caveat(
+            f"Running the DPD of {Path(run_dir).name} on the {split} split → {out} …"))
         self.statusBar().showMessage("Run DPD: computing u = DPD(x)…")
         self.session.update(exporting=True)
         job.submit()
         return True
+
+    def _with_caveat(self, text: str) -> str:
+        """``text`` and, when Run DPD works on the shown run, that run's output-power caveat (a Run DPD banner
+        replaces the one that carried it)."""
+        caveat = getattr(self, "_power_caveat", None)
+        if caveat and getattr(self, "_dpd_export_dir", None) == self.session.run_dir:
+            return f"{text}\n{caveat}"
+        return text
 
     def _on_dpd_export_done(self, meta, job=None) -> None:
         self.jobs.discard(job)
@@ -313,9 +325,9 @@ class RunControl:
                 f"{meta.get('peak_abs_x', float('nan')):.4g}, peak |u| {meta.get('peak_abs_u', float('nan')):.4g}) "
                 f"to {meta.get('file')}\nMetadata: {meta.get('file')}.meta.json")
         if meta.get("nonfinite_u_samples"):
-            self.banner.show_message("warning", text + f"\n{meta['nonfinite_u_samples']} samples of u are not finite.")
-        else:
-            self.banner.show_message("success", text)
+            text += f"\n{meta['nonfinite_u_samples']} samples of u are not finite."
+        shown = self._with_caveat(text)
+        self.banner.show_message("warning" if shown != text or meta.get("nonfinite_u_samples") else "success", shown)
         self.statusBar().showMessage(f"Run DPD: wrote {meta.get('file')}", 8000)
         self.session.update(exporting=False)
         self.dpdExportEnded.emit("succeeded")
@@ -323,7 +335,7 @@ class RunControl:
     def _on_dpd_export_failed(self, exc, tb: str, job=None) -> None:
         self.jobs.discard(job)
         msg = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
-        self.banner.show_message("error", f"Run DPD failed: {msg}", detail=tb)
+        self.banner.show_message("error", self._with_caveat(f"Run DPD failed: {msg}"), detail=tb)
         self.statusBar().showMessage("Run DPD failed", 8000)
         self.session.update(exporting=False)
         self.dpdExportEnded.emit("failed")

@@ -26,9 +26,12 @@ from ..runs.labels import dataset_label, format_duration
 from ..runs.record import RunRecord
 from ..runs.replay import load_replay
 from ..runs.states import DAMAGED, RUN_STATES, UNREADABLE
+from . import history
 from .compare import CompareView
 from .queue_panel import hidden_dock
+from .run_status import show_reopened
 from .runs_jobs import index_rows, start_job, write_report_job
+from .session import power_caveat
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 
@@ -371,11 +374,12 @@ def show_replay(window, replay) -> None:
     """Put a replayed run into the window's panels and epoch table (GUI thread; the arrays are small)."""
     window._reset_run_views()  # noqa: SLF001 - the window's own reset of panels, table and cached plots
     best = replay.best_epoch
+    seconds = history.epoch_seconds(replay.history)  # from history.csv's TIME: column
     for i, row in enumerate(replay.history):
         ep = row.get("EPOCH", i)
         ep = int(ep) if isinstance(ep, (int, float)) else i
         window._history_rows.append(dict(row))  # noqa: SLF001 - PNG export of the shown run reads them
-        window.epoch_table.append_row(row, is_best=(ep == best), epoch=ep)
+        window.epoch_table.append_row(row, is_best=(ep == best), epoch=ep, seconds=seconds[i])
         window.learning_panel.append_row(row, is_best=(ep == best))
     if best is not None:
         window.learning_panel.set_best_epoch(best)
@@ -391,7 +395,13 @@ def show_replay(window, replay) -> None:
         text += " Fell back: " + ("; ".join(kernel.notes) or "no reason recorded") + "."
     if replay.notes:
         text += " " + "; ".join(n[0].upper() + n[1:] for n in replay.notes) + "."
-    window.banner.show_message("warning" if rec.state == DAMAGED else "info", text, run_dir=str(rec.run_dir))
+    # the title and status bar describe this run now; a DPD's output-power change stands beside its ACLR
+    show_reopened(window, replay)
+    window._power_caveat = caveat = power_caveat(replay.power_change_db)  # noqa: SLF001 - Run DPD repeats it
+    if caveat:
+        text += "\n" + caveat
+    window.banner.show_message("warning" if rec.state == DAMAGED or caveat else "info", text,
+                               run_dir=str(rec.run_dir))
 
 
 def install_runs_browser(window) -> RunsBrowser:

@@ -157,10 +157,17 @@ def finished_message(ev) -> str:
     if extra.get("metric_profile"):
         bits.append(f"metrics: {extra['metric_profile']}")
     text = " · ".join(bits) + "."
-    if power is not None and abs(power) > POWER_WARNING_DB:
-        text += (f"\nThe DPD changes the output power by {power:+.2f} dB (more than {POWER_WARNING_DB} dB): part of "
-                 "its ACLR gain may come from a lower drive level.")
-    return text
+    caveat = power_caveat(power)
+    return text + ("\n" + caveat if caveat else "")
+
+
+def power_caveat(power_db: float | None) -> str | None:
+    """The caveat shown with a DPD run whose output power changes by more than :data:`POWER_WARNING_DB` [dB] (after
+    its end, after Run DPD, when reopened); None otherwise."""
+    if power_db is None or not math.isfinite(power_db) or abs(power_db) <= POWER_WARNING_DB:
+        return None
+    return (f"The DPD changes the output power by {power_db:+.2f} dB (more than {POWER_WARNING_DB} dB): part of "
+            "its ACLR gain may come from a lower drive level.")
 
 
 def cancelled_message(ev) -> str:
@@ -430,4 +437,4 @@ class Session:
 
 
 __all__ = ["Controls", "Session", "SessionState", "cancelled_message", "controls", "epoch_pace_s", "failed_message",
-           "finished_message", "format_duration", "output_power_change_db", "plural", "remaining_s"]
+           "finished_message", "format_duration", "output_power_change_db", "plural", "power_caveat", "remaining_s"]

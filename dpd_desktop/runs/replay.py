@@ -64,6 +64,8 @@ class Replay:
         plots: the test split's PlotData, or None when results.h5 is missing (a run that ended before its results).
         test: the raw test split of results.h5 (None without results.h5).
         notes: what differs from the live view, in words.
+        power_change_db: a DPD's output-power change [dB] with vs without DPD (results.h5 ``rms_out_diff_db``,
+            training/evaluation.py ``output_power_report``), None for a PA run or without results.h5.
     """
 
     record: RunRecord
@@ -72,6 +74,7 @@ class Replay:
     plots: PlotData | None
     test: SplitArrays | None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    power_change_db: float | None = None
 
     @property
     def run_id(self) -> str:
@@ -132,6 +135,23 @@ def read_split(path: Path, split: str = "test") -> SplitArrays:
                        dpd_output=None if u is None else u.astype(np.float32),
                        psd_freq_hz=arrays["psd_freq_hz"].astype(np.float64),
                        psd_prediction_db=arrays["psd_prediction_db"], metrics=metrics)
+
+
+def power_change_db(path: Path) -> float | None:
+    """The output-power change [dB] of a DPD run's results.h5 (root attribute ``rms_out_diff_db``); None when absent
+    or not a finite number. Raises ReplayError when the file cannot be read."""
+    import h5py  # see read_split
+
+    try:
+        with h5py.File(path, "r") as f:
+            v = f.attrs.get("rms_out_diff_db")
+    except OSError as exc:
+        raise ReplayError(f"{path}: cannot read results ({exc})") from exc
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
 
 
 def _aclr_pair(sig: np.ndarray, spec: DatasetSpec) -> tuple[float, float]:
@@ -217,11 +237,12 @@ def load_replay(run_dir: str | Path) -> Replay:
     if rec.state == DAMAGED:
         notes.append(f"damaged: {rec.best_checkpoint} is missing or not a checkpoint (plots from results.h5)")
     history = rec.history()
-    plots = test = None
+    plots = test = power = None
     if rec.results_path.is_file():
         test = read_split(rec.results_path, "test")
         baseline = None
         if rec.step == "dpd":
+            power = power_change_db(rec.results_path)
             baseline, why = pa_baseline(rec, test)
             if baseline is None:
                 notes.append(f"the PA(x) no-DPD baseline is not drawn: {why}")
@@ -229,4 +250,4 @@ def load_replay(run_dir: str | Path) -> Replay:
     else:
         notes.append(f"{rec.results_path.name} missing: learning curves only (the run ended before its results)")
     return Replay(record=rec, history=history, best_epoch=rec.best_epoch, plots=plots, test=test,
-                  notes=tuple(notes))
+                  notes=tuple(notes), power_change_db=power)
