@@ -35,6 +35,11 @@ class RunEndings:
     """``_on_cancel`` and ``_on_failure`` of the trainer: drain the pending epoch end, log, emit the event (the
     record's writer first: a failure that cannot be written is still reported), return the :class:`RunResult`."""
 
+    def _wall_s(self, t0: float) -> float:
+        """Seconds of the run: since ``t0`` (``time.perf_counter()`` at :meth:`run`'s start) plus, for a resumed
+        run, the time before the resume (its last epoch's ``TIME:``, training/resume_state.py)."""
+        return time.perf_counter() - t0 + float(getattr(self, "elapsed_before_s", 0.0) or 0.0)
+
     def _on_cancel(self, t0: float) -> RunResult:
         try:
             self._drain()
@@ -47,7 +52,7 @@ class RunEndings:
         self._emit(RunCancelled(run_id=self.run_id, run_dir=str(self.run_dir), epochs_completed=done,
                                 best_epoch=self.best_epoch, reason=reason))
         return RunResult("cancelled", self.run_id, self.run_dir, self.best_epoch, self.history,
-                         wall_s=time.perf_counter() - t0, message=reason or "cancelled")
+                         wall_s=self._wall_s(t0), message=reason or "cancelled")
 
     def _on_failure(self, exc: BaseException, t0: float) -> RunResult:
         if limits.is_oom(exc) and not isinstance(exc, TrainingError):  # outside a training batch (evaluation)
@@ -71,4 +76,4 @@ class RunEndings:
             pass
         self._notify(event)
         return RunResult("failed", self.run_id, self.run_dir, self.best_epoch, self.history, message=msg,
-                         wall_s=time.perf_counter() - t0)
+                         wall_s=self._wall_s(t0))

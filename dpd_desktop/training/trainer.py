@@ -565,7 +565,7 @@ class Trainer(TrainerOutput, RunEndings):
                                         for name, ev in (("val", val), ("test", test))}))
         timing.mark("results_written")
         plots = self._plots("test", test, "test", self.net)
-        wall = time.perf_counter() - t0
+        wall = self._wall_s(t0)  # a resumed run: the time before the resume too
         timing.mark("run_end")
         self._log(f"finished in {wall:.1f} s; selected epoch {self.best_epoch}; test " +
                   ", ".join(f"{k} {float(v):.4f}" for k, v in test["metrics"].items()))

@@ -106,3 +106,35 @@ def test_dark_then_light_the_banner_and_the_estimate_follow(make_window, qtbot):
         assert _ink(label)[0].lightness() > 170
     finally:
         w.set_color_scheme("system")
+
+
+# ------------------------------------------------------------------------------------------------------ resumed run
+def test_a_resumed_run_reports_its_whole_duration(make_window, qtbot):
+    import json
+    from pathlib import Path
+
+    from dpd_desktop.config import ExperimentConfig
+    from dpd_desktop.data import make_demo_dataset
+    from dpd_desktop.gui.session import format_duration
+    from dpd_desktop.runs.artifacts import read_history_csv
+
+    ds = make_demo_dataset(seed=2, n_train=8000, n_val=4096, n_test=4096)
+    cfg = ExperimentConfig(epochs=4, hidden_size=6, frame_length=40, stride=2, batch_size=32, device="cpu")
+    w = make_window()
+    w.set_dataset(ds, "demo")
+    w.set_form_from_config(cfg)
+    w.start_run()
+    qtbot.waitUntil(lambda: w.epoch_table.rowCount() >= 2, timeout=120_000)
+    with qtbot.waitSignal(w.runEnded, timeout=60_000):
+        w.stop_run()
+    run_dir = Path(w.session.run_dir)
+    before_s = 60 * float(read_history_csv(run_dir / "history.csv")[-1]["TIME:"])
+    with qtbot.waitSignal(w.runEnded, timeout=120_000) as blocker:
+        w.resume_control.action.trigger()
+    assert blocker.args == ["succeeded"], w.banner.message
+    rows = read_history_csv(run_dir / "history.csv")
+    wall = json.loads((run_dir / "status.json").read_text())["wall_s"]
+    # the whole run: the epochs before the resume, then those after it (its last TIME: counts both), then the
+    # final evaluation; the resumed part alone was reported before
+    assert wall >= 60 * float(rows[-1]["TIME:"]) > before_s > 0
+    assert f"Run finished in {format_duration(wall)}" in w.banner.message
