@@ -39,6 +39,9 @@ class CurvesPanel(PlotPanel):
         self.plot = self._add_plot(0, 0, self.title, left="", bottom="epoch",
                                    axisItems={"bottom": IntegerAxis("bottom"), "left": LogAxis("left")})
         self.plot.getAxis("left").setWidth(56)
+        # room around the points: a run of one epoch (MP/GMP) is a single dot, which the default 2 % left on the
+        # axes' edge, half cut
+        self.plot.getViewBox().setDefaultPadding(0.1)
         self.legend = self._add_legend(self.plot, force=True)
         self.curves = []
         for i, r in enumerate(cmp.runs):

@@ -1,8 +1,10 @@
 """Small inline-SVG charts for the HTML report (no display, no Qt, no plotting library): lines or points of a few
 series on linear or log-y axes, with ticks, axis labels, a title and a legend.
 
-Ticks are the 1-2-5 steps (``nice_step``); log axes label the decades. Non-finite points break a line. The SVG is
-a string meant to be placed inside an HTML document (no XML declaration), sized in CSS pixels through ``viewBox``.
+Ticks are the 1-2-5 steps (``nice_step``); log axes label the decades. Non-finite points break a line. A line of
+at most :data:`MARKED_POINTS` points also marks each point with a dot (a line of one point draws nothing: a single
+epoch's learning curve, every MP/GMP run's, was an empty chart). The SVG is a string meant to be placed inside an
+HTML document (no XML declaration), sized in CSS pixels through ``viewBox``.
 """
 from __future__ import annotations
 
@@ -13,6 +15,9 @@ from typing import Sequence
 
 import numpy as np
 
+#: lines of at most this many finite points get a dot on each point (as the window's learning curves do)
+MARKED_POINTS = 60
+MARKER_RADIUS = 2.5
 #: the series colors, in order (colour-blind-safe Okabe-Ito palette)
 COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 
@@ -166,6 +171,9 @@ def line_chart(series: Sequence[Series], title: str = "", xlabel: str = "", ylab
             pen_down = True
         if d:
             out.append(f'<path d="{"".join(d)}" stroke="{color}" stroke-width="1.5" fill="none"/>')
+        if 0 < int(ok.sum()) <= MARKED_POINTS:
+            out.extend(f'<circle cx="{sx(a):.1f}" cy="{sy(b):.1f}" r="{MARKER_RADIUS}" fill="{color}"/>'
+                       for a, b in zip(x[ok], y[ok]))
     out.append("</g>")
     # legend, on a veil so that it stays legible over the data
     if prepared:
