@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QHBoxLayout, 
 from .. import __version__
 from . import theme
 from .widgets.banner import warning_color
+from .widgets.elided_label import ElidedLabel
 
 PREVIEW_WARNING = "⚠ Batch preview runs extra inference and slows training"
 
@@ -136,12 +137,13 @@ class WindowActions:
         self.preview_check = QCheckBox("Live batch preview")
         self.preview_check.setToolTip("Refresh the plots every N batches (set in Training → Preview every) from a "
                                       "frozen copy of the model")
+        # The warning sits under the toolbar, over the plots (gui/plot_area.py), not in the toolbar: beside the tick
+        # it pushed the tick into the toolbar's overflow menu at 1280 px.
         self.preview_warning = QLabel(PREVIEW_WARNING)
         self.preview_warning.setObjectName("preview_warning")
         self._style_warning()
         self.preview_warning.setVisible(False)
         pl.addWidget(self.preview_check)
-        pl.addWidget(self.preview_warning)
         tb.addWidget(preview_box)
         self.preview_check.toggled.connect(self._on_preview_toggled)
 
@@ -151,17 +153,19 @@ class WindowActions:
     def _build_statusbar(self) -> None:
         """Permanent read-outs (device, fast path, run folder, best metric); transient messages on the left."""
         sb = self.statusBar()
-        self.device_label = QLabel("device: —")
-        self.fastpath_label = QLabel("CUDA graph: —")
-        self.run_folder_label = QLabel("")
-        self.run_folder_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.best_label = QLabel("")
-        for w in (self.device_label, self.fastpath_label, self.run_folder_label, self.best_label):
+        # Each read-out shows as much as fits and elides the rest (the whole text in its tooltip): at 1280 px the
+        # four did not fit and Qt cut them. The best metric keeps its whole text longest; a path loses its start.
+        self.device_label = ElidedLabel("device: —", min_chars=14)
+        self.fastpath_label = ElidedLabel("CUDA graph: —", min_chars=16)
+        self.run_folder_label = ElidedLabel("", Qt.TextElideMode.ElideLeft, min_chars=16)
+        self.best_label = ElidedLabel("", min_chars=52)
+        for w, stretch in ((self.device_label, 1), (self.fastpath_label, 1), (self.run_folder_label, 2),
+                           (self.best_label, 0)):
             w.setContentsMargins(6, 0, 6, 0)
-            sb.addPermanentWidget(w)
+            sb.addPermanentWidget(w, stretch)
         if self.workspace is not None:
             root = str(getattr(self.workspace, "root", ""))
-            self.run_folder_label.setText(self._elide_left(f"workspace {root}", 70))
+            self.run_folder_label.setText(f"workspace {root}")
             self.run_folder_label.setToolTip(root)
 
     @staticmethod
@@ -176,7 +180,7 @@ class WindowActions:
         """Status bar text "CUDA graph: on" or "CUDA graph: off — <reason>" (full text in the tooltip)."""
         fp = str(fast_path)
         shown = "off — " + fp[4:].strip() if fp.startswith("off:") else fp
-        self.fastpath_label.setText(self._elide(f"CUDA graph: {shown}", 70))
+        self.fastpath_label.setText(f"CUDA graph: {shown}")
         self.fastpath_label.setToolTip(f"CUDA graph fast path: {fp}")
         self._fast_path_shown = fp
 

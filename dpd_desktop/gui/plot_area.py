@@ -69,9 +69,10 @@ class PlotArea:
         grid.addWidget(self.amam_panel, 1, 2)
         grid.addWidget(self.time_panel, 2, 1)
         grid.addWidget(self.ampm_panel, 2, 2)
-        grid.setRowStretch(1, 1)
-        grid.setRowStretch(2, 1)
-        for c, s in enumerate((4, 4, 3)):
+        # the PSD's row a little higher than the time domain's: its ACLR read-out takes lines under the plot
+        grid.setRowStretch(1, 6)
+        grid.setRowStretch(2, 5)
+        for c, s in enumerate((3, 4, 3)):  # the PSD column the widest: its read-out wraps less
             grid.setColumnStretch(c, s)
         for p in self.panels:
             p.activated.connect(self._set_current_panel)
@@ -101,6 +102,9 @@ class PlotArea:
         pl = QVBoxLayout(plots_w)
         pl.setContentsMargins(0, 0, 0, 0)
         pl.setSpacing(4)
+        # "Live batch preview"'s warning, right under the toolbar's tick, only while it is ticked (as the banner,
+        # it takes the plots' height, never moves the form)
+        pl.addWidget(self.preview_warning, 0, Qt.AlignmentFlag.AlignRight)
         pl.addWidget(self.banner)
         pl.addWidget(grid_w, 1)
         right = QSplitter(Qt.Orientation.Vertical)

@@ -24,7 +24,9 @@ COLUMNS = ("#", "State", "Experiment", "Device", "Run", "Message")
 STATE_COLORS = {"succeeded": "#2e7d32", "failed": "#c62828", "cancelled": "#b26a00", "interrupted": "#b26a00",
                 "running": "#1565c0"}
 REFRESH_MS = 2000
-DOCK_HEIGHT = 170  # px: the buttons, about four rows, the status line
+#: px: the buttons, two rows and the status line (four rows, 170 px, left the plots of a 1280×800 window too little
+#: height); the dock scrolls, and its splitter gives it more
+DOCK_HEIGHT = 125
 DOCK_MIN_HEIGHT = 20
 
 

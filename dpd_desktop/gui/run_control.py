@@ -169,7 +169,7 @@ class RunControl:
         dev = str(ev.device) + (f" · {name}" if name and name.lower() != str(ev.device).lower() else "")
         self._run_kernel = show_run_kernel(self, ev, dev, f"batched loader: {ev.batched_loader}")
         self._show_fast_path(ev.fast_path)
-        self.run_folder_label.setText(self._elide_left(f"run {ev.run_dir}", 70))
+        self.run_folder_label.setText(f"run {ev.run_dir}")
         self.run_folder_label.setToolTip(str(ev.run_dir))
         if ev.dataset_summary and self._dataset is None:
             self.dataset_box.set_fields(describe_summary(ev.dataset_summary))

@@ -58,7 +58,7 @@ def show_reopened(window, replay) -> None:
     window.device_label.setText(f"{device_text(dev)} · kernel {kernel.label}")
     window.device_label.setToolTip(f"as recorded in {rec.config_path}\n{kernel.describe()}")
     window._show_fast_path(dev.get("fast_path") or "—")  # noqa: SLF001 - the window's own status-bar helper
-    window.run_folder_label.setText(window._elide_left(f"run {rec.run_dir}", 70))  # noqa: SLF001
+    window.run_folder_label.setText(f"run {rec.run_dir}")
     window.run_folder_label.setToolTip(str(rec.run_dir))
     profile = rec.metric_profile
     window._metric_profile = profile  # noqa: SLF001 - the live run's best line reads it too

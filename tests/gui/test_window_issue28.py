@@ -138,3 +138,87 @@ def test_a_resumed_run_reports_its_whole_duration(make_window, qtbot):
     # final evaluation; the resumed part alone was reported before
     assert wall >= 60 * float(rows[-1]["TIME:"]) > before_s > 0
     assert f"Run finished in {format_duration(wall)}" in w.banner.message
+
+
+# ------------------------------------------------------------------------------------------------------ 1280×800
+def _dpd_like_plotdata():
+    """make_plotdata with a DPD run's six signal names (the longest legend and ACLR read-out)."""
+    import dataclasses
+
+    from gui_fakes import make_plotdata
+
+    pd = make_plotdata()
+    names = {"measured y": "target g·x", "predicted ŷ": "PA(DPD(x))"}
+
+    def rename(d):
+        return {names.get(k, k): v for k, v in d.items()}
+
+    psd = rename(pd.psd)
+    psd["PA(x) no DPD"] = psd["target g·x"] + 3
+    psd["DPD output u"] = psd["target g·x"] - 20
+    psd["input x"] = psd["target g·x"] - 25
+    aclr = rename(pd.aclr)
+    aclr["PA(x) no DPD"] = (-31.2, -30.8)
+    return dataclasses.replace(pd, psd=psd, amam=rename(pd.amam), ampm=rename(pd.ampm), time=rename(pd.time),
+                               aclr=aclr, target_name="target g·x", pred_name="PA(DPD(x))")
+
+
+def _fits(panel) -> list[str]:
+    """What of a plot panel's scene lies outside the panel (it would be clipped): its layout and each text."""
+    import pyqtgraph as pg
+
+    out = []
+    view = panel.viewport().rect()
+    ci = panel.ci
+    if ci.size().width() > panel.width() + 0.5 or ci.size().height() > panel.height() + 0.5:
+        out.append(f"layout {ci.size().width():.0f}×{ci.size().height():.0f} in {panel.width()}×{panel.height()}")
+    labels = [p.titleLabel for p in panel._plots] + [it for it in ci.items if isinstance(it, pg.LabelItem)]
+    for label in labels:
+        r = panel.mapFromScene(label.mapToScene(label.item.mapRectToParent(label.item.boundingRect()))).boundingRect()
+        if label.text.strip() and not view.adjusted(-1, -1, 1, 1).contains(r):
+            out.append(f"{panel.title}: label {label.text[:40]!r} at {r} outside {view}")
+    for plot in panel._plots:  # the axes with their tick labels
+        for name in ("left", "bottom"):
+            ax = plot.getAxis(name)
+            r = panel.mapFromScene(ax.mapToScene(ax.boundingRect())).boundingRect()
+            if ax.isVisible() and not view.adjusted(-1, -1, 1, 1).contains(r.adjusted(0, 0, -1, -1)):
+                out.append(f"{panel.title}: {name} axis at {r} outside {view}")
+    return out
+
+
+def test_at_1280x800_plots_fit_readouts_show_and_the_preview_tick_is_in_the_toolbar(make_window, qtbot):
+    from PySide6.QtWidgets import QToolButton
+
+    from gui_fakes import make_row
+
+    w = make_window()
+    w.resize(1280, 800)
+    w.set_dataset(FakeDataset(name="DPA_160MHz"))
+    w.preview_check.setChecked(True)
+    w.step_dpd.setChecked(True)
+    plots = _dpd_like_plotdata()
+    for e in range(3):
+        w.learning_panel.append_row(make_row(e, 3))
+    w.show_plots(plots, "test · selected epoch 2")
+    w.psd_panel.set_power_change(-1.39)
+    w.best_label.setText("best val NMSE -37.25 dB (ep 2) · metrics: legacy-2.2.1")
+    w.run_folder_label.setText("run " + "/a/long/workspace/path" * 4 + "/runs/2026-12-02-193519-pa-gru16")
+    qtbot.wait(100)
+    assert w.width() == 1280 and w.height() == 800
+    problems = [p for panel in w.panels for p in _fits(panel)]
+    assert problems == [], "\n".join(problems)
+    # every read-out of the PSD panel is there: each signal's ACLR, the DPD's gain and the output-power change
+    text = w.psd_panel.aclr_text
+    assert "PA(DPD(x)): L" in text and "before DPD" in text and "output power with DPD -1.39 dB" in text
+    # the toolbar shows all it holds: no overflow menu; the tick in it, its red warning in the window
+    ext = w.toolbar.findChild(QToolButton, "qt_toolbar_ext_button")
+    assert ext is None or not ext.isVisible()
+    tick = w.preview_check
+    assert tick.isVisible() and tick.visibleRegion().boundingRect().width() >= tick.sizeHint().width()
+    warning = w.preview_warning
+    assert warning.isVisible() and warning.width() >= warning.sizeHint().width()
+    top_left = warning.mapTo(w, warning.rect().topLeft())
+    assert 0 <= top_left.x() and top_left.x() + warning.width() <= w.width()
+    # the status bar: the best metric whole, a long path shortened at its start (the whole one in its tooltip)
+    assert not w.best_label.elided and w.best_label.isVisible()
+    assert w.run_folder_label.shown_text.endswith("2026-12-02-193519-pa-gru16")

@@ -9,13 +9,20 @@ from typing import Iterable, Mapping
 import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.exporters import ImageExporter
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Signal
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, Signal
 from PySide6.QtGui import QColor
 
 from ...runs.artifacts import atomic_write_bytes
 from .. import theme
 
+#: the left axis' width [px], room for its label and 5-character tick values
+LEFT_AXIS_WIDTH = 56
 LINE_OPTS = dict(clipToView=True, autoDownsample=True, downsampleMethod="peak", connect="finite")
+
+
+def nowrap(html: str) -> str:
+    """Rich text kept on one line when a label wraps (:meth:`PlotPanel.fit_label` breaks between such pieces)."""
+    return f"<span style='white-space:nowrap'>{html}</span>"
 
 
 def as_f64(a) -> np.ndarray:
@@ -140,6 +147,20 @@ class CurveSet:
         return n
 
 
+class FittedLabel(pg.LabelItem):
+    """A LabelItem of a :class:`PlotPanel` (read-outs, legend rows) that wraps to the panel's width when its text is
+    wider (:meth:`PlotPanel.fit_label`), instead of widening the panel's scene past the panel."""
+
+    def __init__(self, text: str = " ", panel: "PlotPanel | None" = None, **args):
+        self._panel = panel
+        super().__init__(text, **args)
+
+    def setText(self, text, **args):  # noqa: N802 (pyqtgraph name)
+        super().setText(text, **args)
+        if getattr(self, "_panel", None) is not None:
+            self._panel.fit_label(self)
+
+
 class PlotPanel(pg.GraphicsLayoutWidget):
     """Base class of the plot panels.
 
@@ -155,14 +176,78 @@ class PlotPanel(pg.GraphicsLayoutWidget):
     #: Emitted when the user clicks into the panel (the main window tracks the "current" plot for Ctrl+E).
     activated = Signal(object)
 
+    #: the scene's margins left and right of its layout [px] (``ci.setContentsMargins``)
+    MARGINS = (4, 18)
+
     def __init__(self, parent=None, show_legend: bool = True):
         super().__init__(parent=parent)
         self.show_legend = show_legend
         self.setMinimumSize(260, 200)
-        self.ci.setContentsMargins(4, 4, 18, 4)
+        self.ci.setContentsMargins(self.MARGINS[0], 4, self.MARGINS[1], 4)
+        # GraphicsLayoutWidget puts its layout's addLabel on the instance: ours instead
+        self.addLabel = self.add_fitted_label
         self._plots: list[pg.PlotItem] = []
         self._placeholder_item: pg.TextItem | None = None
         self._empty_look: bool | None = None
+
+    # -- texts that fit the panel ----------------------------------------------------------------------------------
+    def add_fitted_label(self, text: str = " ", row=None, col=None, rowspan: int = 1, colspan: int = 1, **args):
+        """pyqtgraph's ``addLabel`` (which it is, on a panel), with a :class:`FittedLabel`."""
+        label = FittedLabel(text, self, **args)
+        self.ci.addItem(label, row, col, rowspan, colspan)
+        return label
+
+    def _text_width(self) -> float:
+        """The width [px] a text of the panel may take: the panel's, less the scene's margins and a little air."""
+        return max(40.0, self.width() - sum(self.MARGINS) - 8)
+
+    def fit_label(self, label: pg.LabelItem, width: float | None = None) -> None:
+        """Wrap ``label`` (a title or read-out) at ``width`` (default :meth:`_text_width`) when its text is wider,
+        else let it take its natural width: a label's minimum width is its text's (pyqtgraph), and a long title or
+        ACLR read-out made the scene wider than the panel, which then showed it clipped (half the PSD's axis and
+        the DPD's ACLR read-out at 1280 px)."""
+        width = self._text_width() if width is None else width
+        item = label.item
+        item.setTextWidth(-1)
+        if item.boundingRect().width() > width:
+            item.setTextWidth(width)
+            option = item.document().defaultTextOption()
+            option.setAlignment({"left": Qt.AlignmentFlag.AlignLeft, "right": Qt.AlignmentFlag.AlignRight}.get(
+                label.opts.get("justify"), Qt.AlignmentFlag.AlignHCenter))
+            item.document().setDefaultTextOption(option)
+        label.updateMin()
+        label.resizeEvent(None)
+
+    def _title_width(self, plot: pg.PlotItem, width: float | None = None) -> float:
+        """The width a plot's title may take: above the view box, between the plot's left and right axes."""
+        width = self._text_width() if width is None else width
+        for name in ("left", "right"):
+            ax = plot.getAxis(name)
+            if ax.isVisible():
+                width -= max(ax.width(), ax.minimumWidth())
+        return max(40.0, width)
+
+    def fit_title(self, plot: pg.PlotItem, width: float | None = None) -> None:
+        """:meth:`fit_label` on a plot's title, and its row as high as the title's lines (pyqtgraph fixes that row's
+        height at ``setTitle``, to one line: a wrapped title then pushed the plot's bottom axis out of the panel)."""
+        label = plot.titleLabel
+        self.fit_label(label, self._title_width(plot, width))
+        if label.isVisible():
+            plot.layout.setRowFixedHeight(0, label.minimumHeight())
+
+    def fit_labels(self, width: float | None = None) -> None:
+        """:meth:`fit_label` on the plots' titles and the layout's labels."""
+        for plot in self._plots:
+            self.fit_title(plot, width)
+        for item in self.ci.items:
+            if isinstance(item, pg.LabelItem):
+                self.fit_label(item, width)
+
+    def resizeEvent(self, ev):  # noqa: N802 (Qt name)
+        # the labels first: the layout below then fits the new width (pyqtgraph calls this with None while building)
+        if ev is not None and getattr(self, "_plots", None) is not None and not getattr(self, "closed", False):
+            self.fit_labels(max(40.0, ev.size().width() - sum(self.MARGINS) - 8))
+        super().resizeEvent(ev)
 
     # -- building helpers ------------------------------------------------------------------------------------------
     def _add_plot(self, row: int = 0, col: int = 0, title: str | None = None, left: str = "", bottom: str = "",
@@ -170,6 +255,7 @@ class PlotPanel(pg.GraphicsLayoutWidget):
         plot = self.addPlot(row=row, col=col, axisItems=axisItems)
         if title:
             plot.setTitle(title, size="10pt")
+            self.fit_title(plot)
         plot.setLabel("left", left, units=left_units)
         plot.setLabel("bottom", bottom, units=bottom_units)
         for ax in ("left", "bottom"):
@@ -180,6 +266,9 @@ class PlotPanel(pg.GraphicsLayoutWidget):
             plot.getAxis(ax).setStyle(maxTickLevel=1)
         plot.showGrid(x=True, y=True, alpha=0.25)
         plot.setMenuEnabled(True)
+        # A fixed width (a panel may set another): the title's room beside it is known before the first tick
+        # labels (pyqtgraph widens an axis at its paint), see fit_labels.
+        plot.getAxis("left").setWidth(LEFT_AXIS_WIDTH)
         self._plots.append(plot)
         return plot
 
@@ -255,8 +344,10 @@ class PlotPanel(pg.GraphicsLayoutWidget):
     def set_source_label(self, label: str) -> None:
         """Show where the data came from (e.g. "validation · epoch 3") in the first plot's title."""
         if self._plots:
-            t = self.title + (f"  —  {label}" if label else "")
+            # breaks only between the title and the label's "·" parts when the panel is narrow
+            t = nowrap(self.title) + ("  —  " + " · ".join(nowrap(p) for p in label.split(" · ")) if label else "")
             self._plots[0].setTitle(t, size="10pt")
+            self.fit_title(self._plots[0])
 
     # -- theme & export -------------------------------------------------------------------------------------------
     def apply_palette(self) -> None:
@@ -284,6 +375,7 @@ class PlotPanel(pg.GraphicsLayoutWidget):
             if isinstance(item, pg.LabelItem) and item not in [p.titleLabel for p in self._plots]:
                 item.setAttr("color", fg)
                 item.setText(item.text)
+        self.fit_labels()
 
     def render_image(self, width: int | None = None):
         """Render the panel's scene to a QImage (ImageExporter)."""

@@ -10,7 +10,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from .. import history, theme
-from .base import IntegerAxis, LogAxis, PlotPanel, scatter_item
+from .base import IntegerAxis, LogAxis, PlotPanel, nowrap, scatter_item
 
 
 class GrowingBuffer:
@@ -97,8 +97,8 @@ class LearningPanel(PlotPanel):
         self._sync_empty()
 
     def _legend_html(self, where: str) -> str:
-        return "&nbsp;&nbsp;&nbsp;".join(
-            f"<span style='color:{self._colors[key]}; font-weight:900'>━●━</span>&nbsp;{label}"
+        return " &nbsp;&nbsp;".join(
+            nowrap(f"<span style='color:{self._colors[key]}; font-weight:900'>━●━</span>&nbsp;{label}")
             for key, label, w in self.SERIES if w == where)
 
     def _set_legends(self) -> None:

@@ -7,7 +7,7 @@ import numpy as np
 import pyqtgraph as pg
 
 from .. import theme
-from .base import CurveSet, PlotPanel, ordered
+from .base import CurveSet, PlotPanel, nowrap, ordered
 
 
 BEFORE_DPD, AFTER_DPD = "PA(x) no DPD", "PA(DPD(x))"
@@ -55,7 +55,7 @@ class PSDPanel(PlotPanel):
     def _readout_text(self) -> str:
         text = self._aclr_text
         if self._power_change_db is not None:
-            text += ("<br>" if text else "") + f"output power with DPD {self._power_change_db:+.2f} dB"
+            text += ("<br>" if text else "") + nowrap(f"output power with DPD {self._power_change_db:+.2f} dB")
         return text
 
     def update_from(self, plots, label: str = "") -> None:
@@ -81,7 +81,7 @@ class PSDPanel(PlotPanel):
             left, right = plots.aclr[name]
             if not (math.isfinite(left) or math.isfinite(right)):
                 continue
-            lines.append(f"{name}: L {left:.1f} / R {right:.1f}")
+            lines.append(nowrap(f"{name}: L {left:.1f} / R {right:.1f}"))
         if not lines:
             return ""
         rows = ["  ·  ".join(lines[i:i + 2]) for i in range(0, len(lines), 2)]
@@ -100,7 +100,8 @@ class PSDPanel(PlotPanel):
         if not (math.isfinite(b) and math.isfinite(a)):
             return ""
         verdict = "better" if a < b else "worse" if a > b else "unchanged"
-        return f"ACLR avg before DPD {b:.1f} → after DPD {a:.1f} ({a - b:+.1f} dB, {verdict})"
+        return (nowrap(f"ACLR avg before DPD {b:.1f}") + " " + nowrap(f"→ after DPD {a:.1f}") + " "
+                + nowrap(f"({a - b:+.1f} dB, {verdict})"))
 
     @property
     def aclr_text(self) -> str:

@@ -10,13 +10,15 @@ from .base import CurveSet, PlotPanel, ordered
 class TimeDomainPanel(PlotPanel):
     """In-phase and quadrature components of a short window of every signal in ``PlotData.time``."""
 
-    title = "Time domain I/Q"
+    title = "Time domain I/Q [data units]"
     file_stem = "time_domain"
 
     def __init__(self, parent=None, show_legend: bool = True):
         super().__init__(parent, show_legend)
-        self.i_plot = self._add_plot(0, 0, self.title, left="I [data units]", bottom="")
-        self.q_plot = self._add_plot(1, 0, None, left="Q [data units]", bottom="sample index n")
+        # "I" and "Q", their unit in the title: "I [data units]" was longer than a plot of the panel's half height
+        # at 1280×800 and the two vertical labels ran into each other
+        self.i_plot = self._add_plot(0, 0, self.title, left="I", bottom="")
+        self.q_plot = self._add_plot(1, 0, None, left="Q", bottom="sample index n")
         self.q_plot.setXLink(self.i_plot)
         for p in (self.i_plot, self.q_plot):
             p.getAxis("left").setWidth(56)

@@ -3,38 +3,33 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QWidget
 
 from .. import theme
 
 
 class SignalLegend(QWidget):
-    """A row of colored line swatches with the signal names (measured y, predicted ŷ, input x, error, ...)."""
+    """"Signals:" and a colored line swatch with each signal's name (measured y, predicted ŷ, input x, error, ...),
+    in one label that wraps between entries when the plots are narrow (a DPD run's six signals, side by side, were
+    wider than the two data columns at 1280 px and pushed the plots out of the window)."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self._layout = QHBoxLayout(self)
-        self._layout.setContentsMargins(4, 0, 4, 0)
-        self._layout.setSpacing(14)
-        self._title = QLabel("Signals:")
-        self._layout.addWidget(self._title)
-        self._layout.addStretch(1)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(4, 0, 4, 0)
+        self.text = QLabel("Signals:")
+        self.text.setWordWrap(True)
+        self.text.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        layout.addWidget(self.text, 1)
         self._names: list[str] = []
-        self.labels: dict[str, QLabel] = {}
 
     def set_signals(self, names: Iterable[str]) -> None:
         names = list(dict.fromkeys(names))
         if names == self._names:
             return
-        for lab in self.labels.values():
-            self._layout.removeWidget(lab)
-            lab.deleteLater()
-        self.labels = {}
-        for i, name in enumerate(names):
-            color = theme.color_for(name, i)
-            lab = QLabel(f"<span style='color:{color}; font-weight:900'>━━</span>&nbsp;{name}")
-            self._layout.insertWidget(self._layout.count() - 1, lab)
-            self.labels[name] = lab
+        entries = [f"<span style='color:{theme.color_for(name, i)}; font-weight:900'>━━</span>&nbsp;"
+                   + name.replace(" ", "&nbsp;") for i, name in enumerate(names)]
+        self.text.setText("Signals:&nbsp;&nbsp; " + " &nbsp;&nbsp; ".join(entries))
         self._names = names
 
     @property
