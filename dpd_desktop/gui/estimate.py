@@ -2,45 +2,71 @@
 
 A small calibrated model, not a promise. One epoch trains every frame once: ``frames = (N_train - F) // stride + 1``
 frames of ``F`` samples, ``frames * F`` sample-steps (forward, backward and the AdamW update per sample of a frame),
-then evaluates val and test once (about a fifth of a training sample-step per sample).
+then evaluates val and test once (inference and their metrics). Once per run: the run's start in its child process
+(the dataset read again), the set-up, the results.
 
-Calibration (GRU-23, batch 64, PA step):
+On the CPU the run's time depends on what else the machine runs as much as on the model: on the 2-core development
+machine one other busy process makes a run 1.7-2.1× longer. The estimate is therefore a range, from the idle
+machine (:attr:`Estimate.seconds`) to one other busy process (:attr:`Estimate.seconds_busy`). The previous model,
+one figure at 6 µs per sample-step with the evaluation at a fifth of a sample-step, left runs 25-60 % longer than
+it said on the shared machine (its evaluation share was too small and the machine's load was not in it).
 
-* CPU, 2 cores: :data:`CPU_S_PER_SAMPLE_STEP` = 6e-6 s. Measured 9.3 µs on the development machine while other
-  jobs shared its 2 cores (demo data, frame 200, stride 8: 1.53 M sample-steps, epoch 14.3 s) and 4.2 µs quiet
-  (README: one CPU epoch of DPA_160MHz, 58.9 M sample-steps, 200–300 s); 6 µs sits between the two. Smaller or larger
-  hidden sizes change little on the CPU at these sizes (GRU-8 took 8–10 µs under the same load): the per-step
-  overhead dominates, so the cost scales as ``0.7 + 0.3 * work(H) / work(23)`` with ``work(H) = H * (H + 2)``.
-* CUDA: :data:`CUDA_S_PER_BATCH` = 0.54 ms per batch of 64 frames of 200 samples (README: DPA_160MHz steady epoch
-  2.5 s on one H200 for 4,605 batches), scaled by the frame length.
+Measured with ``benchmarks/estimate_calibration.py --fit`` (each case Start → banner in the window, the run in its
+child process, OMP_WAIT_POLICY=PASSIVE as there; figures and validation in
+benchmarks/results/2026-12-02-estimate-calibration.md):
 
-Other families cost :data:`FAMILY_FACTOR` times a GRU of the same size (their extra layers per step); a DPD step
-trains through the frozen PA, :data:`DPD_FACTOR` times a PA step. MP/GMP are a least-squares fit: seconds.
+* idle (load average ≤ 2 with the run's own two threads): :data:`CPU_S_PER_SAMPLE_STEP` = 5 µs per GRU-23 PA
+  sample-step (fits 4.5-5.6), :data:`CPU_EVAL_S_PER_SAMPLE` = 2 µs per val+test sample and epoch, :data:`CPU_RUN_S`
+  = 0.4 s + :data:`CPU_RUN_S_PER_SAMPLE` = 3 µs per sample of the dataset once;
+* one other busy process (``--busy 1``): all of it × :data:`CPU_BUSY_FACTOR` = 2 (the fit: 9.9 µs per sample-step).
+
+The model's cost relative to a GRU-23 PA (:func:`model_factor`): the hidden size as ``0.7 + 0.3 * work(H) /
+work(23)`` with ``work(H) = H * (H + 2)`` (GRU-8 and -16 measured 0.63 and 0.90, the formula 0.74 and 0.85), the
+family's :data:`CPU_FAMILY_FACTOR` (PyTorch's CPU LSTM runs a fused oneDNN kernel, its GRU none: an LSTM trains
+3-7× faster than a GRU of its size), and a DPD step trains through the frozen PA as well: the DPD's factor plus the
+PA's (a GRU-23 PA unless told; measured 1.58 for a GRU-15 DPD through a GRU-8 PA, the model 1.57).
+
+CUDA: :data:`CUDA_S_PER_BATCH` = 0.54 ms per batch of 64 frames of 200 samples (README: DPA_160MHz steady epoch
+2.5 s on one H200 for 4,605 batches), scaled by the frame length; one figure (not calibrated here: no GPU).
+MP/GMP are a least-squares fit: seconds.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-CPU_S_PER_SAMPLE_STEP = 6e-6
+CPU_S_PER_SAMPLE_STEP = 5.0e-6
+CPU_EVAL_S_PER_SAMPLE = 2.0e-6
+CPU_RUN_S = 0.4
+CPU_RUN_S_PER_SAMPLE = 3.0e-6
+#: the CPU run's time with one other busy process on the machine, relative to the idle machine's
+CPU_BUSY_FACTOR = 2.0
 CUDA_S_PER_BATCH = 0.54e-3
-EVAL_FRACTION = 0.2  # evaluation cost per val/test sample, relative to one training sample-step
+EVAL_FRACTION = 0.2  # CUDA: evaluation cost per val/test sample, relative to one training sample-step
+#: a family's training cost relative to a GRU of the same size, on the CPU (measured) and on CUDA (the extra layers
+#: per step; not measured here)
+CPU_FAMILY_FACTOR = {"gru": 1.0, "lstm": 0.3, "dgru": 1.2, "tres_gru": 1.5, "rvtdcnn": 0.65}
 FAMILY_FACTOR = {"gru": 1.0, "lstm": 1.3, "dgru": 1.5, "tres_gru": 2.0, "rvtdcnn": 1.0}
-DPD_FACTOR = 2.2
+#: the hidden size of the PA a DPD step trains through, when the estimate is not told (the reference's PA size)
+PA_HIDDEN_DEFAULT = 23
 LEAST_SQUARES = ("mp", "gmp")
-#: Suggested defaults aim at this many seconds per epoch on the CPU (and keep at least this many epochs).
+#: Suggested defaults aim at this many seconds per epoch on the CPU, idle (and keep at least this many epochs).
 CPU_EPOCH_TARGET_S = 60.0
 CPU_SUGGESTED_EPOCHS = 10
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """``seconds`` for the whole run, ``epoch_s`` per epoch, ``frames`` per epoch; ``basis``: how (for a tooltip)."""
+    """``seconds`` for the whole run and ``epoch_s`` per epoch on an idle machine, ``seconds_busy`` and
+    ``epoch_s_busy`` with one other busy process (the same figures on CUDA); ``frames`` per epoch; ``basis``: how
+    (for a tooltip)."""
 
     seconds: float
     epoch_s: float
     frames: int
     basis: str
+    seconds_busy: float = math.nan
+    epoch_s_busy: float = math.nan
 
 
 def n_frames(n_train: int, frame_length: int, stride: int) -> int:
@@ -51,33 +77,53 @@ def n_frames(n_train: int, frame_length: int, stride: int) -> int:
 
 
 def _size_factor(hidden_size: int) -> float:
+    """A GRU of ``hidden_size`` against a GRU-23 (see the module docstring)."""
     work = hidden_size * (hidden_size + 2)
     return 0.7 + 0.3 * work / (23 * 25)
 
 
+def model_factor(backbone: str, hidden_size: int, step: str = "pa", pa_hidden_size: int | None = None,
+                 cuda: bool = False) -> float:
+    """The cost of a training sample-step relative to a GRU-23 PA's: the family's (:data:`CPU_FAMILY_FACTOR` or
+    :data:`FAMILY_FACTOR`) and the hidden size's factors; a DPD step adds its frozen PA's (a GRU of
+    ``pa_hidden_size``, default :data:`PA_HIDDEN_DEFAULT`), through which it trains forward and backward."""
+    family = str(backbone).lower()
+    own = (FAMILY_FACTOR if cuda else CPU_FAMILY_FACTOR).get(family, 1.5) * _size_factor(hidden_size)
+    if step == "dpd":
+        own += _size_factor(pa_hidden_size or PA_HIDDEN_DEFAULT)
+    return own
+
+
 def estimate_run(n_train: int, n_eval: int, *, backbone: str, hidden_size: int, epochs: int, batch_size: int,
-                 frame_length: int, stride: int, step: str = "pa", cuda: bool = False) -> Estimate | None:
+                 frame_length: int, stride: int, step: str = "pa", cuda: bool = False,
+                 pa_hidden_size: int | None = None) -> Estimate | None:
     """Seconds for a run of ``epochs`` on ``n_train`` training and ``n_eval`` val+test samples; None for a
-    least-squares family (MP/GMP) or when a frame does not fit the training split."""
+    least-squares family (MP/GMP) or when a frame does not fit the training split. ``pa_hidden_size``: a DPD's PA
+    (see :func:`model_factor`)."""
     family = str(backbone).lower()
     if family in LEAST_SQUARES:
         return None
     frames = n_frames(n_train, frame_length, stride)
     if frames == 0:
         return None
-    factor = FAMILY_FACTOR.get(family, 1.5) * _size_factor(hidden_size) * (DPD_FACTOR if step == "dpd" else 1.0)
+    factor = model_factor(family, hidden_size, step, pa_hidden_size, cuda)
     if cuda:
         batches = math.ceil(frames / max(batch_size, 1))
         train = batches * CUDA_S_PER_BATCH * (frame_length / 200) * factor
         evaluate = n_eval * CUDA_S_PER_BATCH / (64 * 200) * EVAL_FRACTION * factor
+        once, busy = 0.0, 1.0
         basis = f"{batches:,} batches × {CUDA_S_PER_BATCH * 1e3:.2f} ms (GRU-23 on an H200, frame 200) × {factor:.2f}"
     else:
         train = frames * frame_length * CPU_S_PER_SAMPLE_STEP * factor
-        evaluate = n_eval * CPU_S_PER_SAMPLE_STEP * EVAL_FRACTION * factor
-        basis = (f"{frames:,} frames × {frame_length} samples × {CPU_S_PER_SAMPLE_STEP * 1e6:.0f} µs "
-                 f"(GRU-23 on 2 CPU cores) × {factor:.2f}")
+        evaluate = n_eval * CPU_EVAL_S_PER_SAMPLE
+        once, busy = CPU_RUN_S + (n_train + n_eval) * CPU_RUN_S_PER_SAMPLE, CPU_BUSY_FACTOR
+        basis = (f"{frames:,} frames × {frame_length} samples × {CPU_S_PER_SAMPLE_STEP * 1e6:.1f} µs "
+                 f"(GRU-23 on 2 idle CPU cores) × {factor:.2f}, + {evaluate:.1f} s evaluation per epoch, "
+                 f"+ {once:.1f} s per run; × {CPU_BUSY_FACTOR:g} with another busy process")
     epoch_s = train + evaluate
-    return Estimate(seconds=epoch_s * max(epochs, 0), epoch_s=epoch_s, frames=frames, basis=basis)
+    seconds = epoch_s * max(epochs, 0) + once
+    return Estimate(seconds=seconds, epoch_s=epoch_s, frames=frames, basis=basis, seconds_busy=seconds * busy,
+                    epoch_s_busy=epoch_s * busy)
 
 
 def suggest_cpu_defaults(n_train: int, frame_length: int) -> dict[str, int]:

@@ -57,6 +57,17 @@ def on_cuda(device: str) -> bool:
     return device.startswith("cuda") or (device == "auto" and cuda_available())
 
 
+def duration_range(low: float, high: float) -> str:
+    """"5 min", or "5–9 min" / "40 s – 2 min" when the two ends read differently (:func:`format_duration`)."""
+    a, b = format_duration(low), format_duration(high if math.isfinite(high) else low)
+    if a == b:
+        return a
+    ua, ub = a.split(" ", 1)[-1], b.split(" ", 1)[-1]
+    if ua == ub and a.count(" ") == 1:
+        return f"{a.split(' ')[0]}–{b}"
+    return f"{a} – {b}"
+
+
 class FormState:
     """Estimate, suggested defaults and saved form values of the window."""
 
@@ -87,11 +98,15 @@ class FormState:
             label.setToolTip("MP/GMP are fitted by least squares, no epochs" if fits else
                              f"frame length {cfg.frame_length} > {n_train:,} training samples")
             return
-        where = "CUDA" if cuda else "CPU"
-        label.setText(f"≈ {format_duration(est.seconds)}")
-        label.setToolTip(f"Estimated run time on {where}: {format_duration(est.epoch_s)} per epoch × {cfg.epochs} "
-                         f"({est.frames:,} frames per epoch).\nModel: {est.basis}.\nA rough guide: the machine's load "
-                         "and the model change it; the progress read-out gives the measured pace once running.")
+        label.setText(f"≈ {duration_range(est.seconds, est.seconds_busy)}")
+        if cuda:
+            pace = f"Estimated run time on CUDA: {format_duration(est.epoch_s)} per epoch × {cfg.epochs}"
+        else:
+            pace = (f"Estimated run time on the CPU: {format_duration(est.seconds)} on an idle machine, "
+                    f"{format_duration(est.seconds_busy)} while another program keeps a core busy; "
+                    f"{duration_range(est.epoch_s, est.epoch_s_busy)} per epoch × {cfg.epochs}")
+        label.setToolTip(f"{pace} ({est.frames:,} frames per epoch).\nModel: {est.basis}.\nA rough guide: the "
+                         "progress read-out gives the measured pace once running.")
 
     # ------------------------------------------------------------------------------------------------ defaults
     def _suggest_defaults(self, dataset) -> None:

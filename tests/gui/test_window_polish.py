@@ -353,17 +353,31 @@ def test_estimate_model_numbers():
     est = estimate.estimate_run(294_912, 196_608, backbone="gru", hidden_size=23, epochs=10, batch_size=64,
                                 frame_length=200, stride=1)
     frames = (294_912 - 200) + 1
-    epoch = frames * 200 * 6e-6 + 196_608 * 6e-6 * 0.2
-    assert est.frames == frames and est.epoch_s == pytest.approx(epoch) and est.seconds == pytest.approx(10 * epoch)
+    # idle: per epoch 5 µs per GRU-23 sample-step and 2 µs per val+test sample; once 0.4 s + 3 µs per sample
+    epoch = frames * 200 * 5e-6 + 196_608 * 2e-6
+    once = 0.4 + (294_912 + 196_608) * 3e-6
+    assert est.frames == frames and est.epoch_s == pytest.approx(epoch)
+    assert est.seconds == pytest.approx(10 * epoch + once)
+    # with another busy process: twice the idle machine's time (measured 1.7-2.1×)
+    assert est.seconds_busy == pytest.approx(2 * est.seconds) and est.epoch_s_busy == pytest.approx(2 * epoch)
     cuda = estimate.estimate_run(294_912, 0, backbone="gru", hidden_size=23, epochs=1, batch_size=64,
                                  frame_length=200, stride=1, cuda=True)
     assert cuda.epoch_s == pytest.approx(-(-frames // 64) * 0.54e-3)  # README: 2.5 s per epoch on an H200
+    assert cuda.seconds_busy == cuda.seconds
+    # a DPD trains through its frozen PA: the DPD's factor plus the PA's (GRU-23 unless told)
     dpd = estimate.estimate_run(294_912, 0, backbone="gru", hidden_size=23, epochs=1, batch_size=64,
                                 frame_length=200, stride=1, step="dpd")
-    assert dpd.epoch_s == pytest.approx(2.2 * frames * 200 * 6e-6)
+    assert dpd.epoch_s == pytest.approx(2 * frames * 200 * 5e-6)
+    small_pa = estimate.estimate_run(294_912, 0, backbone="gru", hidden_size=23, epochs=1, batch_size=64,
+                                     frame_length=200, stride=1, step="dpd", pa_hidden_size=8)
+    assert small_pa.epoch_s == pytest.approx((1 + 0.7 + 0.3 * 80 / 575) * frames * 200 * 5e-6)
+    # the CPU's LSTM (a fused oneDNN kernel) against its GRU of the same size
+    lstm = estimate.estimate_run(294_912, 0, backbone="lstm", hidden_size=23, epochs=1, batch_size=64,
+                                 frame_length=200, stride=1)
+    assert lstm.epoch_s == pytest.approx(0.3 * frames * 200 * 5e-6)
     assert estimate.estimate_run(10_000, 0, backbone="gmp", hidden_size=1, epochs=1, batch_size=64,
                                  frame_length=200, stride=1) is None
-    assert estimate.suggest_cpu_defaults(294_912, 200) == {"epochs": 10, "stride": 8}  # 44 s per epoch
+    assert estimate.suggest_cpu_defaults(294_912, 200) == {"epochs": 10, "stride": 8}  # 37 s per epoch idle
     assert estimate.suggest_cpu_defaults(61_440, 200) == {"epochs": 10, "stride": 2}
 
 
@@ -380,11 +394,15 @@ def test_estimate_beside_start_follows_the_form_and_defaults_fit_the_dataset(mak
     assert (w.form.epochs.value(), w.form.stride.value()) == (10, 2)
     want = estimate.estimate_run(61_440, 32_768, backbone="gru", hidden_size=w.form.hidden_size.value(), epochs=10,
                                  batch_size=64, frame_length=w.form.frame_length.value(), stride=2)
-    from dpd_desktop.gui.session import format_duration
-    assert w.estimate_label.text() == f"≈ {format_duration(want.seconds)}"
+    from dpd_desktop.gui.form_state import duration_range
+    assert w.estimate_label.text() == f"≈ {duration_range(want.seconds, want.seconds_busy)}"
     assert "min" in w.estimate_label.text() and " h " not in w.estimate_label.text()
     w.form.epochs.setValue(20)
-    assert w.estimate_label.text() == f"≈ {format_duration(2 * want.seconds)}"
+    twenty = estimate.estimate_run(61_440, 32_768, backbone="gru", hidden_size=w.form.hidden_size.value(),
+                                   epochs=20, batch_size=64, frame_length=w.form.frame_length.value(), stride=2)
+    assert twenty.seconds > 1.9 * want.seconds
+    assert w.estimate_label.text() == f"≈ {duration_range(twenty.seconds, twenty.seconds_busy)}"
+    assert "idle machine" in w.estimate_label.toolTip() and "busy" in w.estimate_label.toolTip()
     # the user's own values are kept when another dataset loads
     w.set_dataset(FakeDataset(n=(294_912, 98_304, 98_304)))
     assert (w.form.epochs.value(), w.form.stride.value()) == (20, 2)
