@@ -16,7 +16,8 @@ child process, OMP_WAIT_POLICY=PASSIVE as there; figures and validation in
 benchmarks/results/2026-12-02-estimate-calibration.md):
 
 * idle (load average ≤ 2 with the run's own two threads): :data:`CPU_S_PER_SAMPLE_STEP` = 5 µs per GRU-23 PA
-  sample-step (fits 4.5-5.6), :data:`CPU_EVAL_S_PER_SAMPLE` = 2 µs per val+test sample and epoch, :data:`CPU_RUN_S`
+  sample-step (fits 4.5-5.6), :data:`CPU_EVAL_S_PER_SAMPLE` = 2 µs per val+test sample and epoch and
+  :data:`CPU_EPOCH_S` = 0.2 s per epoch (checkpoint, history, plot data: epochs of few frames), :data:`CPU_RUN_S`
   = 0.4 s + :data:`CPU_RUN_S_PER_SAMPLE` = 3 µs per sample of the dataset once;
 * one other busy process (``--busy 1``): all of it × :data:`CPU_BUSY_FACTOR` = 2 (the fit: 9.9 µs per sample-step).
 
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 
 CPU_S_PER_SAMPLE_STEP = 5.0e-6
 CPU_EVAL_S_PER_SAMPLE = 2.0e-6
+CPU_EPOCH_S = 0.2  # each epoch's fixed work: last.pt, the history row, the plots' data
 CPU_RUN_S = 0.4
 CPU_RUN_S_PER_SAMPLE = 3.0e-6
 #: the CPU run's time with one other busy process on the machine, relative to the idle machine's
@@ -115,7 +117,7 @@ def estimate_run(n_train: int, n_eval: int, *, backbone: str, hidden_size: int, 
         basis = f"{batches:,} batches × {CUDA_S_PER_BATCH * 1e3:.2f} ms (GRU-23 on an H200, frame 200) × {factor:.2f}"
     else:
         train = frames * frame_length * CPU_S_PER_SAMPLE_STEP * factor
-        evaluate = n_eval * CPU_EVAL_S_PER_SAMPLE
+        evaluate = n_eval * CPU_EVAL_S_PER_SAMPLE + CPU_EPOCH_S
         once, busy = CPU_RUN_S + (n_train + n_eval) * CPU_RUN_S_PER_SAMPLE, CPU_BUSY_FACTOR
         basis = (f"{frames:,} frames × {frame_length} samples × {CPU_S_PER_SAMPLE_STEP * 1e6:.1f} µs "
                  f"(GRU-23 on 2 idle CPU cores) × {factor:.2f}, + {evaluate:.1f} s evaluation per epoch, "
