@@ -9,7 +9,9 @@ work per epoch end on DPA_160MHz plot data, and the cost and memory of 10,000 ep
 
 Targets (issue 11): 95th-percentile tick under 50 ms and no stall over 200 ms during a run, epoch ends and previews
 included; under 50 ms of GUI-thread work per epoch end on DPA_160MHz plot data; 10,000 epochs grow the process by
-under 50 MB with a constant cost per append.
+under 50 MB with a constant cost per append. Issue 28: met "while another process is busy": ``--busy N`` (default 1)
+starts N processes that spin on the CPU for the whole measurement of each part (``--busy 0``: none), and every
+figure is printed with that count and the load average.
 
 ticks: a 10 ms QTimer (Qt.PreciseTimer) records the time between its timeouts from the window's first paint
 (the PyTorch preload runs then) through a real CPU training run on the demo data (loaded in the background, Live
@@ -43,6 +45,40 @@ from dpd_desktop.gui.qt_app import ensure_app  # noqa: E402
 from dpd_desktop.gui.main_window import MainWindow  # noqa: E402
 
 TICK_MS = 10
+
+
+BUSY_CODE = "import time\nwhile True:\n    time.perf_counter()\n"
+
+
+class Busy:
+    """``n`` other processes spinning on the CPU (a Python loop each) while the ``with`` block runs: the machine
+    shared with "another process that is busy". They end with the block (terminated, then killed)."""
+
+    def __init__(self, n: int):
+        self.n = int(n)
+        self.procs = []
+
+    def __enter__(self):
+        import subprocess
+
+        self.procs = [subprocess.Popen([sys.executable, "-c", BUSY_CODE]) for _ in range(self.n)]
+        time.sleep(0.3 if self.n else 0.0)  # let them reach the loop
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(5)
+            except Exception:  # noqa: BLE001 - a process that ignores SIGTERM
+                p.kill()
+                p.wait(5)
+        self.procs = []
+        return False
+
+    def __str__(self) -> str:
+        return f"{self.n} busy process{'es' if self.n != 1 else ''} beside it"
 
 
 def rss_mb() -> float:
@@ -200,7 +236,8 @@ def part_ticks(a) -> None:
     watch.stop()
     t_paint = marks["painted"]
     print(f"ticks ({TICK_MS} ms QTimer), demo data, GRU-16, {a.epochs} epochs, stride {a.stride}, preview every "
-          f"{a.preview_every} batches, CPU, training {PATHS[a.path]}; load average {os.getloadavg()[0]:.2f}")
+          f"{a.preview_every} batches, CPU, training {PATHS[a.path]}; {Busy(a.busy)}; load average "
+          f"{os.getloadavg()[0]:.2f}")
     for k, v in sorted(marks.items(), key=lambda kv: kv[1]):
         print(f"    {k:14s} {v - t_paint:7.2f} s after the first paint")
     ev = EVENTS
@@ -230,7 +267,8 @@ def ticks_ab(a) -> None:
     import subprocess
 
     args = [sys.executable, str(Path(__file__).resolve()), "--part", "ticks", "--epochs", str(a.epochs), "--stride",
-            str(a.stride), "--preview-every", str(a.preview_every), "--start-after-ms", str(a.start_after_ms)]
+            str(a.stride), "--preview-every", str(a.preview_every), "--start-after-ms", str(a.start_after_ms),
+            "--busy", str(a.busy)]
     for r in range(a.rounds):
         for path in ("thread", "child"):
             print(f"==== round {r + 1}, training {PATHS[path]} (load average before: {os.getloadavg()[0]:.2f})",
@@ -310,8 +348,8 @@ def part_epoch_end(a) -> None:
     ms = np.array(times[1:]) * 1e3  # the first draw creates the curves
     cpu_ms = np.array(cpu[1:]) * 1e3
     pts = sum(p.point_count() for p in w.panels)
-    print(f"epoch end on {Path(a.dataset).name} plot data ({pts:,} points in the panels), load average "
-          f"{os.getloadavg()[0]:.2f}: GUI-thread work per epoch end (row, table, curves, plots, repaint) median "
+    print(f"epoch end on {Path(a.dataset).name} plot data ({pts:,} points in the panels), {Busy(a.busy)}, load "
+          f"average {os.getloadavg()[0]:.2f}: GUI-thread work per epoch end (row, table, curves, plots, repaint) median "
           f"{np.median(ms):.1f} ms, max {ms.max():.1f} ms over {len(ms)} (first {times[0] * 1e3:.1f} ms); this "
           f"process's CPU time per epoch end median {np.median(cpu_ms):.1f} ms, max {cpu_ms.max():.1f} ms (the "
           "wall time without the other processes' share of the cores); target < 50 ms")
@@ -344,7 +382,8 @@ def part_many_epochs(a) -> None:
     app.processEvents()
     rss1 = rss_mb()
     first, last = sum(per[:1000]), sum(per[-1000:])
-    print(f"{n:,} epochs fed to the window (learning curves + epoch table; a repaint every {a.paint_every}): memory "
+    print(f"{n:,} epochs fed to the window (learning curves + epoch table; a repaint every {a.paint_every}; "
+          f"{Busy(a.busy)}, load average {os.getloadavg()[0]:.2f}): memory "
           f"+{rss1 - rss0:.1f} MB (target < 50 MB); first 1,000 appends {first:.2f} s ({first:.2f} ms per append), "
           f"last 1,000 {last:.2f} s; ratio last/first {last / first:.2f} (constant cost: ≈ 1)")
     w.close()
@@ -365,13 +404,21 @@ def main(argv=None) -> int:
                     help="ticks: train in a child process, on a QThread of the window's process (the old way), or "
                          "both, interleaved, each round in a fresh process (default)")
     ap.add_argument("--rounds", type=int, default=1, help="ticks --path both: rounds of (thread, child)")
+    ap.add_argument("--busy", type=int, default=1, help="other processes spinning on the CPU during each part "
+                    "(default 1: the targets hold while another process is busy; 0: none)")
     a = ap.parse_args(argv)
     if a.part in ("ticks", "all"):
-        ticks_ab(a) if a.path == "both" else part_ticks(a)
+        if a.path == "both":
+            ticks_ab(a)  # each round a process of its own, which starts its busy processes
+        else:
+            with Busy(a.busy):
+                part_ticks(a)
     if a.part in ("epoch-end", "all"):
-        part_epoch_end(a)
+        with Busy(a.busy):
+            part_epoch_end(a)
     if a.part in ("many-epochs", "all"):
-        part_many_epochs(a)
+        with Busy(a.busy):
+            part_many_epochs(a)
     app = QApplication.instance()  # none when only the A/B rounds ran (each in a process of its own)
     if app is not None:
         app.processEvents()

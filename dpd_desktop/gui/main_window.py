@@ -209,7 +209,13 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState,
         self.act_run_dpd.setEnabled(c.run_dpd)
         self.act_run_dpd_saved.setEnabled(c.run_dpd_saved)
         self.progress_label.setText(s.progress_text)
-        self.progress_bar.setValue(int(round(1000 * s.progress)))
+        value = int(round(1000 * s.progress))
+        if value != self.progress_bar.value():
+            # QProgressBar.setValue repaints at once (and the window's backing store with it: 6.5 ms per epoch end,
+            # bench_gui_responsiveness.py --part epoch-end); with updates off it only schedules the repaint
+            self.progress_bar.setUpdatesEnabled(False)
+            self.progress_bar.setValue(value)
+            self.progress_bar.setUpdatesEnabled(True)
         if s.state != self._shown_state:
             self._shown_state = s.state
             if s.state is not None:

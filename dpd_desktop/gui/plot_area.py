@@ -214,6 +214,15 @@ class PlotArea:
         if queue:
             QTimer.singleShot(0, self._draw_next)
 
+    def finish_drawing(self) -> None:
+        """Draw now what is pending or queued (a run's end: ``runEnded`` promises its final plots)."""
+        if self._pending_plots is not None:
+            self._plot_timer.stop()
+            self._flush_plots()
+        queue = getattr(self, "_draw_queue", None) or []
+        while queue:
+            self._draw_panel(*queue.pop(0))
+
     def _draw_panel(self, panel, plots, label: str) -> None:
         try:
             panel.update_from(plots, label)

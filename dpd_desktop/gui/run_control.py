@@ -208,8 +208,11 @@ class RunControl:
     def _on_run_finished(self, ev) -> None:
         timing.mark("gui_run_finished")
         if ev.plots is not None:
-            self._pending_plots = None
-            self.show_plots(ev.plots, f"{ev.plots.source} · selected epoch {ev.best_epoch}")
+            # the first panel now, the others one per event-loop pass (all four in one went 48 ms on the GUI thread,
+            # bench_gui_responsiveness.py --part ticks); runEnded waits for them (_on_worker_done)
+            self._plot_timer.stop()
+            self._pending_plots = (ev.plots, f"{ev.plots.source} · selected epoch {ev.best_epoch}")
+            self._flush_plots()
         timing.mark("gui_final_plots_shown")
         self.epoch_table.mark_best_epoch(ev.best_epoch)
         self.learning_panel.set_best_epoch(ev.best_epoch)
@@ -259,6 +262,7 @@ class RunControl:
         elif ended == "failed":
             self.banner.show_message("error", "The run ended without reporting an outcome.",
                                      run_dir=self.session.run_dir)
+        self.finish_drawing()  # the final plots' panels still queued: drawn before runEnded
         self.runEnded.emit(self.session.state)
 
     # ------------------------------------------------------------------------------------------------ Run DPD

@@ -55,6 +55,33 @@ def test_uniform_scatter_draws_the_pixels_of_pyqtgraphs_scatter(qtbot):
     assert int((_pixels(ref2) != _pixels(new2)).sum()) == 0
 
 
+def test_uniform_scatter_updated_in_place_draws_what_a_new_scatter_draws(qtbot):
+    rng = np.random.default_rng(1)
+    brush = pg.mkBrush(30, 120, 200, 110)
+    opts = dict(symbol="o", size=3, pen=None, brush=brush)
+    item = UniformScatter(**opts)
+    w = _plot_with(qtbot, item, rng.random(2000), rng.random(2000))
+    record = item.data
+    for _ in range(3):  # later updates of as many points write into the same record array
+        x, y = rng.random(2000), rng.random(2000)
+        item.setData(x, y, **opts)
+        w.repaint()
+    assert item.data is record
+    ref = _plot_with(qtbot, pg.ScatterPlotItem(**opts), x, y)
+    assert int((_pixels(ref) != _pixels(w)).sum()) == 0
+    fresh = pg.ScatterPlotItem(**opts)
+    fresh.setData(x, y, **opts)
+    for field in ("x", "y", "size", "visible"):
+        np.testing.assert_array_equal(item.data[field], fresh.data[field])
+    assert item.getData()[0] is not x and np.array_equal(item.getData()[0], x)
+    # another count of points, or a per-spot style: pyqtgraph's own way (a new record array)
+    item.setData(x[:10], y[:10], **opts)
+    assert item.data is not record and len(item.data) == 10
+    record = item.data
+    item.setData(x[:10], y[:10], symbol="o", size=3, pen=None, brush=[brush] * 10)
+    assert item.data is not record
+
+
 def test_scatter_item_keeps_its_data_and_one_symbol(qtbot):
     item = scatter_item(pen=None, symbol="o", symbolSize=3, symbolPen=None, symbolBrush=pg.mkBrush("r"), name="y")
     assert isinstance(item.scatter, UniformScatter) and item.scatter.parentItem() is item

@@ -39,6 +39,61 @@ class UniformScatter(pg.ScatterPlotItem):
     (cProfile, benchmarks/bench_gui_responsiveness.py --part epoch-end). The drawing is pyqtgraph's own."""
 
     _STYLE_FIELDS = ("symbol", "size", "pen", "brush")
+    #: setData keywords the in-place update takes (PlotDataItem passes these); others go pyqtgraph's way
+    _IN_PLACE_KEYS = frozenset({"x", "y", "pen", "brush", "symbol", "size", "pxMode", "antialias", "useCache", "name",
+                                "data"})
+
+    def setData(self, *args, **kargs):  # noqa: N802 (pyqtgraph name)
+        """pyqtgraph's ``setData``; new x, y of as many points as shown, in one style, are written into the record
+        array in place: pyqtgraph builds a new one per update, and ``numpy.empty`` of its dtype (object fields) took
+        1.7 ms per 2,000 points, 7 ms of an epoch end's AM/AM and AM/PM updates (bench_gui_responsiveness.py
+        --part epoch-end). The spots' state after either way is the same (tests/gui/test_panel_drawing.py)."""
+        if len(args) == 2:
+            kargs = dict(kargs, x=args[0], y=args[1])
+            args = ()
+        if args or not self._update_in_place(kargs):
+            super().setData(*args, **kargs)
+            self._uniform = self._uniform_style(kargs)
+
+    @classmethod
+    def _uniform_style(cls, kargs) -> bool:
+        return (set(kargs) <= cls._IN_PLACE_KEYS and kargs.get("data") is None
+                and not any(isinstance(kargs.get(k), (list, tuple, np.ndarray)) for k in cls._STYLE_FIELDS))
+
+    def _update_in_place(self, kargs) -> bool:
+        """Write x, y (and the one style) into the existing record array; False when pyqtgraph's way is needed (a
+        per-spot style or data, another count of points, hover)."""
+        if not getattr(self, "_uniform", False) or not self._uniform_style(kargs) or self.opts["hoverable"]:
+            return False
+        x, y = kargs.get("x"), kargs.get("y")
+        if x is None or y is None:
+            return False
+        x, y = np.asarray(x), np.asarray(y)
+        data = self.data
+        if x.ndim != 1 or x.shape != y.shape or len(x) != len(data) or len(x) == 0:
+            return False
+        data["item"][...] = None  # as pyqtgraph: SpotItems refer to the old rows
+        data["x"] = x
+        data["y"] = y
+        self._maxSpotWidth = 0
+        self._maxSpotPxWidth = 0
+        for k in ("name", "antialias", "useCache"):
+            if k in kargs:
+                self.opts[k] = kargs[k]
+        if "pxMode" in kargs:
+            self.setPxMode(kargs["pxMode"])
+        for k in self._STYLE_FIELDS:
+            if k in kargs:
+                getattr(self, "set" + k[0].upper() + k[1:])(kargs[k], update=False, dataSet=data)
+        if "data" in kargs:
+            self.setPointData(kargs["data"], dataSet=data)
+        self.prepareGeometryChange()
+        self.informViewBoundsChanged()
+        self.bounds = [None, None]
+        self.invalidate()
+        self.updateSpots(data)
+        self.sigPlotChanged.emit(self)
+        return True
 
     def updateSpots(self, dataSet=None):  # noqa: N802, N803 (pyqtgraph names)
         data = self.data if dataSet is None else dataSet

@@ -33,8 +33,10 @@ class TimeDomainPanel(PlotPanel):
         names = [n for n in ordered(plots.time.keys(), plots.target_name, plots.pred_name)
                  if theme.signal_role(n) != "x" or n in (plots.target_name, plots.pred_name)]
         iq = {name: np.asarray(plots.time[name], dtype=np.float64).reshape(-1, 2) for name in names}
-        # The reference is drawn wider so that it stays visible under a model that fits it well.
-        widths = {plots.target_name: 3.0}
+        # The reference is drawn wider so that it stays visible under a model that fits it well; the others at 1 px
+        # (Qt's fast path for antialiased lines, as the PSD's): at 1.5 px they took 3.5 of the panel's 8.5 ms paint
+        # on DPA_160MHz plot data (bench_gui_responsiveness.py --part epoch-end)
+        widths = {name: (3.0 if name == plots.target_name else 1.0) for name in iq}
         self.i_curves.set({name: (n, v[:, 0]) for name, v in iq.items()}, widths)
         self.q_curves.set({name: (n, v[:, 1]) for name, v in iq.items()}, widths)
         self.set_source_label(label)
