@@ -137,8 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--input", default=None, help="input file (CSV I,Q / HDF5 / .mat); default: --split of the "
                    "run's dataset")
     r.add_argument("--split", default="test", choices=("train", "val", "test"))
-    r.add_argument("--out", required=True, help="output file: .csv, .h5/.hdf5 or .mat")
-    r.add_argument("--device", default="cpu")
+    r.add_argument("--out", required=True, help="output file: .csv, .h5/.hdf5 or .mat (and FILE.meta.json beside "
+                   "it); never a file of a run folder, a dataset or the workspace")
+    r.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    r.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (default %(default)s)")
     cli_runs.add_parser(add)
     cli_poly.add_parser(add)
     cli_queue.add_parser(add)  # dpd-desktop queue add|list|move|cancel|run (cli_queue.py)
@@ -395,8 +397,9 @@ def _run_dpd(args, ws: Workspace) -> Outcome:
     from .runs.dpd_export import DpdExportError, run_dpd  # PyTorch: see the note under the imports
 
     try:
-        meta = run_dpd(ws, args.run, out=args.out, input_file=args.input, split=args.split, device=args.device)
-    except (DpdExportError, FileNotFoundError, ValueError) as exc:
+        meta = run_dpd(ws, args.run, out=args.out, input_file=args.input, split=args.split, device=args.device,
+                       overwrite=args.overwrite)
+    except (DpdExportError, FileNotFoundError, ValueError) as exc:  # ValueError: OutputRefused (runs/outputs.py)
         print(f"error: {exc}", file=sys.stderr)
         return Outcome(Exit.USAGE)
     print(f"wrote {meta['samples']} samples of u = DPD(x) to {args.out} (+ {args.out}.meta.json)")

@@ -171,12 +171,15 @@ def _clean(args, ws) -> int:
 # ------------------------------------------------------------------------------------------------ report
 def _add_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", nargs="+", help="run id (in the workspace) or run folder; two or more: a comparison")
-    p.add_argument("--out", required=True, metavar="FILE.html", help="the HTML file to write (replaced atomically)")
+    p.add_argument("--out", required=True, metavar="FILE.html", help="the HTML file to write (atomically); never a "
+                   "file of a run folder, a dataset or the workspace")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing FILE.html")
 
 
 def _report(args, ws) -> int:
     # report_html is imported here: it pulls numpy and SciPy's Welch (~0.6 s), which `runs list` never needs
     from .runs.compare import CompareError
+    from .runs.outputs import OutputRefused
     from .runs.report_html import write_report
 
     folders = []
@@ -187,8 +190,8 @@ def _report(args, ws) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return Exit.USAGE
     try:
-        out = write_report(folders, args.out)
-    except CompareError as exc:
+        out = write_report(folders, args.out, overwrite=args.overwrite, workspace=ws)
+    except (CompareError, OutputRefused) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return Exit.USAGE
     except OSError as exc:

@@ -128,9 +128,10 @@ class DpdExportJob(PoolJob):
     name = "Run DPD"
 
     def __init__(self, workspace, run_dir: str | os.PathLike, out: str | os.PathLike, split: str = "test",
-                 dataset=None):
+                 dataset=None, overwrite: bool = False):
         super().__init__()
         self.workspace = workspace
+        self.overwrite = overwrite  # the save dialog asked before replacing an existing file
         self.run_dir = str(run_dir)
         self.out = str(out)
         self.split = split
@@ -161,7 +162,7 @@ class DpdExportJob(PoolJob):
                                        and ds.fingerprint() == want):
                 ds = None
             meta = run_dpd(self.workspace, self.run_dir, out=self.out, split=self.split,
-                           device=self._device(record.device), dataset=ds)
+                           device=self._device(record.device), dataset=ds, overwrite=self.overwrite)
         except Exception as exc:  # noqa: BLE001 - shown to the user in plain words
             self.signals.failed.emit(exc, traceback.format_exc())
             return

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (QFileDialog, QGridLayout, QHBoxLayout, QLabel, QM
                                QSizePolicy, QSplitter, QVBoxLayout, QWidget)
 
 from .. import timing
+from ..runs.outputs import OutputRefused, check_output, suggested_output
 from .export import iter_run_plots
 from .jobs import PlotSaveJob
 from .panels import AMAMPanel, AMPMPanel, LearningPanel, PSDPanel, TimeDomainPanel
@@ -133,20 +134,29 @@ class PlotArea:
     def current_panel(self) -> PlotPanel:
         return self._current_panel
 
-    def export_current_plot(self, path: str | os.PathLike | None = None) -> Path | None:
-        """Save the current plot (the one last clicked) as PNG; asks for a file name unless ``path`` is given."""
+    def export_current_plot(self, path: str | os.PathLike | None = None, overwrite: bool = False) -> Path | None:
+        """Save the current plot (the one last clicked) as PNG; asks for a file name unless ``path`` is given.
+
+        The output rule (runs/outputs.py) applies: never a file of a run folder (the run's own plots/*.png
+        included), a dataset or the workspace; an existing file only with ``overwrite`` (the dialog asks)."""
         panel = self._current_panel
         if path is None:
-            run_dir = self.session.run_dir
-            folder = Path(run_dir) / "plots" if run_dir else Path(
-                str(self._settings.value("paths/last_export_dir", str(Path.home()), type=str)))
-            suggested = str(folder / f"{panel.file_stem}.png")
+            suggested = str(suggested_output(f"{panel.file_stem}.png",
+                                             self._settings.value("paths/last_export_dir", "", type=str),
+                                             workspace=getattr(self, "workspace", None)))
             path, _ = QFileDialog.getSaveFileName(self, f"Export {panel.title} as PNG", suggested, "PNG (*.png)")
             if not path:
                 return None
             if not path.lower().endswith(".png"):
                 path += ".png"
+            overwrite = True  # the dialog asked before replacing a file
             self._settings.setValue("paths/last_export_dir", str(Path(path).parent))
+        try:
+            check_output(path, overwrite=overwrite, suffixes=(".png",), workspace=getattr(self, "workspace", None),
+                         option="")
+        except OutputRefused as exc:
+            QMessageBox.warning(self, "Not exported", str(exc))
+            return None
         try:
             out = panel.export_png(path, width=max(1200, panel.width()))
         except Exception as exc:  # noqa: BLE001

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QFileDialog
 from .. import timing
 from ..config import ConfigError, ExperimentConfig
 from ..runs.interactive import reloadable
+from ..runs.outputs import suggested_output
 from . import history
 from .jobs import DpdExportJob
 from .kernel_view import show_run_kernel
@@ -286,9 +287,12 @@ class RunControl:
             self.banner.show_message("error", "Run DPD needs a finished DPD run: train one (Step: DPD), or choose a "
                                      "saved DPD run folder with Run → Run DPD of a saved DPD run….")
             return False
+        overwrite = out is None  # the save dialog asks before replacing a file
         if out is None:
-            start = str(self._settings.value("paths/last_dpd_dir", run_dir, type=str))
-            suggested = str(Path(start) / f"{Path(run_dir).name}_u_{split}.csv")
+            # never the run folder itself (runs/outputs.py: a run folder holds its run's record only)
+            suggested = str(suggested_output(f"{Path(run_dir).name}_u_{split}.csv",
+                                             self._settings.value("paths/last_dpd_dir", "", type=str),
+                                             workspace=self.workspace))
             out, chosen = QFileDialog.getSaveFileName(self, f"Run DPD: write u = DPD(x) of the {split} split",
                                                       suggested, ";;".join(DPD_OUTPUT_FILTERS))
             if not out:
@@ -296,7 +300,8 @@ class RunControl:
             if Path(out).suffix.lower() not in (".csv", ".h5", ".hdf5", ".mat"):
                 out += DPD_OUTPUT_FILTERS.get(chosen, ".csv")
             self._settings.setValue("paths/last_dpd_dir", str(Path(out).parent))
-        job = DpdExportJob(self.workspace, run_dir, str(out), split=split, dataset=self._dataset)
+        job = DpdExportJob(self.workspace, run_dir, str(out), split=split, dataset=self._dataset,
+                           overwrite=overwrite)
         job.signals.done.connect(lambda meta, job=job: self._on_dpd_export_done(meta, job))
         job.signals.failed.connect(lambda exc, tb, job=job: self._on_dpd_export_failed(exc, tb, job))
         self.jobs.add(job)
