@@ -172,7 +172,8 @@ def summarize(run_dir: str | Path) -> RunSummary:
     """One run's :class:`RunSummary`.
 
     Raises:
-        CompareError: the folder is not a run or its config.json cannot be read (names the file and the field).
+        CompareError: the folder is not a run, its config.json cannot be read (names the file and the field) or its
+            history.csv does not match its header (names the file and the line).
     """
     rec = RunRecord.read(run_dir)
     if rec is None:
@@ -197,13 +198,17 @@ def summarize(run_dir: str | Path) -> RunSummary:
             error = str(exc)
     else:
         error = f"{rec.results_path}: missing (no test predictions)"
+    try:
+        history = rec.history()
+    except RecordError as exc:  # a row with an extra or a missing cell: names the file and the line
+        raise CompareError(f"{exc}; the run cannot be reported or compared") from exc
     ds = rec.dataset
     spec = dict(ds.spec) if ds is not None else {}
     fs = _num(spec.get("sample_rate_hz"))
     label = f"{rec.run_id} · {str(rec.backbone).upper()}-{rec.hidden_size}"
     return RunSummary(run_id=rec.run_id, run_dir=rec.run_dir, state=rec.state, step=str(rec.step), label=label,
                       dataset_fingerprint=ds.fingerprint if ds else None, dataset_name=ds.name if ds else None,
-                      fs_hz=fs, metrics=metrics, history=rec.history(), config=flatten_config(rec), test=test,
+                      fs_hz=fs, metrics=metrics, history=history, config=flatten_config(rec), test=test,
                       error=error)
 
 

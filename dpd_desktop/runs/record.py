@@ -418,12 +418,15 @@ class RunRecord:
 
     def history(self) -> list[dict[str, Any]]:
         """history.csv's rows, numbers parsed (int where integral text, float otherwise, text as is); [] when the
-        file is missing. Raises RecordError for an unreadable file."""
+        file is missing. Raises RecordError for an unreadable file or a row that does not match the header (an
+        extra or a missing cell: the file and the line named)."""
         p = self.history_path
         if not p.is_file():
             return []
         try:
             rows = artifacts.read_history_csv(p)
+        except artifacts.HistoryFormatError as exc:  # names the file and the line already
+            raise RecordError(str(exc)) from exc
         except (OSError, ValueError) as exc:
             raise RecordError(f"{p}: cannot read the history ({exc})") from exc
         return [{k: _number(v) for k, v in r.items()} for r in rows]

@@ -154,3 +154,34 @@ def test_compare_of_runs_under_different_metric_profiles_says_so(runs, tmp_path)
     assert ("experiment.metric_profile", ("legacy-2.2.1", "corrected")) in cmp.config_diff
     (note,) = [n for n in cmp.notes if "metric profiles" in n]
     assert f"{runs['a'].name}: legacy-2.2.1" in note and f"{b.name}: corrected" in note and "runs evaluate" in note
+
+
+@pytest.mark.parametrize("damage", ["extra cell", "missing cell", "trailing empty cell"])
+def test_a_history_row_that_does_not_match_its_header_is_a_clear_error(runs, tmp_path, capsys, damage):
+    """One extra cell in a row of history.csv: `runs report` exit 2 naming the file and the line (it was a
+    traceback, exit 1); so is a missing cell. An empty cell past the last column (a spreadsheet's trailing comma)
+    is read as the row it is."""
+    import shutil
+
+    from dpd_desktop.cli import main
+
+    run = runs["root"] / "runs" / f"{runs['a'].name}-{damage.replace(' ', '-')}"
+    shutil.copytree(runs["a"], run)
+    lines = (run / "history.csv").read_text().splitlines()
+    lines[2] = {"extra cell": lines[2] + ",99", "missing cell": lines[2].rsplit(",", 1)[0],
+                "trailing empty cell": lines[2] + ","}[damage]
+    (run / "history.csv").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "r.html"
+    rc = main(["--workspace", str(runs["root"]), "runs", "report", run.name, "--out", str(out)])
+    err = capsys.readouterr().err
+    if damage == "trailing empty cell":
+        assert rc == 0 and out.is_file(), err
+        assert len(read_history_csv(run / "history.csv")) == len(read_history_csv(runs["a"] / "history.csv"))
+        return
+    n = len(lines[0].split(","))
+    cells = n + 1 if damage == "extra cell" else n - 1
+    assert rc == 2 and not out.exists(), err
+    assert f"{run / 'history.csv'} line 3: {cells} cells, but the header names {n} columns" in err, err
+    assert "Traceback" not in err
+    with pytest.raises(RecordError, match="line 3"):
+        load_replay(run)
