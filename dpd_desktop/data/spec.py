@@ -12,8 +12,16 @@ DatasetSpec attribute         preferred JSON key    accepted spellings (first on
 ``nperseg`` (samples)         ``nperseg``           ``nperseg`` (default 2560, reference §1.1 bare-CSV spec)
 ``split_ratios``              ``split_ratios``      ``{"train": r, "val": r, "test": r}`` (default 0.6/0.2/0.2)
 ``dataset_format``            ``dataset_format``    ``split_csv`` (default), ``single_csv``, ``hdf5``
-``csv_filename``              ``csv_filename``      file name of a single CSV (``None`` → ``data.csv``)
+``csv_filename``              ``csv_filename``      file name of a single CSV (``None`` → ``data.csv``), inside the folder
+``split_indices``             ``split_indices``     where a single CSV is cut, in rows (see below); kept in ``extra``
 ============================  ====================  =========================================================
+
+``split_indices`` (optional) cuts a single CSV at given rows instead of ``split_ratios``: OpenDPD's
+``{"train_end": T, "val_end": V}`` (train = rows [0, T), val = [V0 = T, V), test = [V, N)), or half-open row ranges
+``{"train": [a, b], "val": [c, d], "test": [e, f]}`` in time order that do not overlap (rows between them are left
+out). Rows count from 0 after the header; every split needs at least one row and the ranges must lie within the
+file's N rows. In a split-CSV folder or an HDF5 file the splits are stored apart, so the indices, when given, must
+agree with the stored lengths. OpenDPD 2.2.1 ignores the field (reference §1.1, quirk 14); here it is honoured.
 
 Numbers may be JSON numbers or numeric strings (``"640e6"``; frequency fields also accept a unit suffix
 ``Hz``/``kHz``/``MHz``/``GHz``, e.g. ``"640 MHz"``). Every other key is kept verbatim in ``DatasetSpec.extra``.
@@ -36,6 +44,8 @@ from .locks import ensure_unlocked
 __all__ = [
     "DatasetSpec",
     "normalize_spec",
+    "parse_split_indices",
+    "check_split_indices",
     "read_spec_file",
     "DEFAULT_NPERSEG",
     "DEFAULT_SPLIT_RATIOS",
@@ -108,6 +118,14 @@ class DatasetSpec:
     def has_metrics(self) -> bool:
         """True when sample rate, main bandwidth, carrier count and nperseg are all known (spectral metrics work)."""
         return not self.missing_metric_fields()
+
+    @property
+    def split_indices(self) -> dict[str, tuple[int, int | None]] | None:
+        """``split_indices`` of the spec (module docstring) as half-open row ranges ``{"train": (a, b), "val": (c,
+        d), "test": (e, f)}`` (``f`` None: to the last row), or None when the spec has none. Validated by
+        :func:`normalize_spec` (types, order, overlap); the row count is checked where the rows are known."""
+        raw = self.extra.get("split_indices")
+        return None if raw is None else parse_split_indices(raw, "spec.json", None)
 
     @property
     def description(self) -> str | None:
@@ -430,6 +448,93 @@ def _parse_ratios(value: Any, source: str, path: Path | None) -> dict[str, float
     return out
 
 
+_INDICES_EXPECTED = ('{"train_end": T, "val_end": V} with 0 < T < V, or {"train": [a, b], "val": [c, d], '
+                     '"test": [e, f]} with 0 <= a < b <= c < d <= e < f (rows, half-open, in time order)')
+
+
+def parse_split_indices(value: Any, source: str, path: Path | None) -> dict[str, tuple[int, int | None]]:
+    """``split_indices`` (module docstring) → ``{"train": (a, b), "val": (c, d), "test": (e, f)}``, half-open row
+    ranges (``f`` None: to the last row).
+
+    Raises
+    ------
+    DatasetError
+        naming ``source`` and the field (``split_indices``, ``split_indices.val_end`` …): not an object of one of the
+        two forms, a value that is not a non-negative integer, ranges out of order, empty or overlapping.
+    """
+    key = "split_indices"
+
+    def row(v: Any, sub: str) -> int:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) and not (
+                isinstance(v, float) and math.isfinite(v) and v.is_integer()):
+            raise _err(f"expected a row index (an integer >= 0), got {_show(v)}", key=f"{key}.{sub}", source=source,
+                       path=path, expected=_INDICES_EXPECTED)
+        if int(v) < 0:
+            raise _err(f"expected a row index (an integer >= 0), got {_show(v)}", key=f"{key}.{sub}", source=source,
+                       path=path, expected=_INDICES_EXPECTED)
+        return int(v)
+
+    if not isinstance(value, dict):
+        raise _err(f"expected an object, got {_show(value)}", key=key, source=source, path=path,
+                   expected=_INDICES_EXPECTED)
+    keys = set(value)
+    if keys == {"train_end", "val_end"}:
+        t, v = row(value["train_end"], "train_end"), row(value["val_end"], "val_end")
+        if t < 1:
+            raise _err(f"train_end is {t}: the train split would be empty", key=f"{key}.train_end", source=source,
+                       path=path, expected=_INDICES_EXPECTED)
+        if v <= t:
+            raise _err(f"val_end ({v}) is not after train_end ({t}): the val split would be empty",
+                       key=f"{key}.val_end", source=source, path=path, expected=_INDICES_EXPECTED)
+        return {"train": (0, t), "val": (t, v), "test": (v, None)}
+    if keys == set(_SPLITS):
+        out: dict[str, tuple[int, int | None]] = {}
+        for s in _SPLITS:
+            r = value[s]
+            if not isinstance(r, (list, tuple)) or len(r) != 2:
+                raise _err(f"expected a row range [start, end], got {_show(r)}", key=f"{key}.{s}", source=source,
+                           path=path, expected=_INDICES_EXPECTED)
+            a, b = row(r[0], f"{s}[0]"), row(r[1], f"{s}[1]")
+            if b <= a:
+                raise _err(f"the range [{a}, {b}) is empty (end <= start)", key=f"{key}.{s}", source=source,
+                           path=path, expected=_INDICES_EXPECTED)
+            out[s] = (a, b)
+        for first, second in (("train", "val"), ("val", "test")):
+            if out[second][0] < out[first][1]:
+                raise _err(f"{second} [{out[second][0]}, {out[second][1]}) starts before {first} "
+                           f"[{out[first][0]}, {out[first][1]}) ends: the ranges overlap or are out of order",
+                           key=f"{key}.{second}", source=source, path=path, expected=_INDICES_EXPECTED)
+        return out
+    unknown = sorted(str(k) for k in keys - {"train_end", "val_end", *_SPLITS})
+    raise _err("expected the keys train_end, val_end or train, val, test; got "
+               + (", ".join(repr(str(k)) for k in sorted(map(str, keys))) or "none")
+               + (f" (unknown: {', '.join(unknown)})" if unknown else ""), key=key, source=source, path=path,
+               expected=_INDICES_EXPECTED)
+
+
+def check_split_indices(indices: dict[str, tuple[int, int | None]], n_rows: int, where: str,
+                        path: Path | None) -> dict[str, tuple[int, int]]:
+    """``indices`` (:func:`parse_split_indices`) against a file of ``n_rows`` data rows: the ranges with the test
+    split's open end filled in. Raises DatasetError naming ``where`` and the field when a range ends past the last
+    row or leaves a split empty."""
+    reference_form = indices["test"][1] is None  # {"train_end", "val_end"}
+    names = {"train": "train_end", "val": "val_end", "test": "val_end"} if reference_form else \
+        {s: s for s in _SPLITS}
+    out = {}
+    for s in _SPLITS:
+        a, b = indices[s]
+        end = n_rows if b is None else b
+        if end > n_rows or a >= end:
+            raise DatasetError(
+                f"split {s} would be rows [{a}, {end}), which do not fit the file's {n_rows} data rows",
+                path=path, source=where, field=f"split_indices.{names[s]}",
+                expected="row indices within the data rows (counted from 0 after the header), every split "
+                         "holding at least one row",
+            )
+        out[s] = (a, end)
+    return out
+
+
 def normalize_spec(raw: dict[str, Any] | None, source: str = "spec.json", path: str | Path | None = None) -> DatasetSpec:
     """Normalize a raw spec mapping (parsed ``spec.json`` or HDF5 root attributes) into a :class:`DatasetSpec`.
 
@@ -495,6 +600,16 @@ def normalize_spec(raw: dict[str, Any] | None, source: str = "spec.json", path: 
         )
     if isinstance(csv_name, str):
         csv_name = csv_name.strip()
+        parts = Path(csv_name).parts
+        if Path(csv_name).is_absolute() or csv_name.startswith(("~", "\\")) or ".." in parts or (
+                len(csv_name) > 1 and csv_name[1] == ":"):
+            raise _err(
+                f"{_show(csv_name)} leads outside the dataset folder", key="csv_filename", source=source, path=p,
+                expected="the name of a CSV file inside the dataset folder (e.g. \"data.csv\"; no absolute path, "
+                         "no '..')",
+            )
+    if raw.get("split_indices") is not None:
+        parse_split_indices(raw["split_indices"], source, p)  # types, order, overlap; the rows where they are read
 
     known = set(FS_KEYS + BW_MAIN_KEYS + BW_SUB_KEYS + N_SUB_CH_KEYS) | {
         "nperseg",

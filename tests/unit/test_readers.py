@@ -461,11 +461,12 @@ def test_split_csv_round_trip_and_fingerprint(tmp_path):
 def test_normalize_spec_spellings_and_extra():
     s = normalize_spec(
         {"sample_rate_hz": "640e6", "bandwidth": "160 MHz", "input_signal_sub_ch_bw": 40e6, "n_carriers": 4.0,
-         "nperseg": "16384", "split_indices": {"train": [0, 5]}, "description": "x"}
+         "nperseg": "16384", "split_indices": {"train_end": 3, "val_end": 5}, "description": "x"}
     )
     assert s.sample_rate_hz == 640e6 and s.bw_main_hz == 160e6 and s.bw_sub_hz == 40e6
     assert s.n_sub_ch == 4 and isinstance(s.n_sub_ch, int) and s.nperseg == 16384
-    assert s.extra == {"split_indices": {"train": [0, 5]}, "description": "x"}
+    assert s.extra == {"split_indices": {"train_end": 3, "val_end": 5}, "description": "x"}  # kept (fingerprint)
+    assert s.split_indices == {"train": (0, 3), "val": (3, 5), "test": (5, None)}
     assert s.to_dict()["input_signal_fs"] == 640e6 and s.to_dict()["bw_main_ch"] == 160e6
     assert normalize_spec(s.to_dict()) == s
     assert normalize_spec({"fs": 1e6, "input_signal_fs": "1e6"}).sample_rate_hz == 1e6  # agreeing aliases
