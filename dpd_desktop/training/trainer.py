@@ -40,7 +40,7 @@ from ..data.framing import BatchPlan, FrameLoader, PlainFrameLoader, draw_datalo
 from ..kernels import apply_kernel, kernel_summary
 from ..models import Cascade, build_model, count_parameters
 from ..runs.record import HISTORY_COLUMNS, HISTORY_METRICS  # noqa: F401 - re-exported
-from ..runs.writer import RunWriter
+from ..runs.writer import RunWriter, discard_unstarted, is_disk_full
 from ..runs.workspace import Workspace
 from . import limits, resume_state, rng_state
 from .dataset_checks import load_dataset_for, require_finite_gain, require_whole_segment
@@ -250,9 +250,22 @@ class Trainer(TrainerOutput, RunEndings):
             self.run_dir = self.resume.path.parent
             self.run_id = self.run_dir.name
         else:
-            self.run_id, self.run_dir = self.workspace.new_run_dir(f"{cfg.step}-{cfg.size_label}")
-        self._emit(RunPrepared(run_id=self.run_id, run_dir=str(self.run_dir), step=cfg.step,
-                               selection_metric=self.selection_metric, config=cfg.to_dict()))
+            try:
+                self.run_id, self.run_dir = self.workspace.new_run_dir(f"{cfg.step}-{cfg.size_label}")
+            except OSError as exc:
+                raise TrainingError(f"cannot start a run in the workspace {self.workspace.root}: no run folder can "
+                                    f"be made in {self.workspace.runs_dir} ({exc.strerror or exc})") from exc
+        try:
+            self._emit(RunPrepared(run_id=self.run_id, run_dir=str(self.run_dir), step=cfg.step,
+                                   selection_metric=self.selection_metric, config=cfg.to_dict()))
+        except OSError as exc:
+            if self.resume is not None or not is_disk_full(exc):
+                raise  # a resumed run's folder is never removed; another error fails the run in its folder
+            # a full disk before the run started: nothing of it is kept, no empty run folder is left
+            folder, self.run_dir, self.run_id = self.run_dir, None, None
+            left = "" if discard_unstarted(folder) else f"; the folder {folder} could not be removed"
+            raise TrainingError(f"cannot start a run in the workspace {self.workspace.root}: the disk is full "
+                                f"({exc.strerror or exc}); free some space and start it again{left}") from exc
         self._log(f"run {self.run_id}: {cfg.step.upper()} {cfg.backbone} H={cfg.hidden_size} on {self.dataset.name}")
 
     def _setup_seed(self, cfg: ExperimentConfig) -> None:
