@@ -71,7 +71,9 @@ run: $(STAMP)
 test: $(TSTAMP) $(REF_STAMP) $(REF24_STAMP)
 	QT_QPA_PLATFORM=offscreen $(VPY) -m pytest -q
 
+# the GPU tests need the cuda extra (the fast kernels' NVRTC); without it they skip, saying so (tests/gpu/conftest.py)
 gpu-test: $(TSTAMP)
+	$(VPY) -m pip install -q -e ".[test,cuda]"
 	$(VPY) -m pytest -q tests/gpu
 
 # The Linux bundle (PyInstaller, one folder), its .tar.gz and the .deb under build/pkg, from this checkout in a fresh

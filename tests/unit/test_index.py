@@ -227,13 +227,19 @@ import json, sys, time
 from pathlib import Path
 from dpd_desktop.runs.index import RunIndex
 from dpd_desktop.runs.writer import set_pinned
-ws, go, toggle = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+ws, go, toggle, other = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4]
 Path(str(go) + "." + toggle).touch()  # ready
 while not go.exists():
     time.sleep(0.002)
 seen = []
 began = time.time()
 for i in range(25):
+    if i == 1:
+        Path(str(go) + "." + toggle + ".working").touch()
+    if i == 24:  # the last round waits until the other has worked once: the two overlap by construction
+        end = time.monotonic() + 120
+        while not Path(str(go) + "." + other + ".working").exists() and time.monotonic() < end:
+            time.sleep(0.002)
     with RunIndex.open(ws) as idx:
         set_pinned(Path(ws) / "runs" / toggle, i % 2 == 0)
         idx.sync()
@@ -248,8 +254,8 @@ def test_two_processes_sync_and_read_one_workspace_at_once(trained, tmp_path):
     (tmp_path / INDEX_FILE).write_bytes(b"damaged " * 64)  # both start by finding the index damaged
     go = tmp_path / "go"
     a, b = trained["pa"].name, trained["dpd"].name
-    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(tmp_path), str(go), t], cwd=ROOT,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for t in (a, b)]
+    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(tmp_path), str(go), t, o], cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for t, o in ((a, b), (b, a))]
     deadline = time.monotonic() + 120
     while not all(Path(f"{go}.{t}").exists() for t in (a, b)) and time.monotonic() < deadline:
         time.sleep(0.01)
