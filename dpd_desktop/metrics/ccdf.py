@@ -20,16 +20,21 @@ __all__ = ["CCDF_LEVELS_DB", "ccdf", "papr_db", "papr_probability"]
 CCDF_LEVELS_DB = np.round(np.arange(0.0, 16.0 + 1e-9, 0.05), 10)
 
 
-def _power_db_above_mean(sig) -> np.ndarray:
+def _power_above_mean(sig) -> np.ndarray:
+    """|s|² / mean|s|² of the finite samples."""
     z = as_complex(sig)
-    p = np.abs(z[np.isfinite(z)]) ** 2
+    p = z.real * z.real + z.imag * z.imag
+    p = p[np.isfinite(p)]
     if p.size == 0:
         raise ValueError("the signal has no finite sample")
     mean = float(p.mean())
     if not mean > 0:
         raise ValueError("the signal's mean power is 0")
-    with np.errstate(divide="ignore"):
-        return 10.0 * np.log10(p / mean)
+    return p / mean
+
+
+def _db(v: float) -> float:
+    return 10.0 * math.log10(v) if v > 0 else -math.inf
 
 
 def ccdf(sig, levels_db=CCDF_LEVELS_DB) -> np.ndarray:
@@ -48,27 +53,27 @@ def ccdf(sig, levels_db=CCDF_LEVELS_DB) -> np.ndarray:
     levels = np.asarray(levels_db, dtype=np.float64).reshape(-1)
     if levels.size and np.any(np.diff(levels) < 0):
         raise ValueError("levels_db must be ascending")
-    l = _power_db_above_mean(sig)
-    below = np.searchsorted(levels, l, side="left")  # number of levels strictly below each sample's level
+    r = _power_above_mean(sig)
+    below = np.searchsorted(10.0 ** (levels / 10.0), r, side="left")  # levels strictly below each sample's power
     counts = np.bincount(below, minlength=levels.size + 1)
-    above = np.cumsum(counts[::-1])[::-1]  # above[j] = samples whose level exceeds more than j levels
-    return above[1:].astype(np.float64) / l.size
+    above = np.cumsum(counts[::-1])[::-1]  # above[j] = samples whose power exceeds more than j levels
+    return above[1:].astype(np.float64) / r.size
 
 
 def papr_db(sig, prob: float = 1e-4) -> tuple[float, float]:
     """(PAPR at probability ``prob``, peak PAPR), both dB above the mean power.
 
-    The PAPR at ``prob`` is the (1 - prob) quantile of the samples' power in dB above the mean (``numpy.quantile``,
-    linear interpolation); NaN when there are fewer than 1/prob samples (the quantile would be the peak).
+    The PAPR at ``prob`` is the (1 - prob) quantile of the samples' power above the mean (``numpy.quantile``,
+    linear interpolation), in dB; NaN when there are fewer than 1/prob samples (the quantile would be the peak).
 
     Raises:
         ValueError: a bad shape, no finite sample, zero mean power, prob not in (0, 1).
     """
     if not 0 < prob < 1:
         raise ValueError(f"prob must be in (0, 1), got {prob!r}")
-    l = _power_db_above_mean(sig)
-    peak = float(l.max())
-    at = float(np.quantile(l, 1.0 - prob)) if l.size * prob >= 1 else math.nan
+    r = _power_above_mean(sig)
+    peak = _db(float(r.max()))
+    at = _db(float(np.quantile(r, 1.0 - prob))) if r.size * prob >= 1 else math.nan
     return at, peak
 
 

@@ -20,12 +20,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BinnedTransfer", "CompressionPoint", "as_complex", "binned_transfer", "compression_point"]
+__all__ = ["BinnedTransfer", "CompressionPoint", "TransferBins", "as_complex", "binned_transfer", "binned_transfers",
+           "compression_point", "transfer_bins"]
 
+_DB_PER_NEPER = 20.0 / math.log(10.0)  # 8.686: d(20·log10 g) = 8.686·dg/g
 #: Gain drop that defines the compression point, dB (P1dB).
 DEFAULT_DROP_DB = 1.0
-#: The small-signal gain is the sample-weighted mean gain of the bins within this span above the lowest one, dB.
+#: The small-signal gain is the mean gain of the bins within this span above the lowest one used, dB.
 DEFAULT_SS_SPAN_DB = 10.0
+#: Bins whose gain is less certain than this (standard error, dB) do not count for the compression point.
+DEFAULT_MAX_SE_DB = 0.1
 
 
 def as_complex(sig) -> np.ndarray:
@@ -34,7 +38,7 @@ def as_complex(sig) -> np.ndarray:
     if np.iscomplexobj(a):
         if a.ndim != 1:
             raise ValueError(f"complex signal must be (N,), got shape {a.shape}")
-        return a.astype(np.complex128)
+        return np.asarray(a, dtype=np.complex128)
     if a.ndim != 2 or a.shape[1] != 2:
         raise ValueError(f"real signal must be (N, 2) I/Q, got shape {a.shape}")
     a = a.astype(np.float64)
@@ -49,8 +53,11 @@ class BinnedTransfer:
         amp_in: (B,) float64 mean |x| of each bin's samples (data units).
         pin_db: (B,) float64 10·log10 of the mean |x|² of each bin (dB re a unit-power signal).
         gain: (B,) complex128 least-squares complex gain G_b (module docstring).
-        count: (B,) int64 samples per bin.
+        count: (B,) int64 samples of each bin that the gain used (pairs with a finite output).
         dropped: samples left out: |x| = 0, a non-finite value, or below the lowest bin.
+        gain_se_db: (B,) float64 standard error of the bin's gain magnitude in dB, 8.686·SE(G_b)/|G_b| with
+            SE(G_b)² = (Σ|out - G_b·x|² / (n - 1)) / Σ|x|² (the least-squares estimate's; NaN for n < 2): what the
+            bin's noise, memory effects and few samples leave uncertain.
     """
 
     amp_in: np.ndarray
@@ -58,6 +65,7 @@ class BinnedTransfer:
     gain: np.ndarray
     count: np.ndarray
     dropped: int = 0
+    gain_se_db: np.ndarray | None = None
 
     @property
     def amp_out(self) -> np.ndarray:
@@ -92,7 +100,7 @@ def binned_transfer(x, out, *, scale: str = "linear", n_bins: int = 64, bin_db: 
         x, out: the input and the output samples, (N, 2) I/Q or (N,) complex, the same N.
         scale: ``"linear"``: ``n_bins`` bins uniform in |x| over [0, max|x|] (the AM/AM and AM/PM curves);
             ``"db"``: bins of ``bin_db`` dB of |x|² over [peak - ``span_db``, peak] (gain compression, Pin/Pout).
-        min_count: bins with fewer samples are left out (the few samples near the peak are noisy).
+        min_count: bins with fewer samples of x are left out (the few samples near the peak are noisy).
 
     Returns:
         A :class:`BinnedTransfer` (possibly empty: no sample with |x| > 0).
@@ -101,20 +109,83 @@ def binned_transfer(x, out, *, scale: str = "linear", n_bins: int = 64, bin_db: 
         ValueError: shapes that differ or are not I/Q, an unknown ``scale``, n_bins < 1, bin_db or span_db not
             positive, min_count < 1.
     """
-    xc, oc = as_complex(x), as_complex(out)
-    if xc.shape != oc.shape:
-        raise ValueError(f"x and out must have the same number of samples, got {xc.size} and {oc.size}")
+    return binned_transfers(x, {"out": out}, scale=scale, n_bins=n_bins, bin_db=bin_db, span_db=span_db,
+                            min_count=min_count)["out"]
+
+
+def binned_transfers(x, outs, *, scale: str = "linear", n_bins: int = 64, bin_db: float = 0.5,
+                     span_db: float = 40.0, min_count: int = 5) -> dict[str, BinnedTransfer]:
+    """:func:`binned_transfer` of several outputs of the same input on one set of bins (the bins, ``amp_in`` and
+    ``pin_db`` come from x alone, so that the curves share their x axis): ``outs`` maps names to (N, 2) / (N,)
+    signals; returns the same names. A bin in which an output has no finite sample has a NaN gain for it, and
+    ``count`` is the samples each output's gain used."""
+    bins = transfer_bins(x, scale=scale, n_bins=n_bins, bin_db=bin_db, span_db=span_db, min_count=min_count)
+    return {name: bins.transfer(out, name) for name, out in outs.items()}
+
+
+@dataclass(frozen=True, eq=False)
+class TransferBins:
+    """The bins of one input x (:func:`transfer_bins`), for the transfers of any number of outputs
+    (:meth:`transfer`): computed once, reused for every output (and every epoch of a fixed input)."""
+
+    n: int  # samples of x
+    idx: np.ndarray  # (M,) samples in a bin
+    k: np.ndarray  # (M,) their bin
+    nb: int  # bins in all
+    use: np.ndarray  # (nb,) bool: populated (>= min_count samples)
+    xs: np.ndarray  # (M,) complex128 x of those samples
+    ps: np.ndarray  # (M,) |x|²
+    count: np.ndarray  # (B,) samples of x per used bin
+    sum_p: np.ndarray  # (B,) Σ|x|² per used bin
+    amp_in: np.ndarray  # (B,)
+    pin_db: np.ndarray  # (B,)
+
+    def _sum(self, k: np.ndarray, w: np.ndarray) -> np.ndarray:
+        return np.bincount(k, weights=w, minlength=self.nb)[self.use]
+
+    def transfer(self, out, name: str = "out") -> BinnedTransfer:
+        """The :class:`BinnedTransfer` of ``out`` ((N, 2) I/Q or (N,) complex) on these bins."""
+        oc = as_complex(out)
+        if oc.shape != (self.n,):
+            raise ValueError(f"x and {name} must have the same number of samples, got {self.n} and {oc.size}")
+        if not self.use.any():
+            return BinnedTransfer(np.empty(0), np.empty(0), np.empty(0, np.complex128), np.empty(0, np.int64),
+                                  self.n, np.empty(0))
+        o = oc[self.idx]
+        fin = np.isfinite(o)
+        if fin.all():
+            k, xs, ps, cnt, sum_p = self.k, self.xs, self.ps, self.count, self.sum_p
+        else:
+            k, o, xs, ps = self.k[fin], o[fin], self.xs[fin], self.ps[fin]
+            cnt = np.bincount(k, minlength=self.nb)[self.use]
+            sum_p = self._sum(k, ps)
+        cross = o * np.conj(xs)
+        sum_c = self._sum(k, cross.real) + 1j * self._sum(k, cross.imag)
+        sum_o = self._sum(k, o.real * o.real + o.imag * o.imag)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sp = np.where(sum_p > 0, sum_p, 1.0)
+            gain = np.where(cnt > 0, sum_c / sp, np.nan + 0j)
+            resid = np.maximum(sum_o - np.abs(sum_c) ** 2 / sp, 0.0)
+            se_db = np.where(cnt > 1, _DB_PER_NEPER * np.sqrt(resid / np.maximum(cnt - 1, 1) / sp) / np.abs(gain),
+                             np.nan)
+        return BinnedTransfer(amp_in=self.amp_in, pin_db=self.pin_db, gain=gain, count=cnt.astype(np.int64),
+                              dropped=int(self.n - int(cnt.sum())), gain_se_db=se_db)
+
+
+def transfer_bins(x, *, scale: str = "linear", n_bins: int = 64, bin_db: float = 0.5, span_db: float = 40.0,
+                  min_count: int = 5) -> TransferBins:
+    """The bins of :func:`binned_transfer` for the input ``x`` (same arguments and errors)."""
+    xc = as_complex(x)
     if scale not in ("linear", "db"):
         raise ValueError(f"scale must be 'linear' or 'db', got {scale!r}")
     if int(n_bins) < 1 or not bin_db > 0 or not span_db > 0 or int(min_count) < 1:
         raise ValueError("n_bins and min_count must be >= 1, bin_db and span_db > 0")
-    ok = np.isfinite(xc) & np.isfinite(oc)
-    p = np.abs(xc) ** 2
-    ok &= p > 0
-    xs, os_, ps = xc[ok], oc[ok], p[ok]
-    empty = BinnedTransfer(np.empty(0), np.empty(0), np.empty(0, np.complex128), np.empty(0, np.int64), xc.size)
+    p = xc.real * xc.real + xc.imag * xc.imag
+    idx = np.flatnonzero(np.isfinite(p) & (p > 0))
+    ps = p[idx]
     if ps.size == 0:
-        return empty
+        z = np.empty(0)
+        return TransferBins(xc.size, idx, idx, 1, np.zeros(1, bool), xc[idx], ps, z, z, z, z)
     peak = float(ps.max())
     if scale == "linear":
         nb = int(n_bins)
@@ -124,20 +195,15 @@ def binned_transfer(x, out, *, scale: str = "linear", n_bins: int = 64, bin_db: 
         level = 10.0 * np.log10(ps / peak) + nb * bin_db  # 0 at the lowest bin's lower edge, nb·bin_db at the peak
         k = np.minimum(np.floor(level / bin_db).astype(np.int64), nb - 1)
         keep = k >= 0
-        xs, os_, ps, k = xs[keep], os_[keep], ps[keep], k[keep]
-    cross = os_ * np.conj(xs)
-    count = np.bincount(k, minlength=nb)
-    sum_p = np.bincount(k, weights=ps, minlength=nb)
-    sum_a = np.bincount(k, weights=np.sqrt(ps), minlength=nb)
-    sum_re = np.bincount(k, weights=cross.real, minlength=nb)
-    sum_im = np.bincount(k, weights=cross.imag, minlength=nb)
-    use = count >= int(min_count)
-    c = count[use]
-    if c.size == 0:
-        return empty
-    gain = (sum_re[use] + 1j * sum_im[use]) / sum_p[use]
-    return BinnedTransfer(amp_in=sum_a[use] / c, pin_db=10.0 * np.log10(sum_p[use] / c), gain=gain,
-                          count=c.astype(np.int64), dropped=int(xc.size - int(c.sum())))
+        idx, ps, k = idx[keep], ps[keep], k[keep]
+    count_x = np.bincount(k, minlength=nb)
+    use = count_x >= int(min_count)
+    count = count_x[use]
+    sum_p = np.bincount(k, weights=ps, minlength=nb)[use]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        amp_in = np.bincount(k, weights=np.sqrt(ps), minlength=nb)[use] / count
+        pin_db = 10.0 * np.log10(sum_p / count)
+    return TransferBins(xc.size, idx, k, nb, use, xc[idx], ps, count, sum_p, amp_in, pin_db)
 
 
 @dataclass(frozen=True)
@@ -169,28 +235,35 @@ class CompressionPoint:
 
 
 def compression_point(t: BinnedTransfer, drop_db: float = DEFAULT_DROP_DB,
-                      ss_span_db: float = DEFAULT_SS_SPAN_DB) -> CompressionPoint:
+                      ss_span_db: float = DEFAULT_SS_SPAN_DB, max_se_db: float = DEFAULT_MAX_SE_DB
+                      ) -> CompressionPoint:
     """The ``drop_db`` compression point (P1dB by default) of a transfer binned in dB (:func:`binned_transfer`).
 
-    The small-signal gain is the sample-weighted mean of the bins' gain [dB] within ``ss_span_db`` of the lowest
-    bin; the point is the first bin, ascending in input power, whose gain is ``drop_db`` or more below it, the
-    crossing interpolated linearly between that bin and the one before (IEEE/IEC usage: the input power at which the
-    gain has fallen 1 dB below its small-signal value; output-referred = input + small-signal gain - 1 dB).
+    Only bins whose gain is known to ``max_se_db`` (:attr:`BinnedTransfer.gain_se_db`) count: at low power a
+    measured output's few samples, noise and memory effects scatter the gain by decibels. The small-signal gain is
+    the inverse-variance weighted mean of those bins' gain [dB] within ``ss_span_db`` of the lowest of them; the
+    point is the first of them, ascending in input power, whose gain is ``drop_db`` or more below it, the crossing
+    interpolated linearly from the one before (the usual definition: the input power at which the gain has fallen
+    1 dB below its small-signal value; output-referred = input + small-signal gain - 1 dB).
 
-    Returns NaNs (``reached`` False) when ``t`` has fewer than two bins. Raises ValueError for drop_db <= 0 or
-    ss_span_db < 0.
+    Returns NaNs (``reached`` False) when fewer than two bins count. Raises ValueError for drop_db <= 0,
+    ss_span_db < 0 or max_se_db <= 0.
     """
-    if not drop_db > 0 or not ss_span_db >= 0:
-        raise ValueError(f"drop_db must be > 0 and ss_span_db >= 0, got {drop_db!r} and {ss_span_db!r}")
+    if not drop_db > 0 or not ss_span_db >= 0 or not max_se_db > 0:
+        raise ValueError(f"drop_db and max_se_db must be > 0 and ss_span_db >= 0, got {drop_db!r}, {max_se_db!r} "
+                         f"and {ss_span_db!r}")
     nan = math.nan
     g = t.gain_db
     pin = t.pin_db
-    fin = np.isfinite(g)
-    g, pin, count = g[fin], pin[fin], t.count[fin]
+    se = t.gain_se_db if t.gain_se_db is not None else np.full(g.shape, nan)
+    known = np.isfinite(se)
+    use = np.isfinite(g) & (~known | (se <= max_se_db))
+    g, pin, se, count = g[use], pin[use], se[use], t.count[use]
     if g.size < 2:
         return CompressionPoint(nan, float(drop_db), nan, nan, nan, False)
     ss = pin <= pin[0] + ss_span_db
-    g_ss = float(np.average(g[ss], weights=count[ss]))
+    w = np.where(np.isfinite(se) & (se > 0), 1.0 / np.maximum(se, 1e-12) ** 2, count.astype(np.float64))
+    g_ss = float(np.average(g[ss], weights=w[ss]))
     above = g[~ss] if np.any(~ss) else g
     max_comp = float(g_ss - above.min())
     target = g_ss - drop_db
