@@ -31,6 +31,7 @@ from .panel_export import install_export_menu
 from .queue_panel import install_queue_panel
 from .resume_control import ResumeControl
 from .retention_prompt import install_retention_prompt
+from .rf_view import install_rf_view
 from .runs_browser import install_runs_browser
 from .sweep_view import install_sweep_view
 from .run_control import DPD_OUTPUT_FILTERS, RunControl, same_dataset, validate_config
@@ -155,6 +156,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState,
         install_inspector(self)  # Dataset ▸ Inspect… / Import capture… (gui/inspector.py)
         self.runs_browser = install_runs_browser(self)  # the runs dock: open, compare, report (gui/runs_browser.py)
         self.sweep_view = install_sweep_view(self)  # the sweeps dock: trials, Pareto plot (gui/sweep_view.py)
+        self.rf_view = install_rf_view(self)  # View ▸ RF plots: compression, Pin/Pout, CCDF (gui/rf_view.py)
         install_export_menu(self)  # File ▸ Export as PNG/SVG/CSV, and each plot's menu (gui/panel_export.py)
 
         self._plot_timer = QTimer(self, singleShot=True, interval=30)

@@ -26,7 +26,7 @@ CURVE_BINS = 48
 COMPRESSION_BIN_DB = 0.5
 COMPRESSION_SPAN_DB = 40.0
 #: Compression bins whose gain is less certain than this (standard error, dB) are not drawn (few samples, noise).
-DRAWN_MAX_SE_DB = 0.5
+DRAWN_MAX_SE_DB = 0.2
 #: The name of the input signal in every mapping.
 INPUT_NAME = "input x"
 
