@@ -25,6 +25,7 @@ from .dataset_control import DATASET_FILTER, DatasetControl
 from .form_state import FormState
 from .inspector import install_inspector
 from .jobs import JobRegistry
+from .model_exports import install_model_exports
 from .qt_app import APP_NAME
 from .plot_area import PlotArea
 from .panel_export import install_export_menu
@@ -157,6 +158,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState,
         self.runs_browser = install_runs_browser(self)  # the runs dock: open, compare, report (gui/runs_browser.py)
         self.sweep_view = install_sweep_view(self)  # the sweeps dock: trials, Pareto plot (gui/sweep_view.py)
         self.rf_view = install_rf_view(self)  # View ▸ RF plots: compression, Pin/Pout, CCDF (gui/rf_view.py)
+        install_model_exports(self)  # Run ▸ MP/GMP coefficients, Run DPD on a waveform file (gui/model_exports.py)
         install_export_menu(self)  # File ▸ Export as PNG/SVG/CSV, and each plot's menu (gui/panel_export.py)
 
         self._plot_timer = QTimer(self, singleShot=True, interval=30)
@@ -262,7 +264,10 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState,
         parts.append("DPD" if self.step_dpd.isChecked() else "PA")
         label = dict((v, l) for v, l, _ in BACKBONES).get(self.form.backbone.currentData(),
                                                           str(self.form.backbone.currentText()))
-        parts.append(f"{label}-{self.form.hidden_size.value()}")
+        if self.form.is_poly:  # MP/GMP: orders, no hidden size
+            parts.append(f"{label} K{self.form.poly.order.value()} M{self.form.poly.memory.value()}")
+        else:
+            parts.append(f"{label}-{self.form.hidden_size.value()}")
         # The app name once: ensure_app sets no display name, which Qt would append (gui/qt_app.py).
         self.setWindowTitle(f"{APP_NAME} {__version__} — " + " · ".join(parts))
 

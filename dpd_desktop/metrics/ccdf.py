@@ -14,7 +14,7 @@ import numpy as np
 
 from .transfer import as_complex
 
-__all__ = ["CCDF_LEVELS_DB", "ccdf", "papr_db", "papr_probability"]
+__all__ = ["CCDF_LEVELS_DB", "ccdf", "papr_db", "papr_probability", "peak_papr_db"]
 
 #: The levels at which the plots' CCDF is evaluated: 0 to 16 dB above the mean power in 0.05 dB steps.
 CCDF_LEVELS_DB = np.round(np.arange(0.0, 16.0 + 1e-9, 0.05), 10)
@@ -75,6 +75,15 @@ def papr_db(sig, prob: float = 1e-4) -> tuple[float, float]:
     peak = _db(float(r.max()))
     at = _db(float(np.quantile(r, 1.0 - prob))) if r.size * prob >= 1 else math.nan
     return at, peak
+
+
+def peak_papr_db(peak_abs: float, rms_abs: float) -> float:
+    """Peak PAPR [dB] from the peak and the RMS magnitude: 20·log10(peak / rms); NaN when either is not positive."""
+    try:
+        p, r = float(peak_abs), float(rms_abs)
+    except (TypeError, ValueError):
+        return math.nan
+    return 20.0 * math.log10(p / r) if p > 0 and r > 0 and math.isfinite(p) and math.isfinite(r) else math.nan
 
 
 def papr_probability(n: int) -> float:
