@@ -9,7 +9,7 @@ the window's own panels (gui/plot_area.py ``_flush_plots``).
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, Qt, QTimer
-from PySide6.QtGui import QKeySequence
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QFrame, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from .panel_export import add_context_menu
@@ -102,9 +102,31 @@ class RFView(QWidget):
 
 def show_rf_plots(window, on: bool = True) -> None:
     """Show (or hide) the RF plots' dock of ``window`` (what View ▸ RF plots does)."""
+    if on:
+        place_dock(window, window.rf_dock)
     window.rf_dock.setVisible(on)
     if on:
         window.rf_dock.raise_()
+
+
+def place_dock(window, dock) -> None:
+    """Before the dock is first shown: on the window's right when the window has the room beside its central
+    widget's minimum width, else a floating window over the window's right side (a dock must not push the window
+    past its size, or past a 1280-pixel screen). Later the user's own docking and floating stand."""
+    if getattr(dock, "_placed", False):
+        return
+    dock._placed = True
+    room = window.width() - window.centralWidget().minimumSizeHint().width()
+    if room >= DOCK_WIDTH + 20:
+        dock.setFloating(False)
+        return
+    dock.setFloating(True)
+    geo = window.geometry()
+    screen = window.screen().availableGeometry() if window.screen() is not None else geo
+    w, h = DOCK_WIDTH + 40, max(480, int(geo.height() * 0.85))
+    x = min(geo.right() - w - 12, screen.right() - w)
+    y = max(screen.top(), geo.top() + 60)
+    dock.setGeometry(max(screen.left(), x), y, w, min(h, screen.height()))
 
 
 def install_rf_view(window) -> RFView:
@@ -124,16 +146,17 @@ def install_rf_view(window) -> RFView:
     window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
     window.resizeDocks([dock], [DOCK_WIDTH], Qt.Orientation.Horizontal)
     dock.hide()
-    toggle = dock.toggleViewAction()
-    toggle.setText("RF plots (compression, Pin/Pout, CCDF)")
+    toggle = QAction("RF plots (compression, Pin/Pout, CCDF)", window, checkable=True)
     toggle.setShortcut(QKeySequence(SHORTCUT))
     toggle.setToolTip(f"Gain compression with P1dB, Pin/Pout and the CCDF with PAPR of the shown evaluation ({SHORTCUT})")
-    toggle.toggled.connect(lambda on: on and dock.raise_())
+    toggle.triggered.connect(lambda on: show_rf_plots(window, on))
+    dock.visibilityChanged.connect(lambda _on: toggle.setChecked(dock.isVisible()))
     window.addAction(toggle)
     for action in window.menuBar().actions():
         if action.text().replace("&", "") == "View" and action.menu() is not None:
             action.menu().addSeparator()
             action.menu().addAction(toggle)
+    window.rf_dock = dock  # before the first show (show_rf_plots, place_dock)
     legend = getattr(window, "signal_legend", None)
     if legend is not None and legend.layout() is not None:
         button = QPushButton("RF plots ▸")
@@ -141,10 +164,11 @@ def install_rf_view(window) -> RFView:
         button.setFlat(True)
         button.setCheckable(True)
         button.setToolTip(toggle.toolTip())
-        button.clicked.connect(lambda on: dock.setVisible(on))
+        button.clicked.connect(lambda on: show_rf_plots(window, on))
         toggle.toggled.connect(button.setChecked)
         legend.layout().addWidget(button)
         window.rf_button = button
+
     def make_current(panel) -> None:
         window._set_current_panel(panel)  # noqa: SLF001 - the window's current-plot tracking (frames its own)
         view.highlight(panel)

@@ -142,3 +142,17 @@ def test_rf_panels_follow_a_live_run_and_export(make_window, qtbot, demo, monkey
     w.rf_view.ccdf_panel.activated.emit(w.rf_view.ccdf_panel)
     out = w.export_current_plot(tmp_path / "ccdf.png")
     assert out is not None and out.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("size, floating", [((1280, 800), True), ((1920, 1080), False)])
+def test_the_rf_dock_floats_when_the_window_has_no_room_beside_its_plots(make_window, qtbot, size, floating):
+    w = make_window()
+    w.resize(*size)
+    qtbot.wait(20)
+    before = w.width()
+    show_rf_plots(w)
+    qtbot.waitUntil(lambda: w.rf_dock.isVisible(), timeout=3000)
+    assert w.rf_dock.isFloating() == floating
+    assert w.width() == before  # the dock never widens the window
+    w.rf_toggle.trigger()  # View ▸ RF plots again: hidden
+    assert not w.rf_dock.isVisible() and not w.rf_button.isChecked()

@@ -149,3 +149,13 @@ def test_psd_in_dbm_per_hz_integrates_to_the_signal_power_in_dbm():
     assert psd_dbm_per_hz([-300.0], 20.0).tolist() == [-300.0]
     with pytest.raises(ValueError):
         psd_dbm_per_hz(d, float("nan"))
+
+
+def test_peak_papr_from_peak_and_rms_and_the_run_dpd_banner_text():
+    from dpd_desktop.metrics.ccdf import peak_papr_db
+
+    assert peak_papr_db(2.0, 1.0) == pytest.approx(6.0206, abs=1e-4)
+    assert math.isnan(peak_papr_db(0.0, 1.0)) and math.isnan(peak_papr_db(None, 1.0))
+    z = gaussian(10_000, seed=9)
+    rms = math.sqrt(np.mean(np.abs(z) ** 2))
+    assert peak_papr_db(np.max(np.abs(z)), rms) == pytest.approx(papr_db(z)[1], abs=1e-9)

@@ -347,6 +347,13 @@ class IntegerAxis(pg.AxisItem):
         return out
 
 
+def set_readout(label, html: str) -> None:
+    """Set a read-out LabelItem's rich text without letting its width set the panel's minimum width (pyqtgraph's
+    LabelItem makes its text's width its minimum: a long read-out widened a docked panel, and the window with it)."""
+    label.setText(html or " ")
+    label.setMinimumWidth(0)
+
+
 def plain_text(html: str) -> str:
     """A read-out's rich text without markup (tests, tooltips)."""
     import re

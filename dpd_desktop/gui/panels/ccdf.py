@@ -10,7 +10,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from .. import theme
-from .base import CurveSet, LogAxis, PlotPanel, ordered, plain_text
+from .base import CurveSet, LogAxis, PlotPanel, ordered, plain_text, set_readout
 
 GAUSSIAN = "complex Gaussian"
 
@@ -76,7 +76,7 @@ class CCDFPanel(PlotPanel):
             self.gaussian.setVisible(True)
         else:
             self.gaussian.setVisible(False)
-        self.readout.setText(self.readout_text(plots, names) or " ")
+        set_readout(self.readout, self.readout_text(plots, names))
         self.set_source_label(label)
         self._sync_empty()
 

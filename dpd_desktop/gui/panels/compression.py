@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 
 from .. import theme
 from ...training.plotdata import INPUT_NAME
-from .base import CurveSet, PlotPanel, ordered, plain_text
+from .base import CurveSet, PlotPanel, ordered, plain_text, set_readout
 
 
 def power_unit(plots, names) -> tuple[bool, str]:
@@ -71,7 +71,7 @@ class _PowerPanel(PlotPanel):
         in_off, out_off = self._offsets(plots, names)
         comp = getattr(plots, "compression", None) or {}
         self.draw(plots, pin + in_off, names, in_off, out_off, comp)
-        self.readout.setText(self.readout_text(names, comp, in_off, out_off) or " ")
+        set_readout(self.readout, self.readout_text(names, comp, in_off, out_off))
         self.set_source_label(label)
         self._sync_empty()
 
@@ -84,11 +84,14 @@ class _PowerPanel(PlotPanel):
                 continue
             color = theme.color_for(n)
             gain = g + out_off[n] - in_off
+            most = c.get("max_compression_db", math.nan)
             if c.get("reached"):
                 where = (f"P1dB {fmt_db(c['pin_db'] + in_off, self.unit)} in, "
                          f"{fmt_db(c['pout_db'] + out_off[n], self.unit)} out")
+            elif math.isfinite(most) and most >= 0.05:
+                where = f"no P1dB (at most {most:.2f} dB compressed)"
             else:
-                where = f"no P1dB (≤ {c.get('max_compression_db', math.nan):.2f} dB compressed)"
+                where = "no compression"
             rows.append(f"<span style='color:{color}'>■</span>&nbsp;{n}: G {gain:.2f} dB · {where}")
         return "<br>".join(rows)
 
@@ -134,8 +137,9 @@ class CompressionPanel(_PowerPanel):
                         "signal's P1dB. Bins with too few samples to tell the gain are not drawn.")
 
     def signals(self, plots) -> list[str]:
-        # every signal against x: a DPD's output u shows its expansion, PA(DPD(x)) the linearised cascade
-        return [n for n in super().signals(plots) if theme.signal_role(n) != "error"]
+        # every signal against x: a DPD's output u shows its expansion, PA(DPD(x)) the linearised cascade; not a
+        # DPD's target g·x (a flat line by construction)
+        return [n for n in super().signals(plots) if theme.signal_role(n) not in ("error", "target")]
 
     def draw(self, plots, pin, names, in_off, out_off, comp) -> None:
         self._set_labels("gain − small-signal gain [dB]", f"Pin [{self.unit}]")
@@ -161,11 +165,12 @@ class PinPoutPanel(_PowerPanel):
         self.plot.addItem(self.linear, ignoreBounds=True)
         self._peaks: dict[str, tuple[float, float]] = {}
         self.setToolTip("Output power of 0.5 dB input-power bins over the whole split; the dashed line continues the "
-                        "reference's small-signal gain, ● marks each signal's P1dB.")
+                        "reference's small-signal gain (the measured y; a DPD's target g·x), ● marks each signal's "
+                        "P1dB.")
 
     def signals(self, plots) -> list[str]:
-        # the PA output plane only (a DPD's output u is a PA input)
-        return [n for n in super().signals(plots) if theme.signal_role(n) not in ("u", "error", "x")]
+        # the PA output plane only (a DPD's output u is a PA input); a DPD's target g·x is the dashed line
+        return [n for n in super().signals(plots) if theme.signal_role(n) not in ("u", "error", "x", "target")]
 
     def readout_text(self, names, comp, in_off: float, out_off: dict[str, float]) -> str:
         rows = []
@@ -188,11 +193,14 @@ class PinPoutPanel(_PowerPanel):
         self.curves.set({n: (pin, np.asarray(plots.pout_db[n], dtype=np.float64) + out_off[n]) for n in names},
                         {n: self.LINE_WIDTH for n in names})
         self.markers.set(self.p1db_points(names, comp, in_off, out_off, lambda n, c: c["pout_db"] + out_off[n]))
-        ref = next((n for n in (plots.target_name, *names) if n in names), None)
+        # the reference's small-signal gain (the measured y; a DPD's target g·x), continued as a straight line
+        ref = next((n for n in (plots.target_name, *names) if n in comp), None)
         g = (comp.get(ref) or {}).get("gain_ss_db", math.nan) if ref else math.nan
+        refs = getattr(plots, "power_ref_dbm", None) or {}
+        off = refs.get(ref, 0.0) if names and all(n in refs for n in names) and INPUT_NAME in refs else 0.0
         if ref is not None and math.isfinite(g) and len(pin):
             lo, hi = float(np.nanmin(pin)), float(np.nanmax(pin))
-            self.linear.setData([lo, hi], [lo - in_off + g + out_off[ref], hi - in_off + g + out_off[ref]])
+            self.linear.setData([lo, hi], [lo - in_off + g + off, hi - in_off + g + off])
             self.linear.setVisible(True)
         else:
             self.linear.setVisible(False)
