@@ -143,25 +143,29 @@ class TransferBins:
     def _sum(self, k: np.ndarray, w: np.ndarray) -> np.ndarray:
         return np.bincount(k, weights=w, minlength=self.nb)[self.use]
 
-    def transfer(self, out, name: str = "out") -> BinnedTransfer:
-        """The :class:`BinnedTransfer` of ``out`` ((N, 2) I/Q or (N,) complex) on these bins."""
+    def transfer(self, out, name: str = "out", power: np.ndarray | None = None) -> BinnedTransfer:
+        """The :class:`BinnedTransfer` of ``out`` ((N, 2) I/Q or (N,) complex) on these bins; ``power``: |out|²
+        when the caller has it already ((N,) float64)."""
         oc = as_complex(out)
         if oc.shape != (self.n,):
             raise ValueError(f"x and {name} must have the same number of samples, got {self.n} and {oc.size}")
         if not self.use.any():
             return BinnedTransfer(np.empty(0), np.empty(0), np.empty(0, np.complex128), np.empty(0, np.int64),
                                   self.n, np.empty(0))
-        o = oc[self.idx]
-        fin = np.isfinite(o)
+        every = self.idx.size == self.n  # every sample in a bin (the linear bins of a signal without zeros)
+        o = oc if every else oc[self.idx]
+        o2 = power if power is not None else oc.real * oc.real + oc.imag * oc.imag
+        o2 = o2 if every else o2[self.idx]
+        fin = np.isfinite(o2)
         if fin.all():
             k, xs, ps, cnt, sum_p = self.k, self.xs, self.ps, self.count, self.sum_p
         else:
-            k, o, xs, ps = self.k[fin], o[fin], self.xs[fin], self.ps[fin]
+            k, o, o2, xs, ps = self.k[fin], o[fin], o2[fin], self.xs[fin], self.ps[fin]
             cnt = np.bincount(k, minlength=self.nb)[self.use]
             sum_p = self._sum(k, ps)
         cross = o * np.conj(xs)
         sum_c = self._sum(k, cross.real) + 1j * self._sum(k, cross.imag)
-        sum_o = self._sum(k, o.real * o.real + o.imag * o.imag)
+        sum_o = self._sum(k, o2)
         with np.errstate(invalid="ignore", divide="ignore"):
             sp = np.where(sum_p > 0, sum_p, 1.0)
             gain = np.where(cnt > 0, sum_c / sp, np.nan + 0j)

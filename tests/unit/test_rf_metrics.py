@@ -159,3 +159,23 @@ def test_peak_papr_from_peak_and_rms_and_the_run_dpd_banner_text():
     z = gaussian(10_000, seed=9)
     rms = math.sqrt(np.mean(np.abs(z) ** 2))
     assert peak_papr_db(np.max(np.abs(z)), rms) == pytest.approx(papr_db(z)[1], abs=1e-9)
+
+
+@pytest.mark.parametrize("n, prob", [(1000, 1e-2), (98_304, 1e-3), (100_000, 1e-4), (20, 0.05), (50, 0.02)])
+def test_papr_quantile_is_numpys_linear_quantile(n, prob):
+    from dpd_desktop.metrics.ccdf import _upper_quantile
+
+    for seed in range(3):
+        z = gaussian(n, seed=seed) if seed < 2 else np.exp(1j * np.arange(n)) * (1 + (np.arange(n) % 7 == 0))
+        p = np.abs(z) ** 2
+        r = p / p.mean()
+        assert _upper_quantile(r, 1 - prob) == pytest.approx(float(np.quantile(r, 1 - prob)), rel=1e-12)
+
+
+def test_ccdf_even_grid_path_counts_as_the_search_does():
+    z = gaussian(200_000, seed=11)
+    even = ccdf(z)  # the plots' even 0.05 dB grid
+    levels = CCDF_LEVELS_DB.copy()
+    levels[-1] += 1e-6  # uneven: the searchsorted path
+    search = ccdf(z, levels)
+    assert np.array_equal(even[:-1], search[:-1])
