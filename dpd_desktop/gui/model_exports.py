@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QFileDialog
 
 from ..metrics.ccdf import peak_papr_db
 from ..runs.record import RunRecord
+from .preload import wait_for_core
 from .runs_jobs import start_job
 
 COEF_FILTERS = {"CSV: M-by-K matrix, a+bi cells (*.csv)": ".csv", "MAT: Coefficients, w, terms (*.mat)": ".mat"}
@@ -33,8 +34,6 @@ def dpd_papr_text(meta: dict) -> str:
 
 def _export_coefficients(workspace, run_dir: str, out: str) -> dict:
     """Pool thread: wait for the PyTorch preload (never import it on two threads at once), then the core's export."""
-    from .preload import wait_for_core
-
     wait_for_core()
     from ..runs.coef_export import export_coefficients  # PyTorch: the checkpoint's model
 
@@ -131,7 +130,7 @@ class ModelExports:
                 return False
             w._settings.setValue("paths/last_waveform_dir", str(Path(input_file).parent))  # noqa: SLF001
         if out is None:
-            from .run_control import DPD_OUTPUT_FILTERS
+            from .run_control import DPD_OUTPUT_FILTERS  # here: run_control imports this module
 
             src = Path(input_file)
             start = str(w._settings.value("paths/last_dpd_dir", str(src.parent), type=str))  # noqa: SLF001

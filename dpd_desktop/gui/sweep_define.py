@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDialog, QDialogBut
 from ..config import ConfigError
 from ..sweep.runner import create_sweep
 from ..sweep.space_table import SEARCHABLE_FIELDS, param_text, spec_from_table, trial_count
-from ..sweep.spec import MAX_TRIALS, SweepSpecError
+from ..sweep.spec import ALIASES, MAX_TRIALS, SweepSpecError
 from .preload import preload_job
 from .runs_jobs import start_job
 
@@ -181,8 +181,6 @@ class SweepDefineDialog(QDialog):
     def _paint_rows(self, field: str | None) -> None:
         """Mark the rows of ``field`` (None: none); the table's signals are blocked meanwhile (a repaint of an item
         is an itemChanged, which would check again)."""
-        from ..sweep.spec import ALIASES
-
         self.table.blockSignals(True)
         try:
             for r, (k, _) in enumerate(self.rows()):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -356,8 +357,6 @@ def set_readout(label, html: str) -> None:
 
 def plain_text(html: str) -> str:
     """A read-out's rich text without markup (tests, tooltips)."""
-    import re
-
     text = re.sub(r"<br\s*/?>", "\n", str(html))
     return re.sub(r"<[^>]+>", "", text).replace("&nbsp;", " ").replace("■", "").strip()
 
