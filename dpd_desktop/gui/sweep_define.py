@@ -8,6 +8,7 @@ names the row's field and is shown under the table, the row marked; nothing is c
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout,
                                QHeaderView, QLabel, QLineEdit, QPushButton, QSpinBox, QTableWidget, QTableWidgetItem,
                                QVBoxLayout)
@@ -23,6 +24,8 @@ from .runs_jobs import start_job
 DEFAULT_ROWS = (("hidden_size", "8, 16"), ("lr", "0.002, 0.005"))
 SEARCH_LABELS = (("grid", "grid (every combination)"), ("random", "random"), ("optuna", "Optuna (TPE, pruning)"))
 ERROR_STYLE = "color: #c62828;"
+#: The row in error: a translucent amber that keeps the text readable on light and dark palettes.
+MARK = QColor(255, 176, 0, 110)
 
 
 class SweepDefineDialog(QDialog):
@@ -94,6 +97,8 @@ class SweepDefineDialog(QDialog):
         self.buttons.rejected.connect(self.reject)
         self.run_button.clicked.connect(self.create_and_run)
         self.search_combo.currentIndexChanged.connect(lambda *_: self.check())
+        self.seed_spin.valueChanged.connect(lambda *_: self.check())
+        self.name_edit.textChanged.connect(lambda *_: self.check())
         self.trials_spin.valueChanged.connect(lambda *_: self.check())
         self.table.itemChanged.connect(lambda *_: self.check())
         self.resize(560, 460)
@@ -140,6 +145,7 @@ class SweepDefineDialog(QDialog):
         """Read the table into a spec (shown: the trial count, or the error under the table); the spec or None."""
         search = self.search_combo.currentData()
         self.trials_spin.setEnabled(search != "grid")
+        self.seed_spin.setEnabled(search != "grid")
         self.spec = None
         self._paint_rows(None)
         job = preload_job()
@@ -187,7 +193,7 @@ class SweepDefineDialog(QDialog):
                 item = self.table.item(r, 1)
                 if item is not None:
                     hit = field is not None and ALIASES.get(k, k) == field
-                    item.setBackground(Qt.GlobalColor.yellow if hit else Qt.GlobalColor.transparent)
+                    item.setBackground(MARK if hit else Qt.GlobalColor.transparent)
         finally:
             self.table.blockSignals(False)
 
