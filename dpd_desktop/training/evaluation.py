@@ -139,7 +139,7 @@ class Evaluator:
         aclr[tname] = self.target_aclr(split)
         return build_plot_data(source, es["x_np"], signals, self.spec, target_name=tname, pred_name=pname,
                                aclr=aclr, error_of=(pname, tname), psd_cache=self._psd_cache.setdefault(split, {}),
-                               constant=(tname, "PA(x) no DPD"))
+                               constant=(tname, "PA(x) no DPD"), input_side=("DPD output u",))
 
     def output_power_report(self, test: dict[str, Any], net) -> dict[str, Any]:
         """RMS output of the cascade with and without DPD on the test split and their difference in dB (a DPD must
