@@ -78,6 +78,8 @@ class ExperimentConfig:
         fit: ``"gradient"`` (the epoch loop) or ``"ls"`` (least squares; MP/GMP only; a DPD by indirect learning).
         poly_order (K), memory_depth (M), poly_odd_only, cross_order (Kc; None = K), cross_lag (L_lag), cross_lead
             (L_lead): the MP/GMP orders (models/poly.py; the cross terms are GMP's, ignored for MP).
+        thx, thh: a delta family's thresholds on |Δx| and |Δh| (DeltaGRU, TRes-DeltaGRU: models/deltagru.py); 0 (the
+            default) runs the dense recurrence; ignored by the other families.
         rcond: least squares' singular-value cutoff relative to the largest (numpy.linalg.lstsq), 0 ≤ rcond < 1.
         grid_k, grid_m: least squares only: fit every (K, M) of these lists and keep the lowest validation NMSE
             (None: the single (poly_order, memory_depth)).
@@ -132,6 +134,8 @@ class ExperimentConfig:
     rcond: float = 1e-10
     grid_k: list[int] | None = None
     grid_m: list[int] | None = None
+    thx: float = 0.0
+    thh: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def validate(self) -> "ExperimentConfig":
@@ -197,6 +201,10 @@ class ExperimentConfig:
         if not isinstance(self.allow_dataset_mismatch, bool):
             raise ConfigError("allow_dataset_mismatch", f"expected true or false, got {self.allow_dataset_mismatch!r}")
         self._validate_poly()
+        for name in ("thx", "thh"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
+                raise ConfigError(name, f"expected a finite delta threshold >= 0, got {v!r}")
         if self.kernel not in KERNELS:
             raise ConfigError("kernel", f"expected one of {KERNELS}, got {self.kernel!r}")
         if self.metric_profile not in METRIC_PROFILES:

@@ -75,12 +75,15 @@ def run_recurrent(rnn: nn.RNNBase, x: Tensor, h0: Tensor, kernel: str = DEFAULT_
 
 def apply_kernel(net: nn.Module, kernel: str, device) -> list[str]:
     """Set ``kernel`` on every module of ``net`` that has a ``kernel`` attribute and an ``rnn`` (a cascade's DPD and
-    PA both); a module the fast kernels cannot run stays on ``reference``. Returns the notes to log, one per
+    PA both); a module the fast kernels cannot run stays on ``reference`` (a backbone's own ``kernel_note()`` is
+    asked first). Returns the notes to log, one per
     fallback with its reason (none for ``reference``), each starting with the module's ``kernels_used`` key
     (``model``, ``dpd``, ``pa``)."""
     notes = []
     for name, module in _recurrent_modules(net):
-        reason = None if kernel == "reference" else unsupported_reason(module.rnn, device)
+        own = getattr(module, "kernel_note", None)  # a backbone that knows why it cannot run fast (delta thresholds)
+        reason = None if kernel == "reference" else (own() if callable(own) else None) or unsupported_reason(
+            module.rnn, device)
         module.kernel = kernel if reason is None else "reference"
         if reason is not None:
             notes.append(f"{module_key(name)}: {type(module.rnn).__name__} runs on the reference kernel ({reason})")

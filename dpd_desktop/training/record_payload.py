@@ -11,6 +11,7 @@ import torch
 
 from ..kernels import kernels_used
 from ..models.cost import model_cost
+from ..runs.artifacts import delta_fields
 from ..runs.kernel_record import kernel_block
 from ..runs.record import HISTORY_METRICS, DatasetRef
 from .device import cudnn_settings, versions
@@ -56,7 +57,8 @@ def checkpoint_meta(tr, epoch: int, row: dict[str, Any]) -> dict[str, Any]:
             "selection_metric": tr.selection_metric, "value": float(row[tr.selection_metric]),
             "run_id": tr.run_id, "n_params": tr.n_params_model,
             "dataset_fingerprint": tr.fingerprint, "gain": tr.gain,
-            **({"poly": cfg.poly_spec().to_dict()} if cfg.poly_spec() is not None else {})}
+            **({"poly": cfg.poly_spec().to_dict()} if cfg.poly_spec() is not None else {}),
+            **delta_fields(cfg)}
 
 
 def results_attrs(tr, extra: dict[str, Any]) -> dict[str, Any]:

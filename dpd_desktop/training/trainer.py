@@ -291,7 +291,8 @@ class Trainer(TrainerOutput, RunEndings):
     def _setup_model(self, cfg: ExperimentConfig) -> None:
         # Reference §4.1 step 5: construction consumes the seeded RNG; the PA first for a DPD (§5.1).
         if cfg.step == "pa":
-            self.net = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers, poly=cfg.poly_spec())
+            self.net = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers, poly=cfg.poly_spec(),
+                                   thx=cfg.thx, thh=cfg.thh)
             self.model = self.net
         else:
             pa, self.pa_info = load_pa_for_dpd(self.workspace, cfg.pa_run, dataset=self.dataset,
@@ -304,7 +305,8 @@ class Trainer(TrainerOutput, RunEndings):
             if self.pa_info["run_state"] != "succeeded":
                 self._log(f"WARNING: the PA run {self.pa_info['run_id']} is {self.pa_info['run_state']}; its selected "
                           "checkpoint (best.pt) is used as it is", logging.WARNING)
-            dpd = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers, poly=cfg.poly_spec())
+            dpd = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers, poly=cfg.poly_spec(),
+                              thx=cfg.thx, thh=cfg.thh)
             self.net = Cascade(dpd, pa)
             self.net.freeze_pa()
             self.model = dpd
