@@ -42,6 +42,7 @@ from .runs.kernel_record import read_kernel
 from .runs.settings import SettingsError, WorkspaceSettings
 from .runs.workspace import Workspace, WorkspaceError
 from .cli_poly import add_poly_options, poly_config_fields, poly_summary
+from .cli_training import add_training_options, training_config_fields
 from .timing import mark
 from .training import events as E
 from .training.cpu_threads import prefer_passive_wait
@@ -99,6 +100,7 @@ def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
     p.add_argument("--no-plots", action="store_true", help="do not write plots/*.png at the end")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_poly_options(p)
+    add_training_options(p)
 
 
 WORKSPACE_HELP = ("workspace folder (default: $DPD_DESKTOP_WORKSPACE or the platform's user data folder); a global "
@@ -294,7 +296,7 @@ def _config_from_args(a, step: str) -> ExperimentConfig:
         max_train_samples=a.max_train_samples, preview_every=a.preview_every,
         allow_dataset_mismatch=bool(getattr(a, "allow_dataset_mismatch", False)), **poly_config_fields(a),
         metric_profile=a.metric_profile, gain_rule=getattr(a, "gain_rule", "peak"),
-        kernel=getattr(a, "kernel", "reference"))
+        kernel=getattr(a, "kernel", "reference"), **training_config_fields(a))
 
 
 def _cancelled_before_start() -> int:
