@@ -5,6 +5,7 @@
     dpd-desktop arena PROTOCOL.toml ...          a protocol file of one's own (format: dpd_desktop/arena/protocol.py)
     dpd-desktop arena --list                     the named protocols and their models
     dpd-desktop arena arena-v6 --show-reference  the reference leaderboard's rows of the protocol's models
+    dpd-desktop arena --merge DIR1 DIR2 --out DIR  one leaderboard of several runs (e.g. one per GPU call)
 
 Each (condition, model) is one sweep of the workspace over the protocol's seeds (``sweep list`` shows them; in fast
 mode on a GPU the seeds train together as one group). The leaderboard (leaderboard.md/.html/.csv, trials.csv,
@@ -50,6 +51,8 @@ def add_parser(add) -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=_ints, default=None, help="override: seeds, e.g. 0,1")
     p.add_argument("--models", type=_names, default=None, help="override: model names of the protocol")
     p.add_argument("--datasets", type=_names, default=None, help="override: condition ids or dataset names")
+    p.add_argument("--merge", nargs="+", default=None, metavar="DIR",
+                   help="merge these arena leaderboard folders into --out (no training)")
     p.add_argument("--show-reference", action="store_true",
                    help="print the reference leaderboard's rows of the protocol's models and exit")
     return p
@@ -61,6 +64,21 @@ def handle(args, ws):
     from .arena.protocol import ProtocolError, load_protocol, protocol_names
     from .config import ConfigError
 
+    if args.merge:
+        from .arena.runner import merge_leaderboards
+
+        if not args.out:
+            print("error: --merge needs --out DIR", file=sys.stderr)
+            return Outcome(Exit.USAGE)
+        try:
+            paths = merge_leaderboards([Path(d) for d in args.merge], Path(args.out),
+                                       Path(args.assets) if args.assets else default_root(),
+                                       command="dpd-desktop " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return Outcome(Exit.USAGE)
+        print(Path(paths["md"]).read_text(encoding="utf-8"))
+        return Outcome(Exit.OK)
     if args.list or not args.protocol:
         for name in protocol_names():
             proto = load_protocol(name)

@@ -8,6 +8,9 @@
     [[models]]   name, backbone, hidden_size, num_layers (1), options = {ExperimentConfig fields of this model only},
                  arena_row = [backbone key, budget] (the wheel's leaderboard row this configuration reproduces)
 
+``extends = "arena-v6"`` in [protocol]: start from that protocol (its keys, [training] fields, conditions and
+models), override what this file gives (its [[models]] replace the parent's): candidates under the same rules.
+
 Overrides (``--epochs``, ``--seeds``, ``--models``, ``--datasets``) make a short run of the same protocol; the
 leaderboard records them. Errors are :class:`ProtocolError` naming the file and the key.
 """
@@ -160,6 +163,28 @@ def _fields(raw: dict, source: str, where: str) -> dict:
     return out
 
 
+def _extend(parent: str, raw: dict, src: str, path: Path) -> dict:
+    """``extends = "<protocol>"``: the parent's tables, this file's [protocol] keys and [training] fields over them;
+    [[conditions]] and [[models]] replace the parent's when given. The parent is a named protocol or a path relative
+    to this file."""
+    cand = path.parent / parent
+    ppath = cand if cand.suffix == ".toml" and cand.is_file() else protocol_path(parent)
+    try:
+        base = tomllib.loads(ppath.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ProtocolError(src, "protocol.extends", f"{ppath}: {exc}") from exc
+    if (base.get("protocol") or {}).get("extends"):
+        raise ProtocolError(src, "protocol.extends", f"{ppath} extends another protocol itself (one level only)")
+    out = dict(base)
+    head = {k: v for k, v in (raw.get("protocol") or {}).items() if k != "extends"}
+    out["protocol"] = {**(base.get("protocol") or {}), **head, "extends": str(ppath)}
+    out["training"] = {**(base.get("training") or {}), **(raw.get("training") or {})}
+    for table in ("conditions", "models"):
+        if raw.get(table):
+            out[table] = raw[table]
+    return out
+
+
 def load_protocol(name_or_path: str) -> Protocol:
     """Read and check a protocol (module docstring). Raises ProtocolError."""
     path = protocol_path(name_or_path)
@@ -168,6 +193,9 @@ def load_protocol(name_or_path: str) -> Protocol:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ProtocolError(src, "file", str(exc)) from exc
+    parent = (raw.get("protocol") or {}).get("extends")
+    if parent:
+        raw = _extend(parent, raw, src, path)
     head = raw.get("protocol") or {}
     for key in ("name", "seeds", "epochs"):
         if key not in head:

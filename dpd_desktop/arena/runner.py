@@ -24,7 +24,7 @@ from .leaderboard import build_rows, write_leaderboard
 from .prepare import prepare_condition
 from .protocol import Protocol
 
-__all__ = ["run_arena", "sweep_raw"]
+__all__ = ["merge_leaderboards", "run_arena", "sweep_raw"]
 
 _DEFAULTS = ExperimentConfig()
 
@@ -154,5 +154,44 @@ def run_arena(workspace: Workspace, proto: Protocol, assets: Path, out: Path, *,
     rows = build_rows(results, proto.power_gate_db, ref)
     meta = {"protocol": proto.to_dict(), "command": command, "overrides": proto.overrides, "device": device,
             "kernel": kernel, "baselines": baselines, "reference_source": ref_source,
-            "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "sweeps": state["sweeps"]}
+            "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "sweeps": state["sweeps"], "results": results}
     return write_leaderboard(out, meta, rows, trials_out)
+
+
+def merge_leaderboards(folders: list[Path], out: Path, assets: Path | None, command: str = "") -> dict[str, Path]:
+    """One leaderboard of several arena runs' ``leaderboard.json`` (e.g. one per GPU call): their (condition,
+    model) results side by side, the first one's protocol and gate; later duplicates of a (condition, model)
+    replace earlier ones. Raises ValueError for a folder without leaderboard.json or with another power gate."""
+    docs = []
+    for f in folders:
+        p = Path(f) / "leaderboard.json"
+        if not p.is_file():
+            raise ValueError(f"{p}: not found (not an arena leaderboard folder)")
+        docs.append(json.loads(p.read_text()))
+    gate = docs[0]["protocol"]["power_gate_db"]
+    if any(d["protocol"]["power_gate_db"] != gate for d in docs):
+        raise ValueError("the leaderboards use different power gates; they cannot be ranked together")
+    results, trials, baselines, sources = {}, {}, {}, []
+    for d, f in zip(docs, folders):
+        for r in d["results"]:
+            key = (r["condition"], r["model"]["name"])
+            results[key] = r
+            trials[key] = [t for t in d["trials"] if (t["condition"], t["model"]) == key]
+        baselines.update(d.get("baselines", {}))
+        sources.append({"folder": str(f), "command": d.get("command"), "protocol": d["protocol"]["name"],
+                        "overrides": d.get("overrides")})
+    ref, ref_source = None, docs[0].get("reference_source")
+    name = docs[0]["protocol"].get("reference_rows")
+    if name and assets is not None:
+        try:
+            ref = reference_rows(assets, name)
+        except ArenaAssetError:
+            ref = None
+    rows = build_rows(list(results.values()), gate, ref)
+    meta = {**docs[0], "command": command, "merged_from": sources, "baselines": baselines,
+            "results": list(results.values()), "reference_source": ref_source if ref else None,
+            "written": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    meta["protocol"] = {**docs[0]["protocol"], "title": docs[0]["protocol"]["title"] + " (merged)"}
+    for k in ("rows", "trials"):
+        meta.pop(k, None)
+    return write_leaderboard(out, meta, rows, [t for ts in trials.values() for t in ts])

@@ -68,6 +68,12 @@ def run_recurrent(rnn: nn.RNNBase, x: Tensor, h0: Tensor, kernel: str = DEFAULT_
         h = h0[layer]
         if lstm:
             y = backend.lstm_sequence(y, h, h, w_ih, w_hh, b_ih, b_hh)
+        elif y.shape[1] > LONG_SEQUENCE:  # a whole-split evaluation: in chunks, the state carried (see below)
+            pieces = []
+            for a in range(0, y.shape[1], LONG_CHUNK):
+                pieces.append(backend.gru_sequence(y[:, a:a + LONG_CHUNK], h, w_ih, w_hh, b_ih, b_hh))
+                h = pieces[-1][:, -1]
+            y = torch.cat(pieces, dim=1)
         else:
             y = backend.gru_sequence(y, h, w_ih, w_hh, b_ih, b_hh)
         if rnn.dropout and rnn.training and layer < rnn.num_layers - 1:

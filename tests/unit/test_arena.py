@@ -255,3 +255,19 @@ def test_tiny_protocol_end_to_end(tmp_path, capsys):
     runs = sorted(p.name for p in (tmp_path / "ws" / "runs").iterdir())
     assert main(argv) == 0  # again: the finished sweeps are reused, nothing is trained
     assert sorted(p.name for p in (tmp_path / "ws" / "runs").iterdir()) == runs
+
+
+@NEED_DPA200
+def test_merge_of_two_runs(tmp_path):
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(TINY.format(dataset=DPA200))
+    ws = ["--workspace", str(tmp_path / "ws"), "arena", str(spec), "--device", "cpu", "--assets", str(tmp_path / "x")]
+    assert main([*ws, "--out", str(tmp_path / "a"), "--models", "DeltaGRU-5"]) == 0
+    assert main([*ws, "--out", str(tmp_path / "b"), "--models", "TCN-4", "--seeds", "1"]) == 0
+    assert main(["arena", "--merge", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "m")]) == 0
+    with open(tmp_path / "m" / "leaderboard.csv", newline="") as fh:
+        board = {r["model"]: r for r in csv.DictReader(fh)}
+    assert set(board) == {"TCN-4", "DeltaGRU-5"}
+    assert (board["TCN-4"]["n_seeds"], board["DeltaGRU-5"]["n_seeds"]) == ("1", "2")
+    doc = json.loads((tmp_path / "m" / "leaderboard.json").read_text())
+    assert [m["folder"] for m in doc["merged_from"]] == [str(tmp_path / "a"), str(tmp_path / "b")]
