@@ -271,3 +271,17 @@ def test_merge_of_two_runs(tmp_path):
     assert (board["TCN-4"]["n_seeds"], board["DeltaGRU-5"]["n_seeds"]) == ("1", "2")
     doc = json.loads((tmp_path / "m" / "leaderboard.json").read_text())
     assert [m["folder"] for m in doc["merged_from"]] == [str(tmp_path / "a"), str(tmp_path / "b")]
+
+
+def test_protocol_extends_another(tmp_path):
+    p = tmp_path / "cand.toml"
+    p.write_text('[protocol]\nextends = "arena-v6"\nname = "cand"\nseeds = [0]\n[training]\nlr = 0.002\n'
+                 '[[models]]\nname = "X"\nbackbone = "deltagru"\nhidden_size = 14\n'
+                 'options = { lr_schedule = "cosine", warmup_epochs = 5 }\n')
+    c, base = load_protocol(str(p)), load_protocol("arena-v6")
+    assert (c.name, c.seeds, c.epochs, c.conditions) == ("cand", (0,), 240, base.conditions)
+    assert c.training == {**base.training, "lr": 0.002}
+    assert [(m.name, m.options) for m in c.models] == [("X", {"lr_schedule": "cosine", "warmup_epochs": 5})]
+    cand = load_protocol(str(Path(__file__).resolve().parents[2] / "benchmarks" / "arena-v6-candidates.toml"))
+    assert cand.training == base.training and all(m.hidden_size <= 15 for m in cand.models)
+    assert all(count_parameters(build_model(m.backbone, m.hidden_size)) <= 1000 for m in cand.models)

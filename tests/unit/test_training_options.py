@@ -230,3 +230,20 @@ def test_ila_learns_beyond_the_pa_alone(pa_run):
         y0 = pa_model(torch.from_numpy(ds.val.x)[None])[0].numpy()
     base = compute_profile_metrics("corrected", y0, g * ds.val.x, ds.spec, len(y0))["NMSE"]
     assert min(row["VAL_NMSE"] for row in res.history) < base - 5.0
+
+
+@pytest.mark.parametrize("kernel", ["reference", "fast"])
+def test_long_sequences_run_in_chunks(monkeypatch, kernel):
+    import dpd_desktop.kernels as K
+
+    torch.manual_seed(0)
+    rnn = torch.nn.GRU(6, 5, batch_first=True, bias=kernel == "fast")
+    x = torch.randn(2, 250, 6)
+    h0 = torch.randn(1, 2, 5) * 0.1
+    with torch.no_grad():
+        whole = K.run_recurrent(rnn, x, h0, kernel)
+        monkeypatch.setattr(K, "LONG_SEQUENCE", 100)
+        monkeypatch.setattr(K, "LONG_CHUNK", 40)
+        chunked = K.run_recurrent(rnn, x, h0, kernel)
+    assert chunked.shape == whole.shape
+    assert (chunked - whole).abs().max().item() < 1e-6
