@@ -12,13 +12,18 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox
 
 from ...config import MAX_HIDDEN_SIZE, MAX_NUM_LAYERS, ConfigError, ExperimentConfig
 
-#: The five families offered in the form (value, label, tooltip) — labels from the model registry when present.
+#: The neural families offered in the form (value, label, tooltip) — labels from the model registry when present.
 BACKBONES: tuple[tuple[str, str, str], ...] = (
     ("gru", "GRU", "Gated recurrent unit"),
     ("dgru", "DGRU", "GRU on amplitude/phase features (reference 'dgru')"),
     ("lstm", "LSTM", "Long short-term memory"),
     ("tres_gru", "TRes-GRU", "GRU with temporal residual"),
     ("rvtdcnn", "RVTDCNN", "Real-valued time-delay CNN"),
+    ("deltagru", "DeltaGRU", "Delta-thresholded GRU on amplitude/phase features (OpenDPD 2.4.2; dense at zero "
+                             "thresholds)"),
+    ("tres_deltagru", "TRes-DeltaGRU", "TRes-GRU with a delta-thresholded recurrence (OpenDPD 2.4.2)"),
+    ("tcn", "TCN", "Dilated depthwise temporal convolutions with an I/Q residual (OpenDPD 2.4.2; hidden size = "
+                   "channels)"),
 )
 DEVICES = (("auto", "auto (CUDA when available)"), ("cpu", "cpu"), ("cuda", "cuda"))
 #: The recurrence kernels (config.py KERNELS, dpd_desktop/kernels): (value, label, tooltip).
