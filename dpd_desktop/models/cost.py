@@ -103,6 +103,9 @@ def model_cost(backbone: str, hidden_size: int, num_layers: int = 1,
         p, w, e, a = _rnn("gru", 6, h, n)
         feat_e, feat_a = 2 + 2, 1 + 2
         return Cost(p + 2 * h + 2, w + 2 * h, e + feat_e, a + feat_a)
+    if key == "gru_amp":  # [I, Q, |x|, |x|³] → GRU(4, H) → Linear(H, 2)
+        p, w, e, a = _rnn("gru", 4, h, n)
+        return Cost(p + 2 * h + 2, w + 2 * h, e + 2 + 2, a + 1)
     if key == "tcn":  # features → Conv1d(6, C, 1) → 4 × depthwise Conv1d(C, C, 5) → Conv1d(C, 2, 1), Hardswish × 5C
         c = h
         weight = 6 * c + len(TCN_DILATIONS) * TCN_DW_KERNEL * c + 2 * c

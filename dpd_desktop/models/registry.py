@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping
 
 from torch import Tensor, nn
 
-from . import deltagru, dgru, gru, lstm, rvtdcnn, tcn, tres_deltagru, tres_gru
+from . import deltagru, dgru, gru, gru_amp, lstm, rvtdcnn, tcn, tres_deltagru, tres_gru
 from .base import CoreModel
 from .poly import POLY_BACKBONES, PolyBackbone, PolySpec
 
@@ -111,6 +111,13 @@ REGISTRY: dict[str, ModelFamily] = {
                         "thresholds)",
             feature_fn=tres_gru.features, backbone_cls=tres_deltagru.TResDeltaGRUBackbone,
             formula=lambda h, n: 3 * h * h + 20 * h + 24 + (n - 1) * (6 * h * h), delta=True,
+        ),
+        ModelFamily(
+            name="gru_amp", label="GRU-amp", n_features=gru_amp.N_FEATURES, features=("I", "Q", "|x|", "|x|^3"),
+            has_layers=True, lookahead=_CAUSAL,
+            description="GRU(4, H) on [I, Q, |x|, |x|³] + linear head H→2 (OpenDPD 2.4.2 qgru_amp1, float32)",
+            feature_fn=gru_amp.features, backbone_cls=gru_amp.GRUAmpBackbone,
+            formula=lambda h, n: 3 * h * h + 20 * h + 2 + (n - 1) * (6 * h * h + 6 * h),
         ),
         ModelFamily(
             name="tcn", label="TCN", n_features=tcn.N_FEATURES,

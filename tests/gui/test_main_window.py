@@ -59,7 +59,7 @@ def test_idle_state_controls(make_window):
     assert w.act_export.shortcut().toString() == "Ctrl+E"
     assert w.act_open.shortcut().toString() == "Ctrl+O"
     labels = [w.form.backbone.itemText(i) for i in range(w.form.backbone.count())]
-    assert labels == ["GRU", "DGRU", "LSTM", "TRes-GRU", "RVTDCNN", "DeltaGRU", "TRes-DeltaGRU", "TCN"]
+    assert labels == ["GRU", "DGRU", "LSTM", "TRes-GRU", "RVTDCNN", "DeltaGRU", "TRes-DeltaGRU", "GRU-amp", "TCN"]
 
 
 def test_form_config_round_trip(make_window):

@@ -41,11 +41,13 @@ DPA200 = DATASETS / "DPA_200MHz"
 NEED_DPA200 = pytest.mark.skipif(not (DPA200 / "spec.json").is_file(),
                                  reason=f"dataset DPA_200MHz not found at {DPA200}")
 
-FAMILIES = ("deltagru", "tres_deltagru", "tcn")
+FAMILIES = ("deltagru", "tres_deltagru", "tcn", "gru_amp")
+WHEEL_KEY = {"gru_amp": "qgru_amp1"}  # our family → OpenDPD 2.4.2's backbone key / module
 # (backbone, hidden size) -> parameters, as OpenDPD 2.4.2's Arena v6 rows state them (reference-results-v6-apa-b.json)
 ARENA_COUNTS = {("deltagru", 5): 207, ("deltagru", 9): 479, ("deltagru", 14): 954, ("deltagru", 21): 1871,
                 ("tres_deltagru", 5): 199, ("tres_deltagru", 9): 447, ("tres_deltagru", 15): 999,
-                ("tres_deltagru", 22): 1916, ("tcn", 8): 232, ("tcn", 17): 493, ("tcn", 34): 986, ("tcn", 68): 1972}
+                ("tres_deltagru", 22): 1916, ("tcn", 8): 232, ("tcn", 17): 493, ("tcn", 34): 986, ("tcn", 68): 1972,
+                ("gru_amp", 6): 230, ("gru_amp", 9): 425, ("gru_amp", 15): 977, ("gru_amp", 22): 1894}
 
 
 @pytest.mark.parametrize("key", sorted(ARENA_COUNTS), ids=lambda k: f"{k[0]}-{k[1]}")
@@ -163,6 +165,13 @@ def _np_forward(backbone, model, x, thx=0.0, thh=0.0):
             r = _hswish(_np_conv1d(x[b].T, sd["tcn.0.weight"], pad=16, dil=16))
             out[b] += _hswish(_np_conv1d(r, sd["tcn.2.weight"], pad=0)).T
         return out
+    if backbone == "gru_amp":
+        i, q = x[..., 0], x[..., 1]
+        a = np.sqrt(i * i + q * q)
+        f = np.stack([i, q, a, a ** 3], axis=-1)
+        h = _np_delta_gru(f, sd["rnn.weight_ih_l0"], sd["rnn.weight_hh_l0"], sd["rnn.bias_ih_l0"], sd["rnn.bias_hh_l0"],
+                          0.0, 0.0)
+        return h @ sd["fc_out.weight"].T + sd["fc_out.bias"]
     out = np.zeros_like(x)
     c = model.hidden_size
     for b in range(x.shape[0]):
@@ -175,7 +184,7 @@ def _np_forward(backbone, model, x, thx=0.0, thh=0.0):
 
 @pytest.mark.parametrize("backbone,h,thx,thh", [("deltagru", 7, 0.0, 0.0), ("deltagru", 7, 0.08, 0.03),
                                                 ("tres_deltagru", 6, 0.0, 0.0), ("tres_deltagru", 6, 0.05, 0.05),
-                                                ("tcn", 5, 0.0, 0.0)])
+                                                ("tcn", 5, 0.0, 0.0), ("gru_amp", 6, 0.0, 0.0)])
 def test_forward_equals_numpy(backbone, h, thx, thh):
     torch.manual_seed(4)
     model = build_model(backbone, h, thx=thx, thh=thh).double()
@@ -218,7 +227,7 @@ def _wheel_backbones():
     sys.path.insert(0, str(ARENA_REF))
     try:
         importlib.invalidate_caches()
-        yield {k: importlib.import_module(f"backbones.{k}") for k in FAMILIES}
+        yield {k: importlib.import_module(f"backbones.{WHEEL_KEY.get(k, k)}") for k in FAMILIES}
     finally:
         sys.path.remove(str(ARENA_REF))
         sys.dont_write_bytecode = dont_write
@@ -232,6 +241,10 @@ def _wheel_model(mods, backbone, h, thx=0.0, thh=0.0):
         m = mods["deltagru"].DeltaGRU(2, h, 2, 1, thx, thh)
     elif backbone == "tres_deltagru":
         m = mods["tres_deltagru"].TResDeltaGRU(2, h, 2, 1, thx, thh)
+    elif backbone == "gru_amp":
+        m = mods["gru_amp"].QGRU(h, 2, 1)
+        m.reset_parameters()
+        return m
     else:
         return mods["tcn"].TCN(h)
     m.reset_parameters()
@@ -248,19 +261,21 @@ def _ours_as_wheel(backbone, model):
 def test_arena_rows_parameter_counts():
     rows = json.loads(ARENA_ROWS.read_text())["rows"]
     seen = 0
+    ours = {WHEEL_KEY.get(k, k): k for k in FAMILIES}
     for row in rows:
-        if row["backbone"] not in FAMILIES:
+        if row["backbone"] not in ours:
             continue
         for b in row["budgets"]:
             if b["available"]:
-                assert count_parameters(build_model(row["backbone"], b["model_parameters"]["hidden_size"])) \
+                assert count_parameters(build_model(ours[row["backbone"]], b["model_parameters"]["hidden_size"])) \
                     == b["parameters"]
                 seen += 1
-    assert seen == 12
+    assert seen == 16
 
 
 @NEED_ARENA
-@pytest.mark.parametrize("backbone,h", [("deltagru", 14), ("deltagru", 21), ("tres_deltagru", 15), ("tcn", 17)])
+@pytest.mark.parametrize("backbone,h", [("deltagru", 14), ("deltagru", 21), ("tres_deltagru", 15), ("tcn", 17),
+                                       ("gru_amp", 15)])
 def test_init_and_rng_bitwise_equal_to_opendpd_242(backbone, h):
     with _wheel_backbones() as mods:
         for seed in (0, 5):
@@ -277,7 +292,7 @@ def test_init_and_rng_bitwise_equal_to_opendpd_242(backbone, h):
 
 @NEED_ARENA
 @pytest.mark.parametrize("backbone,h,thx,thh", [("deltagru", 8, 0.05, 0.02), ("tres_deltagru", 9, 0.05, 0.02),
-                                                ("tcn", 6, 0.0, 0.0)])
+                                                ("tcn", 6, 0.0, 0.0), ("gru_amp", 7, 0.0, 0.0)])
 def test_forward_and_gradients_bitwise_equal_to_opendpd_242(backbone, h, thx, thh):
     with _wheel_backbones() as mods:
         torch.manual_seed(1)
@@ -328,7 +343,7 @@ def _falls(res):
 
 @NEED_DPA200
 @pytest.mark.parametrize("backbone,h,thx", [("deltagru", 8, 0.0), ("deltagru", 6, 0.02), ("tres_deltagru", 8, 0.0),
-                                            ("tcn", 8, 0.0)])
+                                            ("tcn", 8, 0.0), ("gru_amp", 8, 0.0)])
 def test_trains_as_pa_and_as_dpd(tmp_path, backbone, h, thx):
     ws = Workspace(tmp_path)
     kw = dict(epochs=2, max_train_samples=800) if thx else {}

@@ -22,6 +22,7 @@ BACKBONES: tuple[tuple[str, str, str], ...] = (
     ("deltagru", "DeltaGRU", "Delta-thresholded GRU on amplitude/phase features (OpenDPD 2.4.2; dense at zero "
                              "thresholds)"),
     ("tres_deltagru", "TRes-DeltaGRU", "TRes-GRU with a delta-thresholded recurrence (OpenDPD 2.4.2)"),
+    ("gru_amp", "GRU-amp", "GRU on [I, Q, |x|, |x|³] (OpenDPD 2.4.2 qgru_amp1, float32)"),
     ("tcn", "TCN", "Dilated depthwise temporal convolutions with an I/Q residual (OpenDPD 2.4.2; hidden size = "
                    "channels)"),
 )
