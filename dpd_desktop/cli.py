@@ -10,6 +10,7 @@
     dpd-desktop resume RUN              continue an interrupted/cancelled/failed run (cli_resume.py)
     dpd-desktop sweep SPEC.toml | --grid KEY=V1,V2 ... --base OPTIONS   grid/random/Optuna sweep (cli_sweep.py)
     dpd-desktop sweep list|show|resume|cancel SWEEP
+    dpd-desktop arena PROTOCOL [--epochs N --seeds ... --models ... --datasets ...]   benchmark leaderboard (cli_arena.py)
     dpd-desktop runs evaluate RUN --profile NAME [--json]   re-score a finished run under a metric profile
     dpd-desktop inspect DATASET | import-capture ...   check a capture / make a dataset of one (cli_inspect.py)
     dpd-desktop --self-test             check the installation (dpd_desktop.selftest); with --workspace the run stays
@@ -33,7 +34,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, cli_inspect, cli_limits, cli_poly, cli_queue, cli_resume, cli_runs, cli_sweep
+from . import __version__, cli_arena, cli_inspect, cli_limits, cli_poly, cli_queue, cli_resume, cli_runs, cli_sweep
 from .cli_checks import option_message, preflight
 from .config import GAIN_RULES, KERNELS, METRIC_PROFILES, ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
@@ -42,6 +43,7 @@ from .runs.kernel_record import read_kernel
 from .runs.settings import SettingsError, WorkspaceSettings
 from .runs.workspace import Workspace, WorkspaceError
 from .cli_poly import add_poly_options, poly_config_fields, poly_summary
+from .cli_training import add_training_options, training_config_fields
 from .timing import mark
 from .training import events as E
 from .training.cpu_threads import prefer_passive_wait
@@ -99,6 +101,7 @@ def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
     p.add_argument("--no-plots", action="store_true", help="do not write plots/*.png at the end")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_poly_options(p)
+    add_training_options(p)
 
 
 WORKSPACE_HELP = ("workspace folder (default: $DPD_DESKTOP_WORKSPACE or the platform's user data folder); a global "
@@ -145,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_resume.add_parser(add)
     cli_sweep.add_parser(add)  # dpd-desktop sweep SPEC.toml | --grid ... | list|show|resume|cancel (cli_sweep.py)
     cli_inspect.add_parser(add)  # dpd-desktop inspect / import-capture (cli_inspect.py)
+    cli_arena.add_parser(add)  # dpd-desktop arena PROTOCOL (cli_arena.py)
     return p
 
 
@@ -294,7 +298,7 @@ def _config_from_args(a, step: str) -> ExperimentConfig:
         max_train_samples=a.max_train_samples, preview_every=a.preview_every,
         allow_dataset_mismatch=bool(getattr(a, "allow_dataset_mismatch", False)), **poly_config_fields(a),
         metric_profile=a.metric_profile, gain_rule=getattr(a, "gain_rule", "peak"),
-        kernel=getattr(a, "kernel", "reference"))
+        kernel=getattr(a, "kernel", "reference"), **training_config_fields(a))
 
 
 def _cancelled_before_start() -> int:
@@ -454,6 +458,8 @@ def execute(argv=None) -> Outcome:
         return cli_resume.handle(args, ws)
     if cmd == "sweep":
         return cli_sweep.handle(args, ws)
+    if cmd == "arena":
+        return cli_arena.handle(args, ws)
     if cmd in cli_inspect.COMMANDS:
         return Outcome(cli_inspect.handle(args, ws))
     return Outcome(cli_runs.handle(args, ws, named))

@@ -315,14 +315,15 @@ class RunRecord:
 
     @property
     def arch(self) -> dict[str, Any]:
-        """``{"backbone", "hidden_size", "num_layers"}`` as recorded (what checkpoints are checked against), and for
-        MP/GMP ``poly``, the orders (models/poly.py ``PolySpec.to_dict``)."""
+        """``{"backbone", "hidden_size", "num_layers"}`` as recorded (what checkpoints are checked against), for
+        MP/GMP ``poly``, the orders (models/poly.py ``PolySpec.to_dict``), for a delta family ``thx`` and ``thh``."""
         if not self.config:
             return {}
         arch = {k: getattr(self.config, k) for k in ARCH_FIELDS}
         spec = self.config.poly_spec()
         if spec is not None:
             arch["poly"] = spec.to_dict()
+        arch.update(artifacts.delta_fields(self.config))
         return arch
 
     # ---------------------------------------------------------------- config.json blocks

@@ -144,6 +144,13 @@ def test_succeeded_status_counts_its_epochs(fresh):
     assert rows[fresh["pa"].run_id].epochs_completed == 2
 
 
+#: experiment fields of issue 24 (delta thresholds, training options, Arena options), at their defaults
+ISSUE24_FIELDS = ("thx", "thh", "lr_schedule", "warmup_epochs", "plateau_threshold", "plateau_threshold_mode",
+                  "dpd_learning", "power_weight", "gain_value", "peak_limit", "loss_window", "selection",
+                  "power_gate_db", "evaluation", "test_every_epoch")
+ISSUE24_DEFAULTS = {k: v for k, v in ExperimentConfig().to_dict().items() if k in ISSUE24_FIELDS}
+
+
 @pytest.mark.parametrize("which", ["pa", "dpd"])
 def test_writer_writes_what_the_first_release_wrote(fresh, which):
     """The same run today and as aefdcf9 wrote it: the same files, the same history bytes (but the clock column),
@@ -190,7 +197,8 @@ def test_writer_writes_what_the_first_release_wrote(fresh, which):
     poly_fields = {k: v for k, v in ExperimentConfig().to_dict().items() if k in POLY_FIELDS}
     assert nc["experiment"] == {**oc["experiment"], "pa_run": nc["experiment"]["pa_run"], **poly_fields,
                                 "cuda_memory_fraction": None, "time_limit_s": None,
-                                "metric_profile": "legacy-2.2.1", "gain_rule": "peak", "kernel": "reference"}
+                                "metric_profile": "legacy-2.2.1", "gain_rule": "peak", "kernel": "reference",
+                                **ISSUE24_DEFAULTS}
     os_, ns = (json.loads((d / "status.json").read_text()) for d in (old, new))
     added = {"metric_profile"} | (set() if which == "pa" else {
         "gain_rule", "out_power_with_dpd_db", "out_power_without_dpd_db", "eqp_profile", "eqp_drive_db",

@@ -20,6 +20,12 @@ BACKBONES: tuple[tuple[str, str, str], ...] = (
     ("lstm", "LSTM", "Long short-term memory"),
     ("tres_gru", "TRes-GRU", "GRU with temporal residual"),
     ("rvtdcnn", "RVTDCNN", "Real-valued time-delay CNN"),
+    ("deltagru", "DeltaGRU", "Delta-thresholded GRU on amplitude/phase features (OpenDPD 2.4.2; dense at zero "
+                             "thresholds)"),
+    ("tres_deltagru", "TRes-DeltaGRU", "TRes-GRU with a delta-thresholded recurrence (OpenDPD 2.4.2)"),
+    ("gru_amp", "GRU-amp", "GRU on [I, Q, |x|, |x|³] (OpenDPD 2.4.2 qgru_amp1, float32)"),
+    ("tcn", "TCN", "Dilated depthwise temporal convolutions with an I/Q residual (OpenDPD 2.4.2; hidden size = "
+                   "channels)"),
     ("mp", "MP", "Memory polynomial (least squares, or gradient through the frozen PA for a DPD)"),
     ("gmp", "GMP", "Generalized memory polynomial: MP plus lagging and leading envelope cross terms"),
 )
