@@ -152,6 +152,15 @@ def protocol_path(name_or_path: str) -> Path:
                         + ", ".join(protocol_names()))
 
 
+def shown_path(path: Path) -> str:
+    """How a leaderboard names a protocol file: one of this package's as ``dpd_desktop/arena/protocols/NAME.toml``
+    (no machine path in a committed leaderboard), any other as it was given."""
+    try:
+        return str(Path("dpd_desktop", "arena", "protocols") / Path(path).resolve().relative_to(PROTOCOLS.resolve()))
+    except ValueError:
+        return str(path)
+
+
 def _fields(raw: dict, source: str, where: str) -> dict:
     out = {}
     for k, v in raw.items():
@@ -177,7 +186,7 @@ def _extend(parent: str, raw: dict, src: str, path: Path) -> dict:
         raise ProtocolError(src, "protocol.extends", f"{ppath} extends another protocol itself (one level only)")
     out = dict(base)
     head = {k: v for k, v in (raw.get("protocol") or {}).items() if k != "extends"}
-    out["protocol"] = {**(base.get("protocol") or {}), **head, "extends": str(ppath)}
+    out["protocol"] = {**(base.get("protocol") or {}), **head, "extends": shown_path(ppath)}
     out["training"] = {**(base.get("training") or {}), **(raw.get("training") or {})}
     for table in ("conditions", "models"):
         if raw.get(table):
@@ -237,7 +246,7 @@ def load_protocol(name_or_path: str) -> Protocol:
                      power_gate_db=float(head.get("power_gate_db", 0.5)), selection=selection,
                      metric_profile=str(head.get("metric_profile", "corrected")), training=training,
                      conditions=tuple(conds), models=tuple(models), reference_rows=head.get("reference_rows"),
-                     source=src)
+                     source=shown_path(path))
     # every (condition, model) must make a valid trial
     for m in proto.models:
         try:
