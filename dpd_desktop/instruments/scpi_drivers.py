@@ -8,7 +8,8 @@
   network share it mounts), and ``…:WAV:SEL '<instrument_path>/<name>.wv'`` loads it. This is also how the
   simulated instruments (sim.py) take a waveform: pyvisa-sim matches text messages only.
 
-Every configuring step ends with ``*OPC?`` and a read of the error queue, so an instrument that refused a setting
+One timeout (the session's) bounds every call, a reset's and a capture's included: set it to what the slowest step
+of the instrument needs. Every configuring step ends with ``*OPC?`` and a read of the error queue, so an instrument that refused a setting
 stops the loop with its own words (:class:`~dpd_desktop.instruments.errors.InstrumentReported`).
 """
 from __future__ import annotations
@@ -27,8 +28,6 @@ from .scpi import ScpiSession
 __all__ = ["ScpiGenerator", "ScpiAnalyzer", "TRANSFERS"]
 
 TRANSFERS = ("block", "file")
-#: how long a reset or a capture may take before it counts as a timeout, at least (s)
-SLOW_TIMEOUT_S = 30.0
 
 
 class _ScpiInstrument:
@@ -43,7 +42,7 @@ class _ScpiInstrument:
     def _reset(self, reset: str, clear: str) -> None:
         self.session.write(reset)
         self.session.write(clear)
-        self.session.opc(timeout_s=max(SLOW_TIMEOUT_S, self.session.timeout_s))
+        self.session.opc()
         self.session.check(reset)
 
     @property
@@ -109,7 +108,7 @@ class ScpiGenerator(_ScpiInstrument, Generator):
             target = self.instrument_path.rstrip("/\\") + "/" + fname
         self.session.write(p.waveform_select.format(file=target))
         self.session.write(p.arb_clock.format(hz=float(sample_rate_hz)))
-        self.session.opc(timeout_s=max(SLOW_TIMEOUT_S, self.session.timeout_s))
+        self.session.opc()
         self.session.check(f"loading {fname}")
 
     def set_frequency(self, hz: float) -> None:
@@ -184,8 +183,8 @@ class ScpiAnalyzer(_ScpiInstrument, Analyzer):
         n = int(n_samples)
         self._configure(n, center_hz, sample_rate_hz, ref_level_dbm)
         s.write(p.initiate)
-        s.opc(timeout_s=max(SLOW_TIMEOUT_S, s.timeout_s))
-        vals = s.query_floats(p.fetch.format(n=n), self.binary, timeout_s=max(SLOW_TIMEOUT_S, s.timeout_s))
+        s.opc()
+        vals = s.query_floats(p.fetch.format(n=n), self.binary)
         if vals.size != 2 * n:
             raise InstrumentError(s.label, f"returned {vals.size} values for {n} I/Q samples (expected {2 * n})")
         if not np.all(np.isfinite(vals)):
