@@ -167,6 +167,7 @@ def _loop(a, ws) -> int:
         CTRL_C.on_first(runner.request_stop, STOPPING)
         result = runner.run()
     finally:
+        bench.close()
         CTRL_C.on_first(None)
         if own:
             CTRL_C.uninstall()

@@ -74,7 +74,7 @@ class LoopRunner:
 
     Args:
         config: the loop's settings (validated here).
-        bench: the instruments (instruments/connect.py ``Bench``).
+        bench: the instruments (instruments/connect.py ``Bench``); the caller opened them and closes them.
         workspace: where the loop and its iteration runs are recorded (runs/workspace.py ``Workspace``).
         observers: callables ``observer(event)`` called on the loop's thread.
         signal: the reference waveform (default: ``config.signal`` loaded by signal.py).
@@ -145,7 +145,6 @@ class LoopRunner:
                 self._record.fail(message, cancelled=state == "cancelled")
             rf_off = rf_note is None
             store.finish(state, message, rf_off)
-            self._close()
             self._emit(LE.LoopEnded(store.loop_id, str(store.folder), state, message,
                                     len(store.doc["iterations"]), rf_off, store.doc.get("best")))
             if not isinstance(exc, (Stopped, InstrumentError, ValueError, OSError, RuntimeError, KeyboardInterrupt)):
@@ -156,7 +155,6 @@ class LoopRunner:
         if rf_note:
             message = f"{message}; {rf_note}"
         store.finish(state, message, rf_off)
-        self._close()
         self._emit(LE.LoopEnded(store.loop_id, str(store.folder), state, message, len(store.doc["iterations"]),
                                 rf_off, store.doc.get("best")))
         return self._result(state, message, rf_off)
@@ -172,9 +170,6 @@ class LoopRunner:
         if why is None:
             return None
         return f"RF state unknown: the generator did not confirm RF off ({why}); switch it off at the instrument"
-
-    def _close(self) -> None:
-        self.bench.close()
 
     def _setup(self) -> dict[str, Any]:
         cfg, gen, ana = self.config, self.bench.generator, self.bench.analyzer
