@@ -25,6 +25,7 @@ from .dataset_control import DATASET_FILTER, DatasetControl
 from .form_state import FormState
 from .inspector import install_inspector
 from .jobs import JobRegistry
+from .loop_view import install_loop_view
 from .qt_app import APP_NAME
 from .plot_area import PlotArea
 from .panel_export import install_export_menu
@@ -155,6 +156,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState,
         install_inspector(self)  # Dataset ▸ Inspect… / Import capture… (gui/inspector.py)
         self.runs_browser = install_runs_browser(self)  # the runs dock: open, compare, report (gui/runs_browser.py)
         self.sweep_view = install_sweep_view(self)  # the sweeps dock: trials, Pareto plot (gui/sweep_view.py)
+        self.loop_view = install_loop_view(self)  # the instrument loop dock (gui/loop_view.py)
         install_export_menu(self)  # File ▸ Export as PNG/SVG/CSV, and each plot's menu (gui/panel_export.py)
 
         self._plot_timer = QTimer(self, singleShot=True, interval=30)
