@@ -177,8 +177,7 @@ def _loop(a, ws) -> int:
         print(f"report: {write_loop_report(result.folder, a.report)}")
     if a.dataset_out and result.iterations:
         try:
-            r = capture_to_dataset(Path(ws.runs_dir) / result.iterations[-1]["run_id"], a.dataset_out,
-                                   nperseg=cfg.nperseg)
+            r = capture_to_dataset(Path(ws.runs_dir) / result.iterations[-1]["run_id"], a.dataset_out)
             print(f"dataset: {r.folder} ({r.n_used} samples, delay {r.delay_integer}{r.delay_fraction:+.3f})")
         except CaptureImportError as exc:
             print(f"error: dataset not written: {exc}", file=sys.stderr)

@@ -24,6 +24,8 @@ __all__ = ["capture_to_dataset", "write_dataset", "CaptureImportError"]
 def capture_to_dataset(run_dir: str | Path, out: str | Path, *, split=(0.6, 0.2, 0.2),
                        nperseg: int | None = None) -> ImportResult:
     """The dataset of the loop iteration at ``run_dir`` (module docstring), written to ``out`` (a new folder).
+    ``nperseg`` (the dataset's segment length): default the loop's metric window, halved until a segment fits
+    into val and test.
 
     Raises CaptureImportError naming the file: not a loop iteration (no pa_input.h5 / pa_output.h5 or no ``loop``
     block in config.json), or what :func:`import_capture` refuses (``out`` exists, splits too short, …)."""
@@ -41,6 +43,10 @@ def capture_to_dataset(run_dir: str | Path, out: str | Path, *, split=(0.6, 0.2,
             raise CaptureImportError(f"{f}: missing (the iteration did not finish its capture)")
     loop = doc.get("loop", {})
     nps = int(nperseg or loop.get("nperseg") or 2048)
+    if nperseg is None:  # the loop's window, halved until one segment fits the shortest of val and test
+        n = int(sig.get("samples") or 0)
+        while nps > 64 and n and nps > int(n * min(split[1], split[2])) - 8:
+            nps //= 2
     return import_capture(x_file, y_file, out, sample_rate_hz=fs, bandwidth_hz=bw, n_sub_ch=nsc, nperseg=nps,
                           split=tuple(split), description=f"loop {loop.get('id')} iteration {loop.get('iteration')} "
                                                           f"({loop.get('kind')}): PA input played, PA output captured")

@@ -57,7 +57,12 @@ def _psd_chart(info, rows) -> str | None:
         series.append(Series(f"#{row['index']} {row['kind']}", f / 1e6, p))
     if not series:
         return None
-    return line_chart(series, "PSD of the normalised output", "frequency [MHz]", "PSD [dB/Hz]", width=720)
+    outs = np.concatenate([np.asarray(sr.y, float) for sr in series[1:]]) if len(series) > 1 else None
+    y_range = None
+    if outs is not None and outs.size:  # the outputs' range: the reference's empty stopband would squash them
+        y_range = (float(np.percentile(outs, 1)) - 15.0, float(np.max(outs)) + 5.0)
+    return line_chart(series, "PSD of the normalised output", "frequency [MHz]", "PSD [dB/Hz]", width=720,
+                      y_range=y_range)
 
 
 def render_loop(folder: str | Path) -> str:
@@ -79,8 +84,8 @@ def render_loop(folder: str | Path) -> str:
                         _mhz(sig.get("bw_main_hz")), sig.get("n_sub_ch", "?"), format_value(sig.get("papr_db"),
                                                                                            "dB")]]))
     out.append(_table(["target output [dBm]", "target gain [dB]", "power limit (peak) [dBm]", "metric profile"],
-                      [[format_value(d.get("target_output_dbm"), "dB"), format_value(d.get("target_gain_db"), "dB"),
-                        format_value(cfg.get("power_limit_dbm"), "dB"), cfg.get("metric_profile", "?")]],
+                      [[_cell(d.get("target_output_dbm"), "dB"), _cell(d.get("target_gain_db"), "dB"),
+                        _cell(cfg.get("power_limit_dbm"), "dB"), cfg.get("metric_profile", "?")]],
                       numeric_from=0))
     if rows:
         best = d.get("best") or rows[-1]
@@ -105,8 +110,11 @@ def render_loop(folder: str | Path) -> str:
         out.append(line_chart([Series("output", it, col("output_dbm")),
                                Series("target", it, col("target_output_dbm"), color="#000000")],
                               "Output power per iteration", "iteration", "dBm", integer_x=True))
-        out.append(line_chart([Series("delay", it, col("delay_samples"))], "Delay estimate", "iteration",
-                              "samples", integer_x=True))
+        delay = [Series("estimate", it, col("delay_samples"))]
+        true = ((d.get("bench") or {}).get("virtual") or {}).get("delay_samples")
+        if isinstance(true, (int, float)):  # a virtual bench knows its delay
+            delay.append(Series("virtual bench's delay", it, np.full(it.size, float(true)), color="#000000"))
+        out.append(line_chart(delay, "Delay", "iteration", "samples", integer_x=True))
         psd = _psd_chart(info, rows)
         if psd:
             out.append(psd)
