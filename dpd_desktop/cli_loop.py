@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from .config import METRIC_PROFILES, ConfigError
@@ -129,7 +130,7 @@ class ConsoleLoopObserver:
 def _loop(a, ws) -> int:
     from .instruments.connect import open_bench, parse_instrument, parse_virtual_pa
     from .instruments.errors import InstrumentError
-    from .instruments.sim import sim_capture, write_sim_yaml
+    from .instruments.sim import prepare_sim
     from .loop.dataset import CaptureImportError, capture_to_dataset
     from .loop.engine import LoopRunner
     from .loop.report import write_loop_report
@@ -147,11 +148,10 @@ def _loop(a, ws) -> int:
         return Exit.USAGE
     sim_yaml = share = None
     if "sim" in (gen.kind, ana.kind):
-        base = Path(ws.root) / "loops" / "sim"
-        share = base / "share"
-        share.mkdir(parents=True, exist_ok=True)
-        x = signal.x * (10 ** (cfg.input_level_dbm / 20)) / float((abs(signal.x) ** 2).mean()) ** 0.5
-        sim_yaml = write_sim_yaml(base / "instruments.yaml", sim_capture(x, cfg.input_level_dbm))
+        sim_yaml, share = prepare_sim(Path(ws.root) / "loops" / "sim", signal.x, cfg.input_level_dbm)
+        if ana.kind == "sim" and cfg.averages != 1:
+            print("note: the simulated analyzer answers one period: --averages 1")
+            cfg = replace(cfg, averages=1)
     try:
         bench = open_bench(gen, ana, virtual_pa=impair if (gen.kind == "virtual") else None, workspace=ws,
                            pa_run=a.pa_run, sim_yaml=sim_yaml, share_dir=share, timeout_s=cfg.timeout_s)

@@ -9,6 +9,7 @@ on pool jobs (gui/runs_jobs.py). A bottom dock tabbed with the runs browser, sho
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import traceback
@@ -79,14 +80,12 @@ class LoopWorker(ThreadJob):
         gen, ana = parse_instrument(self.generator, "generator"), parse_instrument(self.analyzer, "analyzer")
         sim_yaml = share = None
         if "sim" in (gen.kind, ana.kind):
-            from ..instruments.sim import sim_capture, write_sim_yaml
+            from ..instruments.sim import prepare_sim
 
-            base = Path(self.workspace.root) / "loops" / "sim"
-            share = base / "share"
-            share.mkdir(parents=True, exist_ok=True)
-            lvl = self.config.input_level_dbm
-            x = signal.x * 10 ** (lvl / 20) / math.sqrt(float(np.mean(np.abs(signal.x) ** 2)))
-            sim_yaml = write_sim_yaml(base / "instruments.yaml", sim_capture(x, lvl))
+            sim_yaml, share = prepare_sim(Path(self.workspace.root) / "loops" / "sim", signal.x,
+                                          self.config.input_level_dbm)
+            if ana.kind == "sim":  # the simulated analyzer answers one period
+                self.config = dataclasses.replace(self.config, averages=1)
         return open_bench(gen, ana, virtual_pa=self.virtual_pa if gen.kind == "virtual" else None,
                           pa_run=self.pa_run, workspace=self.workspace, sim_yaml=sim_yaml, share_dir=share,
                           timeout_s=self.config.timeout_s)

@@ -23,8 +23,8 @@ from ..runs.artifacts import atomic_write_text
 from .profiles import RS_FSW
 from .virtual import MemoryPolynomialPA, VirtualBench
 
-__all__ = ["GENERATOR", "ANALYZER", "SILENT_ANALYZER", "write_sim_yaml", "sim_capture", "IDN_GENERATOR",
-           "IDN_ANALYZER"]
+__all__ = ["GENERATOR", "ANALYZER", "SILENT_ANALYZER", "write_sim_yaml", "sim_capture", "prepare_sim",
+           "IDN_GENERATOR", "IDN_ANALYZER"]
 
 GENERATOR = "TCPIP0::192.0.2.10::inst0::INSTR"
 ANALYZER = "TCPIP0::192.0.2.20::inst0::INSTR"
@@ -105,3 +105,15 @@ def write_sim_yaml(path: str | Path, capture: np.ndarray) -> Path:
                      f"  {GENERATOR}:\n    device: smw", f"  {ANALYZER}:\n    device: fsw",
                      f"  {SILENT_ANALYZER}:\n    device: fsw_silent", ""])
     return atomic_write_text(Path(path), doc)
+
+
+def prepare_sim(folder: str | Path, x: np.ndarray, level_dbm: float) -> tuple[Path, Path]:
+    """(the YAML definition, the generator's share folder) of a simulated bench in ``folder``, whose analyzer
+    answers one period of ``x`` (any scale) played at ``level_dbm`` RMS through the default PA. The simulated
+    analyzer answers a fetch of exactly ``x.size`` samples: a loop against it captures one period (averages 1)."""
+    folder = Path(folder)
+    share = folder / "share"
+    share.mkdir(parents=True, exist_ok=True)
+    z = np.asarray(x, dtype=np.complex128)
+    z = z * 10 ** (level_dbm / 20) / np.sqrt(np.mean(np.abs(z) ** 2))
+    return write_sim_yaml(folder / "instruments.yaml", sim_capture(z, level_dbm)), share
