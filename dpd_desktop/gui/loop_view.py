@@ -303,20 +303,19 @@ class LoopView(QWidget):
                           fit=self.fit.currentData()).validate()
 
     def refresh_pa_runs(self) -> None:
-        """Offer the workspace's finished PA runs as the virtual PA."""
+        """Offer the workspace's finished PA runs as the virtual PA (listed on a pool job: the folders are read)."""
+        ws = getattr(self.window_, "workspace", None)
+        if ws is not None:
+            start_job(self.window_, "PA runs for the loop", _succeeded_pa_runs, ws, done=self._fill_pa_runs,
+                      failed=lambda exc, tb: None)
+
+    def _fill_pa_runs(self, run_ids: list[str]) -> None:
         keep = self.pa_combo.currentData()
         self.pa_combo.clear()
         self.pa_combo.addItem("memory-polynomial PA", None)
-        ws = getattr(self.window_, "workspace", None)
-        try:
-            runs = ws.list_runs(step="pa") if ws is not None else []
-        except OSError:
-            runs = []
-        for r in runs:
-            if r.state == "succeeded":
-                self.pa_combo.addItem(f"PA run {r.run_id}", r.run_id)
-        i = self.pa_combo.findData(keep)
-        self.pa_combo.setCurrentIndex(max(i, 0))
+        for run_id in run_ids:
+            self.pa_combo.addItem(f"PA run {run_id}", run_id)
+        self.pa_combo.setCurrentIndex(max(self.pa_combo.findData(keep), 0))
 
     def start(self, config: LoopConfig | None = None, bench_factory=None) -> LoopWorker | None:
         """Start a loop (the settings' unless ``config``); None when one runs or the settings are refused (the
@@ -325,7 +324,7 @@ class LoopView(QWidget):
             return None
         try:
             cfg = config if config is not None else self.config()
-        except ConfigError as exc:
+        except (ConfigError, ValueError) as exc:
             self.status.setText(f"not started: {exc}")
             return None
         virtual = None
@@ -468,6 +467,11 @@ class LoopView(QWidget):
         else:
             self.status.setText(f"dataset written: {result.folder} ({result.n_used} samples)")
         self.datasetWritten.emit(result)
+
+
+def _succeeded_pa_runs(workspace) -> list[str]:
+    """The ids of the workspace's succeeded PA runs, newest first (a pool thread)."""
+    return [r.run_id for r in workspace.list_runs(step="pa") if r.state == "succeeded"]
 
 
 def install_loop_view(window) -> LoopView:

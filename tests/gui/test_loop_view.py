@@ -106,3 +106,20 @@ def test_settings_without_a_sane_power_limit_are_refused_in_the_view(view):
     assert cfg.mu == pytest.approx(0.01) and cfg.power_limit_dbm == pytest.approx(6.0)
     v.generator_combo.setCurrentIndex(v.generator_combo.findData("sim"))
     assert v.analyzer_combo.currentData() == "sim" and not v.delay.isEnabled()  # virtual goes with virtual
+
+
+def test_trained_pa_runs_are_offered_as_the_virtual_pa(make_window, qtbot, workspace):
+    """The list is read on a pool job when the dock is shown; a succeeded PA run appears, others do not."""
+    import json
+
+    for name, state in (("2026-01-01-000000-pa-ok", "succeeded"), ("2026-01-01-000001-pa-bad", "failed")):
+        d = workspace.runs_dir / name
+        d.mkdir(parents=True)
+        (d / "config.json").write_text(json.dumps({"schema": 2, "experiment": {
+            "step": "pa", "backbone": "gru", "hidden_size": 4, "num_layers": 1}}))
+        (d / "status.json").write_text(json.dumps({"state": state}))
+    w = make_window()
+    v = w.loop_view
+    w.loop_dock.show()
+    qtbot.waitUntil(lambda: v.pa_combo.count() == 2, timeout=10000)
+    assert v.pa_combo.itemData(1) == "2026-01-01-000000-pa-ok"
