@@ -216,9 +216,14 @@ class LoopRunner:
             from .fit import fit_dpd
 
             folder = self.store.folder / "datasets" / "dpd-fit"
-            u_fit, run_id, info = fit_dpd(self.workspace, folder, x, u, sig, cfg, self.store.loop_id,
-                                          on_trainer=lambda t: setattr(self, "_trainer", t))
-            self._trainer = None
+            try:
+                u_fit, run_id, info = fit_dpd(self.workspace, folder, x, u, sig, cfg, self.store.loop_id,
+                                              on_trainer=lambda t: setattr(self, "_trainer", t))
+            except RuntimeError:
+                self._check()  # a fit cancelled by the loop's stop ends the loop cancelled, not failed
+                raise
+            finally:
+                self._trainer = None
             self.store.update(fit=info, datasets=[*self.store.doc["datasets"], str(folder)])
             self._check()
             _, _, ev = self._iteration(len(self.store.doc["iterations"]), f"dpd-{cfg.fit}", u_fit, x, gain, sig,
