@@ -13,6 +13,8 @@
     dpd-desktop arena PROTOCOL [--epochs N --seeds ... --models ... --datasets ...]   benchmark leaderboard (cli_arena.py)
     dpd-desktop runs evaluate RUN --profile NAME [--json]   re-score a finished run under a metric profile
     dpd-desktop inspect DATASET | import-capture ...   check a capture / make a dataset of one (cli_inspect.py)
+    dpd-desktop loop --power-limit DBM [--generator ... --analyzer ... --pa-run|--virtual-pa ...]   the instrument
+                                        loop with iterative DPD (cli_loop.py); loop-dataset RUN --out DIR
     dpd-desktop --self-test             check the installation (dpd_desktop.selftest); with --workspace the run stays
 
 ``--workspace DIR`` is a global option, placed before the sub-command (it is accepted after it too).
@@ -34,7 +36,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, cli_arena, cli_inspect, cli_limits, cli_poly, cli_queue, cli_resume, cli_runs, cli_sweep
+from . import __version__, cli_arena, cli_inspect, cli_limits, cli_loop, cli_poly, cli_queue, cli_resume, cli_runs, \
+    cli_sweep
 from .cli_checks import option_message, preflight
 from .config import GAIN_RULES, KERNELS, METRIC_PROFILES, ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
@@ -54,7 +57,7 @@ from .training.cpu_threads import prefer_passive_wait
 # window). `dpd-desktop --help` takes 0.2 s; these imports would also delay the Ctrl+C handler that run() installs.
 
 STOPPING = "stopping after the current batch (Ctrl+C again to abort)…"
-TRAINING_COMMANDS = ("train-pa", "train-dpd", "demo", "resume")
+TRAINING_COMMANDS = ("train-pa", "train-dpd", "demo", "resume", "loop")  # cooperative Ctrl+C, workspace created
 
 
 def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
@@ -149,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_sweep.add_parser(add)  # dpd-desktop sweep SPEC.toml | --grid ... | list|show|resume|cancel (cli_sweep.py)
     cli_inspect.add_parser(add)  # dpd-desktop inspect / import-capture (cli_inspect.py)
     cli_arena.add_parser(add)  # dpd-desktop arena PROTOCOL (cli_arena.py)
+    cli_loop.add_parser(add)  # dpd-desktop loop / loop-dataset (cli_loop.py)
     return p
 
 
@@ -462,6 +466,8 @@ def execute(argv=None) -> Outcome:
         return cli_arena.handle(args, ws)
     if cmd in cli_inspect.COMMANDS:
         return Outcome(cli_inspect.handle(args, ws))
+    if cmd in cli_loop.COMMANDS:
+        return Outcome(cli_loop.handle(args, ws), skip_teardown=True)
     return Outcome(cli_runs.handle(args, ws, named))
 
 

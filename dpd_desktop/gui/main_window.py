@@ -26,6 +26,7 @@ from .form_state import FormState
 from .inspector import install_inspector
 from .jobs import JobRegistry
 from .model_exports import install_model_exports
+from .loop_view import install_loop_view
 from .qt_app import APP_NAME
 from .plot_area import PlotArea
 from .panel_export import install_export_menu
@@ -159,6 +160,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState,
         self.sweep_view = install_sweep_view(self)  # the sweeps dock: trials, Pareto plot (gui/sweep_view.py)
         self.rf_view = install_rf_view(self)  # View ▸ RF plots: compression, Pin/Pout, CCDF (gui/rf_view.py)
         install_model_exports(self)  # Run ▸ MP/GMP coefficients, Run DPD on a waveform file (gui/model_exports.py)
+        self.loop_view = install_loop_view(self)  # the instrument loop dock (gui/loop_view.py)
         install_export_menu(self)  # File ▸ Export as PNG/SVG/CSV, and each plot's menu (gui/panel_export.py)
 
         self._plot_timer = QTimer(self, singleShot=True, interval=30)

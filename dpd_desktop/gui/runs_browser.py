@@ -57,6 +57,7 @@ COLUMNS: tuple[tuple[str, Any, Any], ...] = (
     ("MACs/sample", lambda r: r.macs_per_sample,
      lambda r: "" if r.macs_per_sample is None else f"{r.macs_per_sample:,}"),
     ("time", lambda r: r.wall_s, lambda r: "" if r.wall_s is None else format_duration(r.wall_s)),
+    ("group", lambda r: r.run_group, lambda r: r.run_group or ""),  # a loop's iterations, a sweep's trials (runs/index.py)
 )
 _STATE_COL = 4
 _STEP_COL = 1

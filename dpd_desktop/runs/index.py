@@ -35,7 +35,8 @@ from .states import LIVE_STATES
 
 INDEX_FILE = "index.sqlite"
 #: the table layout's version (``PRAGMA user_version``); another number means: rebuild
-INDEX_SCHEMA = 4  # 2: macs_per_sample, metric_profile, gain_rule; 3: no hidden size for MP/GMP rows; 4: kernel
+INDEX_SCHEMA = 5  # 2: macs_per_sample, metric_profile, gain_rule; 3: no hidden size for MP/GMP rows; 4: kernel;
+#                   5: group
 #: families without a hidden size (their config.json holds the unused default)
 POLY_FAMILIES = ("mp", "gmp")
 APPLICATION_ID = 0x44504449  # "DPDI": PRAGMA application_id, tells our file from any other SQLite database
@@ -54,7 +55,8 @@ class IndexedRun:
     rule; ``kernel``: the recurrence kernels that ran (runs/kernel_record.py ``KernelRun.label``: "reference", "fast",
     "fast → reference" when it fell back), ``kernel_notes``: why any fell back ("; "-joined). Metrics are in dB (NMSE,
     EVM) and dBc (ACLR); ``wall_s`` in seconds; ``created`` / ``updated`` the ISO times of config.json's ``created``
-    and status.json's ``updated``; ``pinned`` the run is kept (never removed by retention).
+    and status.json's ``updated``; ``pinned`` the run is kept (never removed by retention); ``run_group`` the loop or sweep
+    the run belongs to (:func:`run_group`: "loop <id>", "sweep <id>"), None for a run of its own.
     ``state`` is a :data:`~dpd_desktop.runs.states.RUN_STATES` word, or "unreadable" / "damaged".
     """
 
@@ -93,6 +95,7 @@ class IndexedRun:
     updated: str | None = None
     message: str | None = None
     pa_run_id: str | None = None
+    run_group: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -132,6 +135,19 @@ def _text(v) -> str | None:
     return v if isinstance(v, str) else None
 
 
+def run_group(rec: RunRecord) -> str | None:
+    """The group a run belongs to, from config.json's ``experiment.extra``: ``"loop <id>"`` for an iteration of an
+    instrument loop (loop/store.py), ``"sweep <id>"`` for a sweep's trial (sweep/spec.py); None otherwise."""
+    extra = rec.config.extra if rec.config is not None else ((rec.doc.get("experiment") or {}).get("extra") or {})
+    if not isinstance(extra, dict):
+        return None
+    for kind in ("loop", "sweep"):
+        tag = extra.get(kind)
+        if isinstance(tag, dict) and isinstance(tag.get("id"), str):
+            return f"{kind} {tag['id']}"
+    return None
+
+
 def row_from_record(rec: RunRecord) -> IndexedRun:
     """The index row of a run record (values of a wrong type in a hand-edited file become None)."""
     status = rec.status_doc if isinstance(rec.status_doc, dict) else {}
@@ -158,7 +174,7 @@ def row_from_record(rec: RunRecord) -> IndexedRun:
         kernel_notes="; ".join(kernel.notes) or None, pinned=bool(rec.pinned),
         created=_text(rec.doc.get("created")),
         updated=_text(status.get("updated")), message=_text(status.get("message")),
-        pa_run_id=_text(pa.get("run_id")))
+        pa_run_id=_text(pa.get("run_id")), run_group=run_group(rec))
 
 
 def folder_signature(run_dir: Path) -> str | None:

@@ -79,7 +79,8 @@ def _expected(folder: Path) -> dict:
             # every run here is a reference run; a folder without a readable config.json has no kernel
             "kernel": "reference" if rec.doc else None, "kernel_notes": None, "pinned": rec.pinned,
             "created": rec.doc.get("created"), "updated": st.get("updated"), "message": st.get("message"),
-            "pa_run_id": (rec.pa or {}).get("run_id")}
+            "pa_run_id": (rec.pa or {}).get("run_id"),
+            "run_group": None}  # none of these runs is a loop's iteration or a sweep's trial (test_loop_record.py)
 
 
 def test_rows_equal_the_records_of_tiny_trainings(trained, tmp_path):
