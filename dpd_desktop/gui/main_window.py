@@ -25,8 +25,8 @@ from .dataset_control import DATASET_FILTER, DatasetControl
 from .form_state import FormState
 from .inspector import install_inspector
 from .jobs import JobRegistry
-from .model_exports import install_model_exports
 from .loop_view import install_loop_view
+from .model_exports import install_model_exports
 from .qt_app import APP_NAME
 from .plot_area import PlotArea
 from .panel_export import install_export_menu
