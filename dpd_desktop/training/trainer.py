@@ -55,6 +55,7 @@ from .gain import equal_power_report, target_gain
 from .optim import make_optimizer, make_plateau
 from .overlap import EpochEndOverlap, lr_may_change, optimizer_state
 from .pa_source import check_pa_run, load_pa_for_dpd
+from .qat_setup import parent_record, prepare_qat
 from .record_payload import checkpoint_meta, history_row, results_attrs, setup_blocks
 from .report import describe_error, finite_or_none, float_map, format_row
 from .warm_imports import warm_imports_in_background
@@ -116,6 +117,7 @@ class Trainer(TrainerOutput, RunEndings):
         self.net = None
         self.model = None
         self.pa_info: dict[str, Any] | None = None
+        self.qat_info: dict[str, Any] | None = None  # config.json's "qat" block of a quantisation-aware fine-tune
         self.cudnn_note: str | None = None
         self.n_params: int | None = None
         self.n_params_model: int | None = None
@@ -243,6 +245,8 @@ class Trainer(TrainerOutput, RunEndings):
             require_finite_gain(ds)
             check_pa_run(self.workspace, cfg.pa_run, dataset=ds, fingerprint=self.fingerprint,
                          allow_dataset_mismatch=cfg.allow_dataset_mismatch)
+            if cfg.qat is not None:  # a fine-tune's parent is checked before a run folder exists too
+                parent_record(self.workspace, cfg.parent_run)
 
     def _setup_run_folder(self, cfg: ExperimentConfig) -> None:
         self.selection_metric = "VAL_NMSE" if cfg.step == "pa" else "VAL_ACLR_AVG"
@@ -305,6 +309,10 @@ class Trainer(TrainerOutput, RunEndings):
                 self._log(f"WARNING: the PA run {self.pa_info['run_id']} is {self.pa_info['run_state']}; its selected "
                           "checkpoint (best.pt) is used as it is", logging.WARNING)
             dpd = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers, poly=cfg.poly_spec())
+            if cfg.qat is not None:  # a quantisation-aware fine-tune: the parent's weights, fake-quantised
+                dpd, self.qat_info = prepare_qat(cfg, dpd, self.workspace, self.dataset, self.pa_info)
+                self._log(f"quantisation-aware fine-tune of {self.qat_info['parent_run']} "
+                          f"({self.qat_info['label']}); CUDA graph off")
             self.net = Cascade(dpd, pa)
             self.net.freeze_pa()
             self.model = dpd
@@ -333,7 +341,8 @@ class Trainer(TrainerOutput, RunEndings):
     def _setup_fast_path(self, cfg: ExperimentConfig) -> None:
         self.fast_step, self.fast_path_status = make_fast_step(
             self.net, self.criterion, self.optimizer, self.trainable, cfg.grad_clip, self.device,
-            batch_shape=(cfg.batch_size, cfg.frame_length, 2), loader=self.loader, enabled=self.use_fast_path)
+            batch_shape=(cfg.batch_size, cfg.frame_length, 2), loader=self.loader,
+            enabled=self.use_fast_path and cfg.qat is None)  # fake quantisation reads formats on the host
         if self.fast_path_status != "on":
             self._log(f"CUDA graph: {self.fast_path_status}")
         # where the AdamW update runs with the fast path: decided at the capture (first full batch), see fast_path.py
