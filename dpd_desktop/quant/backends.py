@@ -77,6 +77,9 @@ class FloatBackend:
             y = y + b.to(x.data.dtype)
         return Fx(y, None)
 
+    def linear_many(self, x: Fx, items) -> list[Fx]:
+        return [self.linear(x, *it) for it in items]
+
     def conv1d(self, x: Fx, wkey: str, w, bkey: str | None, b, dilation: int, padding: int, groups: int) -> Fx:
         dt = x.data.dtype
         y = torch.nn.functional.conv1d(x.data.transpose(1, 2), w.to(dt), None if b is None else b.to(dt),
@@ -202,6 +205,9 @@ class IntBackend(_Quantised):
         fixed.check_range(acc, 0, f"the accumulator of {wkey}")
         return Fx(acc, frac)
 
+    def linear_many(self, x: Fx, items) -> list[Fx]:
+        return [self.linear(x, *it) for it in items]
+
     def conv1d(self, x: Fx, wkey: str, w, bkey: str | None, b, dilation: int, padding: int, groups: int) -> Fx:
         wq, wf = self._weight(wkey, w)  # (Cout, Cin/groups, K)
         bsz, t, cin = x.data.shape
@@ -320,9 +326,7 @@ class FakeBackend(_Quantised):
     @staticmethod
     def _fq(v: torch.Tensor, fmt: QFormat) -> torch.Tensor:
         """Round half up to ``fmt`` and saturate; straight-through gradient inside the range, none outside."""
-        vc = torch.clamp(v, fmt.min_int * fmt.lsb, fmt.max_int * fmt.lsb)
-        q = torch.floor(vc * (2.0 ** fmt.frac) + 0.5) * fmt.lsb
-        return vc + (q - vc).detach()
+        return _FakeQuant.apply(v, fmt.frac, float(fmt.min_int), float(fmt.max_int))
 
     def _weight(self, key: str, w: torch.Tensor) -> tuple[torch.Tensor, int]:
         if key not in self._w:
@@ -331,8 +335,32 @@ class FakeBackend(_Quantised):
         return self._w[key]
 
     def _bias(self, key: str, b: torch.Tensor, acc_frac: int) -> torch.Tensor:
-        fmt = fixed.bias_format(float(b.detach().abs().max()) if b.numel() else 0.0, acc_frac)
-        return self._fq(b, fmt)
+        k = f"{key}@{acc_frac}"
+        if k not in self._w:
+            fmt = fixed.bias_format(float(b.detach().abs().max()) if b.numel() else 0.0, acc_frac)
+            self._w[k] = (self._fq(b, fmt), fmt.frac)
+        return self._w[k][0]
+
+    def linear_many(self, x: Fx, items) -> list[Fx]:
+        """:meth:`linear` of several weight blocks on one input as one matrix product (the blocks' fake-quantised
+        weights and biases concatenated; each output block keeps its own fraction)."""
+        key = "|".join(it[0] for it in items)
+        if key not in self._w:
+            ws, fracs, bs = [], [], []
+            for wkey, w, bkey, b in items:
+                wq, wf = self._weight(wkey, w)
+                ws.append(wq)
+                fracs.append(x.frac + wf)
+                bs.append(None if b is None else self._bias(bkey, b, x.frac + wf))
+            bias = None if any(b is None for b in bs) else torch.cat(bs)
+            self._w[key] = (torch.cat(ws, 0), fracs, bias)
+        wcat, fracs, bias = self._w[key]
+        dt = x.data.dtype
+        y = torch.matmul(x.data, wcat.to(dt).t())
+        if bias is not None:
+            y = y + bias.to(dt)
+        sizes = [it[1].shape[0] for it in items]
+        return [Fx(part, f) for part, f in zip(torch.split(y, sizes, dim=-1), fracs)]
 
     def input(self, x, key: str) -> Fx:
         fmt = self.fmt(key, "act")
@@ -380,11 +408,7 @@ class FakeBackend(_Quantised):
 
     def lut(self, a: Fx, func: str) -> Fx:
         spec = self.lut_spec(func)
-        v = a.data
-        p = torch.round(v.detach().double() * (2.0 ** a.frac)).to(torch.int64)
-        y = _torch_lut(p, a.frac, spec, self._table(func, v.device)).to(v.dtype) * spec.out.lsb
-        exact = torch.sigmoid(v) if func == "sigmoid" else torch.tanh(v)
-        return Fx(y + (exact - exact.detach()), spec.out.frac)
+        return Fx(_FakeLut.apply(a.data, a.frac, spec, self._table(func, a.data.device)), spec.out.frac)
 
     def hardswish(self, a: Fx, key: str) -> Fx:
         c6 = float(fixed.quantize(np.array(1.0 / 6.0), HARDSWISH_SCALE)) * HARDSWISH_SCALE.lsb
@@ -415,6 +439,41 @@ class FakeBackend(_Quantised):
 
     def output(self, v: Fx):
         return v.data
+
+
+class _FakeQuant(torch.autograd.Function):
+    """Forward: ``clip(floor(v · 2^frac + 1/2), lo, hi) · 2^-frac``; backward: the gradient where v lies in the
+    word's range, 0 where it saturates (straight-through)."""
+
+    @staticmethod
+    def forward(ctx, v, frac: int, lo: float, hi: float):
+        scale = 2.0 ** frac
+        inside = (v >= lo / scale) & (v <= hi / scale)
+        ctx.save_for_backward(inside)
+        return torch.clamp(torch.floor(v * scale + 0.5), lo, hi) / scale
+
+    @staticmethod
+    def backward(ctx, grad):
+        (inside,) = ctx.saved_tensors
+        return grad * inside, None, None, None
+
+
+class _FakeLut(torch.autograd.Function):
+    """Forward: the integer table lookup of :func:`_torch_lut` on the word ``v``; backward: the exact function's
+    derivative at v (straight-through)."""
+
+    @staticmethod
+    def forward(ctx, v, frac: int, spec: LutSpec, table):
+        p = torch.round(v.double() * (2.0 ** frac)).to(torch.int64)
+        y = _torch_lut(p, frac, spec, table).to(v.dtype) * spec.out.lsb
+        f = torch.sigmoid(v) if spec.func == "sigmoid" else torch.tanh(v)
+        ctx.save_for_backward(f * (1 - f) if spec.func == "sigmoid" else 1 - f * f)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (d,) = ctx.saved_tensors
+        return grad * d, None, None, None
 
 
 def _np64(t) -> np.ndarray:

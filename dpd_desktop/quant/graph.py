@@ -153,11 +153,14 @@ class GRU(Node):
         blocks = self._blocks()
         bsz, t_len = x.shape[0], x.shape[1]
         hid = self.w_hh.shape[1]
-        ax = {g: be.linear(x, f"{n_}.w_i{g}", wi, f"{n_}.b_i{g}", bi) for g, (wi, _, bi, _) in blocks.items()}
+        gates = list(blocks)
+        ax = dict(zip(gates, be.linear_many(x, [(f"{n_}.w_i{g}", wi, f"{n_}.b_i{g}", bi)
+                                                for g, (wi, _, bi, _) in blocks.items()])))
+        hx = [(f"{n_}.w_h{g}", wh, f"{n_}.b_h{g}", bh) for g, (_, wh, _, bh) in blocks.items()]
         h = be.zeros_unit(x, (bsz, hid))
         seq: dict[str, list] = {k: [] for k in ("r_pre", "z_pre", "hn", "n_pre", "r", "z", "n", "h")}
         for t in range(t_len):
-            ah = {g: be.linear(h, f"{n_}.w_h{g}", wh, f"{n_}.b_h{g}", bh) for g, (_, wh, _, bh) in blocks.items()}
+            ah = dict(zip(gates, be.linear_many(h, hx)))
             r_pre = be.requant(be.add(ax["r"][:, t], ah["r"]), f"{n_}.r_pre", "pre")
             z_pre = be.requant(be.add(ax["z"][:, t], ah["z"]), f"{n_}.z_pre", "pre")
             r = be.lut(r_pre, "sigmoid")
@@ -184,7 +187,7 @@ class GRU(Node):
 @dataclass
 class Conv1d(Node):
     """``nn.Conv1d`` over time on (B, T, C): weight (Cout, Cin/groups, K), zero padding, dilation, groups; then
-    ``act`` ("hardswish", "relu" or None) and the requantisation to the node's format."""
+    ``act`` ("hardswish": on an A-bit word ``.pre``; "relu"; None) and the requantisation to the node's format."""
 
     weight: Any = None
     bias: Any = None
@@ -204,7 +207,7 @@ class Conv1d(Node):
         acc = be.conv1d(x, f"{self.name}.weight", self.weight, f"{self.name}.bias", self.bias, self.dilation,
                         self.padding, self.groups)
         if self.act == "hardswish":
-            return be.hardswish(be.requant(acc, f"{self.name}.pre", "pre"), self.name)
+            return be.hardswish(be.requant(acc, f"{self.name}.pre", "act"), self.name)
         y = be.requant(acc, self.name, "act")
         return be.relu(y) if self.act == "relu" else y
 
