@@ -170,6 +170,7 @@ class IntBackend(_Quantised):
         super().__init__(plan)
         self.params: dict[str, tuple[np.ndarray, QFormat]] = dict(params or {})  # given: an export's words
         self.traces: dict[str, tuple[np.ndarray, int]] = {}
+        self.saturated: dict[str, int] = {}  # words clipped per tensor key (a range beyond the calibration's)
         self._tables: dict[str, np.ndarray] = {}
 
     # ---------------------------------------------------------------- parameters
@@ -192,9 +193,17 @@ class IntBackend(_Quantised):
         return fixed.round_shift(q, fmt.frac - acc_frac)
 
     # ---------------------------------------------------------------- operations
+    def _sat(self, v: np.ndarray, fmt: QFormat, key: str) -> np.ndarray:
+        out = fixed.saturate(v, fmt)
+        n = int(np.count_nonzero(out != v))
+        if n:
+            self.saturated[key] = self.saturated.get(key, 0) + n
+        return out
+
     def input(self, x, key: str) -> Fx:
         fmt = self.fmt(key, "act")
-        return Fx(fixed.quantize(_np64(x), fmt), fmt.frac)
+        raw = np.floor(np.clip(np.ldexp(_np64(x), fmt.frac) + 0.5, -2.0**62, 2.0**62)).astype(np.int64)
+        return Fx(self._sat(raw, fmt, key), fmt.frac)
 
     def linear(self, x: Fx, wkey: str, w, bkey: str | None, b) -> Fx:
         wq, wf = self._weight(wkey, w)
@@ -249,7 +258,7 @@ class IntBackend(_Quantised):
 
     def requant(self, a: Fx, key: str, kind: str) -> Fx:
         fmt = self.fmt(key, kind)
-        return Fx(fixed.saturate(fixed.round_shift(a.data, a.frac - fmt.frac), fmt), fmt.frac)
+        return Fx(self._sat(fixed.round_shift(a.data, a.frac - fmt.frac), fmt, key), fmt.frac)
 
     def lut(self, a: Fx, func: str) -> Fx:
         spec = self.lut_spec(func)
@@ -296,7 +305,7 @@ class IntBackend(_Quantised):
 
     def concat(self, parts: list[Fx], key: str) -> Fx:
         fmt = self.fmt(key, "act")
-        out = [fixed.saturate(fixed.round_shift(p.data, p.frac - fmt.frac), fmt) for p in parts]
+        out = [self._sat(fixed.round_shift(p.data, p.frac - fmt.frac), fmt, key) for p in parts]
         return Fx(np.concatenate(out, axis=-1), fmt.frac)
 
     def zeros_unit(self, like: Fx, shape) -> Fx:

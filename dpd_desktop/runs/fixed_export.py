@@ -143,7 +143,7 @@ def _formats_doc(rec: RunRecord, graph: Graph, plan: QuantPlan, ib: IntBackend, 
         "golden": {"frames": int(xg.shape[0]), "frame_length": int(xg.shape[1]), "split": "test",
                    "initial_state": "zero at the start of each frame", "input_float": "golden/x_float.csv",
                    "tensors": golden},
-        "metrics": {k: doc[k] for k in ("metric_profile", "metrics", "float_metrics", "u_error")},
+        "metrics": {k: doc[k] for k in ("metric_profile", "metrics", "float_metrics", "u_error", "saturated")},
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "dpd_desktop_version": __version__,
     }
 
@@ -381,7 +381,9 @@ def _readme(rec, graph: Graph, plan: QuantPlan, ib: IntBackend, meta) -> str:
             "nperseg-sample segments, zero state each), through the run's frozen PA in float32, against g·x:", "",
             *_metric_table(meta), "",
             f"DPD output u, integer vs float on the test split: max |Δu| = {u['max_abs']:.3g}, error power "
-            f"{u['rel_error_db']:.2f} dB relative to u.", "",
+            f"{u['rel_error_db']:.2f} dB relative to u. Words saturated (a range beyond the training split's and "
+            f"its headroom): val {meta['metrics']['saturated']['val'] or 'none'}, test "
+            f"{meta['metrics']['saturated']['test'] or 'none'}.", "",
             "## Files", "",
             "- `dpd_coeffs.h`: every weight, bias and table as a C99 exact-width array with its `_FRAC` define, "
             "and the activation fractions (`DPD_FRAC_*`).",

@@ -122,10 +122,16 @@ def _forward(module, segs: np.ndarray, batch: int) -> np.ndarray:
         return torch.cat([module(x[i:i + batch]) for i in range(0, x.shape[0], batch)], dim=0).numpy()
 
 
-def int_output(graph, plan: QuantPlan, segs: np.ndarray, batch: int = 64) -> np.ndarray:
-    """The integer reference's output (dequantised, float64) on (S, N, 2) segments."""
-    parts = [graph.run(IntBackend(plan), segs[i:i + batch]) for i in range(0, segs.shape[0], batch)]
-    return np.concatenate(parts, axis=0)
+def int_output(graph, plan: QuantPlan, segs: np.ndarray, batch: int = 64) -> tuple[np.ndarray, dict[str, int]]:
+    """The integer reference's output (dequantised, float64) on (S, N, 2) segments, and the words it saturated per
+    tensor."""
+    parts, sat = [], {}
+    for i in range(0, segs.shape[0], batch):
+        ib = IntBackend(plan)
+        parts.append(graph.run(ib, segs[i:i + batch]))
+        for k, n in ib.saturated.items():
+            sat[k] = sat.get(k, 0) + n
+    return np.concatenate(parts, axis=0), sat
 
 
 def _u_error(uq: np.ndarray, uf: np.ndarray) -> dict[str, float]:
@@ -149,7 +155,8 @@ def evaluate_quantized(run_dir: str | Path, spec: QuantSpec, dataset=None, plan:
     Returns:
         The ``quantized.json`` entry: ``label``, ``spec``, ``plan`` and ``plan_source``, ``metric_profile``,
         ``metrics`` / ``float_metrics`` {split: {NMSE, EVM, ACLR_L, ACLR_R, ACLR_AVG}} (dB / dBc), ``u_error``
-        {split: {max_abs, rel_error_db}} (u_q against the float u), the checkpoints' SHA-256, time and version.
+        {split: {max_abs, rel_error_db}} (u_q against the float u), ``saturated`` {split: {tensor: words clipped}}
+        (the padded tail of the last segment included), the checkpoints' SHA-256, time and version.
     Raises:
         QuantEvalError: see :func:`load_run_models`; a dataset that cannot be reloaded; a family without a lowering.
     """
@@ -177,7 +184,7 @@ def evaluate_quantized(run_dir: str | Path, spec: QuantSpec, dataset=None, plan:
     nps = int(ds.spec.nperseg)
     bs = int(rec.config.batch_size_eval)
     profile = rec.metric_profile
-    metrics, float_metrics, u_err = {}, {}, {}
+    metrics, float_metrics, u_err, saturated = {}, {}, {}, {}
     for name in ("val", "test"):
         split = getattr(ds, name)
         n = split.x.shape[0]
@@ -185,7 +192,7 @@ def evaluate_quantized(run_dir: str | Path, spec: QuantSpec, dataset=None, plan:
         target = ((x64 if x64 is not None else split.x.astype(np.float64)) * gain).astype(np.float32)
         segs = segment(split.x, nps)
         t_seg = segment(target, nps)
-        uq = int_output(graph, plan, segs, bs)
+        uq, saturated[name] = int_output(graph, plan, segs, bs)
         uf = _forward(dpd, segs, bs)
         yq = _forward(pa, uq.astype(np.float32), bs)
         yf = _forward(pa, uf, bs)
@@ -195,7 +202,7 @@ def evaluate_quantized(run_dir: str | Path, spec: QuantSpec, dataset=None, plan:
         u_err[name] = _u_error(unsegment(uq, n), unsegment(uf, n))
     return {"format": QUANT_FORMAT, "label": spec.label, "spec": spec.to_dict(), "plan_source": source,
             "plan": plan.to_dict(), "metric_profile": profile, "metrics": metrics, "float_metrics": float_metrics,
-            "u_error": u_err, "checkpoint_sha256": info["sha256"], "pa_checkpoint_sha256": info["pa_sha256"],
+            "u_error": u_err, "saturated": saturated, "checkpoint_sha256": info["sha256"], "pa_checkpoint_sha256": info["pa_sha256"],
             "qat": rec.config.qat, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "dpd_desktop_version": __version__}
 
