@@ -7,7 +7,8 @@ quantisation-aware fine-tuning (QAT), as mean ± sd over seeds.
 
 Per seed: one float DPD (``--backbone``/``--hidden-size``, default GRU-23) through one frozen PA (trained once, seed
 0, or ``--pa-run``); its integer model at W16A16 and W8A8 (runs/quantized.py: the bit-exact reference over the test
-split, through the PA, under ``--profile``); a QAT fine-tune of it at each width (``dpd-desktop finetune``'s
+split, through the PA, under ``--profile``); a float fine-tune with the QAT's epochs and learning rate (the control:
+what the extra epochs alone do); a QAT fine-tune of it at each width (``dpd-desktop finetune``'s
 configuration, ``--qat-epochs``) and that run's integer model. The table gives test NMSE, ACLR (average of both
 sides) and EVM, and each variant's loss against its seed's float DPD (mean ± sd of the per-seed differences; a
 positive ΔACLR/ΔEVM is a loss), then the issue's targets: 16-bit ≤ 0.2 dB ACLR and ≤ 0.3 dB EVM, 8-bit with QAT
@@ -101,6 +102,10 @@ def main(argv=None) -> int:
         rec = RunRecord.open(d)
         rows["float"].append(rec.test_metrics)
         runs["float"].append(d.name)
+        ft = _train(finetune_config(rec, None, epochs=a.qat_epochs, lr=a.qat_lr, device=a.device,
+                                    threads=a.threads), ds, ws)
+        rows.setdefault("float fine-tune (control)", []).append(RunRecord.open(ft).test_metrics)
+        runs.setdefault("float fine-tune (control)", []).append(ft.name)
         for w, act in WIDTHS:
             spec = QuantSpec(w, act)
             doc = evaluate_quantized(d, spec, dataset=ds)

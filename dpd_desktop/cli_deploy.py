@@ -3,13 +3,15 @@
     dpd-desktop export RUN --format fixed --weights 16 --activations 16 [--lut-bits 10] [--out FOLDER]
     dpd-desktop export RUN --format onnx [--out FILE.onnx]
     dpd-desktop finetune RUN --qat 8,8 [--epochs 10] [--lr …]     quantisation-aware training, a new run
+    dpd-desktop finetune RUN [--epochs 10]                         the same without quantisation (a control)
 
 ``export --format fixed`` writes the integer reference's folder (runs/fixed_export.py) for a neural DPD, or the
 fixed-point coefficients (quant/poly.py) for an MP/GMP run; ``--format onnx`` a checked ONNX file
 (runs/onnx_export.py). Outputs are never written inside a run folder, nor over an existing file or folder without
 ``--overwrite``. ``finetune`` trains a new DPD run from RUN's selected checkpoint with fake quantisation
 (config.json ``experiment.qat`` and ``parent_run``, and its ``qat`` block), then scores its integer model through the
-frozen PA (runs/quantized.py). Exit status: 0, 2 for anything refused before work starts (named), 1/3 as training.
+frozen PA (runs/quantized.py); without ``--qat`` it continues the float training the same way (``parent_run``
+alone: the control that tells quantisation-aware training from extra epochs). Exit status: 0, 2 for anything refused before work starts (named), 1/3 as training.
 """
 from __future__ import annotations
 
@@ -51,9 +53,10 @@ def add_parser(add) -> None:
     e.add_argument("--out", default=None, help="export folder (fixed) or .onnx file (default: RUN-<format> in "
                    "the current folder)")
     e.add_argument("--overwrite", action="store_true", help="replace an existing export folder or file")
-    f = add("finetune", help="quantisation-aware fine-tune of a DPD run (a new run, linked to its parent)")
+    f = add("finetune", help="fine-tune a DPD run, quantisation-aware with --qat (a new run, linked to its parent)")
     f.add_argument("run", help="the DPD run to fine-tune (id or folder)")
-    f.add_argument("--qat", required=True, type=_bits_pair, metavar="W,A", help="weight,activation bits (e.g. 8,8)")
+    f.add_argument("--qat", default=None, type=_bits_pair, metavar="W,A",
+                   help="weight,activation bits (e.g. 8,8); without it a float fine-tune")
     _quant_options(f)
     f.add_argument("--epochs", type=int, default=10, help="default %(default)s")
     f.add_argument("--lr", type=float, default=None, help="default: the parent's lr / 10")
@@ -121,16 +124,17 @@ def _metric_line(profile: str, f: dict, q: dict, label: str) -> str:
             f"(ACLR {q['ACLR_AVG'] - f['ACLR_AVG']:+.3f} dB, EVM {q['EVM'] - f['EVM']:+.3f} dB)")
 
 
-def finetune_config(parent, spec, *, epochs: int, lr: float | None = None, lr_end: float | None = None,
+def finetune_config(parent, spec=None, *, epochs: int, lr: float | None = None, lr_end: float | None = None,
                     seed: int | None = None, device: str | None = None, threads: int | None = None):
     """The ExperimentConfig of a quantisation-aware fine-tune of ``parent`` (a RunRecord): the parent's settings
-    with ``qat``, ``parent_run``, the epochs and learning rates (default lr: the parent's / 10)."""
+    with ``qat`` (None: a float fine-tune), ``parent_run``, the epochs and learning rates (default lr: the parent's
+    / 10)."""
     from dataclasses import replace
 
     p = parent.config
     lr = lr if lr is not None else p.lr / 10.0
     pa_dir = (parent.pa or {}).get("run_dir")
-    return replace(p, qat=spec.to_dict(), parent_run=parent.run_id, epochs=epochs, lr=lr,
+    return replace(p, qat=spec.to_dict() if spec is not None else None, parent_run=parent.run_id, epochs=epochs, lr=lr,
                    lr_end=min(lr_end if lr_end is not None else p.lr_end, lr), seed=p.seed if seed is None else seed,
                    device=device or p.device, threads=threads if threads is not None else p.threads, name=None,
                    pa_run=pa_dir if pa_dir and Path(pa_dir).is_dir() else p.pa_run, fit="gradient",
@@ -158,7 +162,7 @@ def _finetune(args, ws) -> "cli.Outcome":
     from .training.qat_setup import parent_record
 
     try:
-        spec = _spec(args.qat[0], args.qat[1], args)
+        spec = _spec(args.qat[0], args.qat[1], args) if args.qat else None
         parent = parent_record(ws, args.run)
         if parent.config is None:
             raise RecordError(f"{parent.config_path}: the parent's configuration cannot be read")
@@ -172,10 +176,12 @@ def _finetune(args, ws) -> "cli.Outcome":
     except ConfigError as exc:
         print(f"error: {option_message(exc)}", file=sys.stderr)
         return cli.Outcome(Exit.USAGE)
-    print(f"quantisation-aware fine-tune of {parent.run_id} at {spec.label}: {cfg.epochs} epochs, lr {cfg.lr:g}")
+    what = f"quantisation-aware fine-tune of {parent.run_id} at {spec.label}" if spec else \
+        f"float fine-tune of {parent.run_id}"
+    print(f"{what}: {cfg.epochs} epochs, lr {cfg.lr:g}")
     where = _RunDir()
     status = cli.run_training(cfg, ws, dataset=ds, quiet=args.quiet, plots=not args.no_plots, observers=[where])
-    if status != Exit.OK or where.run_dir is None:
+    if status != Exit.OK or where.run_dir is None or spec is None:
         return cli.Outcome(status, skip_teardown=True)
     try:
         doc = evaluate_quantized(where.run_dir, spec, dataset=ds)

@@ -93,7 +93,8 @@ class ExperimentConfig:
         qat: quantisation-aware training (a DPD fine-tune of ``parent_run``, dpd_desktop/quant): ``{"weights": W,
             "activations": A, "lut_bits": L, "lut_interp": "linear"|"nearest"}`` (quant/plan.py QuantSpec); None:
             a float run.
-        parent_run: the run a fine-tune starts from (its selected checkpoint's weights); required with ``qat``.
+        parent_run: the DPD run a fine-tune starts from (its selected checkpoint's weights); required with ``qat``;
+            without it a float fine-tune.
     """
 
     step: str = "pa"
@@ -249,6 +250,8 @@ class ExperimentConfig:
     def _validate_qat(self) -> None:
         """``qat`` and ``parent_run`` (see the class docstring)."""
         if self.qat is None:
+            if self.parent_run and self.step != "dpd":
+                raise ConfigError("parent_run", "a fine-tune starts from a DPD run (step 'dpd')")
             return
         from .quant.lower import lowerable
         from .quant.plan import QuantError, QuantSpec
@@ -300,6 +303,8 @@ class ExperimentConfig:
         quantisation-aware fine-tune."""
         if self.qat:
             return f"{self.backbone}{self.hidden_size}-qat-w{self.qat.get('weights')}a{self.qat.get('activations')}"
+        if self.parent_run:
+            return f"{self.backbone}{self.hidden_size}-ft"
         if self.backbone in ("mp", "gmp") and (self.grid_k or self.grid_m):
             return f"{self.backbone}-grid"
         if self.backbone in ("mp", "gmp"):

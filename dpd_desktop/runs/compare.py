@@ -164,10 +164,10 @@ def flatten_config(rec: RunRecord) -> dict[str, Any]:
             out[f"{block}.{k}"] = b.get(k)
     pa = rec.doc.get("pa") if isinstance(rec.doc.get("pa"), dict) else {}
     out["pa.run_id"] = pa.get("run_id")
-    qat = rec.qat or {}
-    if qat:
-        out["qat.label"] = qat.get("label")
-        out["qat.parent_run"] = qat.get("parent_run")
+    if rec.qat:
+        out["qat.label"] = rec.qat.get("label")
+    if rec.parent_run:
+        out["parent_run"] = rec.parent_run
     shown = shown_quantized(rec)
     if shown is not None:
         out["quantized.shown"] = shown[0]

@@ -194,7 +194,7 @@ def row_from_record(rec: RunRecord) -> IndexedRun:
         kernel_notes="; ".join(kernel.notes) or None, pinned=bool(rec.pinned),
         created=_text(rec.doc.get("created")),
         updated=_text(status.get("updated")), message=_text(status.get("message")),
-        pa_run_id=_text(pa.get("run_id")), qat=_text(qat.get("label")), parent_run_id=_text(qat.get("parent_run")),
+        pa_run_id=_text(pa.get("run_id")), qat=_text(qat.get("label")), parent_run_id=_text(rec.parent_run),
         quant=", ".join(sorted(rec.quantized)) or None, quant_label=shown[0] if shown else None,
         quant_test_nmse=_float(q_test.get("NMSE")), quant_test_aclr_avg=_float(q_test.get("ACLR_AVG")),
         quant_test_evm=_float(q_test.get("EVM")))

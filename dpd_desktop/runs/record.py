@@ -457,6 +457,12 @@ class RunRecord:
         """A quantisation-aware fine-tune's config.json ``qat`` block (parent, bit widths, plan), else None."""
         return _block(self.doc, "qat")
 
+    @property
+    def parent_run(self) -> str | None:
+        """The run a fine-tune started from (config.json ``qat`` or ``finetune`` block), else None."""
+        block = _block(self.doc, "qat") or _block(self.doc, "finetune") or {}
+        return block.get("parent_run")
+
     def evaluation_path(self, profile: str) -> Path:
         """Where ``runs evaluate`` keeps a re-evaluation under ``profile`` (runs/evaluate.py)."""
         return self.run_dir / f"evaluation-{profile}.json"

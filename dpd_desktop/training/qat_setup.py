@@ -1,5 +1,7 @@
-"""The set-up of a quantisation-aware fine-tune (config ``qat`` + ``parent_run``): the parent's weights, the
-calibration of the activation formats on the training split, the fake-quantised model (dpd_desktop/quant).
+"""The set-up of a fine-tune (config ``parent_run``): the parent's weights; for a quantisation-aware one (``qat``)
+also the calibration of the activation formats on the training split and the fake-quantised model
+(dpd_desktop/quant). A fine-tune without ``qat`` continues the float training (a control for quantisation-aware
+training: the same extra epochs without quantisation).
 
 The parent must be a DPD run of the same family and size, trained through the same PA run on the same dataset;
 its selected checkpoint (best.pt) is the starting point. The activation formats are chosen once, here, from the
@@ -19,7 +21,7 @@ from ..runs.record import RecordError, RunRecord
 from ..runs.workspace import Workspace
 from .errors import TrainingError
 
-__all__ = ["prepare_qat", "parent_record"]
+__all__ = ["prepare_finetune", "parent_record"]
 
 
 def parent_record(workspace: Workspace, parent_run: str) -> RunRecord:
@@ -29,16 +31,18 @@ def parent_record(workspace: Workspace, parent_run: str) -> RunRecord:
     except (FileNotFoundError, RecordError) as exc:
         raise TrainingError(f"parent_run: {exc}") from exc
     if rec.step != "dpd":
-        raise TrainingError(f"{rec.config_path}: field 'experiment.step' is {rec.step!r}; quantisation-aware "
-                            "training fine-tunes a DPD run")
+        raise TrainingError(f"{rec.config_path}: field 'experiment.step' is {rec.step!r}; a fine-tune "
+                            "(quantisation-aware training) starts from a DPD run")
     if not rec.best_checkpoint.is_file():
         raise TrainingError(f"{rec.best_checkpoint}: the parent run has no selected checkpoint (best.pt); did it "
                             "finish an epoch?")
     return rec
 
 
-def prepare_qat(cfg, dpd, workspace: Workspace, dataset, pa_info: dict[str, Any] | None):
-    """Load the parent's weights into ``dpd``, calibrate, wrap. Returns (FakeQuantModel, config.json ``qat`` block).
+def prepare_finetune(cfg, dpd, workspace: Workspace, dataset, pa_info: dict[str, Any] | None):
+    """Load the parent's weights into ``dpd``; with ``cfg.qat`` calibrate and wrap. Returns (the model to train,
+    (config.json block name, block)): ("qat", …) for a quantisation-aware fine-tune (a FakeQuantModel), else
+    ("finetune", …) and ``dpd`` itself.
 
     Raises:
         TrainingError: the parent is missing, not a DPD run, of another architecture, PA or dataset; its
@@ -61,6 +65,10 @@ def prepare_qat(cfg, dpd, workspace: Workspace, dataset, pa_info: dict[str, Any]
         meta = artifacts.load_state_checked(dpd, rec.best_checkpoint, rec.arch)
     except artifacts.CheckpointError as exc:
         raise TrainingError(str(exc)) from exc
+    parent = {"parent_run": rec.run_id, "parent_checkpoint": str(rec.best_checkpoint),
+              "parent_sha256": artifacts.file_sha256(rec.best_checkpoint), "parent_selected_epoch": meta.get("epoch")}
+    if cfg.qat is None:
+        return dpd, ("finetune", parent)
     spec = QuantSpec.from_dict(cfg.qat)
     try:
         graph = lower(dpd)
@@ -70,9 +78,7 @@ def prepare_qat(cfg, dpd, workspace: Workspace, dataset, pa_info: dict[str, Any]
     segs = segment(dataset.train.x, nps)
     plan = calibrate(graph, segs, spec, f"float model of the parent run {rec.run_id} on the training split of "
                                         f"{dataset.name} ({segs.shape[0]} segments of {nps} samples, zero state each)")
-    info = {"parent_run": rec.run_id, "parent_checkpoint": str(rec.best_checkpoint),
-            "parent_sha256": artifacts.file_sha256(rec.best_checkpoint), "parent_selected_epoch": meta.get("epoch"),
-            "spec": spec.to_dict(), "label": spec.label, "plan": plan.to_dict(),
+    info = {**parent, "spec": spec.to_dict(), "label": spec.label, "plan": plan.to_dict(),
             "method": "fake quantisation with straight-through gradients, the integer reference's rounding and "
                       "saturation (dpd_desktop/quant/backends.py FakeBackend); weight formats follow the weights"}
-    return FakeQuantModel(dpd, plan), info
+    return FakeQuantModel(dpd, plan), ("qat", info)

@@ -55,7 +55,7 @@ from .gain import equal_power_report, target_gain
 from .optim import make_optimizer, make_plateau
 from .overlap import EpochEndOverlap, lr_may_change, optimizer_state
 from .pa_source import check_pa_run, load_pa_for_dpd
-from .qat_setup import parent_record, prepare_qat
+from .qat_setup import parent_record, prepare_finetune
 from .record_payload import checkpoint_meta, history_row, results_attrs, setup_blocks
 from .report import describe_error, finite_or_none, float_map, format_row
 from .warm_imports import warm_imports_in_background
@@ -117,7 +117,7 @@ class Trainer(TrainerOutput, RunEndings):
         self.net = None
         self.model = None
         self.pa_info: dict[str, Any] | None = None
-        self.qat_info: dict[str, Any] | None = None  # config.json's "qat" block of a quantisation-aware fine-tune
+        self.finetune_block: tuple[str, dict] | None = None  # a fine-tune's config.json block (qat_setup.py)
         self.cudnn_note: str | None = None
         self.n_params: int | None = None
         self.n_params_model: int | None = None
@@ -245,7 +245,7 @@ class Trainer(TrainerOutput, RunEndings):
             require_finite_gain(ds)
             check_pa_run(self.workspace, cfg.pa_run, dataset=ds, fingerprint=self.fingerprint,
                          allow_dataset_mismatch=cfg.allow_dataset_mismatch)
-            if cfg.qat is not None:  # a fine-tune's parent is checked before a run folder exists too
+            if cfg.parent_run is not None:  # a fine-tune's parent is checked before a run folder exists too
                 parent_record(self.workspace, cfg.parent_run)
 
     def _setup_run_folder(self, cfg: ExperimentConfig) -> None:
@@ -309,10 +309,11 @@ class Trainer(TrainerOutput, RunEndings):
                 self._log(f"WARNING: the PA run {self.pa_info['run_id']} is {self.pa_info['run_state']}; its selected "
                           "checkpoint (best.pt) is used as it is", logging.WARNING)
             dpd = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers, poly=cfg.poly_spec())
-            if cfg.qat is not None:  # a quantisation-aware fine-tune: the parent's weights, fake-quantised
-                dpd, self.qat_info = prepare_qat(cfg, dpd, self.workspace, self.dataset, self.pa_info)
-                self._log(f"quantisation-aware fine-tune of {self.qat_info['parent_run']} "
-                          f"({self.qat_info['label']}); CUDA graph off")
+            if cfg.parent_run is not None:  # a fine-tune: the parent's weights (fake-quantised with qat)
+                dpd, self.finetune_block = prepare_finetune(cfg, dpd, self.workspace, self.dataset, self.pa_info)
+                kind, block = self.finetune_block
+                self._log(f"fine-tune of {block['parent_run']}" + (
+                    f", quantisation-aware ({block['label']}); CUDA graph off" if kind == "qat" else ""))
             self.net = Cascade(dpd, pa)
             self.net.freeze_pa()
             self.model = dpd

@@ -176,7 +176,7 @@ def test_bad_inputs_get_clear_errors(runs, tmp_path, capsys):
                             "--out", str(tmp_path / "c")]) == 2
     assert "activations: expected an integer from 4 to 16 bits, got 3" in capsys.readouterr().err
     assert cli.main(argv + ["finetune", runs["pa"], "--qat", "8,8"]) == 2
-    assert "quantisation-aware training fine-tunes a DPD run" in capsys.readouterr().err
+    assert "a fine-tune (quantisation-aware training) starts from a DPD run" in capsys.readouterr().err
     assert cli.main(argv + ["finetune", runs["dpd"], "--qat", "8,20"]) == 2
     assert "activations: expected an integer from 4 to 16 bits, got 20" in capsys.readouterr().err
     assert not (tmp_path / "c").exists() and not list(tmp_path.glob("x*")) and not (tmp_path / "y").exists()
@@ -274,3 +274,24 @@ def test_finetune_is_a_new_run_linked_to_its_parent(runs, capsys):
     # the fine-tune exports with the formats it trained with
     meta = export_fixed(ws, new, runs["root"] / "qat-export", spec=QuantSpec(8, 8, 8), dataset=runs["ds"])
     assert meta["plan"] == rec.qat["plan"] and verify_export(runs["root"] / "qat-export")["mismatches"] == {}
+
+
+def test_float_finetune_is_the_control(runs):
+    """Without --qat the fine-tune continues the float training from the parent's checkpoint (the control that
+    tells quantisation-aware training from extra epochs)."""
+    ws = runs["ws"]
+    before = {p.name for p in ws.runs_dir.iterdir()}
+    assert cli.main(["--workspace", str(ws.root), "finetune", runs["dpd"], "--epochs", "1", "--quiet",
+                     "--no-plots"]) == 0
+    (new,) = {p.name for p in ws.runs_dir.iterdir()} - before
+    rec = RunRecord.open(ws.runs_dir / new)
+    assert new.endswith("dpd-gru5-ft") and rec.config.qat is None and rec.qat is None
+    assert rec.parent_run == runs["dpd"] and rec.doc["finetune"]["parent_sha256"] == artifacts.file_sha256(
+        runs["dpd_dir"] / "best.pt")
+    with RunIndex.open(ws) as idx:
+        row = idx.get(new)
+    assert (row.parent_run_id, row.qat, row.quant) == (runs["dpd"], None, None)
+    # it started from the parent's weights: its first epoch's validation loss is near the parent's, not a fresh
+    # model's (the parent's selected epoch scored val loss v; one more epoch at lr/10 moves it little)
+    parent_val = RunRecord.open(runs["dpd_dir"]).history()[RunRecord.open(runs["dpd_dir"]).best_epoch]["VAL_LOSS"]
+    assert rec.history()[0]["VAL_LOSS"] == pytest.approx(parent_val, rel=0.2)

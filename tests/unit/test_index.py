@@ -83,7 +83,7 @@ def _expected(folder: Path) -> dict:
             # quantisation: these runs are float runs without a quantised evaluation (tests/unit/test_deploy.py
             # checks the columns of runs that have them)
             "qat": (rec.doc.get("qat") or {}).get("label"),
-            "parent_run_id": (rec.doc.get("qat") or {}).get("parent_run"),
+            "parent_run_id": (rec.doc.get("qat") or rec.doc.get("finetune") or {}).get("parent_run"),
             "quant": None, "quant_label": None, "quant_test_nmse": None, "quant_test_aclr_avg": None,
             "quant_test_evm": None}
 
