@@ -144,7 +144,8 @@ def main(argv=None) -> int:
     table = "\n".join(lines)
     cmd = "python benchmarks/bench_quant.py " + " ".join(sys.argv[1:] if argv is None else argv)
     text = (f"{table}\n\nTargets (mean over seeds of the per-seed loss against the float DPD; Δ > 0 is a loss):\n"
-            + "\n".join(verdict) + f"\n\n{len(seeds)} seeds ({a.seeds}), {a.backbone.upper()}-{a.hidden_size} DPD through "
+            + "\n".join(verdict)
+            + f"\n\n{len(seeds)} seeds ({a.seeds}), {a.backbone.upper()}-{a.hidden_size} DPD through "
             f"the frozen PA {pa}, profile {a.profile}, gain rule {a.gain_rule}; {wall / 60:.1f} min.\n\n"
             f"Command: `{cmd}`\n")
     print(text, flush=True)

@@ -338,7 +338,8 @@ def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, q
         if CTRL_C.pressed.is_set():
             return _cancelled_before_start()
         rec = PlotRecorder()
-        trainer = make_trainer(config, dataset=dataset, workspace=workspace, observers=[ConsoleObserver(quiet), rec, *observers])
+        trainer = make_trainer(config, dataset=dataset, workspace=workspace,
+                               observers=[ConsoleObserver(quiet), rec, *observers])
         CTRL_C.on_first(trainer.request_cancel, STOPPING)  # runs at once after a Ctrl+C while it was being built
         result = trainer.run()
     finally:

@@ -11,7 +11,8 @@ fixed-point coefficients (quant/poly.py) for an MP/GMP run; ``--format onnx`` a 
 ``--overwrite``. ``finetune`` trains a new DPD run from RUN's selected checkpoint with fake quantisation
 (config.json ``experiment.qat`` and ``parent_run``, and its ``qat`` block), then scores its integer model through the
 frozen PA (runs/quantized.py); without ``--qat`` it continues the float training the same way (``parent_run``
-alone: the control that tells quantisation-aware training from extra epochs). Exit status: 0, 2 for anything refused before work starts (named), 1/3 as training.
+alone: the control that tells quantisation-aware training from extra epochs). Exit status: 0, 2 for anything
+refused before work starts (named), 1/3 as training.
 """
 from __future__ import annotations
 

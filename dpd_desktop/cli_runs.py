@@ -20,7 +20,7 @@ from typing import Callable
 from . import cli_evaluate
 from .process import Exit
 from .runs import retention
-from .runs.index import RunIndex
+from .runs.index import RunIndex, quant_text
 from .runs.labels import dataset_label, format_duration
 from .runs.settings import SettingsError
 from .runs.states import DAMAGED, RUN_STATES, UNREADABLE
@@ -57,15 +57,14 @@ def table_row(row) -> list[str]:
     return [row.run_id, row.step, row.family, _cell(row.hidden_size, "{}"), row.state,
             "kept" if row.pinned else "-", dataset_label(row)[:20], _cell(row.best_epoch, "{}"),
             _cell(row.val_nmse), _cell(row.val_aclr_avg), _cell(row.test_nmse), _cell(row.test_aclr_avg),
-            quant_cell(row), _cell(row.quant_test_aclr_avg), row.metric_profile or "-", _cell(row.n_params, "{}"), _cell(row.macs_per_sample, "{}"),
+            quant_cell(row), _cell(row.quant_test_aclr_avg), row.metric_profile or "-", _cell(row.n_params, "{}"),
+            _cell(row.macs_per_sample, "{}"),
             format_duration(row.wall_s), row.kernel or "-"]
 
 
 def quant_cell(row) -> str:
-    """"W8A8" for the quantised evaluation shown; "qat W8A8" when the run is that format's fine-tune."""
-    if row.quant_label is None:
-        return f"qat {row.qat}" if row.qat else "-"
-    return f"qat {row.quant_label}" if row.qat == row.quant_label else row.quant_label
+    """runs/index.py ``quant_text``, "-" when empty."""
+    return quant_text(row) or "-"
 
 
 def _format(cells: list[str]) -> str:

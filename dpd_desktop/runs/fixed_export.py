@@ -8,8 +8,9 @@ The export folder (written whole, runs/outputs.py ``write_folder``; never inside
 * ``dpd_coeffs.h`` — a C99 header: every weight, bias and table as an exact-width integer array with its fraction;
 * ``coefficients.csv`` — ``tensor,index,value,hex,real`` for every stored word;
 * ``golden/`` — the first frames of the test split (``frame_length`` samples each, zero initial state): the float
-  input ``x_float.csv`` (float32 values, 9 significant digits: read them as float32) and, for every tensor of the integer reference in execution order (the input words ``x``,
-  each layer's output, the GRU gates and pre-activation words), ``<tensor>.csv`` (``frame,t,c0,…`` integers) and
+  input ``x_float.csv`` (float32 values, 9 significant digits: read them as float32) and, for every tensor of the
+  integer reference in execution order (the input words ``x``, each layer's output, the GRU gates and
+  pre-activation words), ``<tensor>.csv`` (``frame,t,c0,…`` integers) and
   ``<tensor>.hex`` (one line per time step, two's-complement words of the tensor's width, space-separated; read by
   Verilog ``$readmemh``).
 
@@ -390,7 +391,8 @@ def _readme(rec, graph: Graph, plan: QuantPlan, ib: IntBackend, meta) -> str:
             "- `coefficients.csv`: `tensor,index,value,hex,real,bits,frac`, row-major.",
             "- `formats.json`: all of the above for programs (graph, formats, golden layout, metrics).",
             f"- `golden/`: the first {g['frames']} frames of {g['frame_length']} samples of the test split, each "
-            f"from a zero state. `x_float.csv` is the float32 input (I,Q; 9 significant digits, read it as float32); each tensor has `<name>.csv` "
+            f"from a zero state. `x_float.csv` is the float32 input (I,Q; 9 significant digits, read it as "
+            "float32); each tensor has `<name>.csv` "
             "(`frame,t,c0,…`, integers) and `<name>.hex` (one line per time step, two's-complement words of the "
             "tensor's width, space-separated, `$readmemh` order):", ""]
     for key, t in g["tensors"].items():

@@ -162,6 +162,14 @@ def shown_quantized(rec: RunRecord) -> tuple[str, dict[str, Any]] | None:
     return label, doc
 
 
+def quant_text(row: IndexedRun) -> str:
+    """A listing's quantisation cell: "W8A8" (the evaluation shown), "qat W8A8" when the run is that format's
+    quantisation-aware fine-tune, "" for neither."""
+    if row.quant_label is None:
+        return f"qat {row.qat}" if row.qat else ""
+    return f"qat {row.quant_label}" if row.qat == row.quant_label else row.quant_label
+
+
 def row_from_record(rec: RunRecord) -> IndexedRun:
     """The index row of a run record (values of a wrong type in a hand-edited file become None)."""
     status = rec.status_doc if isinstance(rec.status_doc, dict) else {}

@@ -202,7 +202,8 @@ def evaluate_quantized(run_dir: str | Path, spec: QuantSpec, dataset=None, plan:
         u_err[name] = _u_error(unsegment(uq, n), unsegment(uf, n))
     return {"format": QUANT_FORMAT, "label": spec.label, "spec": spec.to_dict(), "plan_source": source,
             "plan": plan.to_dict(), "metric_profile": profile, "metrics": metrics, "float_metrics": float_metrics,
-            "u_error": u_err, "saturated": saturated, "checkpoint_sha256": info["sha256"], "pa_checkpoint_sha256": info["pa_sha256"],
+            "u_error": u_err, "saturated": saturated, "checkpoint_sha256": info["sha256"],
+            "pa_checkpoint_sha256": info["pa_sha256"],
             "qat": rec.config.qat, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "dpd_desktop_version": __version__}
 
