@@ -8,6 +8,7 @@ and moves it into place, so a reader sees the old folder or the new one, never h
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -33,8 +34,9 @@ def _run_folder_of(path: Path) -> Path | None:
 def check_output(path: str | Path, *, overwrite: bool = False, folder: bool = False,
                  run_dir: str | Path | None = None) -> Path:
     """Refuse an output inside a run folder (``run_dir`` or any folder holding config.json and status.json) — even
-    with ``overwrite`` — and an existing target unless ``overwrite``; a folder output must not be a file, a file
-    output not a folder; the parent folder must exist. Returns the resolved path.
+    with ``overwrite`` — and an existing target unless ``overwrite`` (an empty folder is taken as it is); an existing
+    folder is replaced only when it is a previous export (its formats.json says so: never a dataset or any other folder); a folder output must
+    not be a file, a file output not a folder; the parent folder must exist. Returns the resolved path.
 
     Raises:
         OutputRefused: naming the path and the reason.
@@ -57,9 +59,25 @@ def check_output(path: str | Path, *, overwrite: bool = False, folder: bool = Fa
             raise OutputRefused(f"{p} is a file; the export needs a folder name")
         if not folder and p.is_dir():
             raise OutputRefused(f"{p} is a folder; give a file name")
+        if folder and not any(p.iterdir()):
+            return p  # an empty folder made for the export
         if not overwrite:
             raise OutputRefused(f"{p} exists; the {what} is not replaced unless --overwrite is given")
+        if folder and not _is_export_folder(p):
+            raise OutputRefused(f"{p} is not an export folder of DPD Desktop (no formats.json of one) and not empty; "
+                                "it is not replaced, even with --overwrite")
     return p
+
+
+def _is_export_folder(p: Path) -> bool:
+    """An empty folder, or one holding an export's formats.json (its ``format`` starts with ``dpd-desktop-``)."""
+    try:
+        if not any(p.iterdir()):
+            return True
+        doc = json.loads((p / "formats.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and str(doc.get("format", "")).startswith("dpd-desktop-")
 
 
 def write_folder(target: Path, fill: Callable[[Path], None]) -> Path:

@@ -185,11 +185,17 @@ def test_bad_inputs_get_clear_errors(runs, tmp_path, capsys):
 def test_existing_outputs_need_overwrite(runs, tmp_path):
     out = tmp_path / "exp"
     out.mkdir()
-    (out / "stale.txt").write_text("old export")
+    (out / "data.csv").write_text("a folder of the user's")
     with pytest.raises(FixedExportError, match="exists; the folder is not replaced unless --overwrite"):
         export_fixed(runs["ws"], runs["dpd"], out, spec=QuantSpec(12, 12), dataset=runs["ds"])
-    assert (out / "stale.txt").read_text() == "old export"
+    with pytest.raises(FixedExportError, match="not an export folder .* not replaced, even with --overwrite"):
+        export_fixed(runs["ws"], runs["dpd"], out, spec=QuantSpec(12, 12), dataset=runs["ds"], overwrite=True)
+    assert (out / "data.csv").read_text() == "a folder of the user's"
+    (out / "data.csv").unlink()
+    export_fixed(runs["ws"], runs["dpd"], out, spec=QuantSpec(16, 16), dataset=runs["ds"])  # empty: written
+    (out / "stale.txt").write_text("left by hand in an export")
     export_fixed(runs["ws"], runs["dpd"], out, spec=QuantSpec(12, 12), dataset=runs["ds"], overwrite=True)
+    assert json.loads((out / "formats.json").read_text())["label"] == "W12A12"
     assert not (out / "stale.txt").exists() and verify_export(out)["mismatches"] == {}
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left
     f = tmp_path / "f.onnx"
