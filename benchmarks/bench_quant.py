@@ -7,7 +7,8 @@ quantisation-aware fine-tuning (QAT), as mean ± sd over seeds.
 
 Per seed: one float DPD (``--backbone``/``--hidden-size``, default GRU-23) through one frozen PA (trained once, seed
 0, or ``--pa-run``); its integer model at W16A16 and W8A8 (runs/quantized.py: the bit-exact reference over the test
-split, through the PA, under ``--profile``); a float fine-tune with the QAT's epochs and learning rate (the control:
+split, through the PA, under ``--profile``; input and output words 16 bits, and W8A8 with 8-bit ones after training
+only); a float fine-tune with the QAT's epochs and learning rate (the control:
 what the extra epochs alone do); a QAT fine-tune of it at each width (``dpd-desktop finetune``'s
 configuration, ``--qat-epochs``) and that run's integer model. The table gives test NMSE, ACLR (average of both
 sides) and EVM, and each variant's loss against its seed's float DPD (mean ± sd of the per-seed differences; a
@@ -37,7 +38,9 @@ from dpd_desktop.runs.record import RunRecord  # noqa: E402
 from dpd_desktop.runs.workspace import Workspace  # noqa: E402
 from dpd_desktop.training.trainer import Trainer  # noqa: E402
 
-WIDTHS = ((16, 16), (8, 8))
+WIDTHS = ((16, 16), (8, 8))  # PTQ and QAT, 16-bit input/output words (quant/plan.py)
+#: PTQ only: W8A8 with 8-bit input/output words (the rounding-noise floor of 8-bit interface words)
+PTQ_ONLY = (QuantSpec(8, 8, io_bits=8),)
 KEYS = (("NMSE", "dB"), ("ACLR_AVG", "dBc"), ("EVM", "dB"))
 
 
@@ -106,6 +109,11 @@ def main(argv=None) -> int:
                                     threads=a.threads), ds, ws)
         rows.setdefault("float fine-tune (control)", []).append(RunRecord.open(ft).test_metrics)
         runs.setdefault("float fine-tune (control)", []).append(ft.name)
+        for spec in PTQ_ONLY:
+            doc = evaluate_quantized(d, spec, dataset=ds)
+            save_quantized(d, doc)
+            rows.setdefault(f"{spec.label} PTQ", []).append(doc["metrics"]["test"])
+            runs.setdefault(f"{spec.label} PTQ", []).append(d.name)
         for w, act in WIDTHS:
             spec = QuantSpec(w, act)
             doc = evaluate_quantized(d, spec, dataset=ds)

@@ -40,6 +40,8 @@ def _quant_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lut-bits", type=int, default=10, help="sigmoid/tanh tables of 2^L + 1 entries (default 10)")
     p.add_argument("--lut-interp", choices=_LUT_INTERPS, default="linear",
                    help="between table entries: linear interpolation (default) or the nearest entry")
+    p.add_argument("--io-bits", type=int, default=16,
+                   help="input and output I/Q words, 4-16 bits (default 16: the converters' side)")
 
 
 def add_parser(add) -> None:
@@ -78,7 +80,7 @@ def handle(args, ws) -> "cli.Outcome":
 def _spec(w: int, a: int, args):
     from .quant.plan import QuantSpec  # PyTorch: see the note under cli.py's imports
 
-    return QuantSpec(w, a, args.lut_bits, args.lut_interp).check()
+    return QuantSpec(w, a, args.lut_bits, args.lut_interp, args.io_bits).check()
 
 
 def _export(args, ws) -> int:

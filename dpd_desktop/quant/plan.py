@@ -7,7 +7,14 @@ Weight and bias formats are not in the plan: they follow from the weights by qua
 model is quantised (so a fine-tuned model's weights get their own).
 
 Tensor kinds: ``act`` (an A-bit stored activation), ``pre`` (a 32-bit pre-activation word), ``unit`` (Q0.(A−1):
-gates, table outputs, the GRU state; no calibration).
+gates, table outputs, the GRU state; no calibration). The model's input ``x`` and its output are the interface
+words: ``io_bits`` wide (default 16, the converters' side; ``io_bits = activations`` quantises them like the rest).
+
+DECISION — 16-bit I/O by default. An 8-bit input or output word puts white rounding noise about 6·8 dB below full
+scale on u; with the crest factor of these OFDM signals that is an adjacent-channel floor near −40 dBc, worse than
+the float DPDs' ACLR here (measured: W8A8 with 8-bit I/O loses 3-4 dB ACLR after training and with QAT alike —
+benchmarks/results/2026-12-02-cpu-quant-dpa200.md), whatever the network does. The DPD's samples come from and go to
+12-16-bit converters, so the interface words keep 16 bits unless asked otherwise.
 """
 from __future__ import annotations
 
@@ -35,15 +42,17 @@ class QuantError(ValueError):
 @dataclass(frozen=True)
 class QuantSpec:
     """Bit widths: ``weights`` W and ``activations`` A (4–16), the tables' ``lut_bits`` L (4–14: 2^L + 1
-    entries) and ``lut_interp`` ("linear" or "nearest")."""
+    entries), ``lut_interp`` ("linear" or "nearest") and ``io_bits`` (4–16) of the input and output words."""
 
     weights: int = 16
     activations: int = 16
     lut_bits: int = 10
     lut_interp: str = "linear"
+    io_bits: int = 16
 
     def check(self) -> "QuantSpec":
-        for name, (lo, hi) in (("weights", BITS_RANGE), ("activations", BITS_RANGE), ("lut_bits", LUT_BITS_RANGE)):
+        for name, (lo, hi) in (("weights", BITS_RANGE), ("activations", BITS_RANGE), ("lut_bits", LUT_BITS_RANGE),
+                               ("io_bits", BITS_RANGE)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
                 raise QuantError(f"{name}: expected an integer from {lo} to {hi} bits, got {v!r}")
@@ -53,18 +62,20 @@ class QuantSpec:
 
     @property
     def label(self) -> str:
-        """``W16A16`` (``W8A8-L8n`` when the tables are not the default 10-bit linear ones)."""
+        """``W16A16``; ``W8A8-IO8`` when the input/output words are not 16 bits, ``W8A8-L8n`` when the tables are not
+        the default 10-bit linear ones."""
+        io = "" if self.io_bits == 16 else f"-IO{self.io_bits}"
         tail = "" if (self.lut_bits, self.lut_interp) == (10, "linear") else \
             f"-L{self.lut_bits}{'n' if self.lut_interp == 'nearest' else ''}"
-        return f"W{self.weights}A{self.activations}{tail}"
+        return f"W{self.weights}A{self.activations}{io}{tail}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"weights": self.weights, "activations": self.activations, "lut_bits": self.lut_bits,
-                "lut_interp": self.lut_interp}
+                "lut_interp": self.lut_interp, "io_bits": self.io_bits}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "QuantSpec":
-        known = {"weights", "activations", "lut_bits", "lut_interp"}
+        known = {"weights", "activations", "lut_bits", "lut_interp", "io_bits"}
         odd = sorted(set(d) - known)
         if odd:
             raise QuantError(f"unknown quantisation field {odd[0]!r} (known: {', '.join(sorted(known))})")
@@ -98,12 +109,16 @@ class QuantPlan:
             raise QuantError(f"not a quantisation plan ({type(exc).__name__}: {exc})") from exc
 
 
-def plan_from_ranges(spec: QuantSpec, ranges: Mapping[str, tuple[str, float]], calibration: str) -> QuantPlan:
+def plan_from_ranges(spec: QuantSpec, ranges: Mapping[str, tuple[str, float]], calibration: str,
+                     io_keys=()) -> QuantPlan:
+    """Formats from calibrated ranges; ``io_keys`` (the input and the output) get ``spec.io_bits``."""
     formats, kinds, maxima = {}, {}, {}
     for key, (kind, m) in ranges.items():
         if kind == "unit":
             continue
-        bits = fixed.PRE_BITS if kind == "pre" else spec.activations
+        if key in io_keys:
+            kind = "io"
+        bits = fixed.PRE_BITS if kind == "pre" else spec.io_bits if kind == "io" else spec.activations
         formats[key] = fixed.act_format(float(m), bits)
         kinds[key] = kind
         maxima[key] = float(m)
@@ -125,4 +140,4 @@ def calibrate(graph, segments: np.ndarray, spec: QuantSpec, what: str, batch: in
     with torch.no_grad():
         for i in range(0, xs.shape[0], batch):
             graph.run(be, xs[i:i + batch])
-    return plan_from_ranges(spec, be.ranges, what)
+    return plan_from_ranges(spec, be.ranges, what, io_keys=("x", graph.output))

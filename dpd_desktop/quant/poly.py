@@ -3,7 +3,7 @@
 The float model is models/poly.py's (terms x(n−d)·|x(n−e)|^(k−1), zero outside a segment). In integers, with the
 rules of quant/fixed.py (round half up, saturation, int64 accumulators):
 
-* x: A-bit I/Q words (format from the training-split range);
+* x: I/Q words of ``io_bits`` (format from the training-split range);
 * |x| = (isqrt(4(I² + Q²)) + 1) >> 1 at the input's fraction; envelope powers e_1 = |x|, e_p = pre(e_(p−1)·|x|)
   as 32-bit words (format per power from the training-split range);
 * basis words φ = x(n−d)·e_(k−1)(n−e) (I and Q), requantised to one format per order k (from the range of |x|^k)
@@ -11,7 +11,8 @@ rules of quant/fixed.py (round half up, saturation, int64 accumulators):
 * coefficients: W-bit real and imaginary words, one format per order k (the largest fraction at which that order's
   largest |re| or |im| fits);
 * y = Σ c·φ as a complex multiply-accumulate (re = Σ c_re φ_re − c_im φ_im, im = Σ c_re φ_im + c_im φ_re), each
-  order's products aligned to the largest fraction by exact left shifts, then requantised to the A-bit output.
+  order's products aligned to the largest fraction by exact left shifts, then requantised to the ``io_bits``
+  output. (With 32-bit envelope and basis words the activation width A is not used by this model.)
 """
 from __future__ import annotations
 
@@ -94,9 +95,10 @@ class PolyFixed:
     def calibrate(self, segs: np.ndarray) -> None:
         self.ranges = {}
         self.run_float(segs, note=True)
-        a = self.qspec.activations
+        a, io = self.qspec.activations, self.qspec.io_bits
         for key, m in self.ranges.items():
-            self.formats[key] = fixed.act_format(m, fixed.PRE_BITS if key.startswith(("env", "phi")) else a)
+            bits = fixed.PRE_BITS if key.startswith(("env", "phi")) else io if key in ("x", "y") else a
+            self.formats[key] = fixed.act_format(m, bits)
 
     # ---------------------------------------------------------------- integer
     def run_int(self, segs: np.ndarray) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, int]]]:

@@ -242,6 +242,7 @@ def _c_header(rec, plan: QuantPlan, ib: IntBackend, meta) -> str:
            " * A word q at fraction F stands for q * 2^-F. Layer arithmetic: README.md. */",
            f"#ifndef {guard}", f"#define {guard}", "#include <stdint.h>", "",
            f"#define DPD_WEIGHT_BITS {spec.weights}", f"#define DPD_ACT_BITS {spec.activations}",
+           f"#define DPD_IO_BITS {spec.io_bits}",
            f"#define DPD_BIAS_BITS {fixed.BIAS_BITS}", f"#define DPD_PRE_BITS {fixed.PRE_BITS}",
            f"#define DPD_LUT_BITS {spec.lut_bits}",
            f"#define DPD_LUT_INTERP_{'LINEAR' if spec.lut_interp == 'linear' else 'NEAREST'} 1", "",
@@ -342,7 +343,8 @@ def _readme(rec, graph: Graph, plan: QuantPlan, ib: IntBackend, meta) -> str:
     u = meta["metrics"]["u_error"]["test"]
     out = [f"# Fixed-point export of run {rec.run_id}", "",
            f"Family {graph.family} ({rec.arch}), {spec.label}: weights {spec.weights} bits, activations "
-           f"{spec.activations} bits, tables {spec.lut_bits} bits ({spec.lut_interp}). Checkpoint SHA-256 "
+           f"{spec.activations} bits, input and output words {spec.io_bits} bits, tables {spec.lut_bits} bits "
+           f"({spec.lut_interp}). Checkpoint SHA-256 "
            f"{meta['checkpoint_sha256']}; frozen PA {meta['pa_run_id']} (SHA-256 {meta['pa_checkpoint_sha256']}). "
            f"Written by DPD Desktop {__version__} on {meta['created']}."
            + (f" Quantisation-aware fine-tune of {rec.qat.get('parent_run')}." if rec.qat else ""), "",

@@ -116,12 +116,13 @@ def test_float_metrics_are_the_runs_own(runs, exported):
 def test_readme_and_header(exported, tmp_path):
     folder, meta = exported[8]
     readme = (folder / "README.md").read_text()
-    for text in ("round half up", "Saturation", "W8A8", "| x | act | Q0.7 | 8 | 7 |", "sigmoid: table of 1025",
+    for text in ("round half up", "Saturation", "W8A8", "| x | io | Q0.15 | 16 | 15 |", "sigmoid: table of 1025",
                  "h = sat(n + round_shift(z * (h - n), 7))", "| test | ACLR_AVG [dBc] |", "golden/"):
         assert text in readme
     header = (folder / "dpd_coeffs.h").read_text()
     assert "static const int8_t dpd_gru0_w_ir[5][2]" in header and "static const int32_t dpd_gru0_b_ir[5]" in header
-    assert "static const int8_t dpd_lut_sigmoid[1025]" in header and "#define DPD_FRAC_X 7" in header
+    assert "static const int8_t dpd_lut_sigmoid[1025]" in header and "#define DPD_FRAC_X 15" in header
+    assert "#define DPD_IO_BITS 16" in header
     coef = (folder / "coefficients.csv").read_text().splitlines()
     assert coef[0] == "tensor,index,value,hex,real,bits,frac"
     if shutil.which("cc"):
@@ -257,14 +258,14 @@ def test_finetune_is_a_new_run_linked_to_its_parent(runs, capsys):
     (new,) = {p.name for p in ws.runs_dir.iterdir()} - before
     assert new.endswith("dpd-gru5-qat-w8a8")
     rec = RunRecord.open(ws.runs_dir / new)
-    assert rec.config.qat == {"weights": 8, "activations": 8, "lut_bits": 8, "lut_interp": "linear"}
+    assert rec.config.qat == {"weights": 8, "activations": 8, "lut_bits": 8, "lut_interp": "linear", "io_bits": 16}
     assert rec.config.parent_run == runs["dpd"] and rec.config.lr == pytest.approx(5e-4)
     parent = RunRecord.open(runs["dpd_dir"])
     assert rec.qat["parent_run"] == runs["dpd"]
     assert rec.qat["parent_sha256"] == artifacts.file_sha256(parent.best_checkpoint)
     formats = rec.qat["plan"]["formats"]
-    assert formats["x"]["bits"] == 8 and formats["gru0.r_pre"]["bits"] == 32 and "training split" in \
-        rec.qat["plan"]["calibration"]
+    assert (formats["x"]["bits"], formats["fc_out"]["bits"], formats["gru0.r_pre"]["bits"]) == (16, 16, 32)
+    assert "training split" in rec.qat["plan"]["calibration"]
     assert rec.pa["sha256"] == parent.pa["sha256"]  # through the same frozen PA
     # the fine-tune's checkpoint loads into the plain family model; its integer model scores what the run recorded
     # (float32 fake quantisation vs the int64 reference: the same arithmetic up to float32 rounding of wide words)

@@ -103,6 +103,18 @@ def test_spec_bits_out_of_range():
     with pytest.raises(QuantError, match="lut_interp"):
         QuantSpec(lut_interp="cubic").check()
     assert QuantSpec(8, 8).label == "W8A8" and QuantSpec(8, 8, 8, "nearest").label == "W8A8-L8n"
+    assert QuantSpec(8, 8, io_bits=8).label == "W8A8-IO8"
+    with pytest.raises(QuantError, match="^io_bits: expected an integer from 4 to 16"):
+        QuantSpec(io_bits=20).check()
+
+
+def test_the_interface_words_take_io_bits():
+    m = _model("tcn").double()
+    x = _input()
+    for io in (16, 8):
+        plan = _plan(m, x, 8, 8, io_bits=io)
+        assert plan.formats["x"].bits == plan.formats["out"].bits == io and plan.kinds["x"] == "io"
+        assert plan.formats["conv0"].bits == 8 and plan.formats["conv0.pre"].bits == 8
 
 
 # ---------------------------------------------------------------------------------------------------- lowerings
@@ -307,8 +319,9 @@ def test_integer_gru_matches_a_pure_python_reading_of_the_readme():
     wo, fwo = P["fc_out.weight"][0], P["fc_out.weight"][1].frac
     bo, fbo = P["fc_out.bias"][0], P["fc_out.bias"][1].frac
     fo = plan.formats["fc_out"].frac
+    yb = plan.formats["fc_out"].bits  # the output word: io_bits (16)
     y = [[_py_sat(_py_round_shift(sum(int(wo[i, k]) * hs[t][k] for k in range(H)) + (int(bo[i]) << (fu + fwo - fbo)),
-                                  fu + fwo - fo), A) for i in range(2)] for t in range(30)]
+                                  fu + fwo - fo), yb) for i in range(2)] for t in range(30)]
     assert np.array_equal(np.array(y), ib.traces["fc_out"][0][0])
 
 
