@@ -36,13 +36,14 @@ HARDSWISH_SCALE = QFormat(16, 17)
 
 @dataclass
 class Fx:
-    """A tensor and its fraction (see the module docstring)."""
+    """A tensor and its fraction (see the module docstring); ``signed`` False for unsigned words (the gates)."""
 
     data: Any
     frac: int | None
+    signed: bool = True
 
     def __getitem__(self, idx) -> "Fx":
-        return Fx(self.data[idx], self.frac)
+        return Fx(self.data[idx], self.frac, self.signed)
 
     @property
     def shape(self):
@@ -157,7 +158,10 @@ class _Quantised:
                 from None
 
     def lut_spec(self, func: str) -> LutSpec:
-        return LutSpec(func, self.spec.lut_bits, fixed.unit_format(self.spec.activations), self.spec.lut_interp)
+        """sigmoid → UQ0.A (unsigned gates), tanh → Q0.(A−1)."""
+        a = self.spec.activations
+        out = fixed.gate_format(a) if func == "sigmoid" else fixed.unit_format(a)
+        return LutSpec(func, self.spec.lut_bits, out, self.spec.lut_interp)
 
 
 class IntBackend(_Quantised):
@@ -170,6 +174,7 @@ class IntBackend(_Quantised):
         super().__init__(plan)
         self.params: dict[str, tuple[np.ndarray, QFormat]] = dict(params or {})  # given: an export's words
         self.traces: dict[str, tuple[np.ndarray, int]] = {}
+        self.unsigned: set[str] = set()  # traced tensors of unsigned words
         self.saturated: dict[str, int] = {}  # words clipped per tensor key (a range beyond the calibration's)
         self._tables: dict[str, np.ndarray] = {}
 
@@ -266,7 +271,7 @@ class IntBackend(_Quantised):
             given = self.params.get(f"lut.{func}")
             self._tables[func] = given[0] if given is not None else fixed.lut_table(spec)
             self.params[f"lut.{func}"] = (self._tables[func], spec.out)
-        return Fx(fixed.lut_eval(a.data, a.frac, spec, self._tables[func]), spec.out.frac)
+        return Fx(fixed.lut_eval(a.data, a.frac, spec, self._tables[func]), spec.out.frac, spec.out.signed)
 
     def hardswish(self, a: Fx, key: str) -> Fx:
         """``v · clip(v + 3, 0, 6) · c6`` (c6 = 1/6 in :data:`HARDSWISH_SCALE`), requantised to ``key``."""
@@ -315,10 +320,12 @@ class IntBackend(_Quantised):
         fr = {p.frac for p in parts}
         if len(fr) != 1:
             raise ValueError(f"cannot stack words of fractions {sorted(fr)}")
-        return Fx(np.stack([p.data for p in parts], axis=dim), fr.pop())
+        return Fx(np.stack([p.data for p in parts], axis=dim), fr.pop(), all(p.signed for p in parts))
 
     def trace(self, key: str, v: Fx) -> None:
         self.traces[key] = (v.data, v.frac)
+        if not v.signed:
+            self.unsigned.add(key)
 
     def output(self, v: Fx):
         return fixed.dequantize(v.data, v.frac)

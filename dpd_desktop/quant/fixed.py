@@ -1,8 +1,9 @@
 """Fixed-point formats and the integer primitives every quantised model here is made of (NumPy, int64).
 
 A format is a signed two's-complement word of ``bits`` bits with ``frac`` fractional bits: the integer ``q`` stands
-for the real value ``q · 2^-frac`` and lies in ``[-2^(bits-1), 2^(bits-1) - 1]``. ``frac`` may exceed ``bits - 1``
-(small values) or be negative (large ones).
+for the real value ``q · 2^-frac`` and lies in ``[-2^(bits-1), 2^(bits-1) - 1]`` — or, for the sigmoid's outputs
+(the GRU's gates, in (0, 1)), an unsigned word in ``[0, 2^bits - 1]`` (UQ0.A: one more bit of resolution than a
+signed word). ``frac`` may exceed ``bits - 1`` (small values) or be negative (large ones).
 
 One rounding rule everywhere, **round half up**: a right shift by ``s > 0`` is ``(v + 2^(s-1)) >> s`` (arithmetic
 shift, i.e. ``floor(v / 2^s + 1/2)``); a float is quantised as ``floor(x · 2^frac + 1/2)``; left shifts are exact.
@@ -26,7 +27,8 @@ from typing import Callable
 import numpy as np
 
 __all__ = ["QFormat", "FixedOverflow", "HEADROOM", "BIAS_BITS", "PRE_BITS", "round_shift", "saturate",
-           "quantize", "dequantize", "weight_format", "act_format", "bias_format", "unit_format", "isqrt",
+           "quantize", "dequantize", "weight_format", "act_format", "bias_format", "unit_format", "gate_format",
+           "isqrt",
            "LUT_RANGES", "LutSpec", "lut_table", "lut_eval", "ROUNDING", "SATURATION", "c_int_type"]
 
 #: activation headroom over the training-split range (a test sample may exceed the training peak)
@@ -51,18 +53,20 @@ class FixedOverflow(ArithmeticError):
 
 @dataclass(frozen=True)
 class QFormat:
-    """A signed fixed-point word: ``bits`` total, ``frac`` fractional (module docstring)."""
+    """A fixed-point word: ``bits`` total, ``frac`` fractional, signed (two's complement) or not (module
+    docstring)."""
 
     bits: int
     frac: int
+    signed: bool = True
 
     @property
     def max_int(self) -> int:
-        return (1 << (self.bits - 1)) - 1
+        return (1 << (self.bits - 1)) - 1 if self.signed else (1 << self.bits) - 1
 
     @property
     def min_int(self) -> int:
-        return -(1 << (self.bits - 1))
+        return -(1 << (self.bits - 1)) if self.signed else 0
 
     @property
     def lsb(self) -> float:
@@ -74,15 +78,18 @@ class QFormat:
 
     @property
     def label(self) -> str:
-        """``Qm.f`` with m = bits − 1 − frac integer bits (sign bit not counted), e.g. ``Q1.14`` for 16 bits."""
+        """``Qm.f`` with m = bits − 1 − frac integer bits (sign bit not counted), e.g. ``Q1.14`` for 16 bits;
+        ``UQm.f`` (m = bits − frac) for an unsigned word, e.g. ``UQ0.8``."""
+        if not self.signed:
+            return f"UQ{self.bits - self.frac}.{self.frac}"
         return f"Q{self.bits - 1 - self.frac}.{self.frac}"
 
     def to_dict(self) -> dict:
-        return {"bits": self.bits, "frac": self.frac, "q": self.label}
+        return {"bits": self.bits, "frac": self.frac, "q": self.label, "signed": self.signed}
 
     @classmethod
     def from_dict(cls, d) -> "QFormat":
-        return cls(int(d["bits"]), int(d["frac"]))
+        return cls(int(d["bits"]), int(d["frac"]), bool(d.get("signed", True)))
 
 
 def round_shift(v: np.ndarray, s: int) -> np.ndarray:
@@ -134,6 +141,11 @@ def act_format(max_abs: float, bits: int) -> QFormat:
 def unit_format(bits: int) -> QFormat:
     """Q0.(bits−1): gate values, table outputs and the GRU hidden state (all in (−1, 1))."""
     return QFormat(bits, bits - 1)
+
+
+def gate_format(bits: int) -> QFormat:
+    """UQ0.bits: the sigmoid table's outputs (the GRU's r and z, in (0, 1)), unsigned."""
+    return QFormat(bits, bits, signed=False)
 
 
 def weight_format(max_abs: float, bits: int) -> QFormat:
@@ -231,9 +243,9 @@ def lut_eval(p: np.ndarray, in_frac: int, spec: LutSpec, table: np.ndarray) -> n
     return t0 + (((table[i + 1] - t0) * r + (1 << (s - 1))) >> s)
 
 
-def c_int_type(bits: int) -> str:
-    """The narrowest C99 exact-width type that holds a signed word of ``bits``."""
+def c_int_type(bits: int, signed: bool = True) -> str:
+    """The narrowest C99 exact-width type that holds a word of ``bits`` (``uintN_t`` for an unsigned one)."""
     for w in (8, 16, 32, 64):
         if bits <= w:
-            return f"int{w}_t"
+            return f"{'' if signed else 'u'}int{w}_t"
     raise ValueError(f"{bits}-bit words have no C type")

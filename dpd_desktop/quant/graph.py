@@ -116,7 +116,7 @@ class Linear(Node):
 class GRU(Node):
     """One GRU layer: ``w_ih`` (3H, I), ``w_hh`` (3H, H), ``b_ih``/``b_hh`` (3H) or None, gates r, z, n.
 
-    Per step, with x(t) and h(t−1) words (h in Q0.(A−1), h(−1) = 0), per gate g the accumulators
+    Per step, with x(t) and h(t−1) words (h in Q0.(A−1), h(−1) = 0; r, z unsigned UQ0.A), per gate g the accumulators
     ``a_xg = W_ig x + b_ig`` and ``a_hg = W_hg h + b_hg`` (int64), aligned by exact left shifts:
     r = σ(pre(a_xr + a_hr)), z = σ(pre(a_xz + a_hz)), hn = pre(a_hn), n = tanh(pre(a_xn + r·hn)),
     h(t) = sat(n + round(z·(h(t−1) − n))) — PyTorch's h = (1 − z)·n + z·h(t−1) — where pre() is a 32-bit

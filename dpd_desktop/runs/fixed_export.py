@@ -131,7 +131,8 @@ def _formats_doc(rec: RunRecord, graph: Graph, plan: QuantPlan, ib: IntBackend, 
     golden = {}
     for key, (v, frac) in ib.traces.items():
         golden[key] = {"csv": f"golden/{_fname(key)}.csv", "hex": f"golden/{_fname(key)}.hex",
-                       "shape": list(_as3(v).shape), "bits": _bits_of(key, plan), "frac": int(frac)}
+                       "shape": list(_as3(v).shape), "bits": _bits_of(key, plan), "frac": int(frac),
+                       "signed": key not in ib.unsigned}
     return {
         "format": EXPORT_FORMAT, "run_id": rec.run_id, "family": graph.family,
         "model": {**rec.arch, "model_id": rec.model.get("model_id")}, "checkpoint_sha256": info["sha256"],
@@ -208,12 +209,13 @@ def _files(rec, graph, plan, ib, xg, meta) -> dict[str, bytes]:
 def _coefficients_csv(ib: IntBackend) -> bytes:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["tensor", "index", "value", "hex", "real", "bits", "frac"])
+    w.writerow(["tensor", "index", "value", "hex", "real", "bits", "frac", "signed"])
     for key, (q, fmt) in ib.params.items():
         flat = q.reshape(-1)
         hexes = _hex_words(flat, fmt.bits) if flat.size else []
         for j, (a, h) in enumerate(zip(flat, hexes)):
-            w.writerow([key, j, int(a), h, repr(float(fixed.dequantize(np.array(a), fmt.frac))), fmt.bits, fmt.frac])
+            w.writerow([key, j, int(a), h, repr(float(fixed.dequantize(np.array(a), fmt.frac))), fmt.bits, fmt.frac,
+                        int(fmt.signed)])
     return buf.getvalue().encode("ascii")
 
 
@@ -250,7 +252,9 @@ def _c_header(rec, plan: QuantPlan, ib: IntBackend, meta) -> str:
     for key, f in plan.formats.items():
         out.append(f"#define DPD_FRAC_{_cname(key).upper()} {f.frac}  /* {f.label}, {f.bits} bits, "
                    f"{plan.kinds.get(key)} */")
-    out.append(f"#define DPD_FRAC_UNIT {fixed.unit_format(spec.activations).frac}  /* gates, tables, GRU state */")
+    out.append(f"#define DPD_FRAC_UNIT {fixed.unit_format(spec.activations).frac}  /* tanh table, n, GRU state */")
+    out.append(f"#define DPD_FRAC_GATE {fixed.gate_format(spec.activations).frac}  /* sigmoid table, r, z: "
+               "unsigned */")
     out.append("")
     for key, (q, fmt) in ib.params.items():
         name = "dpd_" + _cname(key)
@@ -265,7 +269,7 @@ def _c_header(rec, plan: QuantPlan, ib: IntBackend, meta) -> str:
             out.append(f"/* {key}: {fmt.label} ({fmt.bits}-bit words, fraction {fmt.frac}), shape "
                        f"{'x'.join(map(str, q.shape))} */")
         out.append(f"#define {name.upper()}_FRAC {fmt.frac}")
-        out.append(_c_array(q, fixed.c_int_type(fmt.bits), name))
+        out.append(_c_array(q, fixed.c_int_type(fmt.bits, fmt.signed), name))
     out.append(f"#endif /* {guard} */")
     return "\n".join(out) + "\n"
 
@@ -297,13 +301,15 @@ def _layer_lines(graph: Graph, plan: QuantPlan, ib: IntBackend) -> list[str]:
                 wi, wh = pf[f"{n.name}.w_i{g}"], pf[f"{n.name}.w_h{g}"]
                 parts.append(f"W_i{g} {wi.label}, W_h{g} {wh.label}")
             pre = {k: plan.formats[f"{n.name}.{k}"] for k in ("r_pre", "z_pre", "hn", "n_pre")}
-            lines.append(f"{head}: input x at frac {fi}, state h {unit.label}; {'; '.join(parts)}. Per step: "
+            gate = fixed.gate_format(A)
+            lines.append(f"{head}: input x at frac {fi}, state h {unit.label}, gates r, z {gate.label} (unsigned); "
+                         f"{'; '.join(parts)}. Per step: "
                          f"a_x = W_i x + b_i (frac {fi} + f_Wi), a_h = W_h h + b_h (frac {unit.frac} + f_Wh), "
                          "aligned by exact left shifts to the larger fraction; "
                          f"r = σ(r_pre), r_pre = pre(a_xr + a_hr) {pre['r_pre'].label}; "
                          f"z = σ(z_pre), z_pre {pre['z_pre'].label}; hn = pre(a_hn) {pre['hn'].label}; "
                          f"n = tanh(n_pre), n_pre = pre(a_xn + r * hn) {pre['n_pre'].label}; "
-                         f"h = sat(n + round_shift(z * (h - n), {unit.frac})) {unit.label}. "
+                         f"h = sat(n + round_shift(z * (h - n), {gate.frac})) {unit.label}. "
                          f"pre(): round_shift to the word's fraction, saturated to {fixed.PRE_BITS} bits.")
         elif isinstance(n, Conv1d):
             fw = pf[f"{n.name}.weight"]
@@ -357,8 +363,9 @@ def _readme(rec, graph: Graph, plan: QuantPlan, ib: IntBackend, meta) -> str:
            f"{fixed.PRE_BITS} bits.",
            f"- Formats: weights take the largest fraction at which max|w| fits (per tensor; a GRU's per gate); "
            f"activations `frac = bits − 1 − ceil(log2(max|v| · {1 + fixed.HEADROOM}))` from the range seen on the "
-           f"training split ({meta['plan_source']}: {plan.calibration}); gates, tables and the GRU state "
-           f"{unit.label}.",
+           f"training split ({meta['plan_source']}: {plan.calibration}); the tanh table, n and the GRU state "
+           f"{unit.label}; the sigmoid table and the gates r, z {fixed.gate_format(spec.activations).label} "
+           "(unsigned: they lie in (0, 1)).",
            ]
     for func, ls in meta["luts"].items():
         out.append(f"- {func}: table of {ls['entries']} entries at −{ls['range'][1]} + k·{ls['step']:g} "
@@ -428,7 +435,8 @@ def read_golden(folder: str | Path) -> tuple[dict[str, Any], np.ndarray, dict[st
             hx = (folder / t["hex"]).read_text(encoding="ascii").split()
             words = np.array([int(h, 16) for h in hx], dtype=np.int64)
             top = np.int64(1) << np.int64(t["bits"] - 1)
-            signed = np.where(words >= top, words - 2 * top, words).reshape(t["shape"])
+            signed = (np.where(words >= top, words - 2 * top, words) if t.get("signed", True) else words)
+            signed = signed.reshape(t["shape"])
             if not np.array_equal(signed, tensors[key]):
                 raise ValueError(f"{t['hex']} and {t['csv']} hold different words")
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -442,7 +450,7 @@ def _params_from_csv(folder: Path) -> dict[str, tuple[np.ndarray, QFormat]]:
     with open(folder / "coefficients.csv", newline="", encoding="ascii") as fh:
         for r in csv.DictReader(fh):
             rows.setdefault(r["tensor"], []).append(int(r["value"]))
-            fmts[r["tensor"]] = QFormat(int(r["bits"]), int(r["frac"]))
+            fmts[r["tensor"]] = QFormat(int(r["bits"]), int(r["frac"]), r.get("signed", "1") != "0")
     return {k: (np.array(v, dtype=np.int64), fmts[k]) for k, v in rows.items()}
 
 

@@ -70,6 +70,8 @@ def test_the_folder_reproduces_its_golden_vectors_bit_for_bit(exported, w):
     assert x.shape == (4, 50, 2) and golden["gru0"].shape == (4, 50, 5)
     a_bits = w
     assert golden["gru0"].max() <= 2 ** (a_bits - 1) - 1 and golden["gru0"].min() >= -2 ** (a_bits - 1)
+    assert golden["gru0.z"].min() >= 0 and golden["gru0.z"].max() >= 2 ** (a_bits - 1)  # unsigned gate words
+    assert meta["golden"]["tensors"]["gru0.z"]["signed"] is False and meta["golden"]["tensors"]["gru0.n"]["signed"]
 
 
 def test_a_changed_golden_word_is_found(exported, tmp_path):
@@ -117,14 +119,16 @@ def test_readme_and_header(exported, tmp_path):
     folder, meta = exported[8]
     readme = (folder / "README.md").read_text()
     for text in ("round half up", "Saturation", "W8A8", "| x | io | Q0.15 | 16 | 15 |", "sigmoid: table of 1025",
-                 "h = sat(n + round_shift(z * (h - n), 7))", "| test | ACLR_AVG [dBc] |", "golden/"):
+                 "h = sat(n + round_shift(z * (h - n), 8))", "gates r, z UQ0.8 (unsigned)",
+                 "| test | ACLR_AVG [dBc] |", "golden/"):
         assert text in readme
     header = (folder / "dpd_coeffs.h").read_text()
     assert "static const int8_t dpd_gru0_w_ir[5][2]" in header and "static const int32_t dpd_gru0_b_ir[5]" in header
-    assert "static const int8_t dpd_lut_sigmoid[1025]" in header and "#define DPD_FRAC_X 15" in header
+    assert "static const uint8_t dpd_lut_sigmoid[1025]" in header and "static const int8_t dpd_lut_tanh[1025]" in header
+    assert "#define DPD_FRAC_GATE 8" in header and "#define DPD_FRAC_X 15" in header
     assert "#define DPD_IO_BITS 16" in header
     coef = (folder / "coefficients.csv").read_text().splitlines()
-    assert coef[0] == "tensor,index,value,hex,real,bits,frac"
+    assert coef[0] == "tensor,index,value,hex,real,bits,frac,signed"
     if shutil.which("cc"):
         src = tmp_path / "use.c"
         src.write_text(f'#include "{folder / "dpd_coeffs.h"}"\n'

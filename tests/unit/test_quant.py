@@ -256,10 +256,12 @@ def _py_sat(v: int, bits: int) -> int:
 
 
 def _py_lut(p: int, f: int, func: str, bits: int, a_bits: int) -> int:
+    """sigmoid entries unsigned UQ0.A (0 … 2^A − 1), tanh entries signed Q0.(A−1)."""
     r = fixed.LUT_RANGES[func]
-    table = [math.floor((1 / (1 + math.exp(-v)) if func == "sigmoid" else math.tanh(v)) * 2**(a_bits - 1) + 0.5)
+    fo = a_bits if func == "sigmoid" else a_bits - 1
+    table = [math.floor((1 / (1 + math.exp(-v)) if func == "sigmoid" else math.tanh(v)) * 2**fo + 0.5)
              for v in (-r + k * 2 * r / 2**bits for k in range(2**bits + 1))]
-    table = [_py_sat(t, a_bits) for t in table]
+    table = [min(t, 2**a_bits - 1) if func == "sigmoid" else _py_sat(t, a_bits) for t in table]
     o = max(0, min(2 * r * 2**f - 1, p + r * 2**f))
     s = int(math.log2(2 * r)) + f - bits
     i, rem = o >> s, o & ((1 << s) - 1)
@@ -268,7 +270,8 @@ def _py_lut(p: int, f: int, func: str, bits: int, a_bits: int) -> int:
 
 def test_integer_gru_matches_a_pure_python_reading_of_the_readme():
     """One GRU layer + linear head computed element by element with Python integers, exactly as README.md states
-    the arithmetic (accumulate, align by left shifts, pre word, table, h = sat(n + round(z·(h − n))))."""
+    the arithmetic (accumulate, align by left shifts, pre word, table, h = sat(n + round(z·(h − n)))); the gates
+    are unsigned UQ0.A words."""
     torch.manual_seed(3)
     m = build_model("gru", 3).double().eval()
     with torch.no_grad():
@@ -309,11 +312,12 @@ def test_integer_gru_matches_a_pure_python_reading_of_the_readme():
         ax, fa, ah, fh = acc["n"]
         hn = [pre(ah[j], fh, "gru0.hn") for j in range(H)]
         n = []
+        fg = A  # the gates' fraction (UQ0.A)
         for j in range(H):
-            prod, fp = gate["r"][j] * hn[j][0], fu + hn[j][1]
+            prod, fp = gate["r"][j] * hn[j][0], fg + hn[j][1]
             F = max(fa, fp)
             n.append(_py_lut(*pre((ax[j] << (F - fa)) + (prod << (F - fp)), F, "gru0.n_pre"), "tanh", 10, A))
-        h = [_py_sat(n[j] + _py_round_shift(gate["z"][j] * (h[j] - n[j]), fu), A) for j in range(H)]
+        h = [_py_sat(n[j] + _py_round_shift(gate["z"][j] * (h[j] - n[j]), fg), A) for j in range(H)]
         hs.append(h)
     assert np.array_equal(np.array(hs), ib.traces["gru0"][0][0])
     wo, fwo = P["fc_out.weight"][0], P["fc_out.weight"][1].frac
