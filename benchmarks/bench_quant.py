@@ -149,6 +149,12 @@ def main(argv=None) -> int:
                 ok = d_aclr <= 1.0 and d_evm <= 1.0
                 verdict.append(f"- {name}: ΔACLR {d_aclr:+.3f} dB, ΔEVM {d_evm:+.3f} dB (≤ 1): "
                                f"{'met' if ok else 'NOT met'}")
+                ctl = rows.get("float fine-tune (control)")
+                if ctl:
+                    c_aclr = statistics.fmean(m["ACLR_AVG"] - c["ACLR_AVG"] for m, c in zip(ms, ctl))
+                    c_evm = statistics.fmean(m["EVM"] - c["EVM"] for m, c in zip(ms, ctl))
+                    verdict.append(f"- {name} against the float fine-tune with the same epochs (the control): "
+                                   f"ΔACLR {c_aclr:+.3f} dB, ΔEVM {c_evm:+.3f} dB")
     table = "\n".join(lines)
     cmd = "python benchmarks/bench_quant.py " + " ".join(sys.argv[1:] if argv is None else argv)
     text = (f"{table}\n\nTargets (mean over seeds of the per-seed loss against the float DPD; Δ > 0 is a loss):\n"
