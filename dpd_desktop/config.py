@@ -124,6 +124,11 @@ class ExperimentConfig:
         kernel: the recurrence kernels, ``"reference"`` (nn.GRU / nn.LSTM as the reference computes them, bitwise
             equal to OpenDPD 2.2.1) or ``"fast"`` (ours, dpd_desktop/kernels; unsupported shapes fall back with a
             logged reason).
+        qat: quantisation-aware training (a DPD fine-tune of ``parent_run``, dpd_desktop/quant): ``{"weights": W,
+            "activations": A, "lut_bits": L, "lut_interp": "linear"|"nearest"}`` (quant/plan.py QuantSpec); None:
+            a float run.
+        parent_run: the DPD run a fine-tune starts from (its selected checkpoint's weights); required with ``qat``;
+            without it a float fine-tune.
     """
 
     step: str = "pa"
@@ -181,6 +186,8 @@ class ExperimentConfig:
     power_gate_db: float = 0.5
     evaluation: str = "segments"
     test_every_epoch: bool = True
+    qat: dict[str, Any] | None = None
+    parent_run: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def validate(self) -> "ExperimentConfig":
@@ -251,6 +258,7 @@ class ExperimentConfig:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
                 raise ConfigError(name, f"expected a finite delta threshold >= 0, got {v!r}")
         self._validate_training_options()
+        self._validate_qat()
         if self.kernel not in KERNELS:
             raise ConfigError("kernel", f"expected one of {KERNELS}, got {self.kernel!r}")
         if self.metric_profile not in METRIC_PROFILES:
@@ -334,6 +342,28 @@ class ExperimentConfig:
                     or any(isinstance(e, bool) or not isinstance(e, int) or not low <= e <= top for e in v)):
                 raise ConfigError(name, f"expected a non-empty list of integers from {low} to {top}, got {v!r}")
 
+    def _validate_qat(self) -> None:
+        """``qat`` and ``parent_run`` (see the class docstring)."""
+        if self.qat is None:
+            if self.parent_run and self.step != "dpd":
+                raise ConfigError("parent_run", "a fine-tune starts from a DPD run (step 'dpd')")
+            return
+        from .quant.lower import lowerable
+        from .quant.plan import QuantError, QuantSpec
+
+        if self.step != "dpd":
+            raise ConfigError("qat", "quantisation-aware training fine-tunes a DPD run (step 'dpd')")
+        if not lowerable(self.backbone):
+            raise ConfigError("qat", f"the {self.backbone!r} family has no fixed-point lowering (dpd_desktop/quant)")
+        if not isinstance(self.qat, dict):
+            raise ConfigError("qat", f"expected a mapping of bit widths, got {self.qat!r}")
+        try:
+            QuantSpec.from_dict(self.qat)
+        except (QuantError, TypeError) as exc:
+            raise ConfigError("qat", str(exc)) from exc
+        if not self.parent_run:
+            raise ConfigError("parent_run", "quantisation-aware training needs the run it fine-tunes")
+
     def poly_spec(self):
         """The MP/GMP orders as a :class:`~dpd_desktop.models.poly.PolySpec` (None for a neural backbone); with a
         grid, the given (K, M) replace poly_order and memory_depth."""
@@ -364,7 +394,12 @@ class ExperimentConfig:
     @property
     def size_label(self) -> str:
         """The model in a run folder's name: ``gru23``, ``mp-k5m4``, ``gmp-k5m4``; ``mp-grid`` for a (K, M) grid
-        search, whose orders are chosen after the folder is named (config.json has them)."""
+        search, whose orders are chosen after the folder is named (config.json has them); ``gru23-qat-w8a8`` for a
+        quantisation-aware fine-tune."""
+        if self.qat:
+            return f"{self.backbone}{self.hidden_size}-qat-w{self.qat.get('weights')}a{self.qat.get('activations')}"
+        if self.parent_run:
+            return f"{self.backbone}{self.hidden_size}-ft"
         if self.backbone in ("mp", "gmp") and (self.grid_k or self.grid_m):
             return f"{self.backbone}-grid"
         if self.backbone in ("mp", "gmp"):

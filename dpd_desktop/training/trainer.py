@@ -57,6 +57,7 @@ from .objectives import ila_loss
 from .optim import make_optimizer
 from .overlap import EpochEndOverlap, lr_may_change, optimizer_state
 from .pa_source import check_pa_run, load_pa_for_dpd
+from .qat_setup import parent_record, prepare_finetune
 from .record_payload import checkpoint_meta, history_row, results_attrs, setup_blocks
 from .report import describe_error, finite_or_none, float_map, format_row
 from .schedules import make_schedule
@@ -120,6 +121,7 @@ class Trainer(TrainerOutput, RunEndings):
         self.net = None
         self.model = None
         self.pa_info: dict[str, Any] | None = None
+        self.finetune_block: tuple[str, dict] | None = None  # a fine-tune's config.json block (qat_setup.py)
         self.cudnn_note: str | None = None
         self.n_params: int | None = None
         self.n_params_model: int | None = None
@@ -247,6 +249,8 @@ class Trainer(TrainerOutput, RunEndings):
             require_finite_gain(ds)
             check_pa_run(self.workspace, cfg.pa_run, dataset=ds, fingerprint=self.fingerprint,
                          allow_dataset_mismatch=cfg.allow_dataset_mismatch)
+            if cfg.parent_run is not None:  # a fine-tune's parent is checked before a run folder exists too
+                parent_record(self.workspace, cfg.parent_run)
 
     def _setup_run_folder(self, cfg: ExperimentConfig) -> None:
         self.selection_metric = "VAL_NMSE" if cfg.step == "pa" else "VAL_ACLR_AVG"
@@ -315,6 +319,11 @@ class Trainer(TrainerOutput, RunEndings):
                           "checkpoint (best.pt) is used as it is", logging.WARNING)
             dpd = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers, poly=cfg.poly_spec(),
                               thx=cfg.thx, thh=cfg.thh)
+            if cfg.parent_run is not None:  # a fine-tune: the parent's weights (fake-quantised with qat)
+                dpd, self.finetune_block = prepare_finetune(cfg, dpd, self.workspace, self.dataset, self.pa_info)
+                kind, block = self.finetune_block
+                self._log(f"fine-tune of {block['parent_run']}" + (
+                    f", quantisation-aware ({block['label']}); CUDA graph off" if kind == "qat" else ""))
             self.net = Cascade(dpd, pa, peak_limit=cfg.peak_limit)
             self.net.freeze_pa()
             self.model = dpd
@@ -344,7 +353,7 @@ class Trainer(TrainerOutput, RunEndings):
         self.fast_step, self.fast_path_status = make_fast_step(
             self.net, self.criterion, self.optimizer, self.trainable, cfg.grad_clip, self.device,
             batch_shape=(cfg.batch_size, cfg.frame_length, 2), loader=self.loader,
-            enabled=self.use_fast_path and not ila)
+            enabled=self.use_fast_path and not ila and cfg.qat is None)  # fake quantisation reads formats on the host
         if ila and self.device.type == "cuda" and self.fast_path_status == "off: disabled for this run":
             self.fast_path_status = "off: ILA trains eagerly (its step runs the network three times)"
         if self.fast_path_status != "on":

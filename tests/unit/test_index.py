@@ -80,7 +80,13 @@ def _expected(folder: Path) -> dict:
             "kernel": "reference" if rec.doc else None, "kernel_notes": None, "pinned": rec.pinned,
             "created": rec.doc.get("created"), "updated": st.get("updated"), "message": st.get("message"),
             "pa_run_id": (rec.pa or {}).get("run_id"),
-            "run_group": None}  # none of these runs is a loop's iteration or a sweep's trial (test_loop_record.py)
+            "run_group": None,  # none of these runs is a loop's iteration or a sweep's trial (test_loop_record.py)
+            # quantisation: these runs are float runs without a quantised evaluation (tests/unit/test_deploy.py
+            # checks the columns of runs that have them)
+            "qat": (rec.doc.get("qat") or {}).get("label"),
+            "parent_run_id": (rec.doc.get("qat") or rec.doc.get("finetune") or {}).get("parent_run"),
+            "quant": None, "quant_label": None, "quant_test_nmse": None, "quant_test_aclr_avg": None,
+            "quant_test_evm": None}
 
 
 def test_rows_equal_the_records_of_tiny_trainings(trained, tmp_path):
@@ -292,8 +298,8 @@ def test_runs_lists_the_index(trained, tmp_path, capsys):
     assert cli.main(["--workspace", str(tmp_path), "runs"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["RUN", "STEP", "FAMILY", "H", "STATE", "PIN", "DATASET", "EP", "VAL", "NMSE", "VAL",
-                                "ACLR", "TEST", "NMSE", "TEST", "ACLR", "PROFILE", "PARAMS", "MACS/S", "TIME",
-                                "KERNEL"]
+                                "ACLR", "TEST", "NMSE", "TEST", "ACLR", "QUANT", "Q", "ACLR", "PROFILE", "PARAMS",
+                                "MACS/S", "TIME", "KERNEL"]
     assert [ln.split()[0] for ln in lines[1:]] == sorted(p.name for p in ws.runs_dir.iterdir())[::-1]
     row = RunRecord.read(ws.runs_dir / dpd)
     cells = next(ln for ln in lines if ln.startswith(dpd)).split()
@@ -302,8 +308,9 @@ def test_runs_lists_the_index(trained, tmp_path, capsys):
     assert cells[10:14] == [f"{row.val_metrics['NMSE']:.2f}", f"{row.val_metrics['ACLR_AVG']:.2f}",
                             f"{row.test_metrics['NMSE']:.2f}", f"{row.test_metrics['ACLR_AVG']:.2f}"]
     model = json.loads((ws.runs_dir / dpd / "config.json").read_text())["model"]
-    assert cells[14:17] == ["legacy-2.2.1", str(model["n_params"]), str(model["macs_per_sample"])]
-    assert cells[17:] == [f"{row.status_doc['wall_s']:.1f}", "s", "reference"]
+    assert cells[14:16] == ["-", "-"]  # no quantised evaluation (tests/unit/test_deploy.py has runs with them)
+    assert cells[16:19] == ["legacy-2.2.1", str(model["n_params"]), str(model["macs_per_sample"])]
+    assert cells[19:] == [f"{row.status_doc['wall_s']:.1f}", "s", "reference"]
     assert cli.main(["--workspace", str(tmp_path), "runs", "--step", "pa", "--state", "succeeded", "--json"]) == 0
     (only,) = json.loads(capsys.readouterr().out)
     assert only == _expected(ws.runs_dir / pa)

@@ -198,7 +198,7 @@ def test_writer_writes_what_the_first_release_wrote(fresh, which):
     assert nc["experiment"] == {**oc["experiment"], "pa_run": nc["experiment"]["pa_run"], **poly_fields,
                                 "cuda_memory_fraction": None, "time_limit_s": None,
                                 "metric_profile": "legacy-2.2.1", "gain_rule": "peak", "kernel": "reference",
-                                **ISSUE24_DEFAULTS}
+                                **ISSUE24_DEFAULTS, "qat": None, "parent_run": None}  # issue 26: a float run
     os_, ns = (json.loads((d / "status.json").read_text()) for d in (old, new))
     added = {"metric_profile"} | (set() if which == "pa" else {
         "gain_rule", "out_power_with_dpd_db", "out_power_without_dpd_db", "eqp_profile", "eqp_drive_db",
