@@ -19,6 +19,7 @@ the command. Every run is a run folder: ``dpd-desktop runs`` lists them with the
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -30,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the script runs from benchmarks/: this checkout's package, not an installed one
 
 from dpd_desktop.cli_deploy import finetune_config  # noqa: E402
-from dpd_desktop.config import METRIC_PROFILES, ExperimentConfig  # noqa: E402
+from dpd_desktop.config import KERNELS, METRIC_PROFILES, ExperimentConfig  # noqa: E402
 from dpd_desktop.data import load_dataset  # noqa: E402
 from dpd_desktop.quant.plan import QuantSpec  # noqa: E402
 from dpd_desktop.runs.quantized import evaluate_quantized, save_quantized  # noqa: E402
@@ -60,6 +61,9 @@ def _args(argv=None):
     p.add_argument("--qat-lr", type=float, default=None, help="default: the DPD's lr / 10")
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--stride", type=int, default=1, help="frame stride of every training (default 1)")
+    p.add_argument("--qat-stride", type=int, default=None,
+                   help="frame stride of the fine-tunes (default --stride): a fine-tune trains eagerly, without CUDA graph")
+    p.add_argument("--kernel", default="reference", choices=KERNELS, help="recurrence kernels of the PA and float DPD")
     p.add_argument("--frame-length", type=int, default=200)
     p.add_argument("--profile", default="legacy-2.2.1", choices=METRIC_PROFILES)
     p.add_argument("--gain-rule", default="peak")
@@ -91,7 +95,12 @@ def main(argv=None) -> int:
     ds = load_dataset(a.dataset)
     seeds = [int(s) for s in a.seeds.split(",")]
     common = dict(dataset=str(Path(a.dataset).resolve()), device=a.device, threads=a.threads, stride=a.stride,
-                  frame_length=a.frame_length, metric_profile=a.profile)
+                  frame_length=a.frame_length, metric_profile=a.profile, kernel=a.kernel)
+    qat_stride = a.qat_stride or a.stride
+
+    def tune(rec, spec):
+        return dataclasses.replace(finetune_config(rec, spec, epochs=a.qat_epochs, lr=a.qat_lr, device=a.device,
+                                                   threads=a.threads), stride=qat_stride)
     t_all = time.perf_counter()
     print(f"workspace {ws.root}", flush=True)
     pa = a.pa_run or _train(ExperimentConfig(step="pa", backbone="gru", hidden_size=a.pa_hidden, epochs=a.pa_epochs,
@@ -105,8 +114,7 @@ def main(argv=None) -> int:
         rec = RunRecord.open(d)
         rows["float"].append(rec.test_metrics)
         runs["float"].append(d.name)
-        ft = _train(finetune_config(rec, None, epochs=a.qat_epochs, lr=a.qat_lr, device=a.device,
-                                    threads=a.threads), ds, ws)
+        ft = _train(tune(rec, None), ds, ws)
         rows.setdefault("float fine-tune (control)", []).append(RunRecord.open(ft).test_metrics)
         runs.setdefault("float fine-tune (control)", []).append(ft.name)
         for spec in PTQ_ONLY:
@@ -120,8 +128,7 @@ def main(argv=None) -> int:
             save_quantized(d, doc)
             rows.setdefault(f"{spec.label} PTQ", []).append(doc["metrics"]["test"])
             runs.setdefault(f"{spec.label} PTQ", []).append(d.name)
-            q = _train(finetune_config(rec, spec, epochs=a.qat_epochs, lr=a.qat_lr, device=a.device,
-                                       threads=a.threads), ds, ws)
+            q = _train(tune(rec, spec), ds, ws)
             qdoc = evaluate_quantized(q, spec, dataset=ds)
             save_quantized(q, qdoc)
             rows.setdefault(f"{spec.label} QAT", []).append(qdoc["metrics"]["test"])
@@ -160,7 +167,9 @@ def main(argv=None) -> int:
     text = (f"{table}\n\nTargets (mean over seeds of the per-seed loss against the float DPD; Δ > 0 is a loss):\n"
             + "\n".join(verdict)
             + f"\n\n{len(seeds)} seeds ({a.seeds}), {a.backbone.upper()}-{a.hidden_size} DPD through "
-            f"the frozen PA {pa}, profile {a.profile}, gain rule {a.gain_rule}; {wall / 60:.1f} min.\n\n"
+            f"the frozen PA {pa}, profile {a.profile}, gain rule {a.gain_rule}; PA {a.pa_epochs} and DPD "
+            f"{a.dpd_epochs} epochs at stride {a.stride} ({a.kernel} kernels), fine-tunes {a.qat_epochs} epochs at "
+            f"stride {qat_stride}; {wall / 60:.1f} min.\n\n"
             f"Command: `{cmd}`\n")
     print(text, flush=True)
     if a.out:
