@@ -158,12 +158,12 @@ def import_capture(x_file: str | Path, y_file: str | Path, out: str | Path, *, s
             (the spec's field named); ``out`` exists and is not empty.
     """
     out = Path(out).expanduser()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise CaptureImportError(f"{out}: already exists; choose a new folder")
     try:
         check_output(out, folder=True, inputs=[x_file, y_file])  # never inside a run folder, dataset, workspace
     except OutputRefused as exc:
         raise CaptureImportError(str(exc)) from exc
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise CaptureImportError(f"{out}: already exists; choose a new folder")
     if len(split) != 3 or min(split) <= 0 or abs(sum(split) - 1) > 1e-6:
         raise CaptureImportError(f"--split {','.join(map(str, split))}: expected three positive ratios summing to 1")
     ratios = dict(zip(("train", "val", "test"), (float(r) for r in split)))

@@ -60,6 +60,9 @@ class PlotArea:
         self.signal_legend = SignalLegend()
         self.panels: list[PlotPanel] = [self.learning_panel, self.psd_panel, self.amam_panel, self.ampm_panel,
                                         self.time_panel]
+        #: Callables ``sink(plots, label)`` given every PlotData drawn here (None: the views were reset), e.g. the
+        #: RF plots' dock (gui/rf_view.py), which draws them itself when it is shown.
+        self.plot_sinks: list = []
         grid_w = QWidget()
         grid = QGridLayout(grid_w)
         grid.setContentsMargins(0, 0, 0, 0)
@@ -179,6 +182,14 @@ class PlotArea:
         self._pending_plots = None
         self._pending_progress = None
         self.best_label.setText("")
+        self._offer_sinks(None, "")
+
+    def _offer_sinks(self, plots, label: str) -> None:
+        for sink in self.plot_sinks:
+            try:
+                sink(plots, label)
+            except Exception as exc:  # noqa: BLE001 - one view's failure must not stop the others
+                self.statusBar().showMessage(f"could not show the plots: {exc}", 8000)
 
     def _on_preview_ready(self, ev) -> None:
         if not self.preview_check.isChecked():
@@ -208,6 +219,7 @@ class PlotArea:
         self._draw_queue = [(p, plots, label) for p in (self.psd_panel, self.amam_panel, self.ampm_panel,
                                                         self.time_panel)]
         self._draw_next()
+        self._offer_sinks(plots, label)
 
     def _draw_next(self) -> None:
         queue = getattr(self, "_draw_queue", None)
@@ -232,6 +244,7 @@ class PlotArea:
         self.signal_legend.set_signals(ordered(plots.psd.keys(), plots.target_name, plots.pred_name))
         for p in (self.psd_panel, self.amam_panel, self.ampm_panel, self.time_panel):
             self._draw_panel(p, plots, label)
+        self._offer_sinks(plots, label)
 
     def _write_plots(self, run_dir: str, plots) -> None:
         """Render the run's default plots here (pyqtgraph needs the GUI thread); each image is encoded and written

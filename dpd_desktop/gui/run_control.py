@@ -21,6 +21,7 @@ from ..runs.outputs import suggested_output
 from . import history
 from .jobs import DpdExportJob
 from .kernel_view import show_run_kernel
+from .model_exports import dpd_papr_text
 from .preload import preload_job
 from .session import POWER_WARNING_DB, cancelled_message, failed_message, finished_message, output_power_change_db
 from .widgets.config_form import BACKBONES
@@ -274,8 +275,10 @@ class RunControl:
             self.run_dpd_export(run_dir=folder)
 
     def run_dpd_export(self, out: str | os.PathLike | None = None, run_dir: str | os.PathLike | None = None,
-                       split: str = "test") -> bool:
-        """Write u = DPD(x) of a DPD run (default: the ended one) for ``split`` to ``out`` in the thread pool.
+                       split: str = "test", input_file: str | os.PathLike | None = None,
+                       overwrite: bool | None = None) -> bool:
+        """Write u = DPD(x) of a DPD run (default: the ended one) for ``split`` (or the waveform ``input_file``, see
+        gui/model_exports.py) to ``out`` in the thread pool.
 
         Asks for the output file (CSV / HDF5 / MAT) unless ``out`` is given. The outcome is shown in the banner and
         signalled by :attr:`dpdExportEnded`. Returns False when nothing was started.
@@ -287,7 +290,8 @@ class RunControl:
             self.banner.show_message("error", "Run DPD needs a finished DPD run: train one (Step: DPD), or choose a "
                                      "saved DPD run folder with Run → Run DPD of a saved DPD run….")
             return False
-        overwrite = out is None  # the save dialog asks before replacing a file
+        if overwrite is None:
+            overwrite = out is None  # the save dialog asks before replacing a file
         if out is None:
             # never the run folder itself (runs/outputs.py: a run folder holds its run's record only)
             suggested = str(suggested_output(f"{Path(run_dir).name}_u_{split}.csv",
@@ -301,11 +305,12 @@ class RunControl:
                 out += DPD_OUTPUT_FILTERS.get(chosen, ".csv")
             self._settings.setValue("paths/last_dpd_dir", str(Path(out).parent))
         job = DpdExportJob(self.workspace, run_dir, str(out), split=split, dataset=self._dataset,
-                           overwrite=overwrite)
+                           input_file=input_file, overwrite=overwrite)
         job.signals.done.connect(lambda meta, job=job: self._on_dpd_export_done(meta, job))
         job.signals.failed.connect(lambda exc, tb, job=job: self._on_dpd_export_failed(exc, tb, job))
         self.jobs.add(job)
-        self.banner.show_message("info", f"Running the DPD of {Path(run_dir).name} on the {split} split → {out} …")
+        what = f"the {split} split" if input_file is None else str(input_file)
+        self.banner.show_message("info", f"Running the DPD of {Path(run_dir).name} on {what} → {out} …")
         self.statusBar().showMessage("Run DPD: computing u = DPD(x)…")
         self.session.update(exporting=True)
         job.submit()
@@ -315,8 +320,8 @@ class RunControl:
         self.jobs.discard(job)
         what = f"the {meta.get('split')} split" if meta.get("split") else f"{meta.get('input_file')}"
         text = (f"Wrote u = DPD(x) of {what} ({meta.get('samples', 0):,} samples; peak |x| "
-                f"{meta.get('peak_abs_x', float('nan')):.4g}, peak |u| {meta.get('peak_abs_u', float('nan')):.4g}) "
-                f"to {meta.get('file')}\nMetadata: {meta.get('file')}.meta.json")
+                f"{meta.get('peak_abs_x', float('nan')):.4g}, peak |u| {meta.get('peak_abs_u', float('nan')):.4g}"
+                f"{dpd_papr_text(meta)}) to {meta.get('file')}\nMetadata: {meta.get('file')}.meta.json")
         if meta.get("nonfinite_u_samples"):
             self.banner.show_message("warning", text + f"\n{meta['nonfinite_u_samples']} samples of u are not finite.")
         else:

@@ -384,6 +384,16 @@ def _load_error_detail(exc: BaseException) -> str:
 
 
 ARCH_FIELDS = ("backbone", "hidden_size", "num_layers")
+#: families whose architecture also records the delta thresholds (models/deltagru.py)
+DELTA_BACKBONES = ("deltagru", "tres_deltagru")
+
+
+def delta_fields(config) -> dict[str, float]:
+    """``{"thx", "thh"}`` of a delta family's configuration (an ExperimentConfig), else {} (the other families'
+    architecture records and checkpoints stay as they were)."""
+    if config.backbone not in DELTA_BACKBONES:
+        return {}
+    return {"thx": float(config.thx), "thh": float(config.thh)}
 
 
 def load_state_checked(model, path: str | Path, arch: Mapping[str, Any]) -> dict:
@@ -398,7 +408,7 @@ def load_state_checked(model, path: str | Path, arch: Mapping[str, Any]) -> dict
             names the file and the field.
     """
     state, meta = load_checkpoint(path)
-    for k in (*ARCH_FIELDS, "poly"):
+    for k in (*ARCH_FIELDS, "poly", "thx", "thh"):
         if k in meta and k in arch and meta[k] != arch[k]:
             raise CheckpointError(f"{path}: field '{k}' is {meta[k]!r} but the run's config.json records {arch[k]!r}")
     own = model.state_dict()

@@ -17,20 +17,29 @@ Never written, whatever the flags (:class:`OutputRefused`, naming the path and w
   would ignore its permissions, notably as root).
 
 An existing file is replaced only with ``overwrite=True`` (the command line's ``--overwrite``; the window asks
-first). The rule is checked on the path as given and on the path its links lead to, so a symbolic link into a run
-folder is refused like the run folder's own path.
+first). An output folder (``folder=True``: an export folder, a new dataset folder) may be an empty existing folder;
+a non-empty one is replaced only with ``overwrite`` and only when it is a previous export (its ``formats.json`` says
+so: never a dataset or any other folder). The rule is checked on the path as given and on the path its links lead
+to, so a symbolic link into a run folder is refused like the run folder's own path.
+
+:func:`write_folder` builds an output folder in a temporary sibling (every file through runs/artifacts.py's atomic
+writer) and moves it into place, so a reader sees the old folder or the new one, never half of it.
 """
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import stat
+import tempfile
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ..data.readers import HDF5_SUFFIXES, SINGLE_CSV_COLUMNS, SPLIT_CSV_FILES
+from . import artifacts
 
 __all__ = ["OutputRefused", "check_output", "protected_reason", "recorded_dataset", "suggested_output",
-           "WORKSPACE_FILES"]
+           "write_folder", "WORKSPACE_FILES"]
 
 #: files of a workspace folder that no output may replace (the databases with SQLite's journal files, the settings)
 WORKSPACE_DATABASES = ("index.sqlite", "queue.sqlite")
@@ -54,7 +63,8 @@ class OutputRefused(ValueError):
 
 def check_output(path: str | os.PathLike, *, overwrite: bool = False, suffixes: Sequence[str] | None = None,
                  inputs: Iterable[str | os.PathLike] = (), datasets: Iterable[str | os.PathLike] = (),
-                 workspace=None, option: str = "--out", folder: bool = False) -> Path:
+                 workspace=None, option: str = "--out", folder: bool = False,
+                 run_dir: str | os.PathLike | None = None) -> Path:
     """Check that ``path`` may be written (module docstring); returns it, ``~`` expanded.
 
     Args:
@@ -66,8 +76,9 @@ def check_output(path: str | os.PathLike, *, overwrite: bool = False, suffixes: 
         workspace: the workspace (an object with ``root``) whose files are protected besides the ones found above
             the target.
         option: the option that named the path, for the advice (``--out``; "" in the window).
-        folder: ``path`` is a new folder (its missing parents may be created; whether an existing one may be used
-            is the caller's to judge).
+        folder: ``path`` is an output folder: a new one, an empty existing one, or (with ``overwrite``) a previous
+            export (its formats.json names a ``dpd-desktop-`` format), never a file.
+        run_dir: the run the output is made from: nothing inside it, even when its files are missing.
 
     Raises:
         OutputRefused: naming ``path`` and why.
@@ -76,9 +87,24 @@ def check_output(path: str | os.PathLike, *, overwrite: bool = False, suffixes: 
     other = f"give another {option}" if option else "choose another file"
     if not str(path).strip():
         raise OutputRefused(repr(str(path)), "is an empty name", other)
+    if run_dir is not None:
+        rd = Path(os.path.abspath(Path(run_dir).expanduser()))
+        if any(t == rd or rd in t.parents for t in _candidates(out)):
+            raise OutputRefused(out, f"lies inside the run folder {rd}, which holds that run's record only", other)
     why = protected_reason(out, inputs=inputs, datasets=datasets, workspace=workspace)
     if why:
         raise OutputRefused(out, why, other)
+    if folder and out.exists():
+        if not out.is_dir():
+            raise OutputRefused(out, "is a file", "the output needs a folder name")
+        if not any(out.iterdir()):
+            return out  # an empty folder made for the output
+        if not overwrite:
+            raise OutputRefused(out, "exists; the folder is not replaced unless --overwrite is given", other)
+        if not _is_export_folder(out):
+            raise OutputRefused(out, "is not an export folder of DPD Desktop (no formats.json of one) and not "
+                                "empty; it is not replaced, even with --overwrite", other)
+        return out
     if not folder and out.is_dir():
         raise OutputRefused(out, "is a folder", f"give a file name{_ending(suffixes)}")
     if not folder and suffixes is not None and out.suffix.lower() not in suffixes:
@@ -165,7 +191,7 @@ def protected_reason(out: str | os.PathLike, *, inputs: Iterable = (), datasets:
         for folder in t.parents:
             if _is_run_folder(folder):
                 return (f"is a file of the run folder {folder}; writing it would destroy that run's record"
-                        if t.exists() else f"lies in the run folder {folder}, which holds that run's record only")
+                        if t.exists() else f"lies inside the run folder {folder}, which holds that run's record only")
             if (folder / "sweep.json").is_file():
                 return f"lies in the sweep folder {folder}, which holds that sweep's record only"
         ws_root = next((r for r in roots if r in t.parents), None) or _workspace_above(t)
@@ -272,3 +298,44 @@ def _hdf5_has_splits(path: Path) -> bool:
             return all(name in f for name in ("train", "val", "test"))
     except OSError:
         return False
+
+
+def _is_export_folder(p: Path) -> bool:
+    """A folder holding an export's formats.json (its ``format`` starts with ``dpd-desktop-``)."""
+    try:
+        doc = json.loads((p / "formats.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and str(doc.get("format", "")).startswith("dpd-desktop-")
+
+
+def write_folder(target: Path, fill: Callable[[Path], None]) -> Path:
+    """``fill(tmp)`` writes the folder's files into a temporary sibling folder; then it replaces ``target`` (an
+    existing one is moved aside first and removed after). Returns ``target``. Call :func:`check_output` (with
+    ``folder=True``) first.
+
+    Raises:
+        ArtifactWriteError: a file or the move could not be written (the temporary folder is removed).
+    """
+    target = Path(target)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    old = None
+    try:
+        os.chmod(tmp, 0o777 & ~artifacts.current_umask())
+        fill(tmp)
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+            os.rmdir(old)
+            os.replace(target, old)
+        os.replace(tmp, target)
+        artifacts.fsync_dir(target.parent)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and old.exists() and not target.exists():
+            os.replace(old, target)  # put the previous export back
+        if isinstance(exc, OSError) and not isinstance(exc, artifacts.ArtifactWriteError):
+            raise artifacts.ArtifactWriteError(target, exc) from exc
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    return target

@@ -20,8 +20,8 @@ import numpy as np
 from .. import __version__
 from ..metrics.spectra import psd_db
 from .artifacts import atomic_write_text
-from .compare import (CURVES, METRIC_ROWS, Comparison, RunSummary, compare_runs, reference_name, reference_psd,
-                      summarize)
+from .compare import (CURVES, Comparison, RunSummary, compare_runs, metric_rows, reference_name,
+                      reference_psd, summarize)
 from .outputs import check_output, recorded_dataset
 from .record import RunRecord
 from .svg_plot import Series, line_chart
@@ -118,7 +118,8 @@ def render_run(run: RunSummary) -> str:
                                                              run.dataset_name or "?"]], numeric_from=9))
     out.append("<h2>Metrics (test split, selected checkpoint)</h2>")
     out.append(_table(["metric", "unit", "value"],
-                      [[label, unit, format_value(run.metrics.get(key), unit)] for label, unit, key in METRIC_ROWS],
+                      [[label, unit, format_value(run.metrics.get(key), unit)]
+                       for label, unit, key in metric_rows([run])],
                       numeric_from=2))
     if run.error:
         out.append(f'<p class="note">{html.escape(run.error)}</p>')

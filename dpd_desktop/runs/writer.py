@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from . import artifacts
 from .owner import process_identity
-from .record import FORMAT, HISTORY_COLUMNS, PIN_FILE, SCHEMA
+from .record import FORMAT, HISTORY_COLUMNS, PIN_FILE, QUANTIZED_FILE, SCHEMA
 
 #: Disk space kept free for a run's last words: a file of this size is made in the run folder before its first
 #: artifact and deleted when a write finds the disk full, so that the failure's log line and status.json (and a
@@ -316,6 +316,20 @@ def write_evaluation(run_dir: str | Path, profile: str, doc: Mapping[str, Any]) 
     """A re-evaluation of a finished run under a metric profile (runs/evaluate.py), written atomically beside
     results.h5 as ``evaluation-<profile>.json`` (the path RunRecord.evaluation_path reads); returns the path."""
     return artifacts.atomic_write_json(Path(run_dir) / f"evaluation-{profile}.json", dict(doc))
+
+
+def write_quantized(run_dir: str | Path, doc: Mapping[str, Any]) -> Path:
+    """A quantised evaluation of a DPD run (runs/quantized.py), kept in ``quantized.json`` beside results.h5 under
+    its bit-width label (``{"format", "evaluations": {label: doc}}``; an entry of the same label is replaced, a file
+    that cannot be read is started anew); written atomically; returns the path (RunRecord.quantized reads it)."""
+    path = Path(run_dir) / QUANTIZED_FILE
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+        evals = dict(old.get("evaluations") or {}) if isinstance(old, dict) else {}
+    except (OSError, ValueError, AttributeError):
+        evals = {}
+    evals[str(doc["label"])] = dict(doc)
+    return artifacts.atomic_write_json(path, {"format": "dpd-desktop-quantized-1", "evaluations": evals})
 
 
 def _number(v) -> float | None:

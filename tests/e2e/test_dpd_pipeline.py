@@ -364,7 +364,7 @@ def test_run_dpd_out_errors_name_the_requested_path(pipeline, tmp_path, capsys):
     assert cli_main(["--workspace", str(ws.root), "run-dpd", "--run", dpd.run_id, "--out", str(tmp_path)]) == 2
     assert f"the output {tmp_path} is a folder (give a file name ending in" in capsys.readouterr().err
     if not Path("/proc/self").is_dir():
-        pytest.skip("no /proc on this system")
+        pytest.skip("platform: no /proc on this system")
     for name in ("u.csv", "u.h5", "u.mat"):
         out = Path("/proc") / name
         with pytest.raises(DpdExportError) as ei:
