@@ -43,7 +43,7 @@ from . import __version__, cli_arena, cli_deploy, cli_inspect, cli_limits, cli_l
 from .cli_checks import option_message, preflight
 from .config import GAIN_RULES, KERNELS, METRIC_PROFILES, ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
-from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display
+from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display, quiet_broken_pipe
 from .runs.kernel_record import read_kernel
 from .runs.settings import SettingsError, WorkspaceSettings
 from .runs.workspace import Workspace, WorkspaceError
@@ -491,6 +491,7 @@ def run() -> None:
     (exit status 0). The process ends with ``os._exit`` when the command allows it (:attr:`Outcome.skip_teardown`).
     """
     prefer_passive_wait()  # before PyTorch loads OpenMP: waiting threads sleep (training/cpu_threads.py)
+    quiet_broken_pipe()  # `dpd-desktop … | head`: every print of every thread, not only the main one's
     CTRL_C.install()
     mark("cli_start")
     try:
