@@ -18,7 +18,7 @@ REF24_DIR := .ref/opendpd-$(REF24_VER)
 REF24_STAMP := $(REF24_DIR)/opendpd/__init__.py
 REF24_TMP := .ref/.prepare-$(REF24_VER)
 
-.PHONY: run test venv clean gpu-test bench reference package package-test
+.PHONY: run test venv clean gpu-test bench reference arena-data package package-test
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -61,17 +61,40 @@ $(REF24_STAMP): | $(VPY)
 	mv $(REF24_TMP)/tree $(REF24_DIR)
 	rm -rf $(REF24_TMP)
 
-reference: $(REF_STAMP) $(REF24_STAMP)
+# OpenDPD 2.4.2's measured datasets (with their CSV data), its Arena v6 assets (capture, frozen PA, calibration,
+# leaderboard) and its DeltaGRU/TRes-DeltaGRU/TCN backbones, for `dpd-desktop arena` (dpd_desktop/arena) and the tests
+# that compare against them (tests/unit/test_frontier_*.py, test_arena_*.py). Git-ignored; nothing of it is committed.
+ARENA_DIR := .ref/opendpd-$(REF24_VER)-arena
+ARENA_STAMP := $(ARENA_DIR)/opendpd/arena_assets/reference-results-v6-apa-b.json
+ARENA_TMP := .ref/.prepare-$(REF24_VER)-arena
+
+$(ARENA_STAMP): | $(VPY)
+	rm -rf $(ARENA_TMP)
+	mkdir -p $(ARENA_TMP)
+	$(VPY) -m pip download -q --no-deps -d $(ARENA_TMP) "opendpd==$(REF24_VER)"
+	$(VPY) -c "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); \
+	  keep = lambda n: n.startswith(('datasets/', 'opendpd/arena_assets/', 'backbones/', 'quant/')); \
+	  z.extractall(sys.argv[2], [n for n in z.namelist() if keep(n)])" $(ARENA_TMP)/opendpd-$(REF24_VER)-*.whl $(ARENA_TMP)/tree
+	test -f $(ARENA_TMP)/tree/opendpd/arena_assets/reference-results-v6-apa-b.json
+	rm -rf $(ARENA_DIR)
+	mv $(ARENA_TMP)/tree $(ARENA_DIR)
+	rm -rf $(ARENA_TMP)
+
+arena-data: $(ARENA_STAMP)
+
+reference: $(REF_STAMP) $(REF24_STAMP) $(ARENA_STAMP)
 
 venv: $(STAMP)
 
 run: $(STAMP)
 	$(VPY) -m dpd_desktop demo
 
-test: $(TSTAMP) $(REF_STAMP) $(REF24_STAMP)
+test: $(TSTAMP) $(REF_STAMP) $(REF24_STAMP) $(ARENA_STAMP)
 	QT_QPA_PLATFORM=offscreen $(VPY) -m pytest -q
 
+# the GPU tests need the cuda extra (the fast kernels' NVRTC); without it they skip, saying so (tests/gpu/conftest.py)
 gpu-test: $(TSTAMP)
+	$(VPY) -m pip install -q -e ".[test,cuda]"
 	$(VPY) -m pytest -q tests/gpu
 
 # The Linux bundle (PyInstaller, one folder), its .tar.gz and the .deb under build/pkg, from this checkout in a fresh

@@ -10,8 +10,13 @@
     dpd-desktop resume RUN              continue an interrupted/cancelled/failed run (cli_resume.py)
     dpd-desktop sweep SPEC.toml | --grid KEY=V1,V2 ... --base OPTIONS   grid/random/Optuna sweep (cli_sweep.py)
     dpd-desktop sweep list|show|resume|cancel SWEEP
+    dpd-desktop arena PROTOCOL [--epochs N --seeds ... --models ... --datasets ...]   benchmark leaderboard (cli_arena.py)
     dpd-desktop runs evaluate RUN --profile NAME [--json]   re-score a finished run under a metric profile
     dpd-desktop inspect DATASET | import-capture ...   check a capture / make a dataset of one (cli_inspect.py)
+    dpd-desktop loop --power-limit DBM [--generator ... --analyzer ... --pa-run|--virtual-pa ...]   the instrument
+                                        loop with iterative DPD (cli_loop.py); loop-dataset RUN --out DIR
+    dpd-desktop export RUN --format fixed|onnx [--weights W --activations A]   deploy a DPD (cli_deploy.py)
+    dpd-desktop finetune RUN --qat W,A  quantisation-aware fine-tune of a DPD run (cli_deploy.py)
     dpd-desktop --self-test             check the installation (dpd_desktop.selftest); with --workspace the run stays
 
 ``--workspace DIR`` is a global option, placed before the sub-command (it is accepted after it too).
@@ -33,15 +38,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, cli_inspect, cli_limits, cli_poly, cli_queue, cli_resume, cli_runs, cli_sweep
+from . import __version__, cli_arena, cli_deploy, cli_inspect, cli_limits, cli_loop, cli_poly, cli_queue, cli_resume, \
+    cli_runs, cli_sweep
 from .cli_checks import option_message, preflight
 from .config import GAIN_RULES, KERNELS, METRIC_PROFILES, ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
-from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display
+from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display, quiet_broken_pipe
 from .runs.kernel_record import read_kernel
 from .runs.settings import SettingsError, WorkspaceSettings
 from .runs.workspace import Workspace, WorkspaceError
 from .cli_poly import add_poly_options, poly_config_fields, poly_summary
+from .cli_training import add_training_options, training_config_fields
 from .timing import mark
 from .training import events as E
 from .training.cpu_threads import prefer_passive_wait
@@ -52,7 +59,8 @@ from .training.cpu_threads import prefer_passive_wait
 # window). `dpd-desktop --help` takes 0.2 s; these imports would also delay the Ctrl+C handler that run() installs.
 
 STOPPING = "stopping after the current batch (Ctrl+C again to abort)…"
-TRAINING_COMMANDS = ("train-pa", "train-dpd", "demo", "resume")
+# cooperative Ctrl+C, workspace created
+TRAINING_COMMANDS = ("train-pa", "train-dpd", "demo", "resume", "loop", "finetune")
 
 
 def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
@@ -99,6 +107,7 @@ def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
     p.add_argument("--no-plots", action="store_true", help="do not write plots/*.png at the end")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_poly_options(p)
+    add_training_options(p)
 
 
 WORKSPACE_HELP = ("workspace folder (default: $DPD_DESKTOP_WORKSPACE or the platform's user data folder); a global "
@@ -137,14 +146,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--input", default=None, help="input file (CSV I,Q / HDF5 / .mat); default: --split of the "
                    "run's dataset")
     r.add_argument("--split", default="test", choices=("train", "val", "test"))
-    r.add_argument("--out", required=True, help="output file: .csv, .h5/.hdf5 or .mat")
-    r.add_argument("--device", default="cpu")
+    r.add_argument("--out", required=True, help="output file: .csv, .h5/.hdf5 or .mat (and FILE.meta.json beside "
+                   "it); never a file of a run folder, a dataset or the workspace")
+    r.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    r.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (default %(default)s)")
     cli_runs.add_parser(add)
     cli_poly.add_parser(add)
     cli_queue.add_parser(add)  # dpd-desktop queue add|list|move|cancel|run (cli_queue.py)
     cli_resume.add_parser(add)
     cli_sweep.add_parser(add)  # dpd-desktop sweep SPEC.toml | --grid ... | list|show|resume|cancel (cli_sweep.py)
     cli_inspect.add_parser(add)  # dpd-desktop inspect / import-capture (cli_inspect.py)
+    cli_arena.add_parser(add)  # dpd-desktop arena PROTOCOL (cli_arena.py)
+    cli_loop.add_parser(add)  # dpd-desktop loop / loop-dataset (cli_loop.py)
+    cli_deploy.add_parser(add)  # dpd-desktop export / finetune (cli_deploy.py)
     return p
 
 
@@ -294,7 +308,7 @@ def _config_from_args(a, step: str) -> ExperimentConfig:
         max_train_samples=a.max_train_samples, preview_every=a.preview_every,
         allow_dataset_mismatch=bool(getattr(a, "allow_dataset_mismatch", False)), **poly_config_fields(a),
         metric_profile=a.metric_profile, gain_rule=getattr(a, "gain_rule", "peak"),
-        kernel=getattr(a, "kernel", "reference"))
+        kernel=getattr(a, "kernel", "reference"), **training_config_fields(a))
 
 
 def _cancelled_before_start() -> int:
@@ -303,14 +317,15 @@ def _cancelled_before_start() -> int:
 
 
 def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, quiet: bool = False,
-                 plots: bool = True) -> int:
+                 plots: bool = True, observers=()) -> int:
     """Run one experiment headless with the console observer; returns the exit status (module docstring).
 
     The dataset (``config.dataset`` unless ``dataset``, an ``IQDataset``, is given) is loaded here, before the
     trainer exists, so that one that cannot be loaded is exit status 2 with no run folder. Ctrl+C
     (:data:`~dpd_desktop.process.CTRL_C`): the first cancels (before the trainer exists no run starts; then the
     trainer stops after the current batch), the second aborts (130). When the handler is not installed (a call from
-    Python in the main thread), it is installed for the duration of the run.
+    Python in the main thread), it is installed for the duration of the run. ``observers`` see the run's events
+    too (after the console's).
     """
     from .training.ls_fit import make_trainer  # PyTorch: see the note under the imports
     from .training.trainer import load_dataset_for
@@ -334,7 +349,8 @@ def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, q
         if CTRL_C.pressed.is_set():
             return _cancelled_before_start()
         rec = PlotRecorder()
-        trainer = make_trainer(config, dataset=dataset, workspace=workspace, observers=[ConsoleObserver(quiet), rec])
+        trainer = make_trainer(config, dataset=dataset, workspace=workspace,
+                               observers=[ConsoleObserver(quiet), rec, *observers])
         CTRL_C.on_first(trainer.request_cancel, STOPPING)  # runs at once after a Ctrl+C while it was being built
         result = trainer.run()
     finally:
@@ -395,8 +411,9 @@ def _run_dpd(args, ws: Workspace) -> Outcome:
     from .runs.dpd_export import DpdExportError, run_dpd  # PyTorch: see the note under the imports
 
     try:
-        meta = run_dpd(ws, args.run, out=args.out, input_file=args.input, split=args.split, device=args.device)
-    except (DpdExportError, FileNotFoundError, ValueError) as exc:
+        meta = run_dpd(ws, args.run, out=args.out, input_file=args.input, split=args.split, device=args.device,
+                       overwrite=args.overwrite)
+    except (DpdExportError, FileNotFoundError, ValueError) as exc:  # ValueError: OutputRefused (runs/outputs.py)
         print(f"error: {exc}", file=sys.stderr)
         return Outcome(Exit.USAGE)
     print(f"wrote {meta['samples']} samples of u = DPD(x) to {args.out} (+ {args.out}.meta.json)")
@@ -454,8 +471,14 @@ def execute(argv=None) -> Outcome:
         return cli_resume.handle(args, ws)
     if cmd == "sweep":
         return cli_sweep.handle(args, ws)
+    if cmd == "arena":
+        return cli_arena.handle(args, ws)
     if cmd in cli_inspect.COMMANDS:
         return Outcome(cli_inspect.handle(args, ws))
+    if cmd in cli_loop.COMMANDS:
+        return Outcome(cli_loop.handle(args, ws), skip_teardown=True)
+    if cmd in cli_deploy.COMMANDS:
+        return cli_deploy.handle(args, ws)
     return Outcome(cli_runs.handle(args, ws, named))
 
 
@@ -468,6 +491,7 @@ def run() -> None:
     (exit status 0). The process ends with ``os._exit`` when the command allows it (:attr:`Outcome.skip_teardown`).
     """
     prefer_passive_wait()  # before PyTorch loads OpenMP: waiting threads sleep (training/cpu_threads.py)
+    quiet_broken_pipe()  # `dpd-desktop … | head`: every print of every thread, not only the main one's
     CTRL_C.install()
     mark("cli_start")
     try:

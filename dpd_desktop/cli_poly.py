@@ -80,16 +80,19 @@ def poly_summary(ev) -> list[str]:
 def add_parser(add) -> None:
     c = add("coefficients", help="export an MP/GMP run's coefficients (CSV or MAT; MATLAB comm.DPD M-by-K layout)")
     c.add_argument("--run", required=True, help="MP/GMP run id or run folder (PA or DPD)")
-    c.add_argument("--out", required=True, help="output file: .csv or .mat")
+    c.add_argument("--out", required=True, help="output file: .csv or .mat (a GMP's cross terms: STEM-cross.csv "
+                   "beside it); never a file of a run folder, a dataset or the workspace")
+    c.add_argument("--overwrite", action="store_true", help="replace an existing output file")
 
 
 def handle(args, ws) -> int:
     """Returns the exit status (0, or 2 for a run/file that cannot be exported)."""
     from .runs.coef_export import CoefficientExportError, export_coefficients  # PyTorch: checkpoint load
+    from .runs.outputs import OutputRefused
 
     try:
-        info = export_coefficients(ws, args.run, args.out)
-    except (CoefficientExportError, FileNotFoundError) as exc:
+        info = export_coefficients(ws, args.run, args.out, overwrite=args.overwrite)
+    except (CoefficientExportError, OutputRefused, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {info['n_coefficients']} coefficients ({info['layout']}) to {args.out}")

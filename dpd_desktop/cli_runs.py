@@ -20,7 +20,7 @@ from typing import Callable
 from . import cli_evaluate
 from .process import Exit
 from .runs import retention
-from .runs.index import RunIndex
+from .runs.index import RunIndex, quant_text
 from .runs.labels import dataset_label, format_duration
 from .runs.settings import SettingsError
 from .runs.states import DAMAGED, RUN_STATES, UNREADABLE
@@ -45,24 +45,33 @@ def _cell(v, fmt: str = "{:.2f}") -> str:
 
 
 COLUMNS = (("RUN", 40), ("STEP", 4), ("FAMILY", 8), ("H", 4), ("STATE", 11), ("PIN", 4), ("DATASET", 20),
-           ("EP", 3), ("VAL NMSE", 8), ("VAL ACLR", 8), ("TEST NMSE", 9), ("TEST ACLR", 9), ("PROFILE", 12),
+           ("EP", 3), ("VAL NMSE", 8), ("VAL ACLR", 8), ("TEST NMSE", 9), ("TEST ACLR", 9), ("QUANT", 9),
+           ("Q ACLR", 7), ("PROFILE", 12),
            ("PARAMS", 7), ("MACS/S", 7), ("TIME", 8), ("KERNEL", 16))
 
 
 def table_row(row) -> list[str]:
     """The text cells of one index row, in :data:`COLUMNS` order (NMSE in dB, ACLR in dBc; KERNEL: the recurrence
-    kernels that ran, runs/kernel_record.py ``KernelRun.label``)."""
+    kernels that ran, runs/kernel_record.py ``KernelRun.label``; QUANT / Q ACLR: the bit widths and test ACLR of the
+    quantised DPD through the frozen PA, runs/index.py ``shown_quantized``)."""
     return [row.run_id, row.step, row.family, _cell(row.hidden_size, "{}"), row.state,
             "kept" if row.pinned else "-", dataset_label(row)[:20], _cell(row.best_epoch, "{}"),
             _cell(row.val_nmse), _cell(row.val_aclr_avg), _cell(row.test_nmse), _cell(row.test_aclr_avg),
-            row.metric_profile or "-", _cell(row.n_params, "{}"), _cell(row.macs_per_sample, "{}"),
+            quant_cell(row), _cell(row.quant_test_aclr_avg), row.metric_profile or "-", _cell(row.n_params, "{}"),
+            _cell(row.macs_per_sample, "{}"),
             format_duration(row.wall_s), row.kernel or "-"]
+
+
+def quant_cell(row) -> str:
+    """runs/index.py ``quant_text``, "-" when empty."""
+    return quant_text(row) or "-"
 
 
 def _format(cells: list[str]) -> str:
     out = []
     for (name, width), c in zip(COLUMNS, cells):
-        right = name in ("H", "EP", "VAL NMSE", "VAL ACLR", "TEST NMSE", "TEST ACLR", "PARAMS", "MACS/S", "TIME")
+        right = name in ("H", "EP", "VAL NMSE", "VAL ACLR", "TEST NMSE", "TEST ACLR", "Q ACLR", "PARAMS", "MACS/S",
+                         "TIME")
         out.append(c.rjust(width) if right else c.ljust(width))
     return " ".join(out).rstrip()
 
@@ -171,12 +180,15 @@ def _clean(args, ws) -> int:
 # ------------------------------------------------------------------------------------------------ report
 def _add_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", nargs="+", help="run id (in the workspace) or run folder; two or more: a comparison")
-    p.add_argument("--out", required=True, metavar="FILE.html", help="the HTML file to write (replaced atomically)")
+    p.add_argument("--out", required=True, metavar="FILE.html", help="the HTML file to write (atomically); never a "
+                   "file of a run folder, a dataset or the workspace")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing FILE.html")
 
 
 def _report(args, ws) -> int:
     # report_html is imported here: it pulls numpy and SciPy's Welch (~0.6 s), which `runs list` never needs
     from .runs.compare import CompareError
+    from .runs.outputs import OutputRefused
     from .runs.report_html import write_report
 
     folders = []
@@ -187,8 +199,8 @@ def _report(args, ws) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return Exit.USAGE
     try:
-        out = write_report(folders, args.out)
-    except CompareError as exc:
+        out = write_report(folders, args.out, overwrite=args.overwrite, workspace=ws)
+    except (CompareError, OutputRefused) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return Exit.USAGE
     except OSError as exc:

@@ -27,6 +27,20 @@ METRIC_PROFILES = ("legacy-2.2.1", "corrected")
 GAIN_RULES = ("peak", "small-signal", "rms")
 #: Recurrence kernels (dpd_desktop/kernels): "reference" (nn.GRU/nn.LSTM, cuDNN on CUDA) or "fast" (ours).
 KERNELS = ("reference", "fast")
+#: Learning-rate schedules (training/schedules.py): the reference's ReduceLROnPlateau, or cosine decay to lr_end.
+LR_SCHEDULES = ("plateau", "cosine")
+PLATEAU_THRESHOLD_MODES = ("rel", "abs")
+#: How a DPD learns (training/objectives.py): "direct" through the frozen PA (reference §5.1) or "ila" (indirect
+#: learning: a post-inverse of the PA model, its weights shared with the predistorter).
+DPD_LEARNING = ("direct", "ila")
+#: Checkpoint selection: "reference" (val NMSE for a PA, val ACLR_AVG for a DPD, §4.8) or "power-gated" (a DPD:
+#: validation output power within power_gate_db first, then the lowest 0.5·(EVM + worse-side ACLR); OpenDPD 2.4.2
+#: Arena v6's rule).
+SELECTIONS = ("reference", "power-gated")
+#: How val/test are evaluated (training/evaluation.py): "segments" (nperseg segments, zero state each, §2.2) or
+#: "overlap" (a DPD on frame_length windows at hop frame_length/2 keeping their middle half, the PA over the whole
+#: split: OpenDPD 2.4.2 Arena's offline overlap-save execution).
+EVALUATIONS = ("segments", "overlap")
 #: Default hidden size of the trained model per step, for both faces (window and command line): the reference
 #: command line's (OpenDPD 2.2.1 arguments.py: PA 23, DPD 15; reference §3.9).
 DEFAULT_HIDDEN_SIZE = {"pa": 23, "dpd": 15}
@@ -78,6 +92,26 @@ class ExperimentConfig:
         fit: ``"gradient"`` (the epoch loop) or ``"ls"`` (least squares; MP/GMP only; a DPD by indirect learning).
         poly_order (K), memory_depth (M), poly_odd_only, cross_order (Kc; None = K), cross_lag (L_lag), cross_lead
             (L_lead): the MP/GMP orders (models/poly.py; the cross terms are GMP's, ignored for MP).
+        thx, thh: a delta family's thresholds on |Δx| and |Δh| (DeltaGRU, TRes-DeltaGRU: models/deltagru.py); 0 (the
+            default) runs the dense recurrence; ignored by the other families.
+        lr_schedule: ``"plateau"`` (ReduceLROnPlateau on the selection metric, the reference's) or ``"cosine"`` (lr
+            to lr_end by a half cosine over the epochs after the warm-up, stepped per epoch); training/schedules.py.
+        warmup_epochs: epochs of linear learning-rate warm-up, lr·(e+1)/W in epoch e < W (0: none).
+        plateau_threshold, plateau_threshold_mode: the plateau scheduler's improvement threshold, relative
+            (``"rel"``: value < best·(1 − t), the reference's 1e-4) or absolute (``"abs"``: value < best − t, in the
+            metric's unit, dB).
+        dpd_learning: ``"direct"`` (through the frozen PA, §5.1) or ``"ila"`` (indirect learning architecture, a
+            post-inverse of the PA model trained on (PA(u)/g → u), shared with the predistorter;
+            training/objectives.py). DPD only.
+        power_weight: w ≥ 0 of the gain-rule-aware loss term w·mean(t²)·ΔP², ΔP = 10·log10(Σ|ŷ|²/Σ|t|²) dB of each
+            batch (training/losses.py); 0: off (the plain loss).
+        gain_value: a fixed DPD target gain g (> 0) instead of the gain rule's (recorded as rule ``fixed``).
+        peak_limit: a DPD's output magnitude limit before the PA (|u| ≤ peak, the direction kept; None: none).
+        loss_window: [start, stop): the loss counts only these samples of each training frame (None: all).
+        selection: ``"reference"`` or ``"power-gated"`` (a DPD; :data:`SELECTIONS`); power_gate_db: its gate [dB].
+        evaluation: ``"segments"`` or ``"overlap"`` (a DPD; :data:`EVALUATIONS`).
+        test_every_epoch: evaluate the test split at every epoch (the reference's; history's TEST_* columns), or only
+            the selected checkpoint at the end (TEST_* NaN before).
         rcond: least squares' singular-value cutoff relative to the largest (numpy.linalg.lstsq), 0 ≤ rcond < 1.
         grid_k, grid_m: least squares only: fit every (K, M) of these lists and keep the lowest validation NMSE
             (None: the single (poly_order, memory_depth)).
@@ -90,6 +124,11 @@ class ExperimentConfig:
         kernel: the recurrence kernels, ``"reference"`` (nn.GRU / nn.LSTM as the reference computes them, bitwise
             equal to OpenDPD 2.2.1) or ``"fast"`` (ours, dpd_desktop/kernels; unsupported shapes fall back with a
             logged reason).
+        qat: quantisation-aware training (a DPD fine-tune of ``parent_run``, dpd_desktop/quant): ``{"weights": W,
+            "activations": A, "lut_bits": L, "lut_interp": "linear"|"nearest"}`` (quant/plan.py QuantSpec); None:
+            a float run.
+        parent_run: the DPD run a fine-tune starts from (its selected checkpoint's weights); required with ``qat``;
+            without it a float fine-tune.
     """
 
     step: str = "pa"
@@ -132,6 +171,23 @@ class ExperimentConfig:
     rcond: float = 1e-10
     grid_k: list[int] | None = None
     grid_m: list[int] | None = None
+    thx: float = 0.0
+    thh: float = 0.0
+    lr_schedule: str = "plateau"
+    warmup_epochs: int = 0
+    plateau_threshold: float = 1e-4
+    plateau_threshold_mode: str = "rel"
+    dpd_learning: str = "direct"
+    power_weight: float = 0.0
+    gain_value: float | None = None
+    peak_limit: float | None = None
+    loss_window: list[int] | None = None
+    selection: str = "reference"
+    power_gate_db: float = 0.5
+    evaluation: str = "segments"
+    test_every_epoch: bool = True
+    qat: dict[str, Any] | None = None
+    parent_run: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def validate(self) -> "ExperimentConfig":
@@ -197,6 +253,12 @@ class ExperimentConfig:
         if not isinstance(self.allow_dataset_mismatch, bool):
             raise ConfigError("allow_dataset_mismatch", f"expected true or false, got {self.allow_dataset_mismatch!r}")
         self._validate_poly()
+        for name in ("thx", "thh"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
+                raise ConfigError(name, f"expected a finite delta threshold >= 0, got {v!r}")
+        self._validate_training_options()
+        self._validate_qat()
         if self.kernel not in KERNELS:
             raise ConfigError("kernel", f"expected one of {KERNELS}, got {self.kernel!r}")
         if self.metric_profile not in METRIC_PROFILES:
@@ -206,6 +268,47 @@ class ExperimentConfig:
         if not 0 <= self.seed <= 2**32 - 1:  # the range NumPy's legacy seeding accepts (the reference seeds it too)
             raise ConfigError("seed", f"expected an integer from 0 to 4294967295 (2**32 - 1), got {self.seed}")
         return self
+
+    def _validate_training_options(self) -> None:
+        """The schedule, DPD learning, loss, gain, limiter, selection and evaluation options (class docstring)."""
+        for name, choices in (("lr_schedule", LR_SCHEDULES), ("plateau_threshold_mode", PLATEAU_THRESHOLD_MODES),
+                              ("dpd_learning", DPD_LEARNING), ("selection", SELECTIONS),
+                              ("evaluation", EVALUATIONS)):
+            if getattr(self, name) not in choices:
+                raise ConfigError(name, f"expected one of {choices}, got {getattr(self, name)!r}")
+        w = self.warmup_epochs
+        if isinstance(w, bool) or not isinstance(w, int) or not 0 <= w < self.epochs:
+            raise ConfigError("warmup_epochs", f"expected an integer from 0 to epochs - 1 ({self.epochs - 1}), "
+                              f"got {w!r}")
+        for name, positive in (("plateau_threshold", False), ("power_weight", False), ("power_gate_db", True)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < v if positive else 0 <= v) \
+                    or not v < math.inf:
+                raise ConfigError(name, f"expected a finite number {'> 0' if positive else '>= 0'}, got {v!r}")
+        for name in ("gain_value", "peak_limit"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf):
+                raise ConfigError(name, f"expected a finite number > 0 or none, got {v!r}")
+        win = self.loss_window
+        if win is not None and (not isinstance(win, (list, tuple)) or len(win) != 2
+                                or any(isinstance(e, bool) or not isinstance(e, int) for e in win)
+                                or not 0 <= win[0] < win[1] <= self.frame_length):
+            raise ConfigError("loss_window", f"expected [start, stop] with 0 <= start < stop <= frame_length "
+                              f"({self.frame_length}), got {win!r}")
+        if win is not None:
+            self.loss_window = [int(win[0]), int(win[1])]
+        if not isinstance(self.test_every_epoch, bool):
+            raise ConfigError("test_every_epoch", f"expected true or false, got {self.test_every_epoch!r}")
+        if self.step == "pa":
+            for name, default in (("dpd_learning", "direct"), ("selection", "reference"), ("evaluation", "segments")):
+                if getattr(self, name) != default:
+                    raise ConfigError(name, f"{getattr(self, name)!r} is for a DPD run (step 'dpd'); a PA run uses "
+                                      f"{default!r}")
+            if self.peak_limit is not None:
+                raise ConfigError("peak_limit", "limits a DPD's output; a PA run has none")
+        if self.dpd_learning == "ila" and self.fit != "gradient":
+            raise ConfigError("dpd_learning", "ILA here trains by gradient (fit = 'gradient'); the least-squares fit "
+                              "of MP/GMP is indirect learning already")
 
     def _validate_poly(self) -> None:
         """The MP/GMP fields and the fit (see the class docstring)."""
@@ -239,6 +342,28 @@ class ExperimentConfig:
                     or any(isinstance(e, bool) or not isinstance(e, int) or not low <= e <= top for e in v)):
                 raise ConfigError(name, f"expected a non-empty list of integers from {low} to {top}, got {v!r}")
 
+    def _validate_qat(self) -> None:
+        """``qat`` and ``parent_run`` (see the class docstring)."""
+        if self.qat is None:
+            if self.parent_run and self.step != "dpd":
+                raise ConfigError("parent_run", "a fine-tune starts from a DPD run (step 'dpd')")
+            return
+        from .quant.lower import lowerable
+        from .quant.plan import QuantError, QuantSpec
+
+        if self.step != "dpd":
+            raise ConfigError("qat", "quantisation-aware training fine-tunes a DPD run (step 'dpd')")
+        if not lowerable(self.backbone):
+            raise ConfigError("qat", f"the {self.backbone!r} family has no fixed-point lowering (dpd_desktop/quant)")
+        if not isinstance(self.qat, dict):
+            raise ConfigError("qat", f"expected a mapping of bit widths, got {self.qat!r}")
+        try:
+            QuantSpec.from_dict(self.qat)
+        except (QuantError, TypeError) as exc:
+            raise ConfigError("qat", str(exc)) from exc
+        if not self.parent_run:
+            raise ConfigError("parent_run", "quantisation-aware training needs the run it fine-tunes")
+
     def poly_spec(self):
         """The MP/GMP orders as a :class:`~dpd_desktop.models.poly.PolySpec` (None for a neural backbone); with a
         grid, the given (K, M) replace poly_order and memory_depth."""
@@ -269,7 +394,12 @@ class ExperimentConfig:
     @property
     def size_label(self) -> str:
         """The model in a run folder's name: ``gru23``, ``mp-k5m4``, ``gmp-k5m4``; ``mp-grid`` for a (K, M) grid
-        search, whose orders are chosen after the folder is named (config.json has them)."""
+        search, whose orders are chosen after the folder is named (config.json has them); ``gru23-qat-w8a8`` for a
+        quantisation-aware fine-tune."""
+        if self.qat:
+            return f"{self.backbone}{self.hidden_size}-qat-w{self.qat.get('weights')}a{self.qat.get('activations')}"
+        if self.parent_run:
+            return f"{self.backbone}{self.hidden_size}-ft"
         if self.backbone in ("mp", "gmp") and (self.grid_k or self.grid_m):
             return f"{self.backbone}-grid"
         if self.backbone in ("mp", "gmp"):

@@ -197,3 +197,56 @@ class CtrlC:
 
 #: The one Ctrl+C handler of this process.
 CTRL_C = CtrlC()
+
+
+# ---------------------------------------------------------------------------------------------------- stdout
+class QuietPipe:
+    """Standard output that ends quietly when its reader goes (``dpd-desktop train-pa … | head``): the first write
+    or flush that meets a closed pipe (BrokenPipeError, EPIPE) points file descriptor 1 at the null device, and that
+    write and every later one are dropped, on every thread (the run's observers, a sweep's or a queue's callbacks),
+    never a traceback. The rest of the command goes on as without a reader (the run still ends and is recorded).
+    Everything else is the wrapped stream's (``isatty``, ``fileno``, ``encoding``…)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.closed_by_reader = False
+
+    def _gone(self) -> None:
+        if not self.closed_by_reader:
+            self.closed_by_reader = True
+            try:
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, self._stream.fileno())  # the buffered text then goes nowhere, without a second error
+                os.close(null)
+            except (OSError, ValueError):
+                pass
+
+    def write(self, text: str) -> int:
+        if self.closed_by_reader:
+            return len(text)
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self) -> None:
+        if self.closed_by_reader:
+            try:
+                self._stream.flush()
+            except OSError:
+                pass
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def quiet_broken_pipe() -> None:
+    """Wrap ``sys.stdout`` in :class:`QuietPipe` (once; the process entry point calls it)."""
+    if sys.stdout is not None and not isinstance(sys.stdout, QuietPipe):
+        sys.stdout = QuietPipe(sys.stdout)

@@ -5,7 +5,7 @@ and the terminal summary ends with the skip counts per reason. Allowed:
 
 * no CUDA GPU (reason starts with "needs a CUDA GPU"), or fewer than two ("needs two CUDA GPUs");
 * the CPU-only case that checks the error for a missing GPU, on a machine that has one ("this machine has a GPU");
-* the pinned-numbers test under another torch than the one it was recorded with (reason starts "pinned numbers:");
+* a case for what another operating system lacks (POSIX signals, /proc, X11/Wayland): reason starts "platform:";
 * outside CI only (environment variable ``CI`` unset or empty): a measured dataset of ``../shared/datasets`` that is
   absent (reason names a dataset and says "not found"/"not present"), and the OpenDPD reference sources that
   ``make test`` prepares (reason starts "OpenDPD 2.2.1 reference sources not found" or "OpenDPD 2.4.2 reference
@@ -40,8 +40,8 @@ def allowed_category(reason: str) -> str | None:
         return "no second CUDA GPU"
     if r == "this machine has a GPU":
         return "CPU-only case on a GPU machine"
-    if r.startswith("pinned numbers:"):
-        return "pinned numbers recorded with another torch"
+    if r.startswith("platform:"):
+        return "not on this operating system"
     if not _in_ci():
         low = r.lower()
         if "dataset" in low and ("not found" in low or "not present" in low):

@@ -37,6 +37,7 @@ import numpy as np
 from ..data import DatasetError, DatasetSpec, IQDataset, Split, load_dataset, save_split_csv
 from ..data.csv_parse import parse_iq_csv
 from ..runs.artifacts import file_sha256
+from ..runs.outputs import OutputRefused, check_output
 from . import estimators as est
 
 __all__ = ["CaptureImportError", "ImportResult", "import_capture", "read_signal", "SIGNAL_NAMES"]
@@ -159,6 +160,10 @@ def import_capture(x_file: str | Path, y_file: str | Path, out: str | Path, *, s
     out = Path(out).expanduser()
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise CaptureImportError(f"{out}: already exists; choose a new folder")
+    try:
+        check_output(out, folder=True, inputs=[x_file, y_file])  # never inside a run folder, dataset, workspace
+    except OutputRefused as exc:
+        raise CaptureImportError(str(exc)) from exc
     if len(split) != 3 or min(split) <= 0 or abs(sum(split) - 1) > 1e-6:
         raise CaptureImportError(f"--split {','.join(map(str, split))}: expected three positive ratios summing to 1")
     ratios = dict(zip(("train", "val", "test"), (float(r) for r in split)))

@@ -39,7 +39,7 @@ import numpy as np
 
 from .csv_parse import IQ_HEADER_PAIRS, parse_columns_csv, parse_iq_csv, read_iq_csv
 from .errors import DatasetError
-from .spec import DatasetSpec, normalize_spec, read_spec_file
+from .spec import DatasetSpec, check_split_indices, normalize_spec, read_spec_file
 
 __all__ = [
     "Split",
@@ -279,9 +279,18 @@ def _load_split_folder(folder: Path, spec: DatasetSpec) -> dict[str, Split]:
     return out
 
 
-def _cut_single(arr: np.ndarray, spec: DatasetSpec, path: Path) -> dict[str, Split]:
-    """Contiguous floor-ratio cut of a single CSV (reference §1.1). ``arr`` columns: I_in, Q_in, I_out, Q_out."""
+def _cut_single(arr: np.ndarray, spec: DatasetSpec, path: Path, spec_path: Path | None = None) -> dict[str, Split]:
+    """Cut of a single CSV: at the rows of ``split_indices`` when the spec has them (validated against the rows,
+    errors naming ``spec_path``), else the contiguous floor-ratio cut (reference §1.1). ``arr`` columns: I_in, Q_in,
+    I_out, Q_out."""
     n = arr.shape[0]
+    x = np.ascontiguousarray(arr[:, 0:2], dtype=np.float64)
+    y = np.ascontiguousarray(arr[:, 2:4], dtype=np.float64)
+    indices = spec.split_indices
+    if indices is not None:
+        where = spec_path.name if spec_path is not None else "spec.json"
+        ranges = check_split_indices(indices, n, where, spec_path)
+        return {s: Split(x[a:b], y[a:b], x64=_f64(x[a:b]), y64=_f64(y[a:b])) for s, (a, b) in ranges.items()}
     r = spec.split_ratios
     n_train = math.floor(n * r["train"])
     n_val = math.floor(n * r["val"])
@@ -295,8 +304,6 @@ def _cut_single(arr: np.ndarray, spec: DatasetSpec, path: Path) -> dict[str, Spl
                 field="split_ratios",
                 expected="at least 1 row in every split (more rows or larger ratio)",
             )
-    x = np.ascontiguousarray(arr[:, 0:2], dtype=np.float64)
-    y = np.ascontiguousarray(arr[:, 2:4], dtype=np.float64)
     b = [0, n_train, n_train + n_val, n]
     return {s: Split(x[b[i] : b[i + 1]], y[b[i] : b[i + 1]], x64=_f64(x[b[i] : b[i + 1]]),
                      y64=_f64(y[b[i] : b[i + 1]])) for i, s in enumerate(SPLIT_NAMES)}
@@ -307,7 +314,50 @@ def _f64(a: np.ndarray) -> np.ndarray | None:
     return np.ascontiguousarray(a, dtype=np.float64) if a.dtype == np.float64 else None
 
 
-def _load_single_csv(path: Path, spec: DatasetSpec) -> dict[str, Split]:
+def _check_indices_agree(spec: DatasetSpec, splits: dict[str, Split], where: str, path: Path | None) -> None:
+    """A dataset stored split by split (folder of split CSVs, HDF5 groups) whose spec has ``split_indices``: they
+    must describe the stored splits (one after the other, from row 0), or the dataset is refused naming the field."""
+    indices = spec.split_indices
+    if indices is None:
+        return
+    start, stored = 0, {}
+    for s in SPLIT_NAMES:
+        stored[s] = (start, start + len(splits[s]))
+        start += len(splits[s])
+    given = check_split_indices(indices, start, where, path)
+    if given != stored:
+        shown = ", ".join(f"{s} [{a}, {b})" for s, (a, b) in stored.items())
+        raise DatasetError(
+            "the split indices " + ", ".join(f"{s} [{a}, {b})" for s, (a, b) in given.items())
+            + f" disagree with the stored splits ({shown})", path=path, source=where, field="split_indices",
+            expected="indices that match the stored splits, or no split_indices (they cut a single CSV)",
+        )
+
+
+def _single_csv_path(folder: Path, spec: DatasetSpec, spec_path: Path) -> Path:
+    """The single CSV that ``csv_filename`` names, confined to ``folder``: its path with links followed must lie in
+    the folder, and it must be a regular file (never a device or a pipe). Raises DatasetError naming spec.json's
+    field (and never reading the file)."""
+    name = spec.csv_filename or "data.csv"
+    target = folder / name
+    try:
+        inside = folder.resolve() in target.resolve().parents
+    except (OSError, RuntimeError):
+        inside = False
+    if not inside:
+        raise DatasetError(
+            f"{name!r} leads outside the dataset folder {folder} (to {target.resolve()})", path=spec_path,
+            source=spec_path.name, field="csv_filename",
+            expected="the name of a CSV file inside the dataset folder (links leading out of it are not followed)",
+        )
+    if target.exists() and not target.is_file() and not target.is_dir():
+        raise DatasetError(f"{name!r} is not a regular file (a device, a pipe or a socket)", path=spec_path,
+                           source=spec_path.name, field="csv_filename",
+                           expected="the name of a CSV file inside the dataset folder")
+    return target
+
+
+def _load_single_csv(path: Path, spec: DatasetSpec, spec_path: Path | None = None) -> dict[str, Split]:
     if path.is_dir():
         raise DatasetError(f"{path.name} in folder {path.parent} is a folder, not a file", path=path,
                            field="csv_filename", expected="the single CSV named by spec.json 'csv_filename'")
@@ -319,7 +369,7 @@ def _load_single_csv(path: Path, spec: DatasetSpec) -> dict[str, Split]:
             expected="the single CSV named by spec.json 'csv_filename' (default data.csv)",
         )
     arr = parse_columns_csv(path, columns=SINGLE_CSV_COLUMNS)
-    return _cut_single(arr, spec, path)
+    return _cut_single(arr, spec, path, spec_path)
 
 
 # =====================================================================================================================
@@ -577,7 +627,7 @@ def load_dataset(path: str | Path) -> IQDataset:
         spec_path = p / "spec.json"
         spec = read_spec_file(spec_path) if spec_path.is_file() else DatasetSpec()
         if spec.dataset_format == "single_csv":
-            splits = _load_single_csv(p / (spec.csv_filename or "data.csv"), spec)
+            splits = _load_single_csv(_single_csv_path(p, spec, spec_path), spec, spec_path)
         elif spec.dataset_format == "hdf5":
             raise DatasetError(
                 "dataset_format 'hdf5' is not supported for a folder",
@@ -587,6 +637,7 @@ def load_dataset(path: str | Path) -> IQDataset:
             )
         else:
             splits = _load_split_folder(p, spec)
+            _check_indices_agree(spec, splits, spec_path.name, spec_path)
         name = p.resolve().name
     else:
         suffix = p.suffix.lower()
@@ -594,10 +645,11 @@ def load_dataset(path: str | Path) -> IQDataset:
             beside = p.parent / "spec.json"
             spec = read_spec_file(beside) if beside.is_file() else DatasetSpec()
             spec = replace(spec, dataset_format="single_csv", csv_filename=p.name)
-            splits = _load_single_csv(p, spec)
+            splits = _load_single_csv(p, spec, beside if beside.is_file() else None)
             name = p.stem
         elif suffix in HDF5_SUFFIXES:
             name, spec, splits = _load_hdf5(p)
+            _check_indices_agree(spec, splits, f"{p.name} root attributes", p)
         else:
             raise DatasetError(
                 f"unsupported file extension '{p.suffix or '(none)'}'",

@@ -12,11 +12,30 @@ DatasetSpec attribute         preferred JSON key    accepted spellings (first on
 ``nperseg`` (samples)         ``nperseg``           ``nperseg`` (default 2560, reference §1.1 bare-CSV spec)
 ``split_ratios``              ``split_ratios``      ``{"train": r, "val": r, "test": r}`` (default 0.6/0.2/0.2)
 ``dataset_format``            ``dataset_format``    ``split_csv`` (default), ``single_csv``, ``hdf5``
-``csv_filename``              ``csv_filename``      file name of a single CSV (``None`` → ``data.csv``)
+``csv_filename``              ``csv_filename``      file name of a single CSV (``None`` → ``data.csv``), inside the folder
+``split_indices``             ``split_indices``     where a single CSV is cut, in rows (see below); kept in ``extra``
+``input_power_ref_dbm`` (dBm) ``power_ref_dbm``     a number (both planes) or ``{"input": dBm, "output": dBm}``;
+``output_power_ref_dbm``                            also the flat keys ``input_power_ref_dbm``,
+                                                    ``output_power_ref_dbm`` (HDF5 root attributes); optional
 ============================  ====================  =========================================================
 
+``split_indices`` (optional) cuts a single CSV at given rows instead of ``split_ratios``: OpenDPD's
+``{"train_end": T, "val_end": V}`` (train = rows [0, T), val = [V0 = T, V), test = [V, N)), or half-open row ranges
+``{"train": [a, b], "val": [c, d], "test": [e, f]}`` in time order that do not overlap (rows between them are left
+out). Rows count from 0 after the header; every split needs at least one row and the ranges must lie within the
+file's N rows. In a split-CSV folder or an HDF5 file the splits are stored apart, so the indices, when given, must
+agree with the stored lengths. OpenDPD 2.2.1 ignores the field (reference §1.1, quirk 14); here it is honoured.
+
 Numbers may be JSON numbers or numeric strings (``"640e6"``; frequency fields also accept a unit suffix
-``Hz``/``kHz``/``MHz``/``GHz``, e.g. ``"640 MHz"``). Every other key is kept verbatim in ``DatasetSpec.extra``.
+``Hz``/``kHz``/``MHz``/``GHz``, e.g. ``"640 MHz"``; power references the suffix ``dBm``). Every other key is kept
+verbatim in ``DatasetSpec.extra``.
+
+The power reference (optional) says what the file's numbers are in absolute terms: ``power_ref_dbm`` is the power in
+dBm of a signal whose mean |I + jQ|² is 1 (one data unit squared; equivalently a full-scale |x| = 1 complex tone) at
+that signal's reference plane, so P [dBm] = 10·log10(mean(I² + Q²)) + power_ref_dbm. The ``input`` plane is the PA
+input (x, and a DPD's output u), the ``output`` plane the PA output (y, the model's ŷ); one number sets both. With
+it the window's PSD is in dBm/Hz and the Pin/Pout and compression plots in dBm; without it they are in dB relative
+to a unit-power signal, and their axes say so.
 """
 
 from __future__ import annotations
@@ -36,6 +55,8 @@ from .locks import ensure_unlocked
 __all__ = [
     "DatasetSpec",
     "normalize_spec",
+    "parse_split_indices",
+    "check_split_indices",
     "read_spec_file",
     "DEFAULT_NPERSEG",
     "DEFAULT_SPLIT_RATIOS",
@@ -91,6 +112,9 @@ class DatasetSpec:
         File name of the single CSV inside the folder (``None`` means ``data.csv``).
     extra: dict
         Every key not listed above, verbatim (``description``, ``modulation``, ``split_indices``, ...).
+    input_power_ref_dbm, output_power_ref_dbm: float | None
+        dBm of a unit-power signal (mean |I + jQ|² = 1) at the PA input / output (``power_ref_dbm``, module
+        docstring); ``None`` when the capture's absolute power is not known (both are given, or neither).
     """
 
     sample_rate_hz: float | None = None
@@ -102,12 +126,27 @@ class DatasetSpec:
     dataset_format: str = "split_csv"
     csv_filename: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    input_power_ref_dbm: float | None = None
+    output_power_ref_dbm: float | None = None
 
     # ------------------------------------------------------------------ queries
     @property
     def has_metrics(self) -> bool:
         """True when sample rate, main bandwidth, carrier count and nperseg are all known (spectral metrics work)."""
         return not self.missing_metric_fields()
+
+    @property
+    def split_indices(self) -> dict[str, tuple[int, int | None]] | None:
+        """``split_indices`` of the spec (module docstring) as half-open row ranges ``{"train": (a, b), "val": (c,
+        d), "test": (e, f)}`` (``f`` None: to the last row), or None when the spec has none. Validated by
+        :func:`normalize_spec` (types, order, overlap); the row count is checked where the rows are known."""
+        raw = self.extra.get("split_indices")
+        return None if raw is None else parse_split_indices(raw, "spec.json", None)
+
+    @property
+    def has_power_reference(self) -> bool:
+        """True when the capture's absolute power is known (``power_ref_dbm``): plots can be in dBm and dBm/Hz."""
+        return self.input_power_ref_dbm is not None and self.output_power_ref_dbm is not None
 
     @property
     def description(self) -> str | None:
@@ -284,6 +323,9 @@ class DatasetSpec:
         if self.n_sub_ch is not None:
             out["n_sub_ch"] = int(self.n_sub_ch)
         out["nperseg"] = int(self.nperseg)
+        if self.has_power_reference:
+            pin, pout = float(self.input_power_ref_dbm), float(self.output_power_ref_dbm)
+            out["power_ref_dbm"] = pin if pin == pout else {"input": pin, "output": pout}
         for k, v in self.extra.items():
             out.setdefault(k, v)
         return out
@@ -362,6 +404,72 @@ def _parse_int(value: Any, key: str, source: str, path: Path | None, what: str) 
     return int(v)
 
 
+#: The range accepted for a power reference, dBm (a femtowatt to a megawatt: catches watts or dBW given by mistake
+#: only when far off, but always a unit typed as text).
+POWER_REF_RANGE_DBM = (-150.0, 90.0)
+_DBM_RE = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(?:[dD][bB][mM])?\s*$")
+POWER_REF_KEYS = ("power_ref_dbm", "input_power_ref_dbm", "output_power_ref_dbm")
+
+
+def _parse_dbm(value: Any, key: str, source: str, path: Path | None) -> float:
+    lo, hi = POWER_REF_RANGE_DBM
+    expected = (f"a number of dBm from {lo:g} to {hi:g} (the power of a signal of mean |I + jQ|² = 1), e.g. 10 or "
+                '"10 dBm"')
+    v: float | None = None
+    if isinstance(value, bool):
+        v = None
+    elif isinstance(value, numbers.Real):
+        v = float(value)
+    elif isinstance(value, str):
+        m = _DBM_RE.match(value)
+        v = float(m.group(1)) if m else None
+    if v is None or not math.isfinite(v) or not lo <= v <= hi:
+        raise _err(f"expected {expected}, got {_show(value)}", key=key, source=source, path=path)
+    return v
+
+
+def _parse_power_ref(raw: dict[str, Any], source: str, path: Path | None) -> tuple[float | None, float | None]:
+    """(input, output) dBm of a unit-power signal from ``power_ref_dbm`` (a number or {"input", "output"}) and the
+    flat ``input_power_ref_dbm`` / ``output_power_ref_dbm``; (None, None) when none is given."""
+    found: dict[str, tuple[str, float]] = {}
+
+    def put(plane: str, key: str, v: float) -> None:
+        if plane in found and not math.isclose(found[plane][1], v, abs_tol=1e-9):
+            raise _err(f"conflicting values: '{found[plane][0]}' = {found[plane][1]!r} but '{key}' = {v!r}",
+                       key=key, source=source, path=path, expected="one value (or spellings that agree)")
+        found.setdefault(plane, (key, v))
+
+    ref = raw.get("power_ref_dbm")
+    if isinstance(ref, dict):
+        keys = {str(k) for k in ref}
+        if keys != {"input", "output"}:
+            missing = [k for k in ("input", "output") if k not in keys]
+            unknown = sorted(keys - {"input", "output"})
+            what = "; ".join(([f"missing {', '.join(repr(k) for k in missing)}"] if missing else []) +
+                             ([f"unknown {', '.join(repr(k) for k in unknown)}"] if unknown else []))
+            raise _err(f"{what}; expected an object {{\"input\": dBm, \"output\": dBm}} (or one number for both)",
+                       key="power_ref_dbm", source=source, path=path)
+        for plane in ("input", "output"):
+            put(plane, f"power_ref_dbm.{plane}", _parse_dbm(ref[plane], f"power_ref_dbm.{plane}", source, path))
+    elif ref is not None:
+        v = _parse_dbm(ref, "power_ref_dbm", source, path)
+        put("input", "power_ref_dbm", v)
+        put("output", "power_ref_dbm", v)
+    for plane in ("input", "output"):
+        key = f"{plane}_power_ref_dbm"
+        if raw.get(key) is not None:
+            put(plane, key, _parse_dbm(raw[key], key, source, path))
+    if len(found) == 1:
+        (plane, (key, _)), = found.items()
+        other = "output" if plane == "input" else "input"
+        raise _err(f"'{key}' gives the {plane} plane's power reference but not the {other} plane's",
+                   key=f"{other}_power_ref_dbm", source=source, path=path,
+                   expected=f"both planes: '{other}_power_ref_dbm' too, or one number 'power_ref_dbm' for both")
+    if not found:
+        return None, None
+    return found["input"][1], found["output"][1]
+
+
 def _pick(raw: dict[str, Any], keys: tuple[str, ...], parse, source: str, path: Path | None):
     """Parse every present alias of one field (they must agree); return the value or ``None``."""
     found = [(k, parse(raw[k], k)) for k in keys if k in raw]
@@ -430,6 +538,93 @@ def _parse_ratios(value: Any, source: str, path: Path | None) -> dict[str, float
     return out
 
 
+_INDICES_EXPECTED = ('{"train_end": T, "val_end": V} with 0 < T < V, or {"train": [a, b], "val": [c, d], '
+                     '"test": [e, f]} with 0 <= a < b <= c < d <= e < f (rows, half-open, in time order)')
+
+
+def parse_split_indices(value: Any, source: str, path: Path | None) -> dict[str, tuple[int, int | None]]:
+    """``split_indices`` (module docstring) → ``{"train": (a, b), "val": (c, d), "test": (e, f)}``, half-open row
+    ranges (``f`` None: to the last row).
+
+    Raises
+    ------
+    DatasetError
+        naming ``source`` and the field (``split_indices``, ``split_indices.val_end`` …): not an object of one of the
+        two forms, a value that is not a non-negative integer, ranges out of order, empty or overlapping.
+    """
+    key = "split_indices"
+
+    def row(v: Any, sub: str) -> int:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) and not (
+                isinstance(v, float) and math.isfinite(v) and v.is_integer()):
+            raise _err(f"expected a row index (an integer >= 0), got {_show(v)}", key=f"{key}.{sub}", source=source,
+                       path=path, expected=_INDICES_EXPECTED)
+        if int(v) < 0:
+            raise _err(f"expected a row index (an integer >= 0), got {_show(v)}", key=f"{key}.{sub}", source=source,
+                       path=path, expected=_INDICES_EXPECTED)
+        return int(v)
+
+    if not isinstance(value, dict):
+        raise _err(f"expected an object, got {_show(value)}", key=key, source=source, path=path,
+                   expected=_INDICES_EXPECTED)
+    keys = set(value)
+    if keys == {"train_end", "val_end"}:
+        t, v = row(value["train_end"], "train_end"), row(value["val_end"], "val_end")
+        if t < 1:
+            raise _err(f"train_end is {t}: the train split would be empty", key=f"{key}.train_end", source=source,
+                       path=path, expected=_INDICES_EXPECTED)
+        if v <= t:
+            raise _err(f"val_end ({v}) is not after train_end ({t}): the val split would be empty",
+                       key=f"{key}.val_end", source=source, path=path, expected=_INDICES_EXPECTED)
+        return {"train": (0, t), "val": (t, v), "test": (v, None)}
+    if keys == set(_SPLITS):
+        out: dict[str, tuple[int, int | None]] = {}
+        for s in _SPLITS:
+            r = value[s]
+            if not isinstance(r, (list, tuple)) or len(r) != 2:
+                raise _err(f"expected a row range [start, end], got {_show(r)}", key=f"{key}.{s}", source=source,
+                           path=path, expected=_INDICES_EXPECTED)
+            a, b = row(r[0], f"{s}[0]"), row(r[1], f"{s}[1]")
+            if b <= a:
+                raise _err(f"the range [{a}, {b}) is empty (end <= start)", key=f"{key}.{s}", source=source,
+                           path=path, expected=_INDICES_EXPECTED)
+            out[s] = (a, b)
+        for first, second in (("train", "val"), ("val", "test")):
+            if out[second][0] < out[first][1]:
+                raise _err(f"{second} [{out[second][0]}, {out[second][1]}) starts before {first} "
+                           f"[{out[first][0]}, {out[first][1]}) ends: the ranges overlap or are out of order",
+                           key=f"{key}.{second}", source=source, path=path, expected=_INDICES_EXPECTED)
+        return out
+    unknown = sorted(str(k) for k in keys - {"train_end", "val_end", *_SPLITS})
+    raise _err("expected the keys train_end, val_end or train, val, test; got "
+               + (", ".join(repr(str(k)) for k in sorted(map(str, keys))) or "none")
+               + (f" (unknown: {', '.join(unknown)})" if unknown else ""), key=key, source=source, path=path,
+               expected=_INDICES_EXPECTED)
+
+
+def check_split_indices(indices: dict[str, tuple[int, int | None]], n_rows: int, where: str,
+                        path: Path | None) -> dict[str, tuple[int, int]]:
+    """``indices`` (:func:`parse_split_indices`) against a file of ``n_rows`` data rows: the ranges with the test
+    split's open end filled in. Raises DatasetError naming ``where`` and the field when a range ends past the last
+    row or leaves a split empty."""
+    reference_form = indices["test"][1] is None  # {"train_end", "val_end"}
+    names = {"train": "train_end", "val": "val_end", "test": "val_end"} if reference_form else \
+        {s: s for s in _SPLITS}
+    out = {}
+    for s in _SPLITS:
+        a, b = indices[s]
+        end = n_rows if b is None else b
+        if end > n_rows or a >= end:
+            raise DatasetError(
+                f"split {s} would be rows [{a}, {end}), which do not fit the file's {n_rows} data rows",
+                path=path, source=where, field=f"split_indices.{names[s]}",
+                expected="row indices within the data rows (counted from 0 after the header), every split "
+                         "holding at least one row",
+            )
+        out[s] = (a, end)
+    return out
+
+
 def normalize_spec(raw: dict[str, Any] | None, source: str = "spec.json", path: str | Path | None = None) -> DatasetSpec:
     """Normalize a raw spec mapping (parsed ``spec.json`` or HDF5 root attributes) into a :class:`DatasetSpec`.
 
@@ -452,7 +647,8 @@ def normalize_spec(raw: dict[str, Any] | None, source: str = "spec.json", path: 
     DatasetError
         naming ``source`` and the field, with what was expected: wrong type, non-numeric string, non-positive or
         non-finite value, non-integer count, unknown ``dataset_format``, ratios not in [0, 1) or not summing to 1
-        (within 1e-6), conflicting aliases.
+        (within 1e-6), conflicting aliases, a power reference that is not a number of dBm in
+        :data:`POWER_REF_RANGE_DBM` or gives one plane only.
     """
     p = Path(path) if path is not None else None
     if raw is None:
@@ -474,6 +670,7 @@ def normalize_spec(raw: dict[str, Any] | None, source: str = "spec.json", path: 
     if nperseg is None:
         nperseg = DEFAULT_NPERSEG
     ratios = _parse_ratios(raw.get("split_ratios"), source, p)
+    pin_ref, pout_ref = _parse_power_ref(raw, source, p)
 
     fmt = raw.get("dataset_format")
     if fmt is None:
@@ -495,12 +692,23 @@ def normalize_spec(raw: dict[str, Any] | None, source: str = "spec.json", path: 
         )
     if isinstance(csv_name, str):
         csv_name = csv_name.strip()
+        parts = Path(csv_name).parts
+        if Path(csv_name).is_absolute() or csv_name.startswith(("~", "\\")) or ".." in parts or (
+                len(csv_name) > 1 and csv_name[1] == ":"):
+            raise _err(
+                f"{_show(csv_name)} leads outside the dataset folder", key="csv_filename", source=source, path=p,
+                expected="the name of a CSV file inside the dataset folder (e.g. \"data.csv\"; no absolute path, "
+                         "no '..')",
+            )
+    if raw.get("split_indices") is not None:
+        parse_split_indices(raw["split_indices"], source, p)  # types, order, overlap; the rows where they are read
 
     known = set(FS_KEYS + BW_MAIN_KEYS + BW_SUB_KEYS + N_SUB_CH_KEYS) | {
         "nperseg",
         "split_ratios",
         "dataset_format",
         "csv_filename",
+        *POWER_REF_KEYS,
     }
     extra = {k: v for k, v in raw.items() if k not in known}
     return DatasetSpec(
@@ -513,6 +721,8 @@ def normalize_spec(raw: dict[str, Any] | None, source: str = "spec.json", path: 
         dataset_format=fmt,
         csv_filename=csv_name,
         extra=extra,
+        input_power_ref_dbm=pin_ref,
+        output_power_ref_dbm=pout_ref,
     )
 
 

@@ -10,6 +10,7 @@ import threading
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
+from .. import timing
 from ..process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display
 from .main_window import MainWindow
 from .qt_app import ensure_app  # noqa: F401 - also the entry point's public name for callers
@@ -71,6 +72,7 @@ def _close_on_ctrl_c(win) -> None:
     heartbeat = QTimer(win)
     heartbeat.timeout.connect(lambda: None)
     heartbeat.start(200)
+    timing.mark("gui_ctrl_c_ready")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -128,13 +128,15 @@ class DpdExportJob(PoolJob):
     name = "Run DPD"
 
     def __init__(self, workspace, run_dir: str | os.PathLike, out: str | os.PathLike, split: str = "test",
-                 dataset=None):
+                 dataset=None, input_file: str | os.PathLike | None = None, overwrite: bool = False):
         super().__init__()
         self.workspace = workspace
+        self.overwrite = overwrite  # the save dialog asked before replacing an existing file
         self.run_dir = str(run_dir)
         self.out = str(out)
         self.split = split
         self.dataset = dataset
+        self.input_file = str(input_file) if input_file is not None else None  # a waveform file instead of a split
         self.signals = _DpdExportSignals()
 
     @staticmethod
@@ -161,7 +163,8 @@ class DpdExportJob(PoolJob):
                                        and ds.fingerprint() == want):
                 ds = None
             meta = run_dpd(self.workspace, self.run_dir, out=self.out, split=self.split,
-                           device=self._device(record.device), dataset=ds)
+                           device=self._device(record.device), dataset=ds, input_file=self.input_file,
+                           overwrite=self.overwrite)
         except Exception as exc:  # noqa: BLE001 - shown to the user in plain words
             self.signals.failed.emit(exc, traceback.format_exc())
             return

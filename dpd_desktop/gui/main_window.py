@@ -25,12 +25,15 @@ from .dataset_control import DATASET_FILTER, DatasetControl
 from .form_state import FormState
 from .inspector import install_inspector
 from .jobs import JobRegistry
+from .loop_view import install_loop_view
+from .model_exports import install_model_exports
 from .qt_app import APP_NAME
 from .plot_area import PlotArea
 from .panel_export import install_export_menu
 from .queue_panel import install_queue_panel
 from .resume_control import ResumeControl
 from .retention_prompt import install_retention_prompt
+from .rf_view import install_rf_view
 from .runs_browser import install_runs_browser
 from .sweep_view import install_sweep_view
 from .run_control import DPD_OUTPUT_FILTERS, RunControl, same_dataset, validate_config
@@ -155,6 +158,9 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState,
         install_inspector(self)  # Dataset ▸ Inspect… / Import capture… (gui/inspector.py)
         self.runs_browser = install_runs_browser(self)  # the runs dock: open, compare, report (gui/runs_browser.py)
         self.sweep_view = install_sweep_view(self)  # the sweeps dock: trials, Pareto plot (gui/sweep_view.py)
+        self.rf_view = install_rf_view(self)  # View ▸ RF plots: compression, Pin/Pout, CCDF (gui/rf_view.py)
+        install_model_exports(self)  # Run ▸ MP/GMP coefficients, Run DPD on a waveform file (gui/model_exports.py)
+        self.loop_view = install_loop_view(self)  # the instrument loop dock (gui/loop_view.py)
         install_export_menu(self)  # File ▸ Export as PNG/SVG/CSV, and each plot's menu (gui/panel_export.py)
 
         self._plot_timer = QTimer(self, singleShot=True, interval=30)
@@ -276,7 +282,10 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState,
         parts.append("DPD" if self.step_dpd.isChecked() else "PA")
         label = dict((v, l) for v, l, _ in BACKBONES).get(self.form.backbone.currentData(),
                                                           str(self.form.backbone.currentText()))
-        parts.append(f"{label}-{self.form.hidden_size.value()}")
+        if self.form.is_poly:  # MP/GMP: orders, no hidden size
+            parts.append(f"{label} K{self.form.poly.order.value()} M{self.form.poly.memory.value()}")
+        else:
+            parts.append(f"{label}-{self.form.hidden_size.value()}")
         # The app name once: ensure_app sets no display name, which Qt would append (gui/qt_app.py).
         self.setWindowTitle(f"{APP_NAME} {__version__} — " + " · ".join(parts))
 

@@ -24,6 +24,7 @@ from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QApplication, QFileDialog, QMenu, QMessageBox
 
 from ..runs.artifacts import atomic_write_bytes, atomic_write_text
+from ..runs.outputs import OutputRefused, check_output, suggested_output
 from .panels.base import PlotPanel, save_png_atomic
 
 FIGURE_IN = (3.5, 2.6)  # width, height in inches
@@ -246,31 +247,44 @@ def export_csv(panel: PlotPanel, path: str | os.PathLike) -> Path:
 EXPORTERS = {"png": export_png, "svg": export_svg, "csv": export_csv}
 
 
-def export_panel(panel: PlotPanel, path: str | os.PathLike, fmt: str | None = None) -> Path:
-    """Export ``panel`` to ``path`` in ``fmt`` ("png", "svg", "csv"; default: from the suffix).
+def export_panel(panel: PlotPanel, path: str | os.PathLike, fmt: str | None = None, overwrite: bool = False,
+                 workspace=None) -> Path:
+    """Export ``panel`` to ``path`` in ``fmt`` ("png", "svg", "csv"; default: from the suffix), under the output rule
+    (runs/outputs.py: never a file of a run folder, a dataset or the workspace; an existing file only with
+    ``overwrite``).
 
     Raises:
-        ValueError: an unknown format, or a CSV of a panel without data. OSError: the file cannot be written.
+        OutputRefused (a ValueError): the rule refuses ``path``. ValueError: an unknown format, or a CSV of a panel
+        without data. OSError: the file cannot be written.
     """
     fmt = (fmt or Path(path).suffix.lstrip(".")).lower()
     if fmt not in EXPORTERS:
         raise ValueError(f"{path}: unknown export format {fmt!r}; known: {', '.join(EXPORTERS)}")
+    check_output(path, overwrite=overwrite, workspace=workspace, option="")
     return EXPORTERS[fmt](panel, path)
 
 
 def ask_and_export(window, panel: PlotPanel, fmt: str, folder: str | None = None) -> Path | None:
-    """Ask for a file name and export ``panel``; the outcome goes to the window's status bar."""
-    start = Path(folder or str(Path.home())) / f"{panel.file_stem}.{fmt}"
+    """Ask for a file name and export ``panel``; the outcome goes to the window's status bar. The dialog starts in
+    ``folder`` unless the output rule refuses it (a run folder: its plots/ are the run's own), else home."""
+    workspace = getattr(window, "workspace", None)
+    start = suggested_output(f"{panel.file_stem}.{fmt}", folder, workspace=workspace)
     path, _ = QFileDialog.getSaveFileName(window, f"Export {panel.title} as {fmt.upper()}", str(start), FORMATS[fmt])
     if not path:
         return None
     if not path.lower().endswith("." + fmt):
         path += "." + fmt
-    try:
-        out = export_panel(panel, path, fmt)
+    try:  # overwrite: the dialog asked before replacing a file
+        out = export_panel(panel, path, fmt, overwrite=True, workspace=workspace)
+    except OutputRefused as exc:
+        QMessageBox.warning(window, "Not exported", str(exc))
+        return None
     except (OSError, ValueError) as exc:
         QMessageBox.warning(window, "Export failed", f"Could not write {path}: {exc}")
         return None
+    settings = getattr(window, "_settings", None)
+    if settings is not None:
+        settings.setValue("paths/last_export_dir", str(Path(path).parent))
     bar = getattr(window, "statusBar", None)
     if callable(bar):
         bar().showMessage(f"Saved {panel.title} to {out}", 6000)
@@ -292,9 +306,10 @@ def add_context_menu(window, panel: PlotPanel, folder=lambda: None) -> None:
 def install_export_menu(window) -> QMenu:
     """File ▸ Export: the current plot (the one last clicked) as PNG, SVG or CSV; and each panel's context menu."""
     menu = QMenu("Export current plot as", window)
-    def folder():
-        run_dir = getattr(window.session, "run_dir", None)
-        return str(Path(run_dir) / "plots") if run_dir else None
+
+    def folder():  # the last export's folder (never the run's own plots/: runs/outputs.py refuses it)
+        settings = getattr(window, "_settings", None)
+        return settings.value("paths/last_export_dir", "", type=str) if settings is not None else None
 
     for fmt, text in (("png", f"PNG ({FIGURE_IN[0]} × {FIGURE_IN[1]} in, {FIGURE_DPI} dpi)…"), ("svg", "SVG…"),
                       ("csv", "CSV (the plotted data)…")):

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (QFileDialog, QGridLayout, QHBoxLayout, QLabel, QM
                                QSizePolicy, QSplitter, QVBoxLayout, QWidget)
 
 from .. import timing
+from ..runs.outputs import OutputRefused, check_output, suggested_output
 from .export import iter_run_plots
 from .jobs import PlotSaveJob
 from .panels import AMAMPanel, AMPMPanel, LearningPanel, PSDPanel, TimeDomainPanel
@@ -59,6 +60,9 @@ class PlotArea:
         self.signal_legend = SignalLegend()
         self.panels: list[PlotPanel] = [self.learning_panel, self.psd_panel, self.amam_panel, self.ampm_panel,
                                         self.time_panel]
+        #: Callables ``sink(plots, label)`` given every PlotData drawn here (None: the views were reset), e.g. the
+        #: RF plots' dock (gui/rf_view.py), which draws them itself when it is shown.
+        self.plot_sinks: list = []
         grid_w = QWidget()
         grid = QGridLayout(grid_w)
         grid.setContentsMargins(0, 0, 0, 0)
@@ -137,20 +141,29 @@ class PlotArea:
     def current_panel(self) -> PlotPanel:
         return self._current_panel
 
-    def export_current_plot(self, path: str | os.PathLike | None = None) -> Path | None:
-        """Save the current plot (the one last clicked) as PNG; asks for a file name unless ``path`` is given."""
+    def export_current_plot(self, path: str | os.PathLike | None = None, overwrite: bool = False) -> Path | None:
+        """Save the current plot (the one last clicked) as PNG; asks for a file name unless ``path`` is given.
+
+        The output rule (runs/outputs.py) applies: never a file of a run folder (the run's own plots/*.png
+        included), a dataset or the workspace; an existing file only with ``overwrite`` (the dialog asks)."""
         panel = self._current_panel
         if path is None:
-            run_dir = self.session.run_dir
-            folder = Path(run_dir) / "plots" if run_dir else Path(
-                str(self._settings.value("paths/last_export_dir", str(Path.home()), type=str)))
-            suggested = str(folder / f"{panel.file_stem}.png")
+            suggested = str(suggested_output(f"{panel.file_stem}.png",
+                                             self._settings.value("paths/last_export_dir", "", type=str),
+                                             workspace=getattr(self, "workspace", None)))
             path, _ = QFileDialog.getSaveFileName(self, f"Export {panel.title} as PNG", suggested, "PNG (*.png)")
             if not path:
                 return None
             if not path.lower().endswith(".png"):
                 path += ".png"
+            overwrite = True  # the dialog asked before replacing a file
             self._settings.setValue("paths/last_export_dir", str(Path(path).parent))
+        try:
+            check_output(path, overwrite=overwrite, suffixes=(".png",), workspace=getattr(self, "workspace", None),
+                         option="")
+        except OutputRefused as exc:
+            QMessageBox.warning(self, "Not exported", str(exc))
+            return None
         try:
             out = panel.export_png(path, width=max(1200, panel.width()))
         except Exception as exc:  # noqa: BLE001
@@ -175,6 +188,14 @@ class PlotArea:
         self.best_label.setText("")
         self._power_caveat = None  # the DPD output-power caveat of the shown run (gui/run_control.py)
         self.set_title_run(None)
+        self._offer_sinks(None, "")
+
+    def _offer_sinks(self, plots, label: str) -> None:
+        for sink in self.plot_sinks:
+            try:
+                sink(plots, label)
+            except Exception as exc:  # noqa: BLE001 - one view's failure must not stop the others
+                self.statusBar().showMessage(f"could not show the plots: {exc}", 8000)
 
     def _on_preview_ready(self, ev) -> None:
         if not self.preview_check.isChecked():
@@ -204,6 +225,7 @@ class PlotArea:
         self._draw_queue = [(p, plots, label) for p in (self.psd_panel, self.amam_panel, self.ampm_panel,
                                                         self.time_panel)]
         self._draw_next()
+        self._offer_sinks(plots, label)
 
     def _draw_next(self) -> None:
         queue = getattr(self, "_draw_queue", None)
@@ -237,6 +259,7 @@ class PlotArea:
         self.signal_legend.set_signals(ordered(plots.psd.keys(), plots.target_name, plots.pred_name))
         for p in (self.psd_panel, self.amam_panel, self.ampm_panel, self.time_panel):
             self._draw_panel(p, plots, label)
+        self._offer_sinks(plots, label)
 
     def _write_plots(self, run_dir: str, plots) -> None:
         """Render the run's default plots here (pyqtgraph needs the GUI thread); each image is encoded and written

@@ -17,9 +17,11 @@ from PySide6.QtWidgets import QFileDialog
 from .. import timing
 from ..config import ConfigError, ExperimentConfig
 from ..runs.interactive import reloadable
+from ..runs.outputs import suggested_output
 from . import history
 from .jobs import DpdExportJob
 from .kernel_view import show_run_kernel
+from .model_exports import dpd_papr_text
 from .preload import preload_job
 from .session import (POWER_WARNING_DB, cancelled_message, failed_message, finished_message, output_power_change_db,
                       power_caveat)
@@ -279,8 +281,10 @@ class RunControl:
             self.run_dpd_export(run_dir=folder)
 
     def run_dpd_export(self, out: str | os.PathLike | None = None, run_dir: str | os.PathLike | None = None,
-                       split: str = "test") -> bool:
-        """Write u = DPD(x) of a DPD run (default: the ended one) for ``split`` to ``out`` in the thread pool.
+                       split: str = "test", input_file: str | os.PathLike | None = None,
+                       overwrite: bool | None = None) -> bool:
+        """Write u = DPD(x) of a DPD run (default: the ended one) for ``split`` (or the waveform ``input_file``, see
+        gui/model_exports.py) to ``out`` in the thread pool.
 
         Asks for the output file (CSV / HDF5 / MAT) unless ``out`` is given. The outcome is shown in the banner and
         signalled by :attr:`dpdExportEnded`. Returns False when nothing was started.
@@ -292,9 +296,13 @@ class RunControl:
             self.banner.show_message("error", "Run DPD needs a finished DPD run: train one (Step: DPD), or choose a "
                                      "saved DPD run folder with Run → Run DPD of a saved DPD run….")
             return False
+        if overwrite is None:
+            overwrite = out is None  # the save dialog asks before replacing a file
         if out is None:
-            start = str(self._settings.value("paths/last_dpd_dir", run_dir, type=str))
-            suggested = str(Path(start) / f"{Path(run_dir).name}_u_{split}.csv")
+            # never the run folder itself (runs/outputs.py: a run folder holds its run's record only)
+            suggested = str(suggested_output(f"{Path(run_dir).name}_u_{split}.csv",
+                                             self._settings.value("paths/last_dpd_dir", "", type=str),
+                                             workspace=self.workspace))
             out, chosen = QFileDialog.getSaveFileName(self, f"Run DPD: write u = DPD(x) of the {split} split",
                                                       suggested, ";;".join(DPD_OUTPUT_FILTERS))
             if not out:
@@ -303,12 +311,14 @@ class RunControl:
                 out += DPD_OUTPUT_FILTERS.get(chosen, ".csv")
             self._settings.setValue("paths/last_dpd_dir", str(Path(out).parent))
         self._dpd_export_dir = run_dir
-        job = DpdExportJob(self.workspace, run_dir, str(out), split=split, dataset=self._dataset)
+        job = DpdExportJob(self.workspace, run_dir, str(out), split=split, dataset=self._dataset,
+                           input_file=input_file, overwrite=overwrite)
         job.signals.done.connect(lambda meta, job=job: self._on_dpd_export_done(meta, job))
         job.signals.failed.connect(lambda exc, tb, job=job: self._on_dpd_export_failed(exc, tb, job))
         self.jobs.add(job)
+        what = f"the {split} split" if input_file is None else str(input_file)
         self.banner.show_message("info", self._with_caveat(
-            f"Running the DPD of {Path(run_dir).name} on the {split} split → {out} …"))
+            f"Running the DPD of {Path(run_dir).name} on {what} → {out} …"))
         self.statusBar().showMessage("Run DPD: computing u = DPD(x)…")
         self.session.update(exporting=True)
         job.submit()
@@ -326,8 +336,8 @@ class RunControl:
         self.jobs.discard(job)
         what = f"the {meta.get('split')} split" if meta.get("split") else f"{meta.get('input_file')}"
         text = (f"Wrote u = DPD(x) of {what} ({meta.get('samples', 0):,} samples; peak |x| "
-                f"{meta.get('peak_abs_x', float('nan')):.4g}, peak |u| {meta.get('peak_abs_u', float('nan')):.4g}) "
-                f"to {meta.get('file')}\nMetadata: {meta.get('file')}.meta.json")
+                f"{meta.get('peak_abs_x', float('nan')):.4g}, peak |u| {meta.get('peak_abs_u', float('nan')):.4g}"
+                f"{dpd_papr_text(meta)}) to {meta.get('file')}\nMetadata: {meta.get('file')}.meta.json")
         if meta.get("nonfinite_u_samples"):
             text += f"\n{meta['nonfinite_u_samples']} samples of u are not finite."
         shown = self._with_caveat(text)

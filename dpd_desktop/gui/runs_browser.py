@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
                                QTableView, QVBoxLayout, QWidget)
 
 from ..runs.compare import compare_runs
+from ..runs.index import quant_text
 from ..runs.labels import dataset_label, format_duration
 from ..runs.record import RunRecord
 from ..runs.replay import load_replay
@@ -54,12 +55,16 @@ COLUMNS: tuple[tuple[str, Any, Any], ...] = (
     ("test NMSE [dB]", lambda r: r.test_nmse, lambda r: _f2(r.test_nmse)),
     ("test ACLR [dBc]", lambda r: r.test_aclr_avg, lambda r: _f2(r.test_aclr_avg)),
     ("test EVM [dB]", lambda r: r.test_evm, lambda r: _f2(r.test_evm)),
+    ("quant", lambda r: quant_text(r), quant_text),
+    ("quant ACLR [dBc]", lambda r: r.quant_test_aclr_avg, lambda r: _f2(r.quant_test_aclr_avg)),
+    ("quant EVM [dB]", lambda r: r.quant_test_evm, lambda r: _f2(r.quant_test_evm)),
     ("profile", lambda r: r.metric_profile, lambda r: r.metric_profile or ""),
     ("kernel", lambda r: r.kernel, lambda r: r.kernel or ""),
     ("params", lambda r: r.n_params, lambda r: "" if r.n_params is None else f"{r.n_params:,}"),
     ("MACs/sample", lambda r: r.macs_per_sample,
      lambda r: "" if r.macs_per_sample is None else f"{r.macs_per_sample:,}"),
     ("time", lambda r: r.wall_s, lambda r: "" if r.wall_s is None else format_duration(r.wall_s)),
+    ("group", lambda r: r.run_group, lambda r: r.run_group or ""),  # a loop's iterations, a sweep's trials (runs/index.py)
 )
 _STATE_COL = 4
 _STEP_COL = 1

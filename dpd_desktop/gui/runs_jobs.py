@@ -79,6 +79,7 @@ def index_rows(workspace) -> list:
 def write_report_job(window, folders, path: str | None, on_end=None) -> None:
     """Ask for the HTML file (unless ``path``) and write the report of ``folders`` on a pool thread; the status bar
     says where it went; ``on_end(path or exception)``."""
+    overwrite = path is None  # the save dialog asks before replacing a file
     if path is None:
         stem = Path(folders[0]).name if len(folders) == 1 else f"compare-{len(folders)}-runs"
         path, _ = QFileDialog.getSaveFileName(window, "Write HTML report", str(Path.home() / f"{stem}.html"),
@@ -98,4 +99,5 @@ def write_report_job(window, folders, path: str | None, on_end=None) -> None:
         if on_end:
             on_end(exc)
 
-    start_job(window, "HTML report", write_report, list(folders), path, done=done, failed=failed)
+    start_job(window, "HTML report", write_report, list(folders), path, overwrite,
+              getattr(window, "workspace", None), done=done, failed=failed)

@@ -32,6 +32,7 @@ from . import theme
 from .compare import CompareView
 from .queue_panel import hidden_dock
 from .runs_jobs import start_job, write_report_job
+from .sweep_define import SweepDefineDialog, rows_of
 from .sweep_ray import INFO_STYLE, WARNING_STYLE, LiveTrials, RayBar
 from .worker import ThreadJob
 
@@ -146,12 +147,15 @@ class SweepView(QWidget):
         self.refresh_button = QPushButton("Refresh")
         self.stop_button = QPushButton("Stop")
         self.stop_button.setToolTip("Stop the sweep: running trials end cancelled after their current batch")
+        self.new_button = QPushButton("New sweep…")
+        self.new_button.setToolTip("Define a sweep: the search space as a table (parameter, values or range) over "
+                                   "the Train form's settings; create and run it here")
         self.resume_button = QPushButton("Resume")
         self.resume_button.setToolTip("Run the trials that did not finish (each a queue entry, in its own process)")
         self.status = QLabel("")
         bar.addWidget(QLabel("Sweep"))
         bar.addWidget(self.sweep_combo, 1)
-        for b in (self.refresh_button, self.stop_button, self.resume_button):
+        for b in (self.refresh_button, self.new_button, self.stop_button, self.resume_button):
             bar.addWidget(b)
         bar.addWidget(self.status, 2)
         lay.addLayout(bar)
@@ -232,7 +236,9 @@ class SweepView(QWidget):
         self.cost_combo.currentIndexChanged.connect(lambda _: self._draw_pareto())
         self.split_combo.currentIndexChanged.connect(lambda _: self._draw_pareto())
         self.stop_button.clicked.connect(self.stop_sweep)
-        self.resume_button.clicked.connect(self.resume_sweep)
+        self.resume_button.clicked.connect(lambda: self.resume_sweep())
+        self.new_button.clicked.connect(lambda: self.define_sweep())
+        self.define_dialog: SweepDefineDialog | None = None
         self.open_button.clicked.connect(self.open_best)
         self.compare_button.clicked.connect(self.compare_best)
         self.report_button.clicked.connect(lambda: self.report_best())
@@ -394,6 +400,7 @@ class SweepView(QWidget):
         running_here = self.worker is not None
         state = data.info.state if data else None
         self.stop_button.setEnabled(running_here or state == "running")
+        self.new_button.setEnabled(not running_here and self.window_.workspace is not None)
         self.resume_button.setEnabled(not running_here and state in ("cancelled", "interrupted", "failed",
                                                                       "queued"))
         self.open_button.setEnabled(best is not None)
@@ -435,9 +442,29 @@ class SweepView(QWidget):
             start_job(self.window_, "sweep cancel", SweepStore(self.window_.workspace.root).request_cancel, sid,
                       done=lambda info: self.refresh(), failed=self._load_failed)
 
-    def resume_sweep(self, executor=None) -> SweepWorker | None:
-        """Run the shown sweep's unfinished trials on a :class:`SweepWorker`."""
-        sid = self.current_id()
+    def define_sweep(self) -> SweepDefineDialog:
+        """Open the "New sweep…" dialog (gui/sweep_define.py), its table filled from the shown sweep's space (or two
+        example rows); a sweep it creates is shown and run here (:meth:`run_new_sweep`)."""
+        data = self.table_data
+        dialog = SweepDefineDialog(self.window_, rows=rows_of(data.info.spec) if data is not None else None,
+                                   parent=self)
+        if data is not None:
+            dialog.search_combo.setCurrentIndex(max(0, dialog.search_combo.findData(data.info.spec.search)))
+            if data.info.spec.trials:
+                dialog.trials_spin.setValue(int(data.info.spec.trials))
+        dialog.created.connect(self.run_new_sweep)
+        self.define_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def run_new_sweep(self, info, executor=None) -> SweepWorker | None:
+        """Show the sweep just created and run it (as Resume does)."""
+        self.refresh(info.id)
+        return self.resume_sweep(executor=executor, sweep_id=info.id)
+
+    def resume_sweep(self, executor=None, sweep_id: str | None = None) -> SweepWorker | None:
+        """Run the unfinished trials of the shown sweep (or of ``sweep_id``) on a :class:`SweepWorker`."""
+        sid = sweep_id or self.current_id()
         if sid is None or self.worker is not None:
             return None
         worker = SweepWorker(self.window_.workspace, sid, executor=executor)

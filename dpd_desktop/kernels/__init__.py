@@ -56,6 +56,8 @@ def run_recurrent(rnn: nn.RNNBase, x: Tensor, h0: Tensor, kernel: str = DEFAULT_
     :func:`unsupported_reason` said None (``apply_kernel`` sees to it)."""
     lstm = isinstance(rnn, nn.LSTM)
     if kernel != "fast":
+        if x.shape[1] > LONG_SEQUENCE:
+            return _chunked(rnn, x, h0, lstm)
         return rnn(x, (h0, h0))[0] if lstm else rnn(x, h0)[0]
     backend = _backend(x.device)
     y = x
@@ -66,6 +68,12 @@ def run_recurrent(rnn: nn.RNNBase, x: Tensor, h0: Tensor, kernel: str = DEFAULT_
         h = h0[layer]
         if lstm:
             y = backend.lstm_sequence(y, h, h, w_ih, w_hh, b_ih, b_hh)
+        elif y.shape[1] > LONG_SEQUENCE:  # a whole-split evaluation: in chunks, the state carried (see below)
+            pieces = []
+            for a in range(0, y.shape[1], LONG_CHUNK):
+                pieces.append(backend.gru_sequence(y[:, a:a + LONG_CHUNK], h, w_ih, w_hh, b_ih, b_hh))
+                h = pieces[-1][:, -1]
+            y = torch.cat(pieces, dim=1)
         else:
             y = backend.gru_sequence(y, h, w_ih, w_hh, b_ih, b_hh)
         if rnn.dropout and rnn.training and layer < rnn.num_layers - 1:
@@ -73,14 +81,33 @@ def run_recurrent(rnn: nn.RNNBase, x: Tensor, h0: Tensor, kernel: str = DEFAULT_
     return y
 
 
+#: sequences longer than this run the reference recurrence in chunks of LONG_CHUNK steps, the state carried over
+#: (cuDNN's sequence descriptors limit the length; OpenDPD 2.4.2 splits its Arena's 66,270-sample test record the
+#: same way). Same recurrence; only a whole-split evaluation (``evaluation = "overlap"``) is that long.
+LONG_SEQUENCE = 32768
+LONG_CHUNK = 16384
+
+
+def _chunked(rnn: nn.RNNBase, x: Tensor, h0: Tensor, lstm: bool) -> Tensor:
+    state = (h0, h0) if lstm else h0
+    pieces = []
+    for a in range(0, x.shape[1], LONG_CHUNK):
+        y, state = rnn(x[:, a:a + LONG_CHUNK], state)
+        pieces.append(y)
+    return torch.cat(pieces, dim=1)
+
+
 def apply_kernel(net: nn.Module, kernel: str, device) -> list[str]:
     """Set ``kernel`` on every module of ``net`` that has a ``kernel`` attribute and an ``rnn`` (a cascade's DPD and
-    PA both); a module the fast kernels cannot run stays on ``reference``. Returns the notes to log, one per
+    PA both); a module the fast kernels cannot run stays on ``reference`` (a backbone's own ``kernel_note()`` is
+    asked first). Returns the notes to log, one per
     fallback with its reason (none for ``reference``), each starting with the module's ``kernels_used`` key
     (``model``, ``dpd``, ``pa``)."""
     notes = []
     for name, module in _recurrent_modules(net):
-        reason = None if kernel == "reference" else unsupported_reason(module.rnn, device)
+        own = getattr(module, "kernel_note", None)  # a backbone that knows why it cannot run fast (delta thresholds)
+        reason = None if kernel == "reference" else (own() if callable(own) else None) or unsupported_reason(
+            module.rnn, device)
         module.kernel = kernel if reason is None else "reference"
         if reason is not None:
             notes.append(f"{module_key(name)}: {type(module.rnn).__name__} runs on the reference kernel ({reason})")

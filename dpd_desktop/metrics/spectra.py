@@ -19,6 +19,7 @@ __all__ = [
     "ChannelBins",
     "channel_bins",
     "psd_db",
+    "psd_dbm_per_hz",
     "welch_psd",
     "DB_FLOOR",
 ]
@@ -238,3 +239,20 @@ def psd_db(sig, fs: float, nperseg: int) -> tuple[np.ndarray, np.ndarray]:
     """
     f, pxx = welch_psd(sig, fs, nperseg)
     return f, _to_db(pxx)
+
+
+def psd_dbm_per_hz(psd_db_values, power_ref_dbm: float) -> np.ndarray:
+    """A :func:`psd_db` curve (dB re 1 unit²/Hz) in absolute units, dBm/Hz.
+
+    ``power_ref_dbm`` is the power in dBm of a signal of mean |I + jQ|² = 1 at that signal's reference plane (the
+    dataset's ``power_ref_dbm``, :class:`dpd_desktop.data.DatasetSpec`): the density scales with the power, so
+    dBm/Hz = dB/Hz re 1 unit² + ``power_ref_dbm``; integrated over frequency it gives the signal's power in dBm,
+    10·log10(mean |s|²) + ``power_ref_dbm``. Values at the floor :data:`DB_FLOOR` (zero power) stay there.
+
+    Returns a float64 array of the same shape. Raises ValueError for a non-finite ``power_ref_dbm``.
+    """
+    ref = float(power_ref_dbm)
+    if not np.isfinite(ref):
+        raise ValueError(f"power_ref_dbm must be a finite number of dBm, got {power_ref_dbm!r}")
+    v = np.asarray(psd_db_values, dtype=np.float64)
+    return np.where(v <= DB_FLOOR, DB_FLOOR, v + ref)

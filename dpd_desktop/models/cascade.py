@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
 from .base import CoreModel
@@ -18,16 +19,18 @@ class Cascade(nn.Module):
     * :meth:`freeze_pa` sets ``requires_grad = False`` on every PA parameter (§5.1 step 4). The PA is *not* put in eval
       mode separately: it follows the cascade's ``train()`` / ``eval()`` like any submodule (harmless, none of the
       backbones has dropout or batch-norm). Gradients still flow *through* the PA to the DPD (§5.1 step 5).
+    * ``peak_limit`` (optional): the DPD output's magnitude limit before the PA (:meth:`limit`).
     * :meth:`trainable_parameters` lists the parameters with ``requires_grad`` in registration order (after
       ``freeze_pa()``: the DPD parameters) — pass them to the optimizer.
 
     forward(x ``(B, T, 2)`` float32) → ``(B, T, 2)`` float32.
     """
 
-    def __init__(self, dpd: CoreModel, pa: CoreModel) -> None:
+    def __init__(self, dpd: CoreModel, pa: CoreModel, peak_limit: float | None = None) -> None:
         super().__init__()
         self.dpd = dpd
         self.pa = pa
+        self.peak_limit = None if peak_limit is None else float(peak_limit)
 
     def freeze_pa(self) -> "Cascade":
         """Set ``requires_grad = False`` on all PA parameters (in place); returns ``self``."""
@@ -39,6 +42,16 @@ class Cascade(nn.Module):
         """Parameters with ``requires_grad`` set, in registration order (DPD first, then any unfrozen PA ones)."""
         return [p for p in self.parameters() if p.requires_grad]
 
+    def limit(self, u: Tensor) -> Tensor:
+        """The transmitter's peak limiter on the DPD output: ``u·min(1, peak/|u|)`` per sample (|u| floored at 1e-12;
+        OpenDPD 2.4.2 Arena's limiter, peak = the largest training-input magnitude); ``u`` itself without a limit."""
+        if self.peak_limit is None:
+            return u
+        amp = torch.linalg.vector_norm(u, dim=-1, keepdim=True)
+        return u * torch.clamp(self.peak_limit / amp.clamp_min(1e-12), max=1.0)
+
     def forward(self, x: Tensor) -> Tensor:
-        """x ``(B, T, 2)`` → ``pa(dpd(x))`` ``(B, T, 2)``."""
-        return self.pa(self.dpd(x))
+        """x ``(B, T, 2)`` → ``pa(limit(dpd(x)))`` ``(B, T, 2)`` (no limit by default: ``pa(dpd(x))``)."""
+        if self.peak_limit is None:
+            return self.pa(self.dpd(x))
+        return self.pa(self.limit(self.dpd(x)))

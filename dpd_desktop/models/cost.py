@@ -10,6 +10,8 @@ Counting convention (one output sample in steady state, i.e. per time step of a 
   basis products x(n)·|x(n−l)|^(k−1) (2 real products each, computed once per new sample and reused through the
   delay line).
 * A complex MAC is 4 real MACs (MP/GMP coefficients: 4 per complex coefficient).
+* Delta recurrences (DeltaGRU, TRes-DeltaGRU) are counted dense, as at zero thresholds (every delta kept); their
+  delta encoders (subtractions and compares) are additions, not MACs. Temporal sparsity would lower the weight MACs.
 * ``activations``: nonlinear function evaluations (sigmoid, tanh, ReLU, Hardswish, sqrt, division), counted
   separately, not in the MACs.
 
@@ -23,6 +25,8 @@ from typing import Any, Mapping
 
 from .poly import PolySpec
 from .rvtdcnn import CONV_CHANNELS, CONV_OUT
+from .tcn import DILATIONS as TCN_DILATIONS
+from .tcn import KERNEL as TCN_DW_KERNEL
 from .tres_gru import TCN_CHANNELS, TCN_KERNEL
 
 __all__ = ["Cost", "model_cost", "poly_cost"]
@@ -95,7 +99,19 @@ def model_cost(backbone: str, hidden_size: int, num_layers: int = 1,
         p, w, e, a = _rnn("gru", 6, h, n)
         feat_e, feat_a = 2 + 2, 1 + 2  # I², Q², |x|·|x|, ·|x|; sqrt and two divisions
         return Cost(p + h * h + h + 2 * (h + 6) + 2, w + h * h + 2 * (h + 6), e + feat_e, a + h + feat_a)
-    if key == "tres_gru":  # bias-free GRU(6, H) → Linear(H, 2) (no bias), + Conv1d(2,3,3) → Hardswish → Conv1d(3,2,1)
+    if key == "deltagru":  # features as DGRU → GRU(6, H) (dense equivalent of the delta recurrence) → Linear(H, 2)
+        p, w, e, a = _rnn("gru", 6, h, n)
+        feat_e, feat_a = 2 + 2, 1 + 2
+        return Cost(p + 2 * h + 2, w + 2 * h, e + feat_e, a + feat_a)
+    if key == "gru_amp":  # [I, Q, |x|, |x|³] → GRU(4, H) → Linear(H, 2)
+        p, w, e, a = _rnn("gru", 4, h, n)
+        return Cost(p + 2 * h + 2, w + 2 * h, e + 2 + 2, a + 1)
+    if key == "tcn":  # features → Conv1d(6, C, 1) → 4 × depthwise Conv1d(C, C, 5) → Conv1d(C, 2, 1), Hardswish × 5C
+        c = h
+        weight = 6 * c + len(TCN_DILATIONS) * TCN_DW_KERNEL * c + 2 * c
+        feat_e, feat_a = 2 + 2, 1 + 2
+        return Cost(weight + c, weight, feat_e, (1 + len(TCN_DILATIONS)) * c + feat_a)
+    if key in ("tres_gru", "tres_deltagru"):  # bias-free GRU(6, H) → Linear(H, 2) (no bias), + Conv1d(2,3,3) → Hardswish → Conv1d(3,2,1)
         p, w, e, a = _rnn("gru", 6, h, n, bias=False)
         tcn = TCN_CHANNELS * 2 * TCN_KERNEL + 2 * TCN_CHANNELS
         feat_e, feat_a = 2 + 2, 1

@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping
 
 from torch import Tensor, nn
 
-from . import dgru, gru, lstm, rvtdcnn, tres_gru
+from . import deltagru, dgru, gru, gru_amp, lstm, rvtdcnn, tcn, tres_deltagru, tres_gru
 from .base import CoreModel
 from .poly import POLY_BACKBONES, PolyBackbone, PolySpec
 
@@ -30,6 +30,7 @@ class ModelFamily:
         backbone_cls: backbone class, constructed as ``backbone_cls(hidden_size, num_layers)``.
         formula: ``(hidden_size, num_layers) -> int`` parameter count (§3.2–§3.6); use :meth:`param_count`.
         poly: an MP/GMP family (models/poly.py): built from a :class:`PolySpec`, hidden size and layers ignored.
+        delta: a delta-thresholded recurrence (models/deltagru.py): built with the thresholds ``thx``, ``thh``.
     """
 
     name: str
@@ -43,6 +44,7 @@ class ModelFamily:
     backbone_cls: type[nn.Module] = field(repr=False, compare=False)
     formula: Callable[[int, int], int] = field(repr=False, compare=False)
     poly: bool = False
+    delta: bool = False
 
     def param_count(self, hidden_size: int, num_layers: int = 1) -> int:
         """Closed-form parameter count for this family (RVTDCNN ignores ``num_layers``).
@@ -92,6 +94,42 @@ REGISTRY: dict[str, ModelFamily] = {
             formula=lambda h, n: 3 * h * h + 20 * h + 24 + (n - 1) * (6 * h * h),
         ),
         ModelFamily(
+            name="deltagru", label="DeltaGRU", n_features=deltagru.N_FEATURES,
+            features=("I", "Q", "|x|", "|x|^3", "sin(phi)", "cos(phi)"),
+            has_layers=True, lookahead=_CAUSAL,
+            description="delta-thresholded GRU(6, H) on polar features + linear head H→2 (OpenDPD 2.4.2; dense GRU "
+                        "at zero thresholds)",
+            feature_fn=deltagru.features, backbone_cls=deltagru.DeltaGRUBackbone,
+            formula=lambda h, n: 3 * h * h + 26 * h + 2 + (n - 1) * (6 * h * h + 6 * h), delta=True,
+        ),
+        ModelFamily(
+            name="tres_deltagru", label="TRes-DeltaGRU", n_features=tres_gru.N_FEATURES,
+            features=("I", "Q", "|x|", "|x|^3", "I(t+1)", "Q(t+1)"),
+            has_layers=True,
+            lookahead="17 samples: 16 (dilated TCN conv) + 1 (next-sample features, circular within the frame)",
+            description="TRes-GRU with a delta-thresholded bias-free recurrence (OpenDPD 2.4.2; dense at zero "
+                        "thresholds)",
+            feature_fn=tres_gru.features, backbone_cls=tres_deltagru.TResDeltaGRUBackbone,
+            formula=lambda h, n: 3 * h * h + 20 * h + 24 + (n - 1) * (6 * h * h), delta=True,
+        ),
+        ModelFamily(
+            name="gru_amp", label="GRU-amp", n_features=gru_amp.N_FEATURES, features=("I", "Q", "|x|", "|x|^3"),
+            has_layers=True, lookahead=_CAUSAL,
+            description="GRU(4, H) on [I, Q, |x|, |x|³] + linear head H→2 (OpenDPD 2.4.2 qgru_amp1, float32)",
+            feature_fn=gru_amp.features, backbone_cls=gru_amp.GRUAmpBackbone,
+            formula=lambda h, n: 3 * h * h + 20 * h + 2 + (n - 1) * (6 * h * h + 6 * h),
+        ),
+        ModelFamily(
+            name="tcn", label="TCN", n_features=tcn.N_FEATURES,
+            features=("I", "Q", "|x|", "|x|^3", "sin(phi)", "cos(phi)"),
+            has_layers=False,
+            lookahead=f"{tcn.LOOKAHEAD} samples (four centred depthwise convs, k 5, dilations 1/2/4/8)",
+            description="pointwise conv 6→C, four depthwise dilated convs (k 5), pointwise C→2, I/Q residual "
+                        "(OpenDPD 2.4.2 TCN; hidden size = channels C)",
+            feature_fn=tcn.features, backbone_cls=tcn.TCNBackbone,
+            formula=lambda h, n: 29 * h,
+        ),
+        ModelFamily(
             name="rvtdcnn", label="RVTDCNN", n_features=rvtdcnn.N_FEATURES,
             features=("I", "Q", "|x|", "|x|^2", "|x|^3"),
             has_layers=False,
@@ -121,7 +159,7 @@ BACKBONES: tuple[str, ...] = tuple(REGISTRY)
 
 
 def build_model(backbone: str, hidden_size: int, num_layers: int = 1,
-                poly: PolySpec | Mapping[str, Any] | None = None) -> CoreModel:
+                poly: PolySpec | Mapping[str, Any] | None = None, thx: float = 0.0, thh: float = 0.0) -> CoreModel:
     """Construct and initialize one model exactly as the reference does (§3.1–§3.6).
 
     Args:
@@ -129,11 +167,13 @@ def build_model(backbone: str, hidden_size: int, num_layers: int = 1,
         hidden_size: H ≥ 1 (ignored by MP/GMP but still validated).
         num_layers: recurrent layers ≥ 1 (ignored by RVTDCNN, MP and GMP but still validated).
         poly: MP/GMP orders (a :class:`PolySpec` or config.json's ``poly`` block; None: the defaults).
+        thx, thh: the delta thresholds of a delta family (DeltaGRU, TRes-DeltaGRU), finite and >= 0; ignored by the
+            others.
     Returns:
         A :class:`CoreModel` (float32, CPU, train mode). Maps ``(B, T, 2)`` float32 → ``(B, T, 2)``.
     Raises:
         ValueError: unknown backbone (the message lists the choices), hidden_size < 1 or num_layers < 1, an MP/GMP
-            order out of range.
+            order out of range, a negative or non-finite delta threshold.
 
     RNG: consumes the global torch generator as the reference does — PyTorch default inits at construction in the
     backbone's module registration order, then the backbone's custom ``reset_parameters()`` if it has one (§3.1).
@@ -154,11 +194,15 @@ def build_model(backbone: str, hidden_size: int, num_layers: int = 1,
         if spec.kind != key:
             raise ValueError(f"poly: the orders are for {spec.kind!r}, the backbone is {key!r}")
         return CoreModel(PolyBackbone(spec), key, int(hidden_size), int(num_layers))
-    module = family.backbone_cls(int(hidden_size), int(num_layers))
+    if family.delta:
+        module = family.backbone_cls(int(hidden_size), int(num_layers), thx=thx, thh=thh)
+    else:
+        module = family.backbone_cls(int(hidden_size), int(num_layers))
     return CoreModel(module, key, int(hidden_size), int(num_layers))
 
 
 def build_from_arch(arch: Mapping[str, Any]) -> CoreModel:
-    """:func:`build_model` from a run record's architecture (``backbone``, ``hidden_size``, ``num_layers`` and, for
-    MP/GMP, ``poly``: runs/record.py ``RunRecord.arch``)."""
-    return build_model(arch["backbone"], arch["hidden_size"], arch["num_layers"], poly=arch.get("poly"))
+    """:func:`build_model` from a run record's architecture (``backbone``, ``hidden_size``, ``num_layers``; for
+    MP/GMP ``poly``; for a delta family ``thx``, ``thh``: runs/record.py ``RunRecord.arch``)."""
+    return build_model(arch["backbone"], arch["hidden_size"], arch["num_layers"], poly=arch.get("poly"),
+                       thx=arch.get("thx", 0.0), thh=arch.get("thh", 0.0))

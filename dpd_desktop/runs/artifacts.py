@@ -236,10 +236,48 @@ def write_history_csv(path: str | Path, rows: Iterable[Mapping[str, Any]], preci
     return atomic_write_text(path, buf.getvalue())
 
 
+class HistoryFormatError(ValueError):
+    """A history CSV (history.csv, best.csv) whose rows do not match its header; names the file and the line."""
+
+
 def read_history_csv(path: str | Path) -> list[dict[str, str]]:
-    """Read a history CSV back as a list of {column: text} dicts."""
+    """Read a history CSV back as a list of {column: text} dicts (the header's columns, in order).
+
+    Empty cells past the header's last column (a trailing comma, as some spreadsheets save) are ignored.
+
+    Raises:
+        HistoryFormatError (a ValueError): a row with more non-empty cells or fewer cells than the header has
+            columns, a header that names a column twice, or text that is not CSV; the message names the file and
+            the 1-based line (the header is line 1). OSError: the file cannot be read.
+    """
+    path = Path(path)
     with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+        reader = csv.reader(fh)
+        try:
+            header = next(reader, None)
+            if header is None:
+                return []
+            if len(set(header)) != len(header):
+                twice = sorted({c for c in header if header.count(c) > 1})
+                raise HistoryFormatError(f"{path} line 1: the header names the column(s) {', '.join(twice)} twice")
+            rows = []
+            for cells in reader:
+                if not cells:
+                    continue  # a blank line
+                n = len(header)
+                if len(cells) > n and any(c.strip() for c in cells[n:]):
+                    raise HistoryFormatError(f"{path} line {reader.line_num}: {len(cells)} cells, but the header "
+                                             f"names {n} columns (an extra cell: the file was edited or damaged)")
+                if len(cells) < n:
+                    raise HistoryFormatError(f"{path} line {reader.line_num}: {len(cells)} cells, but the header "
+                                             f"names {n} columns (a cell is missing: the file was edited or "
+                                             "damaged)")
+                rows.append(dict(zip(header, cells[:n])))
+        except csv.Error as exc:
+            raise HistoryFormatError(f"{path} line {reader.line_num}: not CSV ({exc})") from exc
+        except UnicodeDecodeError as exc:
+            raise HistoryFormatError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    return rows
 
 
 def save_checkpoint(path: str | Path, state_dict: Mapping[str, Any], meta: Mapping[str, Any]) -> Path:
@@ -346,6 +384,16 @@ def _load_error_detail(exc: BaseException) -> str:
 
 
 ARCH_FIELDS = ("backbone", "hidden_size", "num_layers")
+#: families whose architecture also records the delta thresholds (models/deltagru.py)
+DELTA_BACKBONES = ("deltagru", "tres_deltagru")
+
+
+def delta_fields(config) -> dict[str, float]:
+    """``{"thx", "thh"}`` of a delta family's configuration (an ExperimentConfig), else {} (the other families'
+    architecture records and checkpoints stay as they were)."""
+    if config.backbone not in DELTA_BACKBONES:
+        return {}
+    return {"thx": float(config.thx), "thh": float(config.thh)}
 
 
 def load_state_checked(model, path: str | Path, arch: Mapping[str, Any]) -> dict:
@@ -360,7 +408,7 @@ def load_state_checked(model, path: str | Path, arch: Mapping[str, Any]) -> dict
             names the file and the field.
     """
     state, meta = load_checkpoint(path)
-    for k in (*ARCH_FIELDS, "poly"):
+    for k in (*ARCH_FIELDS, "poly", "thx", "thh"):
         if k in meta and k in arch and meta[k] != arch[k]:
             raise CheckpointError(f"{path}: field '{k}' is {meta[k]!r} but the run's config.json records {arch[k]!r}")
     own = model.state_dict()

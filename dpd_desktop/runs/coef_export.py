@@ -11,8 +11,9 @@ directly (our x is the DPD input); for a PA run it is the PA model.
 * ``.mat``: ``Coefficients`` (M-by-K complex double), ``w`` (all coefficients in basis order, column), ``terms``
   (P-by-3 double: order, delay, envelope delay), ``orders`` (struct of the PolySpec) and ``run_id``.
 
-Files are written atomically (runs/artifacts.py). This writes outside the run folder (the user's path), like
-run-dpd; the run folder itself is only read.
+Files are written atomically (runs/artifacts.py), where the output rule allows (runs/outputs.py: never into a run
+folder, a dataset or the workspace's own files; an existing file only with ``overwrite``), like run-dpd; the run
+folder itself is only read.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import numpy as np
 from ..models import POLY_BACKBONES, build_from_arch
 from ..models.poly import matlab_coefficients
 from . import artifacts
+from .outputs import check_output, recorded_dataset
 from .record import RecordError, RunRecord
 from .workspace import Workspace
 
@@ -66,19 +68,24 @@ def _cell(c: complex) -> str:
     return f"{c.real:.17g}{c.imag:+.17g}i"
 
 
-def export_coefficients(workspace: Workspace, run: str, out: str | Path) -> dict[str, Any]:
-    """Write the coefficients of ``run`` to ``out`` (.csv or .mat, module docstring); returns what was written."""
-    out = Path(out)
+def export_coefficients(workspace: Workspace, run: str, out: str | Path, overwrite: bool = False) -> dict[str, Any]:
+    """Write the coefficients of ``run`` to ``out`` (.csv or .mat, module docstring); returns what was written.
+
+    ``overwrite``: an existing ``out`` (and a GMP's ``<stem>-cross.csv``) may be replaced; the files the output rule
+    protects never are (runs/outputs.py). Raises CoefficientExportError (the run, its checkpoint, a failed write)
+    or OutputRefused (the output rule; a ValueError too)."""
+    out = check_output(out, overwrite=overwrite, suffixes=(".csv", ".mat"), workspace=workspace)
     suffix = out.suffix.lower()
-    if suffix not in (".csv", ".mat"):
-        raise CoefficientExportError(f"{out}: unknown output type {suffix or '(none)'!r}; use .csv or .mat")
     w, spec, rec = read_coefficients(workspace, run)
     matrix = matlab_coefficients(w, spec)
     terms = spec.terms
     files = [str(out)]
-    _check_target(out)
+    source = recorded_dataset(rec.dataset)
+    targets = [out]
     if any(t.delay != t.env_delay for t in terms) and suffix == ".csv":
-        _check_target(out.with_name(f"{out.stem}-cross.csv"))
+        targets.append(out.with_name(f"{out.stem}-cross.csv"))
+    for target in targets:
+        check_output(target, overwrite=overwrite, datasets=[source], workspace=workspace)
     try:
         _write(out, suffix, w, spec, rec, matrix, terms, files)
     except OSError as exc:
@@ -86,27 +93,6 @@ def export_coefficients(workspace: Workspace, run: str, out: str | Path) -> dict
                                      "expected a file in a writable folder") from exc
     return {"run_id": rec.run_dir.name, "n_coefficients": len(terms), "layout": LAYOUT, "files": files,
             "shape": list(matrix.shape)}
-
-
-def _check_target(out: Path) -> None:
-    """Refuse an output that is a folder, lies in a missing folder (none is created), or is an existing file of a
-    run folder or a read-only one (an atomic replace would ignore its permissions, notably as root), as run-dpd does
-    (runs/dpd_export.py). Raises CoefficientExportError naming ``out``."""
-    if out.is_dir():
-        raise CoefficientExportError(f"{out} is a folder; give a file name ending in .csv or .mat")
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        what = "is not a folder" if parent.exists() else "does not exist"
-        raise CoefficientExportError(f"cannot write {out}: the folder {parent} {what}")
-    if not out.exists():
-        return
-    for folder in out.resolve().parents:
-        if (folder / "config.json").is_file() and (folder / "status.json").is_file():
-            raise CoefficientExportError(f"the output {out} is a file of the run folder {folder}; writing it would "
-                                         "destroy that run's record (give another --out)")
-    if not out.stat().st_mode & 0o222:
-        raise CoefficientExportError(f"the output {out} exists and is read-only; it is not replaced (give another "
-                                     "--out or make it writable)")
 
 
 def _write(out: Path, suffix: str, w, spec, rec, matrix, terms, files: list) -> None:

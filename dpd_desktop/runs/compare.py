@@ -17,6 +17,7 @@ import numpy as np
 from ..metrics.spectra import psd_db
 from ..training.plotdata import AMAM_POINTS
 from .kernel_record import DEFAULT_KERNEL
+from .index import shown_quantized
 from .record import RecordError, RunRecord
 from .replay import ReplayError, SplitArrays, read_split
 from .states import UNREADABLE
@@ -30,10 +31,16 @@ METRIC_ROWS = (
     ("test ACLR R", "dBc", "ACLR_R"),
     ("test ACLR avg", "dBc", "ACLR_AVG"),
     ("test EVM", "dB", "EVM"),
+    ("quantised test NMSE", "dB", "q_NMSE"),
+    ("quantised test ACLR avg", "dBc", "q_ACLR_AVG"),
+    ("quantised test EVM", "dB", "q_EVM"),
     ("params", "", "params"),
     ("MACs/sample", "", "macs_per_sample"),
     ("duration", "s", "wall_s"),
 )
+#: the rows of the quantised DPD (runs/quantized.py; the format shown is runs/index.py ``shown_quantized``'s):
+#: left out of a table in which no run has them
+QUANT_ROWS = frozenset(k for _, _, k in METRIC_ROWS if k.startswith("q_"))
 #: learning-curve series drawn in a comparison: (label, history.csv column)
 CURVES = (("val NMSE [dB]", "VAL_NMSE"), ("val ACLR avg [dBc]", "VAL_ACLR_AVG"), ("val EVM [dB]", "VAL_EVM"),
           ("train loss", "TRAIN_LOSS"), ("val loss", "VAL_LOSS"))
@@ -116,7 +123,13 @@ class Comparison:
 
     def metric_table(self) -> list[tuple[str, str, list[float | None]]]:
         """(label, unit, one value per run) for each of :data:`METRIC_ROWS`."""
-        return [(label, unit, [r.metrics.get(key) for r in self.runs]) for label, unit, key in METRIC_ROWS]
+        return [(label, unit, [r.metrics.get(key) for r in self.runs]) for label, unit, key in metric_rows(self.runs)]
+
+
+def metric_rows(runs: Sequence["RunSummary"]) -> list[tuple[str, str, str]]:
+    """:data:`METRIC_ROWS` without the quantised rows when none of ``runs`` has a quantised evaluation."""
+    return [row for row in METRIC_ROWS
+            if row[2] not in QUANT_ROWS or any(r.metrics.get(row[2]) is not None for r in runs)]
 
 
 def _amam(x: np.ndarray, out: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray]:
@@ -151,6 +164,14 @@ def flatten_config(rec: RunRecord) -> dict[str, Any]:
             out[f"{block}.{k}"] = b.get(k)
     pa = rec.doc.get("pa") if isinstance(rec.doc.get("pa"), dict) else {}
     out["pa.run_id"] = pa.get("run_id")
+    if rec.qat:
+        out["qat.label"] = rec.qat.get("label")
+    if rec.parent_run:
+        out["parent_run"] = rec.parent_run
+    shown = shown_quantized(rec)
+    if shown is not None:
+        out["quantized.shown"] = shown[0]
+        out["quantized.plan_source"] = shown[1].get("plan_source")
     return out
 
 
@@ -172,7 +193,8 @@ def summarize(run_dir: str | Path) -> RunSummary:
     """One run's :class:`RunSummary`.
 
     Raises:
-        CompareError: the folder is not a run or its config.json cannot be read (names the file and the field).
+        CompareError: the folder is not a run, its config.json cannot be read (names the file and the field) or its
+            history.csv does not match its header (names the file and the line).
     """
     rec = RunRecord.read(run_dir)
     if rec is None:
@@ -186,6 +208,10 @@ def summarize(run_dir: str | Path) -> RunSummary:
     test_m = rec.test_metrics
     model = rec.model
     metrics = {k: _num(test_m.get(k)) for k in ("NMSE", "ACLR_L", "ACLR_R", "ACLR_AVG", "EVM")}
+    shown = shown_quantized(rec)
+    q_test = ((shown[1].get("metrics") or {}).get("test") or {}) if shown is not None else {}
+    for k in ("NMSE", "ACLR_AVG", "EVM"):
+        metrics[f"q_{k}"] = _num(q_test.get(k)) if isinstance(q_test, dict) else None
     metrics["params"] = _num(model.get("params", model.get("n_params")))
     metrics["macs_per_sample"] = _num(model.get("macs_per_sample"))
     metrics["wall_s"] = _num(rec.status_doc.get("wall_s"))
@@ -197,13 +223,17 @@ def summarize(run_dir: str | Path) -> RunSummary:
             error = str(exc)
     else:
         error = f"{rec.results_path}: missing (no test predictions)"
+    try:
+        history = rec.history()
+    except RecordError as exc:  # a row with an extra or a missing cell: names the file and the line
+        raise CompareError(f"{exc}; the run cannot be reported or compared") from exc
     ds = rec.dataset
     spec = dict(ds.spec) if ds is not None else {}
     fs = _num(spec.get("sample_rate_hz"))
     label = f"{rec.run_id} · {str(rec.backbone).upper()}-{rec.hidden_size}"
     return RunSummary(run_id=rec.run_id, run_dir=rec.run_dir, state=rec.state, step=str(rec.step), label=label,
                       dataset_fingerprint=ds.fingerprint if ds else None, dataset_name=ds.name if ds else None,
-                      fs_hz=fs, metrics=metrics, history=rec.history(), config=flatten_config(rec), test=test,
+                      fs_hz=fs, metrics=metrics, history=history, config=flatten_config(rec), test=test,
                       error=error)
 
 

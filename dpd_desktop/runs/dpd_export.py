@@ -32,7 +32,6 @@ import contextlib
 import io
 import json
 import math
-import os
 import re
 import time
 from pathlib import Path
@@ -50,7 +49,8 @@ from ..models import build_from_arch
 from ..training.device import resolve_device
 from ..training.errors import TrainingError
 from . import artifacts
-from .record import DatasetChanged, DatasetRef, DatasetUnavailable, RecordError, RunRecord
+from .outputs import check_output, recorded_dataset
+from .record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
 from .workspace import Workspace
 
 __all__ = ["DpdExportError", "run_dpd", "compute_dpd_output", "read_input_file", "write_output", "is_dpd_run",
@@ -80,7 +80,7 @@ def is_dpd_run(run_dir: str | Path) -> bool:
 
 def run_dpd(workspace: Workspace | str | Path | None, run: str | Path, *, out: str | Path,
             input_file: str | Path | None = None, split: str = "test", device: str = "cpu",
-            dataset=None) -> dict[str, Any]:
+            dataset=None, overwrite: bool = False) -> dict[str, Any]:
     """Compute u = DPD(x) with a DPD run's selected checkpoint and write it to ``out``; returns the metadata.
 
     Args:
@@ -93,6 +93,8 @@ def run_dpd(workspace: Workspace | str | Path | None, run: str | Path, *, out: s
         device: "cpu", "cuda", "cuda:N" or "auto".
         dataset: the already loaded :class:`~dpd_desktop.data.IQDataset` of the run (for datasets that cannot be
             reloaded from ``config.json``, e.g. one built in memory); it must have the recorded fingerprint.
+        overwrite: an existing ``out`` (and its ``.meta.json``) may be replaced (``--overwrite``); the files the
+            output rule protects never are (runs/outputs.py).
 
     Returns:
         The metadata dict, also written to ``<out>.meta.json``.
@@ -100,18 +102,19 @@ def run_dpd(workspace: Workspace | str | Path | None, run: str | Path, *, out: s
     Raises:
         DpdExportError: unsupported output extension, run not found or not a DPD run, unreadable ``config.json`` /
             ``best.pt`` or an architecture mismatch (naming the file and field), a dataset that cannot be reloaded
-            (suggesting ``--input``), an unreadable input file, an unknown device, an ``out`` that is a folder or
-            cannot be written (naming ``out``).
+            (suggesting ``--input``), an unreadable input file, an unknown device, an ``out`` that cannot be
+            written (naming ``out``).
+        OutputRefused: ``out`` or its ``.meta.json`` is a file the output rule protects, or exists without
+            ``overwrite`` (runs/outputs.py; a ValueError too).
     """
-    out = Path(out).expanduser()
-    _check_out(out, input_file)
-    fmt = output_format(out)
-    if split not in ("train", "val", "test"):
-        raise DpdExportError(f"split: expected train, val or test, got {split!r}")
     if isinstance(workspace, Workspace):
         ws = workspace
     else:  # a root folder, or any object with a ``root`` (run folders resolve without a workspace anyway)
         ws = Workspace(getattr(workspace, "root", workspace)) if workspace is not None else Workspace()
+    out = check_output(out, overwrite=overwrite, suffixes=tuple(OUTPUT_SUFFIXES), inputs=[input_file], workspace=ws)
+    fmt = output_format(out)
+    if split not in ("train", "val", "test"):
+        raise DpdExportError(f"split: expected train, val or test, got {split!r}")
     try:
         run_dir = ws.resolve(run)
     except FileNotFoundError as exc:
@@ -121,7 +124,9 @@ def run_dpd(workspace: Workspace | str | Path | None, run: str | Path, *, out: s
     except RecordError as exc:
         raise DpdExportError(str(exc)) from exc
     cfg_path = rec.config_path
-    _check_out_overwrites(out, rec.dataset)
+    source = recorded_dataset(rec.dataset)
+    for target in (out, meta_path(out)):
+        check_output(target, overwrite=overwrite, inputs=[input_file], datasets=[source], workspace=ws)
     if rec.step != "dpd":
         hint = (f" (this is a PA run: train a DPD through it with dpd-desktop train-dpd --pa-run {run_dir.name}, "
                 "then give that DPD run)" if rec.step == "pa" else "")
@@ -144,7 +149,7 @@ def run_dpd(workspace: Workspace | str | Path | None, run: str | Path, *, out: s
     u = compute_dpd_output(model, x, nperseg, batch_size=bs_eval, device=dev, cudnn=rec.device.get("cudnn"))
     meta = _metadata(rec, ckpt_meta, x, u, out=out, fmt=fmt, split=used_split,
                      input_info=input_info, nperseg=nperseg, device=str(dev))
-    write_output(out, x, u, meta)
+    write_output(out, x, u, meta, overwrite=overwrite)
     side = meta_path(out)
     try:
         artifacts.atomic_write_json(side, meta)
@@ -161,60 +166,6 @@ def output_format(out: str | Path) -> str:
         raise DpdExportError(f"output file {Path(out).name}: {shown} is not supported; use one of "
                              f"{', '.join(OUTPUT_SUFFIXES)} (CSV I,Q,I_dpd,Q_dpd; HDF5 datasets x and u; MATLAB x, u)")
     return OUTPUT_SUFFIXES[suffix]
-
-
-def _check_out(out: Path, input_file) -> None:
-    """The output must be a file name in an existing folder, and not the input file itself."""
-    if out.is_dir():
-        raise DpdExportError(f"{out} is a folder; give a file name ending in .csv, .h5/.hdf5 or .mat")
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        what = "is not a folder" if parent.exists() else "does not exist"
-        raise DpdExportError(f"cannot write {out}: the folder {parent} {what}")
-    if input_file is not None:
-        src = Path(input_file).expanduser()
-        if not src.is_dir() and _holds(src, out):  # (a folder given as --input is refused when it is read)
-            raise DpdExportError(f"the output {out} is the input file {src}; writing it would destroy the input "
-                                 "(give another --out)")
-
-
-def _check_out_overwrites(out: Path, dataset: DatasetRef) -> None:
-    """Refuse to replace an existing file that is not a previous export: a file of a run folder (``config.json``,
-    ``results.h5``, ``best.csv``, … of any run), a file of the run's dataset (its split files or its dataset file),
-    or a read-only file (an atomic replace would ignore the file's permissions, notably as root).
-
-    Raises:
-        DpdExportError: naming ``out`` and what it is.
-    """
-    if not out.exists():
-        return
-    target = out.resolve()
-    for folder in target.parents:
-        if (folder / "config.json").is_file() and (folder / "status.json").is_file():
-            raise DpdExportError(f"the output {out} is a file of the run folder {folder}; writing it would destroy "
-                                 "that run's record (give another --out)")
-    source = dataset.source if dataset.kind != "demo" else None
-    if source and _holds(Path(source).expanduser(), out):
-        raise DpdExportError(f"the output {out} is a file of the run's dataset {source}; writing it would change "
-                             "the dataset (give another --out)")
-    try:
-        read_only = not (out.stat().st_mode & 0o222)
-    except OSError:
-        read_only = False
-    if read_only:
-        raise DpdExportError(f"the output {out} exists and is read-only; it is not replaced (give another --out or "
-                             "make it writable)")
-
-
-def _holds(src: Path, out: Path) -> bool:
-    """Whether the existing file ``out`` is ``src`` itself (same file, links followed) or lies in the folder ``src``;
-    False when either cannot be examined."""
-    try:
-        if not (out.exists() and src.exists()):
-            return False
-        return os.path.samefile(src, out) or src.is_dir() and src.resolve() in out.resolve().parents
-    except OSError:
-        return False
 
 
 def _os_reason(exc: OSError, target: Path) -> str:
@@ -301,16 +252,19 @@ def read_input_file(path: str | Path, split: str = "test") -> tuple[np.ndarray, 
                                                       "sha256": artifacts.file_sha256(p)}
 
 
-def write_output(out: str | Path, x: np.ndarray, u: np.ndarray, meta: dict[str, Any]) -> Path:
+def write_output(out: str | Path, x: np.ndarray, u: np.ndarray, meta: dict[str, Any],
+                 overwrite: bool = False) -> Path:
     """Write x and u to ``out`` in the format of its extension, atomically. Returns the path.
 
     Raises:
-        DpdExportError: ``out`` is a folder or in a missing folder, has an unsupported extension, or cannot be
-            written (the message names ``out``, not the temporary file).
+        DpdExportError: ``out`` has an unsupported extension, or cannot be written (the message names ``out``, not
+            the temporary file).
+        OutputRefused: the output rule refuses ``out`` (runs/outputs.py; ``overwrite``: an existing file may be
+            replaced).
     """
     out = Path(out)
-    _check_out(out, None)
     fmt = output_format(out)
+    check_output(out, overwrite=overwrite)
     try:
         return _write_output(out, fmt, x, u, meta)
     except OSError as exc:

@@ -30,19 +30,20 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 
-from .record import PIN_FILE, RunRecord
+from .record import PIN_FILE, QUANTIZED_FILE, RunRecord
 from .states import LIVE_STATES
 
 INDEX_FILE = "index.sqlite"
 #: the table layout's version (``PRAGMA user_version``); another number means: rebuild
-INDEX_SCHEMA = 4  # 2: macs_per_sample, metric_profile, gain_rule; 3: no hidden size for MP/GMP rows; 4: kernel
+INDEX_SCHEMA = 6  # 2: macs_per_sample, metric_profile, gain_rule; 3: no hidden size for MP/GMP rows; 4: kernel;
+#                   5: group; 6: quantisation (qat, parent_run_id, quant*)
 #: families without a hidden size (their config.json holds the unused default)
 POLY_FAMILIES = ("mp", "gmp")
 APPLICATION_ID = 0x44504449  # "DPDI": PRAGMA application_id, tells our file from any other SQLite database
 BUSY_TIMEOUT_MS = 10_000
 LOCK_TIMEOUT_S = 30.0
 #: the files whose (mtime_ns, size) make a folder's signature
-SIGNATURE_FILES = ("config.json", "status.json", "best.pt", "results.h5", PIN_FILE)
+SIGNATURE_FILES = ("config.json", "status.json", "best.pt", "results.h5", PIN_FILE, QUANTIZED_FILE)
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,13 @@ class IndexedRun:
     rule; ``kernel``: the recurrence kernels that ran (runs/kernel_record.py ``KernelRun.label``: "reference", "fast",
     "fast → reference" when it fell back), ``kernel_notes``: why any fell back ("; "-joined). Metrics are in dB (NMSE,
     EVM) and dBc (ACLR); ``wall_s`` in seconds; ``created`` / ``updated`` the ISO times of config.json's ``created``
-    and status.json's ``updated``; ``pinned`` the run is kept (never removed by retention).
+    and status.json's ``updated``; ``pinned`` the run is kept (never removed by retention); ``run_group`` the loop or sweep
+    the run belongs to (:func:`run_group`: "loop <id>", "sweep <id>"), None for a run of its own.
     ``state`` is a :data:`~dpd_desktop.runs.states.RUN_STATES` word, or "unreadable" / "damaged".
+    Quantisation (dpd_desktop/quant): ``qat`` the bit-width label of a quantisation-aware fine-tune (e.g. "W8A8"),
+    ``parent_run_id`` the run it fine-tuned; ``quant`` every label evaluated (quantized.json, ", "-joined) and
+    ``quant_label`` / ``quant_test_*`` the integer model's test metrics through the frozen PA for the label shown
+    (:func:`shown_quantized`).
     """
 
     run_id: str
@@ -93,6 +99,14 @@ class IndexedRun:
     updated: str | None = None
     message: str | None = None
     pa_run_id: str | None = None
+    run_group: str | None = None
+    qat: str | None = None
+    parent_run_id: str | None = None
+    quant: str | None = None
+    quant_label: str | None = None
+    quant_test_nmse: float | None = None
+    quant_test_aclr_avg: float | None = None
+    quant_test_evm: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -132,6 +146,43 @@ def _text(v) -> str | None:
     return v if isinstance(v, str) else None
 
 
+def run_group(rec: RunRecord) -> str | None:
+    """The group a run belongs to, from config.json's ``experiment.extra``: ``"loop <id>"`` for an iteration of an
+    instrument loop (loop/store.py), ``"sweep <id>"`` for a sweep's trial (sweep/spec.py); None otherwise."""
+    extra = rec.config.extra if rec.config is not None else ((rec.doc.get("experiment") or {}).get("extra") or {})
+    if not isinstance(extra, dict):
+        return None
+    for kind in ("loop", "sweep"):
+        tag = extra.get(kind)
+        if isinstance(tag, dict) and isinstance(tag.get("id"), str):
+            return f"{kind} {tag['id']}"
+    return None
+def shown_quantized(rec: RunRecord) -> tuple[str, dict[str, Any]] | None:
+    """The quantised evaluation a listing shows: a quantisation-aware run's own bit widths when evaluated, else the
+    narrowest evaluated (fewest weight, then activation bits); None without any."""
+    evals = rec.quantized
+    if not evals:
+        return None
+    own = (rec.qat or {}).get("label")
+    if own in evals:
+        return own, evals[own]
+
+    def width(item):
+        spec = item[1].get("spec") if isinstance(item[1].get("spec"), dict) else {}
+        return (_int(spec.get("weights")) or 99, _int(spec.get("activations")) or 99, item[0])
+
+    label, doc = min(evals.items(), key=width)
+    return label, doc
+
+
+def quant_text(row: IndexedRun) -> str:
+    """A listing's quantisation cell: "W8A8" (the evaluation shown), "qat W8A8" when the run is that format's
+    quantisation-aware fine-tune, "" for neither."""
+    if row.quant_label is None:
+        return f"qat {row.qat}" if row.qat else ""
+    return f"qat {row.quant_label}" if row.qat == row.quant_label else row.quant_label
+
+
 def row_from_record(rec: RunRecord) -> IndexedRun:
     """The index row of a run record (values of a wrong type in a hand-edited file become None)."""
     status = rec.status_doc if isinstance(rec.status_doc, dict) else {}
@@ -140,6 +191,12 @@ def row_from_record(rec: RunRecord) -> IndexedRun:
     ds = rec.dataset
     pa = rec.pa or {}
     kernel = rec.kernel
+    qat = rec.qat or {}
+    shown = shown_quantized(rec)
+    q_test = {}
+    if shown is not None:
+        m = shown[1].get("metrics") if isinstance(shown[1].get("metrics"), dict) else {}
+        q_test = m.get("test") if isinstance(m.get("test"), dict) else {}
     return IndexedRun(
         run_id=rec.run_id, folder=str(rec.run_dir), state=rec.state, step=str(rec.step), family=str(rec.backbone),
         hidden_size=None if str(rec.backbone) in POLY_FAMILIES else _int(rec.hidden_size),
@@ -158,7 +215,10 @@ def row_from_record(rec: RunRecord) -> IndexedRun:
         kernel_notes="; ".join(kernel.notes) or None, pinned=bool(rec.pinned),
         created=_text(rec.doc.get("created")),
         updated=_text(status.get("updated")), message=_text(status.get("message")),
-        pa_run_id=_text(pa.get("run_id")))
+        pa_run_id=_text(pa.get("run_id")), run_group=run_group(rec), qat=_text(qat.get("label")), parent_run_id=_text(rec.parent_run),
+        quant=", ".join(sorted(rec.quantized)) or None, quant_label=shown[0] if shown else None,
+        quant_test_nmse=_float(q_test.get("NMSE")), quant_test_aclr_avg=_float(q_test.get("ACLR_AVG")),
+        quant_test_evm=_float(q_test.get("EVM")))
 
 
 def folder_signature(run_dir: Path) -> str | None:

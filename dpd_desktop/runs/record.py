@@ -48,6 +48,8 @@ HISTORY_COLUMNS = ("EPOCH", "N_EPOCH", "TIME:", "LR", "BATCH_SIZE", "N_PARAM", "
 _KIND_OF_FORMAT = {"split_csv": "split-folder", "single_csv": "single-csv", "hdf5": "hdf5"}
 DATASET_KINDS = ("split-folder", "single-csv", "hdf5", "demo")
 _V1_DEMO_PREFIX, _V1_DEMO_SUFFIX = "<synthetic demo seed=", ">"
+#: the quantised evaluations of a DPD run (runs/quantized.py; written by runs/writer.py ``write_quantized``)
+QUANTIZED_FILE = "quantized.json"
 
 
 class RecordError(ValueError):
@@ -315,14 +317,15 @@ class RunRecord:
 
     @property
     def arch(self) -> dict[str, Any]:
-        """``{"backbone", "hidden_size", "num_layers"}`` as recorded (what checkpoints are checked against), and for
-        MP/GMP ``poly``, the orders (models/poly.py ``PolySpec.to_dict``)."""
+        """``{"backbone", "hidden_size", "num_layers"}`` as recorded (what checkpoints are checked against), for
+        MP/GMP ``poly``, the orders (models/poly.py ``PolySpec.to_dict``), for a delta family ``thx`` and ``thh``."""
         if not self.config:
             return {}
         arch = {k: getattr(self.config, k) for k in ARCH_FIELDS}
         spec = self.config.poly_spec()
         if spec is not None:
             arch["poly"] = spec.to_dict()
+        arch.update(artifacts.delta_fields(self.config))
         return arch
 
     # ---------------------------------------------------------------- config.json blocks
@@ -418,12 +421,15 @@ class RunRecord:
 
     def history(self) -> list[dict[str, Any]]:
         """history.csv's rows, numbers parsed (int where integral text, float otherwise, text as is); [] when the
-        file is missing. Raises RecordError for an unreadable file."""
+        file is missing. Raises RecordError for an unreadable file or a row that does not match the header (an
+        extra or a missing cell: the file and the line named)."""
         p = self.history_path
         if not p.is_file():
             return []
         try:
             rows = artifacts.read_history_csv(p)
+        except artifacts.HistoryFormatError as exc:  # names the file and the line already
+            raise RecordError(str(exc)) from exc
         except (OSError, ValueError) as exc:
             raise RecordError(f"{p}: cannot read the history ({exc})") from exc
         return [{k: _number(v) for k, v in r.items()} for r in rows]
@@ -438,6 +444,28 @@ class RunRecord:
     def kernel(self) -> KernelRun:
         """The recurrence kernels asked for and run (config.json ``device.kernel``; runs/kernel_record.py)."""
         return read_kernel(self.doc)
+
+    @property
+    def quantized(self) -> dict[str, dict[str, Any]]:
+        """The quantised evaluations of a DPD run (quantized.json, runs/quantized.py), by bit-width label (e.g.
+        ``W8A8``); {} when there are none or the file cannot be read."""
+        try:
+            doc = json.loads((self.run_dir / QUANTIZED_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        evals = doc.get("evaluations") if isinstance(doc, dict) else None
+        return {str(k): v for k, v in evals.items() if isinstance(v, dict)} if isinstance(evals, dict) else {}
+
+    @property
+    def qat(self) -> dict[str, Any] | None:
+        """A quantisation-aware fine-tune's config.json ``qat`` block (parent, bit widths, plan), else None."""
+        return _block(self.doc, "qat")
+
+    @property
+    def parent_run(self) -> str | None:
+        """The run a fine-tune started from (config.json ``qat`` or ``finetune`` block), else None."""
+        block = _block(self.doc, "qat") or _block(self.doc, "finetune") or {}
+        return block.get("parent_run")
 
     def evaluation_path(self, profile: str) -> Path:
         """Where ``runs evaluate`` keeps a re-evaluation under ``profile`` (runs/evaluate.py)."""

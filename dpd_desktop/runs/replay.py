@@ -209,7 +209,7 @@ def plot_data_of(step: str, split: SplitArrays, spec: DatasetSpec, source: str =
     aclr.update({pname: (split.metrics.get("ACLR_L", math.nan), split.metrics.get("ACLR_R", math.nan)),
                  tname: _aclr_pair(split.target, spec)})
     pd = build_plot_data(source, split.x, signals, spec, target_name=tname, pred_name=pname, aclr=aclr,
-                         error_of=(pname, tname))
+                         error_of=(pname, tname), input_side=(DPD_OUTPUT_NAME,))
     psd = dict(pd.psd)
     if split.psd_prediction_db.shape == pd.psd_freq_mhz.shape:
         psd[pname] = np.asarray(split.psd_prediction_db, dtype=np.float32)

@@ -20,8 +20,10 @@ import numpy as np
 from .. import __version__
 from ..metrics.spectra import psd_db
 from .artifacts import atomic_write_text
-from .compare import (CURVES, METRIC_ROWS, Comparison, RunSummary, compare_runs, reference_name, reference_psd,
-                      summarize)
+from .compare import (CURVES, Comparison, RunSummary, compare_runs, metric_rows, reference_name,
+                      reference_psd, summarize)
+from .outputs import check_output, recorded_dataset
+from .record import RunRecord
 from .svg_plot import Series, line_chart
 
 REPORT_AMAM_POINTS = 800  # AM/AM points per signal in a report (keeps a report of four runs under ~1 MB)
@@ -116,7 +118,8 @@ def render_run(run: RunSummary) -> str:
                                                              run.dataset_name or "?"]], numeric_from=9))
     out.append("<h2>Metrics (test split, selected checkpoint)</h2>")
     out.append(_table(["metric", "unit", "value"],
-                      [[label, unit, format_value(run.metrics.get(key), unit)] for label, unit, key in METRIC_ROWS],
+                      [[label, unit, format_value(run.metrics.get(key), unit)]
+                       for label, unit, key in metric_rows([run])],
                       numeric_from=2))
     if run.error:
         out.append(f'<p class="note">{html.escape(run.error)}</p>')
@@ -153,13 +156,23 @@ def render_comparison(cmp: Comparison) -> str:
     return "\n".join(out)
 
 
-def write_report(run_dirs: Sequence[str | Path], out: str | Path) -> Path:
+REPORT_SUFFIXES = (".html", ".htm")
+
+
+def write_report(run_dirs: Sequence[str | Path], out: str | Path, overwrite: bool = False, workspace=None) -> Path:
     """Write the report of one run (one folder) or a comparison (several) to ``out`` atomically; returns the path.
 
+    ``out`` follows the output rule (runs/outputs.py: an ``.html``/``.htm`` file, never one of a run folder, a
+    dataset or the workspace's own files; an existing one only with ``overwrite``), checked before anything is read.
+
     Raises:
+        OutputRefused: the output rule refuses ``out`` (a ValueError).
         CompareError: a folder is not a readable run (names the file and the field).
         OSError: ``out`` cannot be written.
     """
+    records = [RunRecord.read(d) for d in run_dirs]
+    datasets = [recorded_dataset(rec.dataset) for rec in records if rec is not None]
+    out = check_output(out, overwrite=overwrite, suffixes=REPORT_SUFFIXES, datasets=datasets, workspace=workspace)
     if len(run_dirs) == 1:
         text = render_run(summarize(run_dirs[0]))
     else:

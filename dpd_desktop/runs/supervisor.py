@@ -166,7 +166,7 @@ class Supervisor:
                  entries: Iterable[int] | None = None):
         self.workspace = workspace
         self.lanes = None if lanes is None else [device_lane(x) for x in lanes]
-        self.only = None if entries is None else [int(x) for x in entries]
+        self.only = None if entries is None else frozenset(int(x) for x in entries)
         self.observers = list(observers)
         self._own_queue = queue is None
         self.queue = queue if queue is not None else RunQueue(workspace.root)

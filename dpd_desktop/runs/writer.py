@@ -7,15 +7,34 @@ writes no file. The round trip writer → reader is tested in tests/unit/test_re
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any, Mapping
 
 from . import artifacts
 from .owner import process_identity
-from .record import FORMAT, HISTORY_COLUMNS, PIN_FILE, SCHEMA
+from .record import FORMAT, HISTORY_COLUMNS, PIN_FILE, QUANTIZED_FILE, SCHEMA
+
+#: Disk space kept free for a run's last words: a file of this size is made in the run folder before its first
+#: artifact and deleted when a write finds the disk full, so that the failure's log line and status.json (and a
+#: config.json that failed) still fit; deleted at the run's end in any case. Sizes written on a failure, measured:
+#: status.json ~0.7 KB, the FAILED log line with its traceback ~3 KB (appended), config.json ~4 KB: 8 blocks of 4 KiB.
+RESERVE_FILE = ".space-reserve"
+RESERVE_BYTES = 32 * 1024
+#: the errors of a full disk (or a full quota)
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+#: what the writer puts in a new run folder before its run has started (RunPrepared): all of it may go again
+PREPARED_FILES = ("config.json", "status.json", "history.csv", "log.txt", RESERVE_FILE)
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` is a write refused for want of space (ENOSPC, EDQUOT)."""
+    return isinstance(exc, OSError) and exc.errno in DISK_FULL
+
 
 class RunWriter:
     """Observer of the trainer's events that writes the run folder, every file atomically (runs/artifacts.py).
@@ -31,6 +50,12 @@ class RunWriter:
     file and leaves the earlier version of every artifact as it was; the trainer calls the writer before any other
     observer. log.txt is rewritten whole (atomically) at each line, like every other file. Call :meth:`close` when
     the run is over (idempotent).
+
+    Full disk: before the first artifact the writer sets :data:`RESERVE_BYTES` aside (:data:`RESERVE_FILE`; a disk
+    without that much room raises at ``RunPrepared``: the run does not start). A write that finds the disk full
+    frees it and raises as any failed write; from then on log lines are appended to log.txt in place (a whole new copy
+    might not fit), so the failure's log line and its "failed" status.json still reach the disk. :meth:`close`
+    deletes the reserve.
 
     ``resume`` (training/resume.py): reopen an existing run folder instead. ``RunPrepared`` then keeps log.txt
     (appended) and config.json (its ``resumes`` list gains an entry), rewrites history.csv with the rows of last.pt
@@ -51,21 +76,71 @@ class RunWriter:
         self.best_so_far: dict[str, Any] = {}  # best_value and val_metrics of that epoch (status.json before the end)
         self._config_written = False
         self._log_text: str | None = None  # log.txt's text (None: no run folder yet, or closed)
+        self._log_on_disk = 0  # how much of _log_text log.txt holds
+        self._reserve: Path | None = None  # the space set aside (None: not made, or freed)
+        self.disk_full = False  # a write found the disk full: log lines are appended from then on
 
     def __call__(self, event) -> None:
         handler = _WRITER_HANDLERS.get(type(event).__name__)
         if handler is not None:
-            handler(self, event)
+            try:
+                handler(self, event)
+            except OSError as exc:
+                if is_disk_full(exc):  # room for the failure's log line and status
+                    self.disk_full = True
+                    self._free_reserve()
+                raise
 
     def close(self) -> None:
         self._log_text = None
+        self._free_reserve()
+
+    def _make_reserve(self) -> None:
+        """Set :data:`RESERVE_BYTES` of disk aside in the run folder (blocks allocated, not a sparse file).
+        Raises ArtifactWriteError when the disk does not have them; any other refusal leaves the run without a
+        reserve."""
+        path = self.run_dir / RESERVE_FILE
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                if hasattr(os, "posix_fallocate"):
+                    try:
+                        os.posix_fallocate(fd, 0, RESERVE_BYTES)
+                    except OSError as exc:  # a file system without fallocate: zeros written instead
+                        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                            raise
+                        os.write(fd, bytes(RESERVE_BYTES))
+                else:
+                    os.write(fd, bytes(RESERVE_BYTES))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            try:
+                path.unlink()
+            except OSError:
+                pass
+            if is_disk_full(exc):
+                raise artifacts.ArtifactWriteError(path, exc) from exc
+            return  # another refusal (a file-size limit, a read-only reserve): the run goes on without one
+        self._reserve = path
+
+    def _free_reserve(self) -> None:
+        if self._reserve is not None:
+            try:
+                self._reserve.unlink()
+            except OSError:
+                pass
+            self._reserve = None
 
     # ---------------------------------------------------------------- handlers
     def _prepared(self, ev) -> None:
         self.run_id, self.run_dir = ev.run_id, Path(ev.run_dir)
         self.step, self.selection_metric = ev.step, ev.selection_metric
+        self._make_reserve()  # before anything: a disk without room for the run's last words starts no run
         log = self.run_dir / "log.txt"  # kept and continued (a resumed run's log goes on)
         self._log_text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+        self._log_on_disk = len(self._log_text)
         if self.resume is not None:
             self._reopen(ev)
             return
@@ -98,7 +173,23 @@ class RunWriter:
     def _log_line(self, ev) -> None:
         if self._log_text is not None:
             self._log_text += f"{ev.clock} {ev.text}\n"  # kept on a failed write: the next one carries it
+            if self.disk_full:  # appended in place: a whole new copy of the log might not fit
+                self._append_log()
+                return
             artifacts.atomic_write_text(self.run_dir / "log.txt", self._log_text)
+            self._log_on_disk = len(self._log_text)
+
+    def _append_log(self) -> None:
+        """Append the lines log.txt lacks (after a full disk; a cut append loses only the end of the last line)."""
+        path = self.run_dir / "log.txt"
+        try:
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(self._log_text[self._log_on_disk:])
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise artifacts.ArtifactWriteError(path, exc) from exc
+        self._log_on_disk = len(self._log_text)
 
     def _started(self, ev) -> None:
         self.config_doc = {**(self.config_doc or self._config_head(ev.config)), "experiment": dict(ev.config),
@@ -163,7 +254,8 @@ class RunWriter:
 
     def _failed(self, ev) -> None:
         try:
-            if self.run_dir is not None:
+            # ev.run_dir None: the run never started and its folder is gone (trainer.py, full disk at the start)
+            if self.run_dir is not None and ev.run_dir is not None:
                 if not self._config_written and self.config_doc:
                     try:  # a run whose first config.json failed: one more try, so that the failed run is listed
                         self._write_config()
@@ -197,10 +289,47 @@ class RunWriter:
         self._config_written = True
 
 
+def discard_unstarted(run_dir: str | Path) -> bool:
+    """Remove a new run folder whose run could not start (its ``RunPrepared`` failed: a full disk): the files the
+    writer puts there first (:data:`PREPARED_FILES`) and the temporary files of its writes, then the folder. A folder
+    holding anything else is left as it is. Returns True when the folder is gone."""
+    folder = Path(run_dir)
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return False
+    ours = [p for p in entries if p.is_file() and not p.is_symlink() and (
+        p.name in PREPARED_FILES or any(p.name.startswith(f".{n}.") and p.name.endswith(".tmp")
+                                        for n in PREPARED_FILES))]
+    if len(ours) != len(entries):
+        return False
+    try:
+        for p in ours:
+            p.unlink()
+        folder.rmdir()
+    except OSError:
+        return False
+    return True
+
+
 def write_evaluation(run_dir: str | Path, profile: str, doc: Mapping[str, Any]) -> Path:
     """A re-evaluation of a finished run under a metric profile (runs/evaluate.py), written atomically beside
     results.h5 as ``evaluation-<profile>.json`` (the path RunRecord.evaluation_path reads); returns the path."""
     return artifacts.atomic_write_json(Path(run_dir) / f"evaluation-{profile}.json", dict(doc))
+
+
+def write_quantized(run_dir: str | Path, doc: Mapping[str, Any]) -> Path:
+    """A quantised evaluation of a DPD run (runs/quantized.py), kept in ``quantized.json`` beside results.h5 under
+    its bit-width label (``{"format", "evaluations": {label: doc}}``; an entry of the same label is replaced, a file
+    that cannot be read is started anew); written atomically; returns the path (RunRecord.quantized reads it)."""
+    path = Path(run_dir) / QUANTIZED_FILE
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+        evals = dict(old.get("evaluations") or {}) if isinstance(old, dict) else {}
+    except (OSError, ValueError, AttributeError):
+        evals = {}
+    evals[str(doc["label"])] = dict(doc)
+    return artifacts.atomic_write_json(path, {"format": "dpd-desktop-quantized-1", "evaluations": evals})
 
 
 def _number(v) -> float | None:

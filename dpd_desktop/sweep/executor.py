@@ -11,6 +11,8 @@ batch with that reason (an Optuna pruner: "pruned by the sweep at epoch N"); its
 message. An executor that cannot follow epochs may ignore it (its trials are then never pruned).
 ``on_start`` (optional, keyword): ``on_start(trial, run_dir)`` once a trial's run folder exists (the sweep marks it
 running and names its run).
+``on_many`` (optional, keyword): ``on_many([TrialEnd, ...])`` for trials that end at once (a stop cancels every trial
+still queued): the sweep records them in one write (:func:`report`); without it, ``on_done`` for each.
 """
 from __future__ import annotations
 
@@ -49,5 +51,19 @@ class TrialExecutor(Protocol):
 
     def run(self, trials: Sequence[Trial], on_done: Callable[[TrialEnd], None], stop: threading.Event,
             on_epoch: Callable[[Trial, object], str | None] | None = None,
-            on_start: Callable[[Trial, str], None] | None = None) -> None:
+            on_start: Callable[[Trial, str], None] | None = None,
+            on_many: Callable[[list[TrialEnd]], None] | None = None) -> None:
         ...
+
+
+def report(ends: Sequence[TrialEnd], on_done: Callable[[TrialEnd], None],
+           on_many: Callable[[list[TrialEnd]], None] | None = None) -> None:
+    """Hand ``ends`` to the sweep: one call of ``on_many`` when given (one write of sweep.json for them all), else
+    ``on_done`` for each."""
+    if not ends:
+        return
+    if on_many is not None:
+        on_many(list(ends))
+    else:
+        for end in ends:
+            on_done(end)

@@ -20,7 +20,7 @@ from ..runs.states import FINAL_STATES
 from ..runs.supervisor import EntryEnded, Supervisor
 from ..runs.workspace import Workspace
 from ..training import events as E
-from .executor import Trial, TrialEnd
+from .executor import Trial, TrialEnd, report
 
 POLL_S = 0.2
 
@@ -46,15 +46,17 @@ class LocalExecutor:
 
     def run(self, trials: Sequence[Trial], on_done: Callable[[TrialEnd], None], stop: threading.Event,
             on_epoch: Callable[[Trial, object], str | None] | None = None,
-            on_start: Callable[[Trial, str], None] | None = None) -> None:
+            on_start: Callable[[Trial, str], None] | None = None,
+            on_many: Callable[[list[TrialEnd]], None] | None = None) -> None:
         if not trials:
             return
         if stop.is_set():  # stopped before anything was queued: nothing enters the queue
-            for t in trials:
-                on_done(TrialEnd(t, "cancelled", None, "cancelled before it started"))
+            report([TrialEnd(t, "cancelled", None, "cancelled before it started") for t in trials], on_done, on_many)
             return
         with RunQueue(self.workspace.root) as q:
-            by_entry = {q.add(t.config, group=group_tag(t)).id: t for t in trials}
+            # one transaction for the whole sweep (10,000 trials: 38 s one by one, each add its own commit)
+            ids = q.add_many([(t.config, group_tag(t)) for t in trials])
+            by_entry = dict(zip(ids, trials))
             ended: set[int] = set()
             pruned: dict[int, str] = {}
             runs: dict[int, str | None] = {}
@@ -93,23 +95,27 @@ class LocalExecutor:
             try:
                 while True:
                     sup.run()
-                    if not self._settle(q, by_entry, ended, on_done, stop):
+                    if not self._settle(q, by_entry, ended, on_done, stop, on_many):
                         break
                     time.sleep(POLL_S)
             finally:
                 finished.set()
                 watcher.join()
 
-    def _settle(self, q: RunQueue, by_entry: dict, ended: set, on_done, stop: threading.Event) -> bool:
+    def _settle(self, q: RunQueue, by_entry: dict, ended: set, on_done, stop: threading.Event,
+                on_many=None) -> bool:
         """After a supervisor pass: end the entries that ended elsewhere (another supervisor ran them) or, after a
-        stop, cancel ours that are left; True while some are still to run or to end."""
-        for i in [i for i in by_entry if i not in ended]:
-            e = q.get(i)
-            if stop.is_set() and e.state == "queued":
-                e = q.cancel(i)
-            elif stop.is_set() and e.state == "running" and not e.cancel_requested:
-                q.cancel(i)
-            if e.state in FINAL_STATES:
+        stop, cancel ours that are left (one transaction, one record of their ends: a stop of 10,000 queued trials
+        took 80 minutes entry by entry); True while some are still to run or to end."""
+        left = [i for i in by_entry if i not in ended]
+        if stop.is_set():
+            q.cancel_many(left)
+        entries = q.ended_among(left)
+        ends = []
+        for i in left:
+            e = entries.get(i)
+            if e is not None and e.state in FINAL_STATES:
                 ended.add(i)
-                on_done(TrialEnd(by_entry[i], e.state, e.run_dir, e.message))
+                ends.append(TrialEnd(by_entry[i], e.state, e.run_dir, e.message))
+        report(ends, on_done, on_many)
         return any(i not in ended for i in by_entry)

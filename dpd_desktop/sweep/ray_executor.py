@@ -50,7 +50,7 @@ from ..config import ExperimentConfig
 from ..runs.index import RunIndex
 from ..runs.settings import WorkspaceSettings
 from ..runs.workspace import Workspace
-from .executor import Trial, TrialEnd
+from .executor import Trial, TrialEnd, report
 from .ray_options import DEFAULT_TRIALS_PER_GPU, LOCAL_ADDRESS, add_ray_arguments
 from .ray_security import TOKEN_ENV, LocalCluster, RaySecurityError, check_address, check_cluster_auth_mode
 from .ray_task import (SWEEP_STOPPED, ReturnedRunError, TrialChannel, import_run, read_group_returned,
@@ -235,16 +235,18 @@ class RayExecutor:
     # ---------------------------------------------------------------- the protocol
     def run(self, trials: Sequence[Trial], on_done: Callable[[TrialEnd], None], stop: threading.Event,
             on_epoch: Callable[[Trial, Any], str | None] | None = None,
-            on_start: Callable[[Trial, str], None] | None = None) -> None:
-        """Train ``trials`` on the cluster; ``on_done`` once per trial, in the order they end (module docstring).
-        Connects first unless connected, and disconnects at the end unless inside ``with executor:``."""
+            on_start: Callable[[Trial, str], None] | None = None,
+            on_many: Callable[[list[TrialEnd]], None] | None = None) -> None:
+        """Train ``trials`` on the cluster; ``on_done`` once per trial, in the order they end (module docstring;
+        ``on_many`` for the trials a stop ends before they were sent). Connects first unless connected, and
+        disconnects at the end unless inside ``with executor:``."""
         if not trials:
             return
         own = self._ray is None and not self._keep
         if self._ray is None:
             self.open()
         try:
-            self._run_connected(self._ray, trials, on_done, stop, on_epoch, on_start)
+            self._run_connected(self._ray, trials, on_done, stop, on_epoch, on_start, on_many)
         finally:
             if own:
                 self.close()
@@ -254,7 +256,8 @@ class RayExecutor:
         next poll): its run ends ``cancelled`` with that message."""
         self._trial_stops.put((int(number), str(reason)))
 
-    def _run_connected(self, ray, trials, on_done, stop: threading.Event, on_epoch=None, on_start=None) -> None:
+    def _run_connected(self, ray, trials, on_done, stop: threading.Event, on_epoch=None, on_start=None,
+                       on_many=None) -> None:
         channel = ray.remote(num_cpus=0)(TrialChannel).remote()
         task = ray.remote(max_retries=0)(train_trial)
         group_task = ray.remote(max_retries=0)(train_group)
@@ -262,10 +265,11 @@ class RayExecutor:
         settings = WorkspaceSettings.load(self.workspace.root)
         pending: dict[Any, list[tuple[Trial, str, Path]]] = {}
         by_number: dict[int, tuple[Trial, Path]] = {}
+        unsent: list[TrialEnd] = []
         for unit in _units(trials):
             if stop.is_set():
-                for trial in unit:
-                    on_done(TrialEnd(trial, "cancelled", None, "the sweep was stopped before this trial started"))
+                unsent += [TrialEnd(trial, "cancelled", None, "the sweep was stopped before this trial started")
+                           for trial in unit]
                 continue
             members, payloads, files = [], [], {}
             for trial in unit:
@@ -292,6 +296,7 @@ class RayExecutor:
                 by_number[trial.number] = (trial, run_dir)
                 self._emit({"event": "submitted", "trial": trial.number, "run_id": run_id, "resources": res,
                             "members": numbers})
+        report(unsent, on_done, on_many)
         follow = _Follow(by_number, on_epoch, on_start, self.stop_trial)
         stop_sent = False
         try:

@@ -33,7 +33,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from ..process import Exit
 from ..runs.workspace import Workspace
-from .executor import Trial, TrialEnd
+from .executor import Trial, TrialEnd, report
 from .ray_executor import (DEFAULT_TRIALS_PER_GPU, RayExecutor, RemoteEpoch, check_not_bundled, trial_from_dict,
                            trial_to_dict)
 from .ray_security import OVERRIDE_FLAG, RaySecurityError
@@ -290,12 +290,13 @@ class HelperExecutor:
         self.env, self.on_event = dict(env or {}), on_event
         self._start = start or RayHelperClient.start
 
-    def run(self, trials: Sequence[Trial], on_done, stop: threading.Event, on_epoch=None, on_start=None) -> None:
+    def run(self, trials: Sequence[Trial], on_done, stop: threading.Event, on_epoch=None, on_start=None,
+            on_many=None) -> None:
         if not trials:
             return
         if stop.is_set():
-            for t in trials:
-                on_done(TrialEnd(t, "cancelled", None, "the sweep was stopped before this trial started"))
+            report([TrialEnd(t, "cancelled", None, "the sweep was stopped before this trial started") for t in trials],
+                   on_done, on_many)
             return
         client = self._start(self.address, trials, self.workspace, allow_unauthenticated=self.allow_unauthenticated,
                              num_cpus=self.num_cpus, trials_per_gpu=self.trials_per_gpu, env=self.env)

@@ -48,8 +48,9 @@ def create_sweep(workspace: Workspace, spec: SweepSpec, check: bool = True) -> S
     Raises SweepError."""
     trials = expand(spec) if spec.search != "optuna" else []
     if check:
-        check_devices(spec, workspace.root / "sweeps")
-        check_pa_runs(spec, workspace)
+        configs = _trial_configs(spec)  # once for both checks (a grid of 10,000: 10,000 validations each)
+        check_devices(spec, workspace.root / "sweeps", configs)
+        check_pa_runs(spec, workspace, configs)
     return SweepStore(workspace.root).create(spec, trials)
 
 
@@ -60,10 +61,10 @@ def _trial_configs(spec: SweepSpec) -> list:
     return [trial_config(spec, {}, "check", i) for i in range(max(1, len(spec.devices)))]
 
 
-def check_pa_runs(spec: SweepSpec, workspace: Workspace) -> None:
+def check_pa_runs(spec: SweepSpec, workspace: Workspace, configs: list | None = None) -> None:
     """Raise SweepError (naming ``pa_run``) when a DPD trial's PA run is not in ``workspace``: refused before the
-    sweep exists, not as a failure of every trial."""
-    for cfg in _trial_configs(spec):
+    sweep exists, not as a failure of every trial. ``configs``: the trials' configurations when already made."""
+    for cfg in configs if configs is not None else _trial_configs(spec):
         if cfg.step == "dpd" and cfg.pa_run:
             try:
                 workspace.resolve(cfg.pa_run)
@@ -71,16 +72,16 @@ def check_pa_runs(spec: SweepSpec, workspace: Workspace) -> None:
                 raise SweepError(workspace.root / "sweeps", f"{exc} — the sweep was not started", "pa_run") from exc
 
 
-def trial_devices(spec: SweepSpec) -> list[str]:
+def trial_devices(spec: SweepSpec, configs: list | None = None) -> list[str]:
     """The devices the sweep's trials train on, in first-use order (``spec.devices`` in turn, a searched
     ``device``, else the base config's)."""
-    return list(dict.fromkeys(c.device for c in _trial_configs(spec)))
+    return list(dict.fromkeys(c.device for c in (configs if configs is not None else _trial_configs(spec))))
 
 
-def check_devices(spec: SweepSpec, where) -> None:
+def check_devices(spec: SweepSpec, where, configs: list | None = None) -> None:
     """Raise SweepError (naming ``where`` and ``devices``) for a trial device this machine does not have
     (training/device.py ``resolve_device``: a missing CUDA device)."""
-    devices = [d for d in trial_devices(spec) if d not in ("auto", "cpu")]
+    devices = [d for d in trial_devices(spec, configs) if d not in ("auto", "cpu")]
     if not devices:
         return
     # imported here, not at the top: training/device.py brings PyTorch (~1 s), and the window imports this module
@@ -191,7 +192,8 @@ class SweepRun:
             else:
                 pending = [t for t in self.store.open(self.id).trials if not trial_done(t)]
                 self.executor.run(self.grouped([self.trial(t["number"], t["params"]) for t in pending]), self.record,
-                                  self.stop, on_epoch=self.on_epoch, on_start=self.on_start)
+                                  self.stop, on_epoch=self.on_epoch, on_start=self.on_start,
+                                  on_many=self.record_many)
         except BaseException as exc:
             done.set()
             self._changed(self.store.finish(self.id, "failed", f"the sweep stopped: {exc}"))
@@ -275,13 +277,20 @@ class SweepRun:
 
     def record(self, end: TrialEnd) -> None:
         """Write a trial's end into sweep.json."""
-        pruned = end.state == "cancelled" and end.message.startswith("pruned by the sweep")
-        limited = end.state == "cancelled" and end.message.startswith(TIME_LIMIT_REASON)
-        value = best_value(end.run_dir, self.spec.metric)
-        self._changed(self.store.set_trial(
-            self.id, end.trial.number, state=end.state, run_dir=end.run_dir,
-            run_id=Path(end.run_dir).name if end.run_dir else None, message=end.message, value=value,
-            pruned=pruned, time_limited=limited))
+        self.record_many([end])
+
+    def record_many(self, ends: list[TrialEnd]) -> None:
+        """Write several trials' ends into sweep.json, in one write (a stop cancels every queued trial at once)."""
+        changes = {}
+        for end in ends:
+            pruned = end.state == "cancelled" and end.message.startswith("pruned by the sweep")
+            limited = end.state == "cancelled" and end.message.startswith(TIME_LIMIT_REASON)
+            changes[end.trial.number] = dict(
+                state=end.state, run_dir=end.run_dir, run_id=Path(end.run_dir).name if end.run_dir else None,
+                message=end.message, value=best_value(end.run_dir, self.spec.metric), pruned=pruned,
+                time_limited=limited)
+        if changes:
+            self._changed(self.store.set_trials(self.id, changes))
 
 
 def _trials(n: int) -> str:

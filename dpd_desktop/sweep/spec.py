@@ -426,7 +426,9 @@ def parse_grid_option(text: str) -> tuple[str, list]:
     return name, [_coerce(name, s, where) for s in items]
 
 
-def _coerce(name: str, s: str, where: str):
+def _coerce(name: str, s: str, where: str, source: str = "command line"):
+    """The text ``s`` as a value of config field ``name`` (int, float, bool, str, ``none``). Raises SweepSpecError
+    naming ``source`` and ``where``."""
     kind = str(_FIELDS[name].type)
     if s.lower() in ("none", "null") and "None" in kind:
         return None
@@ -440,8 +442,18 @@ def _coerce(name: str, s: str, where: str):
         if kind.startswith("float"):
             return float(s)
     except ValueError as exc:
-        raise SweepSpecError("command line", where, f"{s!r} is not a value of {name} ({kind})") from exc
+        raise SweepSpecError(source, where, f"{s!r} is not a value of {name} ({kind})") from exc
     return s
+
+
+def base_table(base: ExperimentConfig) -> dict:
+    """The [base] table of a spec over ``base``: the fields that differ from the defaults (not ``extra``, ``name``),
+    a dataset folder as an absolute path."""
+    raw_base = {k: v for k, v in base.to_dict().items() if k not in ("extra", "name")
+                and v != _FIELDS[k].default}
+    if raw_base.get("dataset", "demo") != "demo":
+        raw_base["dataset"] = str(Path(raw_base["dataset"]).expanduser().resolve())
+    return raw_base
 
 
 def spec_from_options(grid: list[str], base: ExperimentConfig, *, random_trials: int | None = None,
@@ -453,10 +465,7 @@ def spec_from_options(grid: list[str], base: ExperimentConfig, *, random_trials:
         k, vals = parse_grid_option(text)
         space[k] = vals
     search = "optuna" if optuna_trials is not None else "random" if random_trials is not None else "grid"
-    raw_base = {k: v for k, v in base.to_dict().items() if k not in ("extra", "name")
-                and v != _FIELDS[k].default}
-    if raw_base.get("dataset", "demo") != "demo":
-        raw_base["dataset"] = str(Path(raw_base["dataset"]).expanduser().resolve())
+    raw_base = base_table(base)
     raw = {"sweep": {"name": name, "search": search, "seed": seed, "group_size": group_size}, "base": raw_base,
            "space": space}
     if search != "grid":

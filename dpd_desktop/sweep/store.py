@@ -196,16 +196,25 @@ class SweepStore:
 
     def set_trial(self, sweep_id: str, number: int, **values) -> SweepInfo:
         """Update trial ``number`` (appended when new: give ``params``)."""
+        return self.set_trials(sweep_id, {number: values})
+
+    def set_trials(self, sweep_id: str, changes: dict[int, dict[str, Any]]) -> SweepInfo:
+        """Update several trials (trial number → values, as :meth:`set_trial`) in one write of sweep.json."""
         def ch(doc):
             trials = doc.setdefault("trials", [])
-            t = next((t for t in trials if t["number"] == number), None)
-            if t is None:
-                t = new_trial(number, values.get("params", {}))
-                trials.append(t)
+            by_number = {t["number"]: t for t in trials}
+            added = False
+            for number, values in changes.items():
+                t = by_number.get(number)
+                if t is None:
+                    t = by_number[number] = new_trial(number, values.get("params", {}))
+                    trials.append(t)
+                    added = True
+                if values.get("run_id") and t.get("run_id") and values["run_id"] != t["run_id"]:
+                    t.setdefault("attempts", []).append(t["run_id"])
+                t.update(values)
+            if added:
                 trials.sort(key=lambda x: x["number"])
-            if values.get("run_id") and t.get("run_id") and values["run_id"] != t["run_id"]:
-                t.setdefault("attempts", []).append(t["run_id"])
-            t.update(values)
         return self.update(sweep_id, ch)
 
 

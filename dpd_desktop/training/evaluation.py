@@ -1,7 +1,16 @@
 """Evaluation of a network on the val/test segments (reference §4.7 net_eval), plot data and the results arrays.
 
-The splits are cut into ``nperseg``-sample segments, each evaluated from a zero state (reference §2.2); losses are
-the criterion of each eval batch, averaged in float64 (NumPy) like the reference.
+``segments`` (default): the splits are cut into ``nperseg``-sample segments, each evaluated from a zero state
+(reference §2.2); losses are the criterion of each eval batch, averaged in float64 (NumPy) like the reference.
+
+``overlap`` (a DPD; OpenDPD 2.4.2 Arena's "offline_overlap_200_100" [opendpd/core/arena_engine.py]): the DPD runs on
+windows of W = frame_length samples at hop W/2, each from a zero state, the split padded with W/4 zeros in front;
+each window's samples [W/4, 3W/4) are kept, so every kept DPD output has W/4 samples of past context and W/4 of
+future context, as the middle of a training frame has. The (limited) DPD output of the whole split then drives the
+PA as one continuous sequence. Metrics: the run's profile on the split without its first and last W samples (the
+Arena's 200-sample metric context), the loss on the whole split; besides, the output power error
+POWER_DB = 10·log10(Σ|ŷ|²/Σ|g·x|²) over the whole split and OBJECTIVE = 0.5·(EVM + max(ACLR_L, ACLR_R)) (in the
+corrected profile EVM is the in-band error, the Arena's IBE): the power-gated selection's inputs.
 """
 from __future__ import annotations
 
@@ -45,13 +54,24 @@ class Evaluator:
     """
 
     def __init__(self, dataset, targets: dict[str, np.ndarray], step: str, criterion, batch_size_eval: int,
-                 device, metric_profile: str = DEFAULT_PROFILE) -> None:
+                 device, metric_profile: str = DEFAULT_PROFILE, mode: str = "segments",
+                 frame_length: int | None = None) -> None:
         self.spec = dataset.spec
         self.profile = metric_profile
         self.step = step
         self.criterion = criterion
         self.batch_size = batch_size_eval
+        self.mode = mode
+        self.window = int(frame_length or 0)
         nps = dataset.spec.nperseg
+        if mode == "overlap":
+            if step != "dpd" or self.window < 4:
+                raise ValueError("overlap evaluation is for a DPD with frame_length >= 4")
+            for name in ("val", "test"):
+                n = getattr(dataset, name).x.shape[0]
+                if n - 2 * self.window < nps:
+                    raise ValueError(f"overlap evaluation: the {name} split has {n} samples; its metrics need "
+                                     f"nperseg ({nps}) + 2·frame_length ({2 * self.window})")
         self.sets: dict[str, dict[str, Any]] = {}
         for name in ("val", "test"):
             split = getattr(dataset, name)
@@ -77,8 +97,59 @@ class Evaluator:
         return out.cpu().numpy()
 
     def evaluate(self, name: str, net) -> dict[str, Any]:
-        """Evaluate ``net`` on the val or test segments: ``{"loss", "metrics", "pred"}`` (+ ``"u"``, the DPD output,
-        for a DPD). Draws no random numbers (the trainer draws the iterator seeds)."""
+        """Evaluate ``net`` on the val or test split: ``{"loss", "metrics", "pred", "extra"}`` (+ ``"u"``, the DPD
+        output, for a DPD); ``pred``/``u`` as (S, N, 2) segments in both modes; ``extra``: POWER_DB and OBJECTIVE
+        (module docstring). Draws no random numbers (the trainer draws the iterator seeds)."""
+        if self.mode == "overlap":
+            return self._evaluate_overlap(name, net)
+        res = self._evaluate_segments(name, net)
+        res["extra"] = self._extra(unsegment(res["pred"], self.sets[name]["n"]), self.sets[name]["t_np"],
+                                   res["metrics"])
+        return res
+
+    @staticmethod
+    def _extra(pred: np.ndarray, target: np.ndarray, metrics: dict) -> dict[str, float]:
+        p = float(np.sum(np.square(pred, dtype=np.float64)))
+        t = float(np.sum(np.square(target, dtype=np.float64)))
+        power = 10 * math.log10(p / t) if p > 0 and t > 0 else math.nan
+        objective = 0.5 * (float(metrics["EVM"]) + max(float(metrics["ACLR_L"]), float(metrics["ACLR_R"])))
+        return {"POWER_DB": power, "OBJECTIVE": objective}
+
+    def overlap_forward(self, module, x: torch.Tensor) -> torch.Tensor:
+        """``module`` on the overlap windows of ``x`` ``(N, 2)`` (module docstring), eval mode, no gradient → ``(N, 2)``."""
+        w = self.window
+        hop, lead = w // 2, w // 4
+        n = x.shape[0]
+        count = -(-n // hop)
+        padded = torch.nn.functional.pad(x, (0, 0, lead, w - lead + (-n) % hop))
+        windows = padded.unfold(0, w, hop).transpose(1, 2)[:count]  # (count, w, 2)
+        was = module.training
+        module.eval()
+        with torch.inference_mode():
+            out = torch.cat([module(windows[i:i + self.batch_size])[:, lead:lead + hop]
+                             for i in range(0, count, self.batch_size)], dim=0)
+        module.train(was)
+        return out.reshape(-1, 2)[:n]
+
+    def _evaluate_overlap(self, name: str, net) -> dict[str, Any]:
+        es = self.sets[name]
+        if "x_full" not in es:
+            es["x_full"] = torch.from_numpy(np.ascontiguousarray(es["x_np"])).to(es["x"].device)
+            es["t_full"] = torch.from_numpy(np.ascontiguousarray(es["t_np"])).to(es["x"].device)
+        net.eval()
+        with torch.inference_mode():
+            u = net.limit(self.overlap_forward(net.dpd, es["x_full"]))
+            y = net.pa(u.unsqueeze(0))[0]
+            loss = float(self.criterion(y, es["t_full"]))
+        pred_full, u_full = y.cpu().numpy(), u.cpu().numpy()
+        nps, g, n = self.spec.nperseg, self.window, es["n"]
+        inner_p, inner_t = pred_full[g:n - g], es["t_np"][g:n - g]
+        metrics = compute_profile_metrics(self.profile, segment(inner_p, nps), segment(inner_t, nps), self.spec,
+                                          inner_p.shape[0])
+        return {"loss": loss, "metrics": metrics, "pred": segment(pred_full, nps), "u": segment(u_full, nps),
+                "extra": self._extra(pred_full, es["t_np"], metrics)}
+
+    def _evaluate_segments(self, name: str, net) -> dict[str, Any]:
         es = self.sets[name]
         net.eval()
         bs = self.batch_size
@@ -139,7 +210,7 @@ class Evaluator:
         aclr[tname] = self.target_aclr(split)
         return build_plot_data(source, es["x_np"], signals, self.spec, target_name=tname, pred_name=pname,
                                aclr=aclr, error_of=(pname, tname), psd_cache=self._psd_cache.setdefault(split, {}),
-                               constant=(tname, "PA(x) no DPD"))
+                               constant=(tname, "PA(x) no DPD"), input_side=("DPD output u",))
 
     def output_power_report(self, test: dict[str, Any], net) -> dict[str, Any]:
         """RMS output of the cascade with and without DPD on the test split and their difference in dB (a DPD must

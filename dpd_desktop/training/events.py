@@ -33,6 +33,22 @@ class PlotData:
         time_idx: (W,) sample index of the time-domain window.
         time: mapping signal name → (W, 2) I/Q of that window.
         target_name / pred_name: which of the mapping keys is the reference and which is the model output.
+
+    The RF curves (training/plotdata.py, over the whole split; empty mappings in data built before them):
+
+        curve_in: (B,) mean |x| of the AM/AM bins (bins uniform in |x|).
+        amam_curve, ampm_curve: signal name → (B,) the binned least-squares transfer (metrics/transfer.py):
+            |G_b|·mean|x| and ∠G_b [deg].
+        pin_db: (P,) input power of the compression bins (0.5 dB of |x|²) [dB re a unit-power signal].
+        pout_db: signal name → (P,) output power of each bin [dB re a unit-power signal] (NaN: no sample).
+        compression: signal name → :meth:`CompressionPoint.to_dict` (small-signal gain, P1dB in/out, dB re a
+            unit-power signal; NaN when not reached).
+        ccdf_db: (L,) power levels above the mean [dB]; ccdf: signal name → (L,) P(power > mean + level)
+            (metrics/ccdf.py; the input x included).
+        papr: signal name → (probability, PAPR at it [dB], peak PAPR [dB]).
+        power_ref_dbm: signal name → dBm of a unit-power signal at its plane (PA input for x and u, PA output for
+            the others; spec.json ``power_ref_dbm``); empty when the dataset does not give it. Add it to ``psd``
+            (dB/Hz) for dBm/Hz, and to ``pin_db`` / ``pout_db`` for dBm.
     """
 
     source: str
@@ -47,6 +63,16 @@ class PlotData:
     time: Mapping[str, np.ndarray]
     target_name: str = "measured y"
     pred_name: str = "predicted ŷ"
+    curve_in: np.ndarray = field(default_factory=lambda: np.empty(0, np.float32))
+    amam_curve: Mapping[str, np.ndarray] = field(default_factory=dict)
+    ampm_curve: Mapping[str, np.ndarray] = field(default_factory=dict)
+    pin_db: np.ndarray = field(default_factory=lambda: np.empty(0, np.float32))
+    pout_db: Mapping[str, np.ndarray] = field(default_factory=dict)
+    compression: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    ccdf_db: np.ndarray = field(default_factory=lambda: np.empty(0, np.float32))
+    ccdf: Mapping[str, np.ndarray] = field(default_factory=dict)
+    papr: Mapping[str, tuple[float, float, float]] = field(default_factory=dict)
+    power_ref_dbm: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ FORMULAS = {
     "peak": "max|y_train| / max|x_train| (reference §1.4)",
     "small-signal": "|c|, c = sum conj(x) y / sum |x|^2 over the floor(0.4 N) smallest-|x| training samples",
     "rms": "rms(y_train) / rms(x_train)",
+    "fixed": "the configured value (gain_value), e.g. a protocol's calibrated gain",
 }
 EQUAL_POWER_TOL_DB = 1e-3
 EQUAL_POWER_MAX_ITER = 30
@@ -128,8 +129,9 @@ def _gain_candidates(ds) -> tuple[dict[str, float], dict[str, Any]]:
     return cands, ss
 
 
-def target_gain(ds, rule: str = "peak") -> TargetGain:
+def target_gain(ds, rule: str = "peak", value: float | None = None) -> TargetGain:
     """The DPD target gain of ``ds`` under ``rule`` (module docstring). ``peak`` is ``float(ds.gain)`` exactly.
+    ``value`` (``gain_value``): that g instead, recorded as rule ``fixed`` (the rules' candidates beside it).
 
     Raises:
         ValueError: unknown rule. DatasetError: the rule's g is not a finite positive number on this training split
@@ -146,6 +148,8 @@ def target_gain(ds, rule: str = "peak") -> TargetGain:
             raise DatasetError(f"gain rule {rule}: {exc}", path=ds.source, field="train",
                                expected="measured, non-zero training data") from exc
     g = float(ds.gain) if rule == "peak" else cands[rule]
+    if value is not None:
+        rule, g = "fixed", float(value)
     if not (math.isfinite(g) and g > 0):
         raise DatasetError(f"gain rule {rule} gives g = {g} on the training split", path=ds.source, field="train",
                            expected="measured, non-zero training data")

@@ -62,7 +62,8 @@ log = logging.getLogger("dpd_desktop.group")
 
 #: configuration fields in which the members of one group may differ
 MAY_DIFFER = frozenset({"seed", "lr", "lr_end", "decay_factor", "patience", "weight_decay", "grad_clip", "name",
-                        "preview_every"})
+                        "preview_every", "lr_schedule", "warmup_epochs", "plateau_threshold",
+                        "plateau_threshold_mode"})
 #: default group sizes on a CUDA device (measured on the H200: benchmarks/results/…-group-h200.md)
 DEFAULT_SIZE = {"fast": 8, "reference": 4}
 #: full batches between meetings of the members, the queue one such chunk ahead (a cancel stops a member's loop

@@ -332,21 +332,25 @@ class GraphAdamW:
 
 
 class ReduceLROnPlateau:
-    """``torch.optim.lr_scheduler.ReduceLROnPlateau`` in mode "min" with a relative threshold (reference §4.4).
+    """``torch.optim.lr_scheduler.ReduceLROnPlateau`` in mode "min" (reference §4.4).
 
-    A value is an improvement when ``value < best · (1 − threshold)`` (note the reference quirk §9.2: for negative
-    dB metrics this accepts values slightly worse than the best). After more than ``patience`` epochs without
+    A value is an improvement when ``value < best · (1 − threshold)`` (``threshold_mode`` "rel", the reference's; note
+    its quirk §9.2: for negative dB metrics this accepts values slightly worse than the best) or ``value < best −
+    threshold`` ("abs", PyTorch's absolute mode; OpenDPD 2.4.2's Arena uses 0.01 dB). After more than ``patience`` epochs without
     improvement, every LR becomes ``max(lr · factor, min_lr)`` when that lowers it by more than ``eps``; then
     ``cooldown`` epochs ignore bad epochs. Same attributes as PyTorch's (``best``, ``num_bad_epochs``,
     ``cooldown_counter``, ``patience``, ``factor``, ``min_lrs``, ``eps``, ``optimizer``).
     """
 
     def __init__(self, optimizer, factor: float = 0.1, patience: int = 10, threshold: float = 1e-4,
-                 min_lr: float = 0.0, eps: float = 1e-8, cooldown: int = 0):
+                 min_lr: float = 0.0, eps: float = 1e-8, cooldown: int = 0, threshold_mode: str = "rel"):
         if factor >= 1.0:
             raise ValueError("factor should be < 1.0")
+        if threshold_mode not in ("rel", "abs"):
+            raise ValueError(f"threshold_mode: expected 'rel' or 'abs', got {threshold_mode!r}")
         self.optimizer = optimizer
         self.factor, self.patience, self.threshold, self.eps, self.cooldown = factor, patience, threshold, eps, cooldown
+        self.threshold_mode = threshold_mode
         self.min_lrs = [min_lr] * len(optimizer.param_groups)
         self.best = math.inf
         self.num_bad_epochs = 0
@@ -356,7 +360,8 @@ class ReduceLROnPlateau:
     def step(self, metric) -> None:
         current = float(metric)
         self.last_epoch += 1
-        if current < self.best * (1.0 - self.threshold):
+        if (current < self.best * (1.0 - self.threshold) if self.threshold_mode == "rel"
+                else current < self.best - self.threshold):
             self.best = current
             self.num_bad_epochs = 0
         else:
@@ -397,11 +402,12 @@ def make_adamw(params, lr: float, weight_decay: float):
     return make_optimizer(params, lr, weight_decay)[0]
 
 
-def make_plateau(optimizer, *, factor: float, patience: int, min_lr: float):
+def make_plateau(optimizer, *, factor: float, patience: int, min_lr: float, threshold: float = 1e-4,
+                 threshold_mode: str = "rel"):
     """Plateau scheduler matching the optimizer kind (ours for :class:`AdamW`, PyTorch's otherwise)."""
     if isinstance(optimizer, AdamW):
-        return ReduceLROnPlateau(optimizer, factor=factor, patience=patience, threshold=1e-4, min_lr=min_lr,
-                                 eps=1e-8, cooldown=0)
+        return ReduceLROnPlateau(optimizer, factor=factor, patience=patience, threshold=threshold, min_lr=min_lr,
+                                 eps=1e-8, cooldown=0, threshold_mode=threshold_mode)
     return torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="min", factor=factor, patience=patience,
-                                                      threshold=1e-4, threshold_mode="rel", cooldown=0,
+                                                      threshold=threshold, threshold_mode=threshold_mode, cooldown=0,
                                                       min_lr=min_lr, eps=1e-8)

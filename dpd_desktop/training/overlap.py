@@ -77,8 +77,12 @@ def lr_may_change(sched) -> bool:
     """Whether the next ``ReduceLROnPlateau.step`` could lower any learning rate, whatever the metric.
 
     It cannot while in cooldown, while one more bad epoch would not exceed the patience, or when every LR is
-    already within ``eps`` of its minimum (PyTorch's ReduceLROnPlateau rules).
+    already within ``eps`` of its minimum (PyTorch's ReduceLROnPlateau rules). A schedule with its own
+    ``lr_may_change()`` (training/schedules.py) answers for itself.
     """
+    own = getattr(sched, "lr_may_change", None)
+    if callable(own):
+        return bool(own())
     if getattr(sched, "cooldown_counter", 0) > 0:
         return False
     if sched.num_bad_epochs + 1 <= sched.patience:

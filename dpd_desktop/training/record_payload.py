@@ -11,6 +11,7 @@ import torch
 
 from ..kernels import kernels_used
 from ..models.cost import model_cost
+from ..runs.artifacts import delta_fields
 from ..runs.kernel_record import kernel_block
 from ..runs.record import HISTORY_METRICS, DatasetRef
 from .device import cudnn_settings, versions
@@ -35,6 +36,7 @@ def setup_blocks(tr) -> dict[str, Any]:
         "training": {"n_frames": tr.loader.n_frames, "batches_per_epoch": tr.loader.n_batches,
                      "torch_threads": torch.get_num_threads(), "optimizer": tr.optimizer_impl},
         **({"fit": tr.fit_info} if getattr(tr, "fit_info", None) is not None else {}),
+        **(dict([tr.finetune_block]) if getattr(tr, "finetune_block", None) is not None else {}),
     }
 
 
@@ -56,7 +58,8 @@ def checkpoint_meta(tr, epoch: int, row: dict[str, Any]) -> dict[str, Any]:
             "selection_metric": tr.selection_metric, "value": float(row[tr.selection_metric]),
             "run_id": tr.run_id, "n_params": tr.n_params_model,
             "dataset_fingerprint": tr.fingerprint, "gain": tr.gain,
-            **({"poly": cfg.poly_spec().to_dict()} if cfg.poly_spec() is not None else {})}
+            **({"poly": cfg.poly_spec().to_dict()} if cfg.poly_spec() is not None else {}),
+            **delta_fields(cfg)}
 
 
 def results_attrs(tr, extra: dict[str, Any]) -> dict[str, Any]:
@@ -82,4 +85,17 @@ def history_row(tr, epoch: int, n_epochs: int, lr: float, train_loss: float, val
     row.update({f"VAL_{k}": val["metrics"][k] for k in HISTORY_METRICS})
     row["TEST_LOSS"] = test["loss"]
     row.update({f"TEST_{k}": test["metrics"][k] for k in HISTORY_METRICS})
+    if cfg.selection == "power-gated" or cfg.evaluation == "overlap":
+        # the power-gated selection's columns (training/evaluation.py): output power error [dB], the objective
+        # 0.5·(EVM + worse-side ACLR) [dB], and the selection value: the objective, +1000 dB when the validation
+        # output power is outside ±power_gate_db (every feasible epoch ranks before every infeasible one)
+        for split, ev in (("VAL", val), ("TEST", test)):
+            row[f"{split}_POWER_DB"] = ev["extra"]["POWER_DB"]
+            row[f"{split}_OBJECTIVE"] = ev["extra"]["OBJECTIVE"]
+        power = row["VAL_POWER_DB"]
+        row["VAL_SELECTION"] = row["VAL_OBJECTIVE"] + (0.0 if abs(power) <= cfg.power_gate_db else INFEASIBLE_DB)
     return row
+
+
+#: what an output power outside the gate adds to the power-gated selection value [dB]
+INFEASIBLE_DB = 1000.0

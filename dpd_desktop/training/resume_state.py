@@ -155,7 +155,7 @@ def restore(tr, st: ResumeState) -> None:
     tr.optimizer.load_state_dict(d["optimizer"])
     tr.scheduler.load_state_dict(d["scheduler"])
     tr.history = [unplain_row(r) for r in d["history"]]
-    tr.scheduler.step(tr.history[-1][tr.selection_metric])  # the step epoch k's end takes after its checkpoint (§4.7)
+    tr.scheduler.step(tr.history[-1][tr.schedule_metric])  # the step epoch k's end takes after its checkpoint (§4.7)
     best = d["best"]
     tr.best_epoch, tr._best_state = best["epoch"], dict(best["model"])
     tr.best_value = float(best["value"]) if best["value"] is not None else math.nan

@@ -40,7 +40,7 @@ from ..data.framing import BatchPlan, FrameLoader, PlainFrameLoader, draw_datalo
 from ..kernels import apply_kernel, kernel_summary
 from ..models import Cascade, build_model, count_parameters
 from ..runs.record import HISTORY_COLUMNS, HISTORY_METRICS  # noqa: F401 - re-exported
-from ..runs.writer import RunWriter
+from ..runs.writer import RunWriter, discard_unstarted, is_disk_full
 from ..runs.workspace import Workspace
 from . import limits, resume_state, rng_state
 from .dataset_checks import load_dataset_for, require_finite_gain, require_whole_segment
@@ -52,11 +52,15 @@ from .endings import RunEndings, RunResult
 from .events import BatchProgress, CheckpointReady, EpochEnded, ResultsReady, RunFinished, RunPrepared, RunStarted
 from .fast_path import make_fast_step
 from .gain import equal_power_report, target_gain
-from .optim import make_optimizer, make_plateau
+from .losses import base_criterion, make_criterion
+from .objectives import ila_loss
+from .optim import make_optimizer
 from .overlap import EpochEndOverlap, lr_may_change, optimizer_state
 from .pa_source import check_pa_run, load_pa_for_dpd
+from .qat_setup import parent_record, prepare_finetune
 from .record_payload import checkpoint_meta, history_row, results_attrs, setup_blocks
 from .report import describe_error, finite_or_none, float_map, format_row
+from .schedules import make_schedule
 from .warm_imports import warm_imports_in_background
 
 __all__ = ["Trainer", "RunResult", "TrainingError", "Cancelled", "load_dataset_for", "resolve_device",
@@ -103,6 +107,7 @@ class Trainer(TrainerOutput, RunEndings):
         self.run_id: str | None = None
         self.run_dir: Path | None = None
         self.selection_metric: str | None = None
+        self.schedule_metric: str | None = None  # what the LR schedule steps on (the selection metric, or OBJECTIVE)
         # --- device and data (_setup_device, _setup_dataset, _setup_data)
         self.device: torch.device | None = None
         self.device_name: str | None = None
@@ -116,6 +121,7 @@ class Trainer(TrainerOutput, RunEndings):
         self.net = None
         self.model = None
         self.pa_info: dict[str, Any] | None = None
+        self.finetune_block: tuple[str, dict] | None = None  # a fine-tune's config.json block (qat_setup.py)
         self.cudnn_note: str | None = None
         self.n_params: int | None = None
         self.n_params_model: int | None = None
@@ -243,16 +249,34 @@ class Trainer(TrainerOutput, RunEndings):
             require_finite_gain(ds)
             check_pa_run(self.workspace, cfg.pa_run, dataset=ds, fingerprint=self.fingerprint,
                          allow_dataset_mismatch=cfg.allow_dataset_mismatch)
+            if cfg.parent_run is not None:  # a fine-tune's parent is checked before a run folder exists too
+                parent_record(self.workspace, cfg.parent_run)
 
     def _setup_run_folder(self, cfg: ExperimentConfig) -> None:
         self.selection_metric = "VAL_NMSE" if cfg.step == "pa" else "VAL_ACLR_AVG"
+        self.schedule_metric = self.selection_metric
+        if cfg.selection == "power-gated":  # record_payload.history_row: VAL_SELECTION = OBJECTIVE (+1000 if out)
+            self.selection_metric, self.schedule_metric = "VAL_SELECTION", "VAL_OBJECTIVE"
         if self.resume is not None:
             self.run_dir = self.resume.path.parent
             self.run_id = self.run_dir.name
         else:
-            self.run_id, self.run_dir = self.workspace.new_run_dir(f"{cfg.step}-{cfg.size_label}")
-        self._emit(RunPrepared(run_id=self.run_id, run_dir=str(self.run_dir), step=cfg.step,
-                               selection_metric=self.selection_metric, config=cfg.to_dict()))
+            try:
+                self.run_id, self.run_dir = self.workspace.new_run_dir(f"{cfg.step}-{cfg.size_label}")
+            except OSError as exc:
+                raise TrainingError(f"cannot start a run in the workspace {self.workspace.root}: no run folder can "
+                                    f"be made in {self.workspace.runs_dir} ({exc.strerror or exc})") from exc
+        try:
+            self._emit(RunPrepared(run_id=self.run_id, run_dir=str(self.run_dir), step=cfg.step,
+                                   selection_metric=self.selection_metric, config=cfg.to_dict()))
+        except OSError as exc:
+            if self.resume is not None or not is_disk_full(exc):
+                raise  # a resumed run's folder is never removed; another error fails the run in its folder
+            # a full disk before the run started: nothing of it is kept, no empty run folder is left
+            folder, self.run_dir, self.run_id = self.run_dir, None, None
+            left = "" if discard_unstarted(folder) else f"; the folder {folder} could not be removed"
+            raise TrainingError(f"cannot start a run in the workspace {self.workspace.root}: the disk is full "
+                                f"({exc.strerror or exc}); free some space and start it again{left}") from exc
         self._log(f"run {self.run_id}: {cfg.step.upper()} {cfg.backbone} H={cfg.hidden_size} on {self.dataset.name}")
 
     def _setup_seed(self, cfg: ExperimentConfig) -> None:
@@ -263,7 +287,7 @@ class Trainer(TrainerOutput, RunEndings):
     def _setup_data(self, cfg: ExperimentConfig) -> None:
         # Reference §1.4, §2: no normalization; DPD target g·x computed in float64, then float32.
         ds = self.dataset
-        self.gain_info = target_gain(ds, cfg.gain_rule)  # "peak": float(ds.gain), the reference's g (gain.py)
+        self.gain_info = target_gain(ds, cfg.gain_rule, cfg.gain_value)  # "peak": float(ds.gain) (gain.py)
         self.gain = self.gain_info.value
         if cfg.step == "dpd":
             targets = {s: scaled_target(getattr(ds, s), self.gain) for s in ("train", "val", "test")}
@@ -283,15 +307,17 @@ class Trainer(TrainerOutput, RunEndings):
             self.loader = FrameLoader(x_cpu.to(dev), y_cpu.to(dev), cfg.frame_length, cfg.stride, cfg.batch_size)
             self.loader_status = "on: whole batches gathered on the device"
         # the criterion is needed by the evaluator; building it draws no random numbers
-        self.criterion = torch.nn.MSELoss() if cfg.loss == "l2" else torch.nn.L1Loss()
-        self.evaluator = Evaluator(ds, targets, cfg.step, self.criterion, cfg.batch_size_eval, dev,
-                                   metric_profile=cfg.metric_profile)
+        self.criterion = make_criterion(cfg)  # the reference's MSELoss/L1Loss unless a window/power term is set
+        self.evaluator = Evaluator(ds, targets, cfg.step, base_criterion(self.criterion), cfg.batch_size_eval, dev,
+                                   metric_profile=cfg.metric_profile, mode=cfg.evaluation,
+                                   frame_length=cfg.frame_length)
         timing.mark("tensors_on_device")
 
     def _setup_model(self, cfg: ExperimentConfig) -> None:
         # Reference §4.1 step 5: construction consumes the seeded RNG; the PA first for a DPD (§5.1).
         if cfg.step == "pa":
-            self.net = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers, poly=cfg.poly_spec())
+            self.net = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers, poly=cfg.poly_spec(),
+                                   thx=cfg.thx, thh=cfg.thh)
             self.model = self.net
         else:
             pa, self.pa_info = load_pa_for_dpd(self.workspace, cfg.pa_run, dataset=self.dataset,
@@ -304,8 +330,14 @@ class Trainer(TrainerOutput, RunEndings):
             if self.pa_info["run_state"] != "succeeded":
                 self._log(f"WARNING: the PA run {self.pa_info['run_id']} is {self.pa_info['run_state']}; its selected "
                           "checkpoint (best.pt) is used as it is", logging.WARNING)
-            dpd = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers, poly=cfg.poly_spec())
-            self.net = Cascade(dpd, pa)
+            dpd = build_model(cfg.backbone, cfg.hidden_size, cfg.num_layers, poly=cfg.poly_spec(),
+                              thx=cfg.thx, thh=cfg.thh)
+            if cfg.parent_run is not None:  # a fine-tune: the parent's weights (fake-quantised with qat)
+                dpd, self.finetune_block = prepare_finetune(cfg, dpd, self.workspace, self.dataset, self.pa_info)
+                kind, block = self.finetune_block
+                self._log(f"fine-tune of {block['parent_run']}" + (
+                    f", quantisation-aware ({block['label']}); CUDA graph off" if kind == "qat" else ""))
+            self.net = Cascade(dpd, pa, peak_limit=cfg.peak_limit)
             self.net.freeze_pa()
             self.model = dpd
         self.net.to(self.device)
@@ -327,13 +359,16 @@ class Trainer(TrainerOutput, RunEndings):
         self.optimizer, self.optimizer_impl = make_optimizer(self.trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
         if not self.optimizer_impl.startswith("torch-private"):
             self._log(f"WARNING: optimizer: {self.optimizer_impl}", logging.WARNING)
-        self.scheduler = make_plateau(self.optimizer, factor=cfg.decay_factor, patience=cfg.patience,
-                                      min_lr=cfg.lr_end)
+        self.scheduler = make_schedule(self.optimizer, cfg)  # the reference's plateau scheduler by default
 
     def _setup_fast_path(self, cfg: ExperimentConfig) -> None:
+        ila = cfg.step == "dpd" and cfg.dpd_learning == "ila"
         self.fast_step, self.fast_path_status = make_fast_step(
             self.net, self.criterion, self.optimizer, self.trainable, cfg.grad_clip, self.device,
-            batch_shape=(cfg.batch_size, cfg.frame_length, 2), loader=self.loader, enabled=self.use_fast_path)
+            batch_shape=(cfg.batch_size, cfg.frame_length, 2), loader=self.loader,
+            enabled=self.use_fast_path and not ila and cfg.qat is None)  # fake quantisation reads formats on the host
+        if ila and self.device.type == "cuda" and self.fast_path_status == "off: disabled for this run":
+            self.fast_path_status = "off: ILA trains eagerly (its step runs the network three times)"
         if self.fast_path_status != "on":
             self._log(f"CUDA graph: {self.fast_path_status}")
         # where the AdamW update runs with the fast path: decided at the capture (first full batch), see fast_path.py
@@ -408,7 +443,7 @@ class Trainer(TrainerOutput, RunEndings):
         timing.mark("eval_start", epoch=epoch, run=self.run_id)
         with ctx:
             val = self.evaluator.evaluate("val", net)
-            test = self.evaluator.evaluate("test", net)
+            test = self.evaluator.evaluate("test", net) if cfg.test_every_epoch else _not_evaluated(val)
             # One host copy of the trained model's tensors per epoch (for last.pt, and best.pt when selected), and
             # of the optimizer state: on the evaluation's stream, after the snapshot. On the training stream they
             # waited for every batch queued since (0.2-0.5 s of a group's epoch end on the H200).
@@ -442,7 +477,7 @@ class Trainer(TrainerOutput, RunEndings):
                               selection_metric=self.selection_metric, epoch_seconds=seconds, plots=plots,
                               fast_path=self.fast_path_status, fast_path_optimizer=self.fast_path_optimizer))
         # Reference §4.4/§4.7: scheduler stepped after logging/checkpointing, on the validation metric.
-        self.scheduler.step(value)
+        self.scheduler.step(row[self.schedule_metric])
         timing.mark("epoch_end_done", epoch=epoch, run=self.run_id)
 
     def _train_epoch(self, epoch: int) -> None:
@@ -471,6 +506,8 @@ class Trainer(TrainerOutput, RunEndings):
         n_full = (n_batches - (1 if n_batches and self.loader.batch_len(plan[-1]) != full else 0)
                   if isinstance(plan, BatchPlan) else None)
         fault = self._fault
+        ila = cfg.step == "dpd" and cfg.dpd_learning == "ila"
+        gain = self.gain
 
         def report(done: int) -> None:  # progress every PROGRESS_INTERVAL_S and at the end; the live preview
             nonlocal t_last
@@ -519,8 +556,11 @@ class Trainer(TrainerOutput, RunEndings):
                     xb, yb = self.loader.gather(idx)
                     # Reference §4.6/§7.1: grads set to None on the plain path, zeroed in place when a graph exists.
                     opt.zero_grad(set_to_none=not in_place)
-                    out = net(xb)
-                    loss = crit(out, yb)
+                    if ila:  # indirect learning: the post-inverse's loss (objectives.py)
+                        loss = ila_loss(net, xb, gain, crit, epoch)
+                    else:
+                        out = net(xb)
+                        loss = crit(out, yb)
                     loss.backward()
                     if clip != 0:
                         torch.nn.utils.clip_grad_norm_(trainable, clip)
@@ -549,6 +589,8 @@ class Trainer(TrainerOutput, RunEndings):
         self.model.load_state_dict(self._best_state)  # the selected checkpoint, as best.pt holds it
         if self._best_evals is not None:  # its epoch's evaluation: the same weights through the same kernels
             val, test = self._best_evals
+            if "pred" not in test:  # test_every_epoch off: the selected checkpoint's test pass, now
+                test = self.evaluator.evaluate("test", self.net)
         else:  # selected before a resume: evaluated again
             val = self.evaluator.evaluate("val", self.net)
             test = self.evaluator.evaluate("test", self.net)
@@ -591,5 +633,12 @@ class Trainer(TrainerOutput, RunEndings):
         self.writer.close()
 
 # ---------------------------------------------------------------------- module helpers
+def _not_evaluated(val: dict) -> dict:
+    """The test evaluation of an epoch when test_every_epoch is off: NaN metrics and loss, no predictions."""
+    nan = float("nan")
+    return {"loss": nan, "metrics": {k: nan for k in val["metrics"]},
+            "extra": {k: nan for k in val.get("extra", {})}}
+
+
 def _model_of(net, step: str):
     return net if step == "pa" else net.dpd

@@ -31,6 +31,7 @@ from dpd_desktop.metrics import compute_metrics  # noqa: E402
 from dpd_desktop.models import build_model  # noqa: E402
 from dpd_desktop.runs import artifacts  # noqa: E402
 from dpd_desktop.runs.dpd_export import DpdExportError, run_dpd  # noqa: E402
+from dpd_desktop.runs.outputs import OutputRefused  # noqa: E402
 from dpd_desktop.runs.workspace import Workspace  # noqa: E402
 from dpd_desktop.training.events import RunFailed, RunFinished  # noqa: E402
 from dpd_desktop.training.trainer import Trainer  # noqa: E402
@@ -357,13 +358,13 @@ def test_run_dpd_out_errors_name_the_requested_path(pipeline, tmp_path, capsys):
     folder = tmp_path / "outdir.csv"  # a folder, even with a file extension
     folder.mkdir()
     for out in (tmp_path, folder):
-        with pytest.raises(DpdExportError) as ei:
+        with pytest.raises(OutputRefused) as ei:
             run_dpd(ws, dpd.run_id, out=out, dataset=ds)
-        assert str(ei.value) == f"{out} is a folder; give a file name ending in .csv, .h5/.hdf5 or .mat"
+        assert str(ei.value) == f"the output {out} is a folder (give a file name ending in .csv, .h5, .hdf5, .mat)"
     assert cli_main(["--workspace", str(ws.root), "run-dpd", "--run", dpd.run_id, "--out", str(tmp_path)]) == 2
-    assert f"{tmp_path} is a folder; give a file name ending in .csv, .h5/.hdf5 or .mat" in capsys.readouterr().err
+    assert f"the output {tmp_path} is a folder (give a file name ending in" in capsys.readouterr().err
     if not Path("/proc/self").is_dir():
-        pytest.skip("no /proc on this system")
+        pytest.skip("platform: no /proc on this system")
     for name in ("u.csv", "u.h5", "u.mat"):
         out = Path("/proc") / name
         with pytest.raises(DpdExportError) as ei:
@@ -377,7 +378,8 @@ def test_run_dpd_out_errors_name_the_requested_path(pipeline, tmp_path, capsys):
 def test_run_dpd_refuses_a_missing_folder_and_its_own_input(pipeline, tmp_path, capsys):
     ws, dpd, ds = pipeline["ws"], pipeline["dpd"], pipeline["ds"]
     missing = tmp_path / "nope" / "deeper" / "u.csv"
-    with pytest.raises(DpdExportError, match=f"cannot write {missing}: the folder {missing.parent} does not exist"):
+    with pytest.raises(OutputRefused, match=f"the output {missing} cannot be written: the folder {missing.parent} "
+                                            "does not exist"):
         run_dpd(ws, dpd.run_id, out=missing, dataset=ds)
     assert not (tmp_path / "nope").exists()  # nothing created
     src = tmp_path / "in.csv"
@@ -392,9 +394,9 @@ def test_run_dpd_refuses_a_missing_folder_and_its_own_input(pipeline, tmp_path, 
 
 def test_run_dpd_never_overwrites_run_files_dataset_files_or_read_only_files(pipeline, tmp_path, capsys):
     """--out naming a file of a run folder (this run's results.h5, another run's best.csv, a plot), a file of the
-    run's dataset, or a read-only file: exit 2, file unchanged. A previous export is replaced as before."""
-    from dpd_desktop.runs.dpd_export import _check_out_overwrites
-    from dpd_desktop.runs.record import DatasetRef
+    run's dataset, or a read-only file: exit 2, file unchanged. A previous export is replaced with --overwrite only
+    (runs/outputs.py, the rule of every output)."""
+    from dpd_desktop.runs.outputs import check_output
 
     ws, dpd, ds = pipeline["ws"], pipeline["dpd"], pipeline["ds"]
     run_dirs = [p for p in (ws.root / "runs").iterdir() if p.is_dir()]
@@ -405,26 +407,30 @@ def test_run_dpd_never_overwrites_run_files_dataset_files_or_read_only_files(pip
         assert cli_main(["--workspace", str(ws.root), "run-dpd", "--run", dpd.run_id, "--out", str(victim)]) == 2
         err = capsys.readouterr().err
         assert f"the output {victim} is a file of the run folder" in err and "destroy" in err, err
+        assert cli_main(["--workspace", str(ws.root), "run-dpd", "--run", dpd.run_id, "--out", str(victim),
+                         "--overwrite"]) == 2  # never, whatever the flag
+        assert "is a file of the run folder" in capsys.readouterr().err
         assert victim.read_bytes() == before and not Path(str(victim) + ".meta.json").exists()
     # a file of the dataset the run was trained on (split folder or single file), whatever its extension
     data = tmp_path / "dataset"
     data.mkdir()
     (data / "test_input.csv").write_text("I,Q\n0,0\n")
     for source, target in ((data, data / "test_input.csv"), (data / "test_input.csv", data / "test_input.csv")):
-        with pytest.raises(DpdExportError, match="is a file of the run's dataset"):
-            _check_out_overwrites(target, DatasetRef(kind="split-folder", source=str(source), fingerprint=None))
-    _check_out_overwrites(tmp_path / "elsewhere.csv",  # a new file: fine
-                          DatasetRef(kind="split-folder", source=str(data), fingerprint=None))
+        with pytest.raises(OutputRefused, match="is (a file of )?the dataset"):
+            check_output(target, overwrite=True, datasets=[source])
+    check_output(tmp_path / "elsewhere.csv", datasets=[data])  # a new file: fine
     # read-only
     ro = tmp_path / "ro.csv"
     ro.write_text("keep")
     ro.chmod(0o444)
     assert cli_main(["--workspace", str(ws.root), "run-dpd", "--run", dpd.run_id, "--out", str(ro)]) == 2
     assert "exists and is read-only" in capsys.readouterr().err and ro.read_text() == "keep"
-    # an earlier export is replaced
+    # an earlier export is replaced with overwrite only
     out = tmp_path / "u.csv"
     first = run_dpd(ws, dpd.run_id, out=out, dataset=ds)
-    assert run_dpd(ws, dpd.run_id, out=out, dataset=ds)["samples"] == first["samples"] > 0
+    with pytest.raises(OutputRefused, match="exists"):
+        run_dpd(ws, dpd.run_id, out=out, dataset=ds)
+    assert run_dpd(ws, dpd.run_id, out=out, dataset=ds, overwrite=True)["samples"] == first["samples"] > 0
 
 
 def test_bad_spec_geometry_fails_before_a_run_folder_exists(tmp_path):

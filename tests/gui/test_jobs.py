@@ -67,7 +67,7 @@ def test_shutdown_stops_cooperative_jobs_and_bounds_the_wait(qtbot, caplog):
     waited = time.monotonic() - t0
     try:
         assert left == [stubborn]
-        assert 0.25 <= waited < 1.0, f"waited {waited:.2f} s for a 300 ms budget"
+        assert 0.25 <= waited < 0.3 + 2.0, f"waited {waited:.2f} s for a 300 ms budget"  # slack for a busy machine
         assert coop.is_done() and not stubborn.is_done()
         assert stubborn in jobs.ORPHANS  # kept referenced while it runs
         assert "1 background job(s) still running after 300 ms" in caplog.text and "stubborn" in caplog.text
@@ -90,9 +90,11 @@ def test_the_total_wait_is_shared_between_jobs(qtbot):
     assert all(j.started.wait(2) for j in stubborn)
     t0 = time.monotonic()
     try:
-        left = reg.shutdown(200)
+        left = reg.shutdown(1000)
         assert len(left) == 3
-        assert time.monotonic() - t0 < 0.6, "three jobs must not wait 3 × 200 ms"
+        waited = time.monotonic() - t0
+        # one shared budget: about 1 s; a budget per job would be 3 s (the slack is for a busy machine)
+        assert 0.95 <= waited < 2.0, f"three jobs must not wait 3 × 1000 ms (waited {waited:.2f} s)"
     finally:
         for j in stubborn:
             j.release.set()
@@ -126,8 +128,10 @@ def test_close_mid_run_leaves_no_job_and_a_bounded_wait(make_window, qtbot):
     w.set_dataset(FakeDataset())
     w.start_run(ExperimentConfig(epochs=50, hidden_size=8, frame_length=50, stride=8, device="cpu"))
     qtbot.waitUntil(lambda: w.progress_label.text().startswith("Epoch 1/50 · batch"), timeout=5000)
-    assert len(w.jobs) == 1
     worker = w._worker
+    # the run's worker; the start-up's PyTorch preload may still be running beside it on a busy machine
+    names = sorted(getattr(j, "name", type(j).__name__) for j in w.jobs.active())
+    assert worker in w.jobs.active() and set(names) <= {"training run", "PyTorch preload"}, names
     assert w.shutdown(3000)
     assert len(w.jobs) == 0 and w._worker is None and worker.is_done()
     assert worker not in jobs.ORPHANS

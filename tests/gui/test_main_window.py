@@ -59,7 +59,8 @@ def test_idle_state_controls(make_window):
     assert w.act_export.shortcut().toString() == "Ctrl+E"
     assert w.act_open.shortcut().toString() == "Ctrl+O"
     labels = [w.form.backbone.itemText(i) for i in range(w.form.backbone.count())]
-    assert labels == ["GRU", "DGRU", "LSTM", "TRes-GRU", "RVTDCNN"]
+    assert labels == ["GRU", "DGRU", "LSTM", "TRes-GRU", "RVTDCNN", "DeltaGRU", "TRes-DeltaGRU", "GRU-amp", "TCN",
+                      "MP", "GMP"]  # MP/GMP: least squares (issue 28)
 
 
 def test_form_config_round_trip(make_window):
@@ -344,11 +345,11 @@ def test_window_geometry_saved_to_its_settings_and_restored(make_window, setting
 
 
 # ------------------------------------------------------------------------------------------------------ real trainer
-def _demo_dataset():
+def _demo_dataset(n_train: int = 4096):
     from dpd_desktop.data import make_demo_dataset
 
     try:
-        return make_demo_dataset(n_train=4096, n_val=4096, n_test=4096)
+        return make_demo_dataset(n_train=n_train, n_val=4096, n_test=4096)
     except TypeError:
         return make_demo_dataset()
 
@@ -373,15 +374,18 @@ def test_real_demo_run(make_window, qtbot, workspace):
 @needs_trainer
 def test_real_run_stop_mid_run(make_window, qtbot):
     w = make_window()
-    w.set_dataset(_demo_dataset(), "demo")
+    w.set_dataset(_demo_dataset(n_train=61440), "demo")  # ~7,700 batches of 8 frames an epoch: tens of seconds
     w.set_form_from_config(_tiny_config(epochs=200, batch_size=8, stride=1))
     w.start_run()
     qtbot.waitUntil(lambda: "batch" in w.progress_label.text(), timeout=60_000)
     t0 = time.monotonic()
-    with qtbot.waitSignal(w.runEnded, timeout=5000) as blocker:
+    with qtbot.waitSignal(w.runEnded, timeout=30_000) as blocker:
         w.stop_run()
     stop_s = time.monotonic() - t0
-    assert stop_s < 2.0, f"stop took {stop_s:.2f} s"
+    # after the current batch of 8 frames (milliseconds), then the child's files and exit; an epoch of this run takes
+    # tens of seconds, so a bound of seconds still shows the stop did not wait for the epoch's end, with room for a
+    # slow or busy machine
+    assert stop_s < 10.0, f"stop took {stop_s:.2f} s"
     assert blocker.args == ["cancelled"]
     assert w.state == "cancelled"
 

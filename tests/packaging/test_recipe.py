@@ -9,7 +9,10 @@ import os
 import struct
 import subprocess
 import sys
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10 (requires-python >= 3.10): the tomli backport
+    import tomli as tomllib
 from pathlib import Path
 
 import pytest

@@ -37,7 +37,8 @@ def main() -> None:
     cfg = ExperimentConfig(step="pa", dataset="demo", backbone="gru", hidden_size=4, epochs=3, frame_length=40,
                            stride=16, batch_size=32, device="cpu", threads=1)
     res = Trainer(cfg, dataset=demo, workspace=Workspace(ws)).run()
-    out = {"state": res.state, "message": res.message, "run_dir": res.run_dir is not None}
+    out = {"state": res.state, "message": res.message, "run_dir": res.run_dir is not None,
+           "runs_left": sorted(p.name for p in (ws / "runs").iterdir()) if (ws / "runs").is_dir() else []}
     if res.run_dir is not None:
         d = Path(res.run_dir)
         out["files"] = sorted(p.name for p in d.iterdir())
@@ -52,6 +53,7 @@ def main() -> None:
             if (d / "last.pt").exists():
                 out["last_pt_epoch"] = torch.load(d / "last.pt", weights_only=True)["epoch"]
             out["log_has_failure"] = "FAILED: " in (d / "log.txt").read_text() if (d / "log.txt").exists() else None
+            out["reserve_left"] = (d / ".space-reserve").exists()
         except Exception as exc:  # noqa: BLE001 - reported to the parent, which fails
             out["read_error"] = f"{type(exc).__name__}: {exc}"
     print(json.dumps(out), flush=True)

@@ -29,7 +29,8 @@ def _is_tmp_of(name: str, artifact: str | None) -> bool:
 class Fault:
     """Fail the ``nth`` (1-based) attempt to write ``artifact`` (None: any artifact) at ``op`` ("write", "fsync" or
     "replace") with ``err`` (an errno); ``sticky``: every attempt from the ``nth`` on fails (a disk that stays full).
-    ``hits`` counts the attempts seen, ``fired`` how many failed."""
+    ``freed_by``: the name of a file whose deletion ends a sticky fault (a full disk that a deleted file makes room
+    on: the run writer's space reserve). ``hits`` counts the attempts seen, ``fired`` how many failed."""
 
     artifact: str | None
     nth: int = 1
@@ -37,7 +38,9 @@ class Fault:
     err: int = errno.ENOSPC
     hits: int = 0
     sticky: bool = False
+    freed_by: str | None = None
     fired: int = 0
+    freed: bool = False
     seen: set = field(default_factory=set)  # temporary files already counted (one attempt = one temporary file)
 
     def _attempt(self, tmp_name: str) -> bool:
@@ -45,6 +48,8 @@ class Fault:
         if tmp_name not in self.seen:
             self.seen.add(tmp_name)
             self.hits += 1
+        if self.freed:
+            return False
         if self.hits == self.nth or (self.sticky and self.hits > self.nth):
             self.fired += 1
             return True
@@ -55,8 +60,9 @@ class Fault:
 
 
 def install(monkeypatch, fault: Fault) -> Fault:
-    """Patch os.write / os.fsync / os.replace for the test (monkeypatch undoes it)."""
-    real_write, real_fsync, real_replace = os.write, os.fsync, os.replace
+    """Patch os.write / os.fsync / os.replace (and os.unlink, for ``freed_by``) for the test (monkeypatch undoes
+    it)."""
+    real_write, real_fsync, real_replace, real_unlink = os.write, os.fsync, os.replace, os.unlink
 
     def write(fd, data):
         if fault.op == "write":
@@ -80,9 +86,15 @@ def install(monkeypatch, fault: Fault) -> Fault:
                 raise fault.error()
         return real_replace(src, dst, *a, **kw)
 
+    def unlink(path, *a, **kw):
+        if fault.freed_by is not None and fault.hits >= fault.nth and os.path.basename(path) == fault.freed_by:
+            fault.freed = True
+        return real_unlink(path, *a, **kw)
+
     monkeypatch.setattr(os, "write", write)
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(os, "unlink", unlink)
     return fault
 
 

@@ -33,15 +33,16 @@ def _run_dirs(ws: Path) -> list[Path]:
 
 
 # ------------------------------------------------------------------------------------------------ 1. Ctrl+C
-def _wait_for_handler(proc: subprocess.Popen, timing: Path, timeout: float = 60) -> None:
-    """Until run() has installed the Ctrl+C handler (its cli_start mark): before that, Python's default applies."""
+def _wait_for_handler(proc: subprocess.Popen, timing: Path, timeout: float = 120, mark: str = "cli_start") -> None:
+    """Until run() has installed the Ctrl+C handler (its cli_start mark; the window's: gui_ctrl_c_ready): before
+    that, Python's default applies."""
     end = time.monotonic() + timeout
-    while not (timing.exists() and "cli_start" in timing.read_text()):
+    while not (timing.exists() and f'"{mark}"' in timing.read_text()):
         assert proc.poll() is None and time.monotonic() < end, proc.communicate()
         time.sleep(0.01)
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.skipif(sys.platform == "win32", reason="platform: POSIX signals")
 @pytest.mark.parametrize("delay", [0.0, 0.4, 1.5])
 def test_ctrl_c_at_any_moment_is_a_plain_cancel(tmp_path, delay):
     """SIGINT once the handler is installed — while torch imports, while the data loads or while training: exit 3,
@@ -158,7 +159,7 @@ def test_unusable_workspace_is_a_plain_error(tmp_path, capsys, cmd):
         assert "Traceback" not in err and err.count("\n") == 1, err
 
 
-@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="platform: needs /proc")
 def test_workspace_under_proc(capsys):
     assert cli_main(["--workspace", "/proc/nope", "runs"]) == 2
     assert "/proc/nope" in capsys.readouterr().err
@@ -212,7 +213,7 @@ def test_frame_longer_than_the_training_split_is_refused_before_a_run_folder(tmp
     assert _run_dirs(tmp_path) == []
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX pipes")
+@pytest.mark.skipif(sys.platform == "win32", reason="platform: POSIX pipes")
 def test_runs_into_a_closed_pipe_is_quiet(tmp_path):
     """`dpd-desktop runs | head -1`: the reader closes the pipe early; no BrokenPipeError traceback, exit 0."""
     for i in range(300):
@@ -302,7 +303,7 @@ def test_exit_codes_documented_in_cli_and_readme():
 
 
 # ------------------------------------------------------------------------------------------------ 9. no display
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="display detection is for X11/Wayland")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="platform: display detection is for X11/Wayland")
 @pytest.mark.parametrize("argv", [[], ["gui"]])
 def test_window_without_display_says_so(tmp_path, monkeypatch, capsys, argv):
     for var in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
@@ -312,7 +313,7 @@ def test_window_without_display_says_so(tmp_path, monkeypatch, capsys, argv):
     assert "no display found" in err and "demo --headless" in err
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="display detection is for X11/Wayland")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="platform: display detection is for X11/Wayland")
 def test_gui_app_main_without_display_says_so(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     env["DPD_DESKTOP_WORKSPACE"] = str(tmp_path)
@@ -321,14 +322,13 @@ def test_gui_app_main_without_display_says_so(tmp_path):
     assert proc.returncode == 2 and "no display found" in proc.stderr, proc.stderr
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.skipif(sys.platform == "win32", reason="platform: POSIX signals")
 def test_ctrl_c_closes_the_window(tmp_path):
     """Qt's event loop keeps Python from running signal handlers: the window still closes on Ctrl+C (exit 0, one
     line), where it used to ignore it."""
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "config"))
-    proc = subprocess.Popen([sys.executable, "-m", "dpd_desktop", "--workspace", str(tmp_path), "gui"], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(8)  # the window is up (PyTorch imported, event loop running)
+    timing = tmp_path / "t.jsonl"
+    proc = _spawn(tmp_path, "gui", XDG_CONFIG_HOME=str(tmp_path / "config"), DPD_DESKTOP_TIMING=str(timing))
+    _wait_for_handler(proc, timing, mark="gui_ctrl_c_ready")  # the window is up, its handler installed
     assert proc.poll() is None, proc.communicate()
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
@@ -336,22 +336,23 @@ def test_ctrl_c_closes_the_window(tmp_path):
     assert "closing the window" in err and "Traceback" not in err
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.skipif(sys.platform == "win32", reason="platform: POSIX signals")
 def test_second_ctrl_c_quits_the_window_at_once(tmp_path):
     """The window's Ctrl+C is the command line's mechanism with closing as its first action: a second Ctrl+C right
     after the first quits at once, status 130 as the shell reports it: our abort (exit 130, one line) while the
     window is still closing, or SIGINT's default action when the second one finds Python already finalizing."""
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "config"))
-    proc = subprocess.Popen([sys.executable, "-m", "dpd_desktop", "--workspace", str(tmp_path), "gui"], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(8)  # the window is up
+    timing = tmp_path / "t.jsonl"
+    proc = _spawn(tmp_path, "gui", XDG_CONFIG_HOME=str(tmp_path / "config"), DPD_DESKTOP_TIMING=str(timing))
+    _wait_for_handler(proc, timing, mark="gui_ctrl_c_ready")  # the window is up, its handler installed
     assert proc.poll() is None, proc.communicate()
     proc.send_signal(signal.SIGINT)
     time.sleep(0.05)  # two signals sent before the first is delivered are merged by the kernel into one
     proc.send_signal(signal.SIGINT)
     t = time.monotonic()
     out, err = proc.communicate(timeout=30)
-    assert time.monotonic() - t < 3
+    # the exit status says which path ended it (130: the abort); the bound only shows no wait for a normal close,
+    # with room for a busy machine (0.8-5.6 s measured under load on 2 cores)
+    assert time.monotonic() - t < 15
     assert proc.returncode in (130, -signal.SIGINT), (proc.returncode, err)
     assert err.count("aborted (second Ctrl+C)") == (proc.returncode == 130) and "Traceback" not in err
 

@@ -116,8 +116,10 @@ def test_results_h5_is_built_in_memory_so_h5py_never_meets_the_full_disk(tmp_pat
 
 
 def test_a_disk_that_stays_full_leaves_a_consistent_record(tmp_path, demo, monkeypatch):
-    """After epoch 0's status every write fails, the failure's log line and status too: what remains is epoch 0's
-    record, and status.json (still "running", by this process: "interrupted" once it is gone) counts epoch 0 only."""
+    """After epoch 0's status every write fails, even after the space reserve is deleted (another program takes the
+    room at once), the failure's status too: what remains is epoch 0's record, and status.json (still "running", by
+    this process: "interrupted" once it is gone) counts epoch 0 only. (test_a_full_disk_mid_run_ends_failed_in_status_
+    and_log: the usual case, where the freed reserve takes the failure.)"""
     fault = fi.install(monkeypatch, fi.Fault(None, nth=10**9, op="write", sticky=True))
 
     def arm(ev):
@@ -127,13 +129,79 @@ def test_a_disk_that_stays_full_leaves_a_consistent_record(tmp_path, demo, monke
     res = Trainer(ExperimentConfig(**BASE), dataset=demo, workspace=Workspace(tmp_path), observers=[arm]).run()
     monkeypatch.undo()
     assert res.state == "failed" and res.message == "history.csv: cannot write: No space left on device"
-    assert fault.fired >= 3  # history.csv, the FAILED log line, the failed status
+    assert fault.fired == 2  # history.csv, the failed status (the FAILED log line is appended in place)
     st = json.loads((res.run_dir / "status.json").read_text())
     assert st["state"] == "running" and st["epochs_completed"] == 1 and st["pid"] == os.getpid()
     rec = _check_consistent(res.run_dir)
     assert len(rec.history()) == 1
     _, meta = artifacts.load_checkpoint(res.run_dir / "best.pt")
     assert meta["epoch"] == 0 and torch.load(res.run_dir / "last.pt", weights_only=True)["epoch"] == 0
+
+
+def test_a_full_disk_mid_run_ends_failed_in_status_and_log(tmp_path, demo, monkeypatch):
+    """After epoch 0 the disk is full for every write until the writer deletes its space reserve (runs/writer.py
+    RESERVE_FILE): status.json ends "failed" with the reason and log.txt holds the FAILED line (status.json stayed
+    "running" with a dead pid and the log was empty); the reserve is gone and every earlier artifact reads."""
+    from dpd_desktop.runs.writer import RESERVE_FILE
+
+    fault = fi.install(monkeypatch, fi.Fault(None, nth=10**9, op="write", sticky=True, freed_by=RESERVE_FILE))
+
+    def arm(ev):
+        if type(ev).__name__ == "EpochEnded" and ev.epoch == 0:
+            fault.nth = fault.hits + 1
+
+    res = Trainer(ExperimentConfig(**BASE), dataset=demo, workspace=Workspace(tmp_path), observers=[arm]).run()
+    monkeypatch.undo()
+    expected = "history.csv: cannot write: No space left on device"
+    assert res.state == "failed" and res.message == expected and fault.fired == 1 and fault.freed
+    st = json.loads((res.run_dir / "status.json").read_text())
+    assert st["state"] == "failed" and st["message"] == expected and st["epochs_completed"] == 1
+    log = (res.run_dir / "log.txt").read_text()
+    assert f"FAILED: {expected}" in log and log.startswith(f"{log[:8]} run {res.run_id}: PA gru")
+    assert not (res.run_dir / RESERVE_FILE).exists()
+    rec = _check_consistent(res.run_dir)
+    assert rec.state == "failed" and rec.message == expected and len(rec.history()) == 1
+
+
+@pytest.mark.parametrize("artifact", ["status.json", "history.csv", "config.json"])
+def test_a_new_run_on_a_full_disk_leaves_no_run_folder(tmp_path, demo, monkeypatch, artifact):
+    """The disk is full at the run's first files: the run does not start (run_dir None: exit status 2 from the
+    command line), the message says so, and no run folder is left behind (one was left, empty, exit 1)."""
+    fault = fi.install(monkeypatch, fi.Fault(artifact, nth=1, op="write", err=errno.ENOSPC))
+    ws = Workspace(tmp_path)
+    res = Trainer(ExperimentConfig(**BASE), dataset=demo, workspace=ws).run()
+    monkeypatch.undo()
+    assert fault.fired == 1 and res.state == "failed" and res.run_dir is None
+    assert res.message == (f"cannot start a run in the workspace {tmp_path}: the disk is full (No space left on "
+                           "device); free some space and start it again")
+    assert list(ws.runs_dir.iterdir()) == []
+
+
+def test_a_resume_on_a_full_disk_keeps_the_run_folder(tmp_path, demo, monkeypatch):
+    """A resumed run's folder is never removed, whatever its first writes meet."""
+    from dpd_desktop.training.resume import prepare_resume, resume_trainer
+
+    ws = Workspace(tmp_path)
+    tr = Trainer(ExperimentConfig(**BASE), dataset=demo, workspace=ws)
+    tr.observers.append(lambda ev: type(ev).__name__ == "EpochEnded" and tr.request_cancel())
+    res = tr.run()
+    assert res.state == "cancelled"
+    files = sorted(p.name for p in res.run_dir.iterdir())
+    fi.install(monkeypatch, fi.Fault("config.json", nth=1, op="write", err=errno.ENOSPC))
+    again = resume_trainer(prepare_resume(ws, res.run_id, dataset=demo), ws).run()
+    monkeypatch.undo()
+    assert again.state == "failed" and again.run_dir == res.run_dir
+    assert sorted(p.name for p in res.run_dir.iterdir()) == files and fi.leftovers(res.run_dir) == []
+    _check_consistent(res.run_dir)
+
+
+def test_another_write_error_at_the_start_fails_the_run_in_its_folder(tmp_path, demo, monkeypatch):
+    """Not a full disk (permission refused): the run fails in its folder as before, which stays readable."""
+    fi.install(monkeypatch, fi.Fault("history.csv", nth=1, op="write", err=errno.EACCES))
+    res = Trainer(ExperimentConfig(**BASE), dataset=demo, workspace=Workspace(tmp_path)).run()
+    monkeypatch.undo()
+    assert res.state == "failed" and res.run_dir is not None
+    assert RunRecord.open(res.run_dir).state == "failed"
 
 
 def test_atomic_write_removes_the_temporary_and_keeps_the_old_file(tmp_path, monkeypatch):

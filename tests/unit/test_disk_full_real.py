@@ -4,8 +4,10 @@
 results file, which used to crash h5py), mid-run and at the start. Where no namespace can be made, the process's
 file-size limit (RLIMIT_FSIZE: EFBIG, "File too large") stands in, a real kernel refusal too.
 
-Each case: the process does not crash (exit 0, one JSON line), the run failed naming the file, no temporary is left,
-status.json never claims more than the disk holds, and what it names (best.pt) loads.
+Each case: the process does not crash (exit 0, one JSON line), the run failed naming the file, status.json says
+"failed" with that reason and log.txt holds the FAILED line (the writer's space reserve, runs/writer.py, takes them),
+no temporary is left, status.json never claims more than the disk holds, and what it names (best.pt) loads. A disk
+too full to start a run leaves no run folder and says so.
 """
 from __future__ import annotations
 
@@ -60,9 +62,8 @@ def _check(out: dict, reason: str) -> str:
     artifact = out["message"].split(":", 1)[0]
     assert artifact in ARTIFACTS, out
     assert out["leftovers"] == [] and "read_error" not in out, out
-    assert out["record_state"] in ("failed", "running"), out  # running: the failed status did not fit either
-    if out["record_state"] == "failed":
-        assert out["record_message"] == out["message"] and out["log_has_failure"]
+    assert out["record_state"] == "failed" and out["record_message"] == out["message"], out
+    assert out["log_has_failure"] and not out["reserve_left"], out
     assert (out["epochs_completed"] or 0) <= out["history_rows"]
     if out["best_epoch"] is not None:
         assert out["best_pt_epoch"] == out["best_epoch"]
@@ -71,15 +72,22 @@ def _check(out: dict, reason: str) -> str:
     return artifact
 
 
-# tmpfs sizes / RLIMIT_FSIZE bytes for this run's artifacts (results.h5 ~70 KB, last.pt ~29 KB, the rest < 4 KB):
-# the disk fills at the results, at a training state mid-run, at the start
-TMPFS = ("96k", "32k", "12k")
+# tmpfs sizes / RLIMIT_FSIZE bytes for this run's artifacts (results.h5 ~70 KB, last.pt ~29 KB, the rest < 4 KB,
+# the writer's reserve 32 KiB): the disk fills at the results, at a training state mid-run
+TMPFS = ("128k", "64k")
+TMPFS_TOO_SMALL = "36k"  # room for the first files but not for the reserve too: the run does not start
 FSIZE = (60_000, 5_000)
 
 
 def test_a_real_full_disk_fails_the_run_naming_the_file(tmp_path):
-    if _tmpfs_works(tmp_path):
+    """And, on a tmpfs, a disk too full to start a run: no run folder is left, the message says why (without a
+    tmpfs, test_disk_full.py's injected full disk shows it)."""
+    # TMPFS's sizes count 4 KiB pages (tmpfs rounds each file up to a page); with larger pages the file size limit
+    if os.sysconf("SC_PAGE_SIZE") == 4096 and _tmpfs_works(tmp_path):
         named = [_check(_child(tmp_path, size=size), "No space left on device") for size in TMPFS]
+        out = _child(tmp_path, size=TMPFS_TOO_SMALL)
+        assert out["state"] == "failed" and not out["run_dir"] and out["runs_left"] == [], out
+        assert out["message"].startswith("cannot start a run in the workspace ") and "disk is full" in out["message"]
     else:
         named = [_check(_child(tmp_path, fsize=limit), "File too large") for limit in FSIZE]
     assert named[0] == "results.h5" and len(set(named)) == len(named), named  # the end, and different files

@@ -79,7 +79,14 @@ def _expected(folder: Path) -> dict:
             # every run here is a reference run; a folder without a readable config.json has no kernel
             "kernel": "reference" if rec.doc else None, "kernel_notes": None, "pinned": rec.pinned,
             "created": rec.doc.get("created"), "updated": st.get("updated"), "message": st.get("message"),
-            "pa_run_id": (rec.pa or {}).get("run_id")}
+            "pa_run_id": (rec.pa or {}).get("run_id"),
+            "run_group": None,  # none of these runs is a loop's iteration or a sweep's trial (test_loop_record.py)
+            # quantisation: these runs are float runs without a quantised evaluation (tests/unit/test_deploy.py
+            # checks the columns of runs that have them)
+            "qat": (rec.doc.get("qat") or {}).get("label"),
+            "parent_run_id": (rec.doc.get("qat") or rec.doc.get("finetune") or {}).get("parent_run"),
+            "quant": None, "quant_label": None, "quant_test_nmse": None, "quant_test_aclr_avg": None,
+            "quant_test_evm": None}
 
 
 def test_rows_equal_the_records_of_tiny_trainings(trained, tmp_path):
@@ -227,13 +234,19 @@ import json, sys, time
 from pathlib import Path
 from dpd_desktop.runs.index import RunIndex
 from dpd_desktop.runs.writer import set_pinned
-ws, go, toggle = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+ws, go, toggle, other = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4]
 Path(str(go) + "." + toggle).touch()  # ready
 while not go.exists():
     time.sleep(0.002)
 seen = []
 began = time.time()
 for i in range(25):
+    if i == 1:
+        Path(str(go) + "." + toggle + ".working").touch()
+    if i == 24:  # the last round waits until the other has worked once: the two overlap by construction
+        end = time.monotonic() + 120
+        while not Path(str(go) + "." + other + ".working").exists() and time.monotonic() < end:
+            time.sleep(0.002)
     with RunIndex.open(ws) as idx:
         set_pinned(Path(ws) / "runs" / toggle, i % 2 == 0)
         idx.sync()
@@ -248,8 +261,8 @@ def test_two_processes_sync_and_read_one_workspace_at_once(trained, tmp_path):
     (tmp_path / INDEX_FILE).write_bytes(b"damaged " * 64)  # both start by finding the index damaged
     go = tmp_path / "go"
     a, b = trained["pa"].name, trained["dpd"].name
-    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(tmp_path), str(go), t], cwd=ROOT,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for t in (a, b)]
+    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(tmp_path), str(go), t, o], cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for t, o in ((a, b), (b, a))]
     deadline = time.monotonic() + 120
     while not all(Path(f"{go}.{t}").exists() for t in (a, b)) and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -285,8 +298,8 @@ def test_runs_lists_the_index(trained, tmp_path, capsys):
     assert cli.main(["--workspace", str(tmp_path), "runs"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["RUN", "STEP", "FAMILY", "H", "STATE", "PIN", "DATASET", "EP", "VAL", "NMSE", "VAL",
-                                "ACLR", "TEST", "NMSE", "TEST", "ACLR", "PROFILE", "PARAMS", "MACS/S", "TIME",
-                                "KERNEL"]
+                                "ACLR", "TEST", "NMSE", "TEST", "ACLR", "QUANT", "Q", "ACLR", "PROFILE", "PARAMS",
+                                "MACS/S", "TIME", "KERNEL"]
     assert [ln.split()[0] for ln in lines[1:]] == sorted(p.name for p in ws.runs_dir.iterdir())[::-1]
     row = RunRecord.read(ws.runs_dir / dpd)
     cells = next(ln for ln in lines if ln.startswith(dpd)).split()
@@ -295,8 +308,9 @@ def test_runs_lists_the_index(trained, tmp_path, capsys):
     assert cells[10:14] == [f"{row.val_metrics['NMSE']:.2f}", f"{row.val_metrics['ACLR_AVG']:.2f}",
                             f"{row.test_metrics['NMSE']:.2f}", f"{row.test_metrics['ACLR_AVG']:.2f}"]
     model = json.loads((ws.runs_dir / dpd / "config.json").read_text())["model"]
-    assert cells[14:17] == ["legacy-2.2.1", str(model["n_params"]), str(model["macs_per_sample"])]
-    assert cells[17:] == [f"{row.status_doc['wall_s']:.1f}", "s", "reference"]
+    assert cells[14:16] == ["-", "-"]  # no quantised evaluation (tests/unit/test_deploy.py has runs with them)
+    assert cells[16:19] == ["legacy-2.2.1", str(model["n_params"]), str(model["macs_per_sample"])]
+    assert cells[19:] == [f"{row.status_doc['wall_s']:.1f}", "s", "reference"]
     assert cli.main(["--workspace", str(tmp_path), "runs", "--step", "pa", "--state", "succeeded", "--json"]) == 0
     (only,) = json.loads(capsys.readouterr().out)
     assert only == _expected(ws.runs_dir / pa)

@@ -151,9 +151,9 @@ def test_an_index_of_schema_3_is_rebuilt_with_the_kernel_column(runs, tmp_path):
     conn.execute("PRAGMA user_version = 3")
     conn.commit()
     conn.close()
-    assert INDEX_SCHEMA == 4
+    assert INDEX_SCHEMA == 6
     with RunIndex.open(root) as idx:
-        assert idx.rebuilt == "index schema 3, this version writes 4"
+        assert idx.rebuilt == "index schema 3, this version writes 6"
         assert sorted(r.kernel for r in idx.runs()) == ["fast → reference", "reference", "reference"]
 
 

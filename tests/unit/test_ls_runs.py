@@ -223,10 +223,10 @@ def test_coefficient_export_never_overwrites_a_run_folder_file_nor_makes_folders
     ro.write_text("mine\n")
     ro.chmod(0o444)
     cases = [(best_csv, f"the output {best_csv} is a file of the run folder {res.run_dir}"),
-             (tmp_path / "no" / "c.csv", f"cannot write {tmp_path / 'no' / 'c.csv'}: the folder {tmp_path / 'no'} "
-                                         "does not exist"),
+             (tmp_path / "no" / "c.csv", f"the output {tmp_path / 'no' / 'c.csv'} cannot be written: the folder "
+                                         f"{tmp_path / 'no'} does not exist"),
              (ro, f"the output {ro} exists and is read-only"),
-             (tmp_path / "d.csv", f"{tmp_path / 'd.csv'} is a folder")]
+             (tmp_path / "d.csv", f"the output {tmp_path / 'd.csv'} is a folder")]
     (tmp_path / "d.csv").mkdir()
     for out, message in cases:
         assert main(["--workspace", str(tmp_path), "coefficients", "--run", res.run_id, "--out", str(out)]) == 2

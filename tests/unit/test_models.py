@@ -75,7 +75,8 @@ def test_count_parameters_includes_frozen():
 # ---------------------------------------------------------------------------------------------------------------------
 
 def test_backbones_and_registry():
-    assert set(BACKBONES) == set(ALL) | {"mp", "gmp"}  # + the MP/GMP baselines (tests/unit/test_poly.py)
+    # + the MP/GMP baselines (tests/unit/test_poly.py) and the frontier families (tests/unit/test_frontier_models.py)
+    assert set(BACKBONES) == set(ALL) | {"mp", "gmp"} | {"deltagru", "tres_deltagru", "gru_amp", "tcn"}
     assert [n for n in BACKBONES if REGISTRY[n].poly] == ["mp", "gmp"]
     labels = {n: REGISTRY[n].label for n in ALL}
     assert labels == {"gru": "GRU", "dgru": "DGRU", "lstm": "LSTM", "tres_gru": "TRes-GRU", "rvtdcnn": "RVTDCNN"}

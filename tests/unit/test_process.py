@@ -16,7 +16,7 @@ from dpd_desktop import cli, process
 from dpd_desktop.process import CTRL_C, CtrlC, Display, Exit, detect_display
 
 ROOT = Path(__file__).resolve().parents[2]
-POSIX = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+POSIX = pytest.mark.skipif(sys.platform == "win32", reason="platform: POSIX signals")
 LONG_BATCHES = ["train-pa", "--dataset", "demo", "--epochs", "5", "--device", "cpu", "--hidden-size", "64",
                 "--frame-length", "1000", "--stride", "16", "--batch-size", "256", "--no-plots"]
 LONG_TRAIN = ["train-pa", "--dataset", "demo", "--epochs", "200", "--device", "cpu", "--hidden-size", "4",

@@ -62,18 +62,23 @@ def demo():
     return load_dataset_for("demo")
 
 
-def sweep(cluster, trials, root: Path, env=None, stop_after_epoch: bool = False):
-    """Run ``trials`` through the helper; returns (ends by trial number, other events, exit status, client)."""
+def sweep(cluster, trials, root: Path, env=None, stop_after_epoch: bool = False, started_first: int = 0):
+    """Run ``trials`` through the helper; returns (ends by trial number, other events, exit status, client).
+    ``stop_after_epoch``: stop at the first epoch event that comes once ``started_first`` trials have started (a
+    Ray worker can start late on a busy machine)."""
     client = RayHelperClient.start(cluster.address, trials, root, env={**cluster.env, **(env or {})})
     ends: dict[int, TrialEnd] = {}
     events: list[dict] = []
+    stopped = False
     for ev in client:
         if isinstance(ev, TrialEnd):
             ends[ev.trial.number] = ev
         else:
             events.append(ev)
-            if stop_after_epoch and ev.get("event") == "epoch":
+            started = sum(e.get("event") == "started" for e in events)
+            if stop_after_epoch and not stopped and ev.get("event") == "epoch" and started >= started_first:
                 client.stop()
+                stopped = True
     rc = client.close()
     return ends, events, rc, client
 
@@ -145,15 +150,17 @@ def test_a_malformed_returned_file_fails_only_its_trial(cluster, tmp_path):
 
 
 def test_stop_cancels_running_and_waiting_trials(cluster, tmp_path):
-    # 2 CPUs: trials 0 and 1 run, 2 and 3 wait; the stop comes at the first epoch's end
+    # 2 CPUs: trials 0 and 1 run, 2 and 3 wait; the stop comes at the first epoch's end after both have started
     trials = [Trial("ray-stop", i, tiny(i, epochs=200, max_train_samples=4000)) for i in range(4)]
-    ends, events, rc, client = sweep(cluster, trials, tmp_path, stop_after_epoch=True)
+    ends, events, rc, client = sweep(cluster, trials, tmp_path, stop_after_epoch=True, started_first=2)
     assert rc == 0, client.stderr_tail
     assert sorted(ends) == [0, 1, 2, 3] and {e.state for e in ends.values()} == {"cancelled"}
     started = {ev["trial"] for ev in events if ev.get("event") == "started"}
     with_folder = {n for n, e in ends.items() if e.run_dir is not None}
     assert with_folder == started and len(started) == 2
-    first_epoch = next(ev["trial"] for ev in events if ev.get("event") == "epoch")
+    # the trial whose epoch end sent the stop: the first epoch event after the second start
+    second_start = [i for i, ev in enumerate(events) if ev.get("event") == "started"][1]
+    first_epoch = next(ev["trial"] for ev in events[second_start:] if ev.get("event") == "epoch")
     for n in with_folder:
         rec = RunRecord.open(ends[n].run_dir)
         assert rec.state == "cancelled" and rec.message == "the sweep was stopped"

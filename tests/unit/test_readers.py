@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -406,20 +407,25 @@ def test_hdf5_read_external_file(tmp_path, complex_):
             np.testing.assert_array_equal(a, exp.astype(np.float32))
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX file locks")
+@pytest.mark.skipif(sys.platform == "win32", reason="platform: POSIX file locks")
 def test_hdf5_locked_by_another_process_is_reported_in_use(tmp_path):
     """Another process holds the file open for writing (HDF5's file lock): the error says the file is in use and
-    names it (was "expected an HDF5 file")."""
+    names it (was "expected an HDF5 file"). Holder and reader are child processes with HDF5's default locking
+    (``HDF5_USE_FILE_LOCKING`` unset: clusters often set it to FALSE, and HDF5 reads it only at start)."""
     p = tmp_path / "locked.h5"
     _h5_write(p, _h5_valid(12), attrs={"fs": 640e6, "bw_main_ch": 160e6, "n_sub_ch": 4, "nperseg": 6})
+    env = {k: v for k, v in os.environ.items() if k != "HDF5_USE_FILE_LOCKING"}
     holder = subprocess.Popen([sys.executable, "-c", "import sys, h5py; f = h5py.File(sys.argv[1], 'a'); "
                                "print('open', flush=True); sys.stdin.read()", str(p)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert holder.stdout.readline().strip() == "open"
-        with pytest.raises(DatasetError) as ei:
-            load_dataset(p)
-        msg = str(ei.value)
+        reader = subprocess.run(
+            [sys.executable, "-c", "import sys\nfrom dpd_desktop.data import DatasetError, load_dataset\n"
+             "try:\n    load_dataset(sys.argv[1])\nexcept DatasetError as e:\n    print(e)\nelse:\n    print('opened')",
+             str(p)], capture_output=True, text=True, env=env, timeout=120)
+        msg = reader.stdout
+        assert reader.returncode == 0, reader.stderr
         assert str(p) in msg and "in use by another process" in msg and "expected an HDF5 file" not in msg
     finally:
         holder.communicate("", timeout=30)
@@ -461,11 +467,12 @@ def test_split_csv_round_trip_and_fingerprint(tmp_path):
 def test_normalize_spec_spellings_and_extra():
     s = normalize_spec(
         {"sample_rate_hz": "640e6", "bandwidth": "160 MHz", "input_signal_sub_ch_bw": 40e6, "n_carriers": 4.0,
-         "nperseg": "16384", "split_indices": {"train": [0, 5]}, "description": "x"}
+         "nperseg": "16384", "split_indices": {"train_end": 3, "val_end": 5}, "description": "x"}
     )
     assert s.sample_rate_hz == 640e6 and s.bw_main_hz == 160e6 and s.bw_sub_hz == 40e6
     assert s.n_sub_ch == 4 and isinstance(s.n_sub_ch, int) and s.nperseg == 16384
-    assert s.extra == {"split_indices": {"train": [0, 5]}, "description": "x"}
+    assert s.extra == {"split_indices": {"train_end": 3, "val_end": 5}, "description": "x"}  # kept (fingerprint)
+    assert s.split_indices == {"train": (0, 3), "val": (3, 5), "test": (5, None)}
     assert s.to_dict()["input_signal_fs"] == 640e6 and s.to_dict()["bw_main_ch"] == 160e6
     assert normalize_spec(s.to_dict()) == s
     assert normalize_spec({"fs": 1e6, "input_signal_fs": "1e6"}).sample_rate_hz == 1e6  # agreeing aliases

@@ -13,7 +13,7 @@ import pytest
 from tiny_runs import B_DIFFERS, make_tiny_workspace, model_block, status  # tests/tiny_runs.py
 
 from dpd_desktop.runs.artifacts import read_history_csv
-from dpd_desktop.runs.compare import METRIC_ROWS, CompareError, compare_runs
+from dpd_desktop.runs.compare import METRIC_ROWS, QUANT_ROWS, CompareError, compare_runs
 from dpd_desktop.runs.record import RecordError
 from dpd_desktop.runs.replay import load_replay
 from dpd_desktop.runs.report_html import format_value, write_report
@@ -58,12 +58,13 @@ def test_compare_metrics_equal_status_and_diff_is_exact(runs):
     cmp = compare_runs([runs["a"], runs["b"]])
     assert cmp.same_dataset and not cmp.notes
     table = cmp.metric_table()
-    assert [t[0] for t in table] == [m[0] for m in METRIC_ROWS]
+    rows = [m for m in METRIC_ROWS if m[2] not in QUANT_ROWS]  # float runs without a quantised evaluation
+    assert [t[0] for t in table] == [m[0] for m in rows]
     for j, d in enumerate((runs["a"], runs["b"])):
         st, model = status(d), model_block(d)
         want = {**{k: st["test_metrics"][k] for k in ("NMSE", "ACLR_L", "ACLR_R", "ACLR_AVG", "EVM")},
                 "params": model["params"], "macs_per_sample": model["macs_per_sample"], "wall_s": st["wall_s"]}
-        for (label, unit, values), (_, _, key) in zip(table, METRIC_ROWS):
+        for (label, unit, values), (_, _, key) in zip(table, rows):
             assert values[j] == pytest.approx(want[key], abs=0), (label, j)
     assert dict(cmp.config_diff) == {f"experiment.{k}": (getattr_cfg(runs["a"], k), v) for k, v in B_DIFFERS.items()}
 
@@ -154,3 +155,34 @@ def test_compare_of_runs_under_different_metric_profiles_says_so(runs, tmp_path)
     assert ("experiment.metric_profile", ("legacy-2.2.1", "corrected")) in cmp.config_diff
     (note,) = [n for n in cmp.notes if "metric profiles" in n]
     assert f"{runs['a'].name}: legacy-2.2.1" in note and f"{b.name}: corrected" in note and "runs evaluate" in note
+
+
+@pytest.mark.parametrize("damage", ["extra cell", "missing cell", "trailing empty cell"])
+def test_a_history_row_that_does_not_match_its_header_is_a_clear_error(runs, tmp_path, capsys, damage):
+    """One extra cell in a row of history.csv: `runs report` exit 2 naming the file and the line (it was a
+    traceback, exit 1); so is a missing cell. An empty cell past the last column (a spreadsheet's trailing comma)
+    is read as the row it is."""
+    import shutil
+
+    from dpd_desktop.cli import main
+
+    run = runs["root"] / "runs" / f"{runs['a'].name}-{damage.replace(' ', '-')}"
+    shutil.copytree(runs["a"], run)
+    lines = (run / "history.csv").read_text().splitlines()
+    lines[2] = {"extra cell": lines[2] + ",99", "missing cell": lines[2].rsplit(",", 1)[0],
+                "trailing empty cell": lines[2] + ","}[damage]
+    (run / "history.csv").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "r.html"
+    rc = main(["--workspace", str(runs["root"]), "runs", "report", run.name, "--out", str(out)])
+    err = capsys.readouterr().err
+    if damage == "trailing empty cell":
+        assert rc == 0 and out.is_file(), err
+        assert len(read_history_csv(run / "history.csv")) == len(read_history_csv(runs["a"] / "history.csv"))
+        return
+    n = len(lines[0].split(","))
+    cells = n + 1 if damage == "extra cell" else n - 1
+    assert rc == 2 and not out.exists(), err
+    assert f"{run / 'history.csv'} line 3: {cells} cells, but the header names {n} columns" in err, err
+    assert "Traceback" not in err
+    with pytest.raises(RecordError, match="line 3"):
+        load_replay(run)

@@ -260,7 +260,7 @@ def test_a_killed_sweep_reads_no_running_trial_and_resume_clears_what_it_left(tm
 
 
 class _FailingExecutor:
-    def run(self, trials, on_done, stop, on_epoch=None, on_start=None):
+    def run(self, trials, on_done, stop, on_epoch=None, on_start=None, on_many=None):
         from dpd_desktop.sweep.executor import TrialEnd
 
         for t in trials:

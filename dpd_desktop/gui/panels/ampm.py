@@ -1,4 +1,4 @@
-"""AM/PM: phase of out/x in degrees vs input magnitude."""
+"""AM/PM: phase of out/x in degrees vs input magnitude, points and each signal's binned curve (PlotData.ampm_curve)."""
 from __future__ import annotations
 
 from .amam import AMAMPanel
@@ -11,3 +11,4 @@ class AMPMPanel(AMAMPanel):
     file_stem = "ampm"
     y_label = "∠(out/x) [deg]"
     field = "ampm"
+    curve_field = "ampm_curve"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -150,14 +151,18 @@ class CurveSet:
 
     ``kind`` is ``"line"`` (PlotDataItem with clip-to-view and peak downsampling) or ``"scatter"`` (points, no
     downsampling since x is not monotonic). Items whose name is absent from an update are hidden, not deleted.
+    ``legend=False``: the items stay out of the plot's legend (e.g. a curve drawn over the same signal's points);
+    ``z_offset`` is added to their stacking order.
     """
 
     def __init__(self, plot: pg.PlotItem, kind: str = "line", symbol_size: float = 3.0,
-                 ignore_bounds: Iterable[str] = ()):
+                 ignore_bounds: Iterable[str] = (), legend: bool = True, z_offset: float = 0.0):
         self.plot = plot
         self.kind = kind
         self.symbol_size = symbol_size
         self.ignore_bounds = {r for r in ignore_bounds}
+        self.legend = legend
+        self.z_offset = z_offset
         self.items: dict[str, pg.PlotDataItem] = {}
 
     def _item(self, name: str, width: float = 1.5) -> pg.PlotDataItem:
@@ -165,13 +170,14 @@ class CurveSet:
         if item is None:
             idx = len(self.items)
             role = theme.signal_role(name)
+            label = name if self.legend else None
             if self.kind == "scatter":
                 item = scatter_item(pen=None, symbol="o", symbolSize=self.symbol_size, symbolPen=None,
-                                    symbolBrush=theme.brush_for(name, idx), name=name)
+                                    symbolBrush=theme.brush_for(name, idx), name=label)
             else:
-                item = pg.PlotDataItem(pen=theme.pen_for(name, idx, width), name=name, **LINE_OPTS)
+                item = pg.PlotDataItem(pen=theme.pen_for(name, idx, width), name=label, **LINE_OPTS)
             # The error is drawn below the signals, the model above the measurement.
-            item.setZValue({"error": -1, "x": 0, "y": 1, "u": 2, "yhat": 3}.get(role, 0))
+            item.setZValue({"error": -1, "x": 0, "y": 1, "u": 2, "yhat": 3}.get(role, 0) + self.z_offset)
             # Named items join the plot's legend (if it has one) automatically.
             self.plot.addItem(item, ignoreBounds=role in self.ignore_bounds)
             self.items[name] = item
@@ -487,6 +493,19 @@ class IntegerAxis(pg.AxisItem):
             lo, hi = int(np.ceil(minVal)), int(np.floor(maxVal))
             out = [(1.0, [float(v) for v in range(lo, hi + 1)])]
         return out
+
+
+def set_readout(label, html: str) -> None:
+    """Set a read-out LabelItem's rich text without letting its width set the panel's minimum width (pyqtgraph's
+    LabelItem makes its text's width its minimum: a long read-out widened a docked panel, and the window with it)."""
+    label.setText(html or " ")
+    label.setMinimumWidth(0)
+
+
+def plain_text(html: str) -> str:
+    """A read-out's rich text without markup (tests, tooltips)."""
+    text = re.sub(r"<br\s*/?>", "\n", str(html))
+    return re.sub(r"<[^>]+>", "", text).replace("&nbsp;", " ").replace("■", "").strip()
 
 
 def ordered(names: Iterable[str], target: str, pred: str) -> list[str]:

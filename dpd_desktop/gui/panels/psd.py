@@ -6,15 +6,23 @@ import math
 import numpy as np
 import pyqtgraph as pg
 
+from ...metrics.spectra import psd_dbm_per_hz
 from .. import theme
 from .base import CurveSet, PlotPanel, nowrap, ordered
 
 
 BEFORE_DPD, AFTER_DPD = "PA(x) no DPD", "PA(DPD(x))"
+#: The y axis in each unit: absolute when the dataset gives its power reference (spec.json power_ref_dbm).
+LABEL_DBM, LABEL_REL = "PSD [dBm/Hz]", "PSD [dB/Hz rel.]"
+TIP_DBM = ("Power spectral density in dBm/Hz: the dataset's spec.json gives power_ref_dbm (the dBm of a signal of "
+           "mean |I + jQ|² = 1 at the PA input and output).")
+TIP_REL = ("Power spectral density in dB/Hz relative to a signal of mean |I + jQ|² = 1 (the dataset gives no power "
+           "reference). Add power_ref_dbm to spec.json for dBm/Hz.")
 
 
 class PSDPanel(PlotPanel):
-    """PSD in dB (rel. 1/Hz, Welch density) vs frequency [MHz]."""
+    """PSD (Welch density) vs frequency [MHz]: dBm/Hz when the PlotData carries a power reference for every drawn
+    signal (``PlotData.power_ref_dbm``), else dB/Hz relative to a unit-power signal; the axis says which."""
 
     title = "PSD"
     file_stem = "psd"
@@ -25,7 +33,9 @@ class PSDPanel(PlotPanel):
 
     def __init__(self, parent=None, show_legend: bool = True):
         super().__init__(parent, show_legend)
-        self.plot = self._add_plot(0, 0, self.title, left="PSD [dB/Hz rel.]", bottom="frequency [MHz]")
+        self.plot = self._add_plot(0, 0, self.title, left=LABEL_REL, bottom="frequency [MHz]")
+        self.unit_label = LABEL_REL
+        self.setToolTip(TIP_REL)
         self.plot.getAxis("left").setWidth(56)
         self.legend = self._add_legend(self.plot, columns=2)
         # The input's (and the DPD target g·x's) noise floor can sit 100 dB below the output's: keep it out of the
@@ -61,7 +71,11 @@ class PSDPanel(PlotPanel):
     def update_from(self, plots, label: str = "") -> None:
         f = np.asarray(plots.psd_freq_mhz, dtype=np.float64)
         names = ordered(plots.psd.keys(), plots.target_name, plots.pred_name)
-        self.curves.set({n: (f, plots.psd[n]) for n in names}, {n: self.LINE_WIDTH for n in names})
+        refs = getattr(plots, "power_ref_dbm", None) or {}
+        absolute = bool(names) and all(n in refs for n in names)
+        self._set_unit(absolute)
+        self.curves.set({n: (f, psd_dbm_per_hz(plots.psd[n], refs[n]) if absolute else plots.psd[n]) for n in names},
+                        {n: self.LINE_WIDTH for n in names})
         for band, region in self.regions.items():
             lohi = (plots.bands_mhz or {}).get(band)
             if lohi is None or not all(np.isfinite(lohi)):
@@ -73,6 +87,13 @@ class PSDPanel(PlotPanel):
         self.readout.setText(self._readout_text() or " ")
         self.set_source_label(label)
         self._sync_empty()
+
+    def _set_unit(self, absolute: bool) -> None:
+        label = LABEL_DBM if absolute else LABEL_REL
+        if label != self.unit_label:
+            self.unit_label = label
+            self.plot.setLabel("left", label)
+            self.setToolTip(TIP_DBM if absolute else TIP_REL)
 
     @staticmethod
     def _format_aclr(plots) -> str:

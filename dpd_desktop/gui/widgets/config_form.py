@@ -11,14 +11,23 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox
                                QWidget)
 
 from ...config import MAX_HIDDEN_SIZE, MAX_NUM_LAYERS, ConfigError, ExperimentConfig
+from .poly_form import POLY_BACKBONES, POLY_LABELS, PolyForm
 
-#: The five families offered in the form (value, label, tooltip) — labels from the model registry when present.
+#: The families offered in the form (value, label, tooltip) — labels from the model registry when present.
 BACKBONES: tuple[tuple[str, str, str], ...] = (
     ("gru", "GRU", "Gated recurrent unit"),
     ("dgru", "DGRU", "GRU on amplitude/phase features (reference 'dgru')"),
     ("lstm", "LSTM", "Long short-term memory"),
     ("tres_gru", "TRes-GRU", "GRU with temporal residual"),
     ("rvtdcnn", "RVTDCNN", "Real-valued time-delay CNN"),
+    ("deltagru", "DeltaGRU", "Delta-thresholded GRU on amplitude/phase features (OpenDPD 2.4.2; dense at zero "
+                             "thresholds)"),
+    ("tres_deltagru", "TRes-DeltaGRU", "TRes-GRU with a delta-thresholded recurrence (OpenDPD 2.4.2)"),
+    ("gru_amp", "GRU-amp", "GRU on [I, Q, |x|, |x|³] (OpenDPD 2.4.2 qgru_amp1, float32)"),
+    ("tcn", "TCN", "Dilated depthwise temporal convolutions with an I/Q residual (OpenDPD 2.4.2; hidden size = "
+                   "channels)"),
+    ("mp", "MP", "Memory polynomial (least squares, or gradient through the frozen PA for a DPD)"),
+    ("gmp", "GMP", "Generalized memory polynomial: MP plus lagging and leading envelope cross terms"),
 )
 DEVICES = (("auto", "auto (CUDA when available)"), ("cpu", "cpu"), ("cuda", "cuda"))
 #: The recurrence kernels (config.py KERNELS, dpd_desktop/kernels): (value, label, tooltip).
@@ -37,6 +46,7 @@ FIELD_LABELS = {
     "frame_length": "Frame length", "stride": "Stride", "seed": "Seed", "device": "Device",
     "preview_every": "Preview every N batches", "pa_run": "PA run", "step": "Step", "dataset": "Dataset",
     "max_train_samples": "Max training samples", "batch_size_eval": "Eval batch size", "kernel": "Kernel",
+    **POLY_LABELS,
 }
 
 
@@ -132,6 +142,9 @@ class ConfigForm(QWidget):
         mf.addRow("Backbone", self.backbone)
         mf.addRow("Hidden size", self.hidden_size)
         mf.addRow("Layers", self.num_layers)
+        self.poly = PolyForm()  # K, M, fit, GMP cross terms: shown for MP/GMP instead of hidden size and layers
+        mf.addRow(self.poly)
+        self._model_layout = mf
 
         self.training_box = QGroupBox("Training")
         tf = QFormLayout(self.training_box)
@@ -183,6 +196,8 @@ class ConfigForm(QWidget):
         for w in self._fields.values():
             sig = getattr(w, "currentIndexChanged", None) or w.valueChanged
             sig.connect(self._on_changed)
+        self.poly.changed.connect(self._on_changed)
+        self.backbone.currentIndexChanged.connect(lambda *_: self._sync_family())
         self.set_config(self._base)
 
     def apply_registry_labels(self, labels: dict[str, tuple[str, str]] | None = None) -> None:
@@ -223,7 +238,22 @@ class ConfigForm(QWidget):
         self.kernel.setCurrentIndex(k)
         if cfg.preview_every:
             self.preview_every.setValue(int(cfg.preview_every))
+        self.poly.set_config(cfg)
+        self._sync_family()
         self.clear_error()
+
+    @property
+    def is_poly(self) -> bool:
+        """The backbone is MP or GMP (the polynomial fields apply, hidden size and layers do not)."""
+        return self.backbone.currentData() in POLY_BACKBONES
+
+    def _sync_family(self) -> None:
+        poly = self.is_poly
+        self._model_layout.setRowVisible(self.hidden_size, not poly)
+        self._model_layout.setRowVisible(self.num_layers, not poly)
+        self._model_layout.setRowVisible(self.poly, poly)
+        if poly:
+            self.poly.set_family(self.backbone.currentData())
 
     def config(self, **overrides) -> ExperimentConfig:
         """An ExperimentConfig from the form (not yet validated); ``overrides`` set fields the form does not own."""
@@ -240,6 +270,10 @@ class ConfigForm(QWidget):
             device=self.device.currentData(),
             kernel=self.kernel.currentData(),
         )
+        if self.is_poly:
+            values.update(self.poly.values())
+        else:  # a neural backbone trains by gradient; a grid is least squares' only
+            values.update(fit="gradient", grid_k=None, grid_m=None)
         values.update(overrides)
         return dataclasses.replace(self._base, extra=dict(self._base.extra), **values)
 
@@ -258,13 +292,13 @@ class ConfigForm(QWidget):
         text = f"{label}: {msg}"
         self.error_label.setText(text)
         self.error_label.setVisible(True)
-        for name, w in self._fields.items():
+        for name, w in {**self._fields, **self.poly.fields}.items():
             w.setStyleSheet("border: 1px solid #c62828;" if name == field else "")
         return text
 
     def clear_error(self) -> None:
         self.error_label.setVisible(False)
-        for w in self._fields.values():
+        for w in (*self._fields.values(), *self.poly.fields.values()):
             w.setStyleSheet("")
 
     def set_read_only(self, read_only: bool) -> None:

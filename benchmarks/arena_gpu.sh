@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Issue 24 on one H200: the frontier families' GPU tests, a timing probe, three Arena v6 rows reproduced and our
+# <= 1,000-parameter candidates, each stage one device call of at most 10 minutes (about 12 minutes of GPU in all,
+# benchmarks/arena_plan.py). Run from the repository root on the GPU machine with these carried (git-ignored):
+#   .ref/opendpd-2.4.2-arena/opendpd/arena_assets   (4.2 MB: the Arena capture, frozen PA, calibration, leaderboard)
+#   .ref/opendpd-2.4.2-arena/datasets/DPA_200MHz    (1.9 MB: the tiny protocol of the GPU tests)
+# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|all
+# Results go to $OUT/<stage>/ (leaderboard.md/.html/.csv/.json, trials.csv); the workspace is workspace/arena-gpu
+# (git-ignored: kept between calls while the machine stays warm, so a stage cut by its time limit resumes when run
+# again: finished sweeps are reused).
+set -euo pipefail
+STAGE=${1:-all}
+OUT=${OUT:-/tmp/arena-gpu-out}
+WS=${ARENA_WS:-workspace/arena-gpu}
+PY=${PY:-python3}
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export DPD_DESKTOP_DATASETS=${DPD_DESKTOP_DATASETS:-$PWD/.ref/opendpd-2.4.2-arena/datasets}
+REPRO=DeltaGRU-14,TRes-DeltaGRU-15,TCN-17
+mkdir -p "$OUT"
+test -f .ref/opendpd-2.4.2-arena/opendpd/arena_assets/calibration-v6-apa-b.json || {
+  echo "missing .ref/opendpd-2.4.2-arena/opendpd/arena_assets (carry it; locally: make arena-data)" >&2; exit 2; }
+
+arena() {  # arena PROTOCOL OUTNAME [options]: one arena run, its leaderboard into $OUT/OUTNAME
+  local proto=$1 name=$2; shift 2
+  local t0=$SECONDS
+  timeout 570 $PY -m dpd_desktop --workspace "$WS" arena "$proto" --device cuda --kernel fast \
+    --out "$OUT/$name" "$@" | tail -n 60 || echo "arena $name: stopped or failed (exit $?); run the stage again to resume"
+  echo "arena $name: $((SECONDS - t0)) s wall"
+}
+
+case "$STAGE" in
+  test)   # the GPU tests of issue 24 (~3 min): graph == eager bitwise, gradients vs float64, chunks, groups
+    $PY -m pytest -q tests/gpu/test_arena_cuda.py 2>&1 | tail -n 15
+    ;;
+  probe)  # 3 epochs of one model (3 seeds as a group), then the projection of the later stages (~1.5 min)
+    arena arena-v6 probe --models DeltaGRU-14 --epochs 3
+    $PY benchmarks/arena_plan.py arena-v6 --models $REPRO --probe "$WS"
+    $PY benchmarks/arena_plan.py benchmarks/arena-v6-candidates.toml --probe "$WS"
+    ;;
+  reproduce)   # three Arena v6 rows from our training, 240 epochs x 3 seeds each (~4-5 min)
+    arena arena-v6 reproduce --models $REPRO
+    ;;
+  candidates)  # our <= 1,000-parameter candidates with the new training options (~3 min)
+    arena benchmarks/arena-v6-candidates.toml candidates
+    ;;
+  all)
+    for s in test probe reproduce candidates; do bash "$0" "$s"; done
+    ;;
+  *) echo "usage: $0 test|probe|reproduce|candidates|all" >&2; exit 2 ;;
+esac

@@ -1,0 +1,101 @@
+"""The Arena's test metrics, on our metric functions (OpenDPD 2.4.2 ``evm-aclr-v3`` [opendpd/core/arena_metrics.py];
+facts and formulas carried over, cited):
+
+* NMSE (pooled), the in-band error IBE and ACLR_L/R: the ``corrected`` profile (metrics/profiles.py; equal to
+  2.4.2's ``opendpd-spectral-v2`` to 1e-6 dB, tests/unit/test_metrics_vs_opendpd24.py) with the condition's Welch
+  segment, on the metric window of the split (the first and last 200 samples are context, not scored).
+* EVM, demodulated, data-aided (the known input is the reference): for each independently timed carrier the whole
+  split is frequency-shifted by −f_c (time from the split's capture index), low-pass filtered by an FFT mask
+  |f| ≤ the carrier's half bandwidth, and each complete useful OFDM symbol on the frozen timing (``fft_starts``,
+  inside the metric window) is transformed; the occupied subcarriers of all carriers together are compared after
+  one common least-squares complex gain c: EVM = 10·log10(Σ|Y − c·R|² / (|c|²·Σ|R|²)) dB. A grid without carriers
+  (DPA data) has no symbol timing here: EVM is then the IBE (``evm_kind`` says which).
+* Output power error: 10·log10(Σ|y|²/Σ|g·x|²) over the metric window [dB]; the gate is |error| ≤ 0.5 dB.
+* Quality (the Arena's score): q = 0.5·(EVM_baseline − EVM) + 0.5·(ACLR_worse,baseline − ACLR_worse), ACLR_worse =
+  max(ACLR_L, ACLR_R), against the common linear baseline (judge.py).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..metrics.profiles import corrected_aclr, inband_error_db, pooled_nmse_db
+
+__all__ = ["DB_FLOOR", "arena_metrics", "evm_carriers_db", "quality_db"]
+
+DB_FLOOR = -300.0
+
+
+def _db(ratio: float) -> float:
+    return max(10.0 * math.log10(ratio), DB_FLOOR) if ratio > 0 else DB_FLOOR
+
+
+def _cplx(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a, dtype=np.float64)
+    return a[:, 0] + 1j * a[:, 1]
+
+
+def evm_carriers_db(pred: np.ndarray, ref: np.ndarray, fs: float, grid: dict[str, Any], start: int,
+                    window: tuple[int, int]) -> float:
+    """Demodulated EVM [dB] of ``pred`` against ``ref`` ((N, 2) float arrays of a whole split) on ``grid``'s
+    carriers (module docstring); ``start``: the split's first capture index; ``window``: the scored samples.
+
+    Raises:
+        ValueError: no carrier symbol lies completely inside the window, or the reference has no energy there.
+    """
+    y, r = _cplx(pred), _cplx(ref)
+    n = r.shape[0]
+    size = int(grid["useful_samples"])
+    first, last = window
+    t = (np.arange(n) + int(start)) / fs
+    freq = np.fft.fftfreq(n, 1 / fs)
+    measured, wanted = [], []
+    for carrier in grid["carriers"]:
+        osc = np.exp(2j * np.pi * carrier["frequency_shift_hz"] * t)
+        mask = np.abs(freq) <= carrier["filter_half_bandwidth_hz"]
+        yy = np.fft.ifft(np.fft.fft(y * osc) * mask)
+        rr = np.fft.ifft(np.fft.fft(r * osc) * mask)
+        offsets = [p - int(start) for p in carrier["fft_starts"] if start + first <= p and p + size <= start + last]
+        if not offsets:
+            raise ValueError("EVM: a carrier has no complete OFDM symbol inside the metric window")
+        bins = np.asarray(carrier["occupied_bins"], dtype=int)
+        for o in offsets:
+            measured.append(np.fft.fft(yy[o:o + size])[bins])
+            wanted.append(np.fft.fft(rr[o:o + size])[bins])
+    m, w = np.concatenate(measured), np.concatenate(wanted)
+    ref_power = float(np.vdot(w, w).real)
+    if not ref_power > 0:
+        raise ValueError("EVM: the reference has no energy on the occupied subcarriers")
+    c = np.vdot(w, m) / ref_power
+    sig = float(abs(c) ** 2 * ref_power)
+    if sig <= 1e-24 * ref_power:
+        return 0.0
+    e = m - c * w
+    return _db(float(np.vdot(e, e).real) / sig)
+
+
+def arena_metrics(pred: np.ndarray, ref: np.ndarray, signal: dict[str, Any], window: tuple[int, int],
+                  grid: dict[str, Any] | None = None, start: int = 0) -> dict[str, Any]:
+    """Every Arena test metric of one cascade output ``pred`` against ``ref`` = g·x ((N, 2) arrays of a split).
+
+    Returns ``nmse_db, ib_error_db, evm_db, evm_kind ("demodulated" | "in-band error"), aclr_l_db, aclr_r_db,
+    aclr_db (worse side), power_error_db``.
+    """
+    a, b = window
+    p, r = np.asarray(pred)[a:b], np.asarray(ref)[a:b]
+    fs, bw, nsc, nps = signal["fs"], signal["bw"], signal["n_sub_ch"], signal["nperseg"]
+    ibe = inband_error_db(p, r, fs, bw, nps)
+    left, right, _ = corrected_aclr(p, fs, bw, nsc, nps)
+    demod = bool(grid and grid.get("carriers"))
+    evm = evm_carriers_db(pred, ref, fs, grid, start, window) if demod else ibe
+    power = _db(float(np.sum(np.square(p, dtype=np.float64))) / float(np.sum(np.square(r, dtype=np.float64))))
+    return {"nmse_db": pooled_nmse_db(p, r), "ib_error_db": ibe, "evm_db": evm,
+            "evm_kind": "demodulated" if demod else "in-band error", "aclr_l_db": left, "aclr_r_db": right,
+            "aclr_db": max(left, right), "power_error_db": power}
+
+
+def quality_db(scores: dict[str, Any], baseline: dict[str, Any]) -> float:
+    """The Arena's quality q [dB] of ``scores`` against the ``baseline`` (module docstring)."""
+    return 0.5 * (baseline["evm_db"] - scores["evm_db"]) + 0.5 * (baseline["aclr_db"] - scores["aclr_db"])

@@ -1,0 +1,257 @@
+"""A named Arena protocol: one TOML file (``protocols/<name>.toml`` in this package, or any path).
+
+    [protocol]   name, title, seeds, epochs, power_gate_db, selection, metric_profile, reference_rows (optional)
+    [training]   ExperimentConfig fields shared by every DPD trial (frame, batch, optimizer, schedule, loss window…)
+    [[conditions]]  id, kind = "arena" (calibration = the wheel's calibration file, validation_nperseg) or
+                    kind = "dataset" (dataset = a folder name under the assets' datasets/ or a path; pa = {backbone,
+                    hidden_size, epochs, …} the PA trained first; validation_nperseg; max_train_samples)
+    [[models]]   name, backbone, hidden_size, num_layers (1), options = {ExperimentConfig fields of this model only},
+                 arena_row = [backbone key, budget] (the wheel's leaderboard row this configuration reproduces)
+
+``extends = "arena-v6"`` in [protocol]: start from that protocol (its keys, [training] fields, conditions and
+models), override what this file gives (its [[models]] replace the parent's): candidates under the same rules.
+
+Overrides (``--epochs``, ``--seeds``, ``--models``, ``--datasets``) make a short run of the same protocol; the
+leaderboard records them. Errors are :class:`ProtocolError` naming the file and the key.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from ..config import ConfigError, ExperimentConfig, SELECTIONS
+
+__all__ = ["ConditionSpec", "ModelSpec", "Protocol", "ProtocolError", "load_protocol", "protocol_path",
+           "protocol_names"]
+
+PROTOCOLS = Path(__file__).with_name("protocols")
+KINDS = ("arena", "dataset")
+_CONFIG_FIELDS = {f.name for f in fields(ExperimentConfig)}
+#: fields a protocol's [training] or a model's options may not set (the runner sets them per trial)
+_RESERVED = ("step", "dataset", "pa_run", "backbone", "hidden_size", "num_layers", "seed", "epochs", "name", "extra")
+
+
+class ProtocolError(ValueError):
+    def __init__(self, source: str, key: str, message: str):
+        super().__init__(f"{source}: {key}: {message}")
+        self.source, self.key = source, key
+
+
+@dataclass(frozen=True)
+class ConditionSpec:
+    id: str
+    kind: str
+    calibration: str | None = None
+    dataset: str | None = None
+    pa: dict = field(default_factory=dict)
+    validation_nperseg: int | None = None
+    max_train_samples: int | None = None
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    backbone: str
+    hidden_size: int
+    num_layers: int = 1
+    options: dict = field(default_factory=dict)
+    arena_row: tuple[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class Protocol:
+    name: str
+    title: str
+    seeds: tuple[int, ...]
+    epochs: int
+    power_gate_db: float
+    selection: str
+    metric_profile: str
+    training: dict
+    conditions: tuple[ConditionSpec, ...]
+    models: tuple[ModelSpec, ...]
+    reference_rows: str | None = None
+    source: str = ""
+    overrides: dict = field(default_factory=dict)
+
+    def trial_config(self, condition: ConditionSpec, model: ModelSpec, *, dataset: str, pa_run: str,
+                     gain_value: float | None, peak_limit: float | None, device: str, kernel: str | None,
+                     seed: int) -> ExperimentConfig:
+        """The ExperimentConfig of one DPD trial (validated). Raises ConfigError."""
+        fields_ = {**self.training, "metric_profile": self.metric_profile, "selection": self.selection,
+                   "power_gate_db": self.power_gate_db, **model.options}
+        if kernel is not None:
+            fields_["kernel"] = kernel
+        if condition.max_train_samples:
+            fields_["max_train_samples"] = condition.max_train_samples
+        return ExperimentConfig(step="dpd", dataset=dataset, pa_run=pa_run, backbone=model.backbone,
+                                hidden_size=model.hidden_size, num_layers=model.num_layers, epochs=self.epochs,
+                                seed=seed, device=device, gain_value=gain_value, peak_limit=peak_limit,
+                                name=f"{self.name} {condition.id} {model.name} seed {seed}",
+                                extra={"arena": {"protocol": self.name, "condition": condition.id,
+                                                 "model": model.name}}, **fields_).validate()
+
+    def with_overrides(self, *, epochs: int | None = None, seeds: list[int] | None = None,
+                       models: list[str] | None = None, datasets: list[str] | None = None) -> "Protocol":
+        """The protocol with a short-run override of epochs, seeds, models (names) or conditions (ids)."""
+        out, ov = self, dict(self.overrides)
+        if epochs is not None:
+            if epochs < 1:
+                raise ProtocolError("command line", "--epochs", f"expected >= 1, got {epochs}")
+            out, ov["epochs"] = replace(out, epochs=int(epochs)), int(epochs)
+        if seeds is not None:
+            out, ov["seeds"] = replace(out, seeds=tuple(int(s) for s in seeds)), list(seeds)
+        if models is not None:
+            names = {m.name.lower(): m for m in self.models}
+            missing = [m for m in models if m.lower() not in names]
+            if missing:
+                raise ProtocolError("command line", "--models", f"unknown model {missing[0]!r}; the protocol has "
+                                    + ", ".join(m.name for m in self.models))
+            out, ov["models"] = replace(out, models=tuple(names[m.lower()] for m in models)), list(models)
+        if datasets is not None:
+            ids = {c.id.lower(): c for c in self.conditions}
+            by_name = {(c.dataset or "").lower(): c for c in self.conditions}
+            chosen = []
+            for d in datasets:
+                c = ids.get(d.lower()) or by_name.get(d.lower())
+                if c is None:
+                    raise ProtocolError("command line", "--datasets", f"unknown condition {d!r}; the protocol has "
+                                        + ", ".join(c.id for c in self.conditions))
+                chosen.append(c)
+            out, ov["datasets"] = replace(out, conditions=tuple(chosen)), list(datasets)
+        return replace(out, overrides=ov)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "title": self.title, "seeds": list(self.seeds), "epochs": self.epochs,
+                "power_gate_db": self.power_gate_db, "selection": self.selection,
+                "metric_profile": self.metric_profile, "training": dict(self.training),
+                "conditions": [vars(c) for c in self.conditions],
+                "models": [{**vars(m), "arena_row": list(m.arena_row) if m.arena_row else None} for m in self.models],
+                "reference_rows": self.reference_rows, "source": self.source, "overrides": dict(self.overrides)}
+
+
+def protocol_names() -> list[str]:
+    return sorted(p.stem for p in PROTOCOLS.glob("*.toml"))
+
+
+def protocol_path(name_or_path: str) -> Path:
+    """A protocol's file: a path to a .toml file, or the name of one of this package's (``arena-v6``)."""
+    p = Path(name_or_path)
+    if p.suffix == ".toml" and p.is_file():
+        return p
+    q = PROTOCOLS / f"{name_or_path}.toml"
+    if q.is_file():
+        return q
+    raise ProtocolError(str(name_or_path), "protocol", f"no such protocol file; the named protocols are "
+                        + ", ".join(protocol_names()))
+
+
+def shown_path(path: Path) -> str:
+    """How a leaderboard names a protocol file: one of this package's as ``dpd_desktop/arena/protocols/NAME.toml``
+    (no machine path in a committed leaderboard), any other as it was given."""
+    try:
+        return str(Path("dpd_desktop", "arena", "protocols") / Path(path).resolve().relative_to(PROTOCOLS.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _fields(raw: dict, source: str, where: str) -> dict:
+    out = {}
+    for k, v in raw.items():
+        if k not in _CONFIG_FIELDS:
+            raise ProtocolError(source, f"{where}.{k}", "not a configuration field")
+        if k in _RESERVED:
+            raise ProtocolError(source, f"{where}.{k}", "set by the protocol's runner per trial")
+        out[k] = v
+    return out
+
+
+def _extend(parent: str, raw: dict, src: str, path: Path) -> dict:
+    """``extends = "<protocol>"``: the parent's tables, this file's [protocol] keys and [training] fields over them;
+    [[conditions]] and [[models]] replace the parent's when given. The parent is a named protocol or a path relative
+    to this file."""
+    cand = path.parent / parent
+    ppath = cand if cand.suffix == ".toml" and cand.is_file() else protocol_path(parent)
+    try:
+        base = tomllib.loads(ppath.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ProtocolError(src, "protocol.extends", f"{ppath}: {exc}") from exc
+    if (base.get("protocol") or {}).get("extends"):
+        raise ProtocolError(src, "protocol.extends", f"{ppath} extends another protocol itself (one level only)")
+    out = dict(base)
+    head = {k: v for k, v in (raw.get("protocol") or {}).items() if k != "extends"}
+    out["protocol"] = {**(base.get("protocol") or {}), **head, "extends": shown_path(ppath)}
+    out["training"] = {**(base.get("training") or {}), **(raw.get("training") or {})}
+    for table in ("conditions", "models"):
+        if raw.get(table):
+            out[table] = raw[table]
+    return out
+
+
+def load_protocol(name_or_path: str) -> Protocol:
+    """Read and check a protocol (module docstring). Raises ProtocolError."""
+    path = protocol_path(name_or_path)
+    src = str(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ProtocolError(src, "file", str(exc)) from exc
+    parent = (raw.get("protocol") or {}).get("extends")
+    if parent:
+        raw = _extend(parent, raw, src, path)
+    head = raw.get("protocol") or {}
+    for key in ("name", "seeds", "epochs"):
+        if key not in head:
+            raise ProtocolError(src, f"protocol.{key}", "missing")
+    selection = head.get("selection", "power-gated")
+    if selection not in SELECTIONS:
+        raise ProtocolError(src, "protocol.selection", f"expected one of {SELECTIONS}")
+    training = _fields(raw.get("training") or {}, src, "training")
+    conds = []
+    for i, c in enumerate(raw.get("conditions") or []):
+        where = f"conditions[{i}]"
+        if c.get("kind") not in KINDS:
+            raise ProtocolError(src, f"{where}.kind", f"expected one of {KINDS}")
+        if c["kind"] == "arena" and not c.get("calibration"):
+            raise ProtocolError(src, f"{where}.calibration", "an arena condition names its calibration file")
+        if c["kind"] == "dataset" and (not c.get("dataset") or not c.get("pa")):
+            raise ProtocolError(src, f"{where}", "a dataset condition names its dataset and its PA ({backbone, ...})")
+        conds.append(ConditionSpec(id=str(c.get("id") or c.get("dataset")), kind=c["kind"],
+                                   calibration=c.get("calibration"), dataset=c.get("dataset"),
+                                   pa=dict(c.get("pa") or {}), validation_nperseg=c.get("validation_nperseg"),
+                                   max_train_samples=c.get("max_train_samples")))
+    if not conds:
+        raise ProtocolError(src, "conditions", "a protocol has at least one condition")
+    models = []
+    for i, m in enumerate(raw.get("models") or []):
+        where = f"models[{i}]"
+        for key in ("name", "backbone", "hidden_size"):
+            if key not in m:
+                raise ProtocolError(src, f"{where}.{key}", "missing")
+        row = m.get("arena_row")
+        models.append(ModelSpec(name=str(m["name"]), backbone=str(m["backbone"]), hidden_size=int(m["hidden_size"]),
+                                num_layers=int(m.get("num_layers", 1)),
+                                options=_fields(m.get("options") or {}, src, f"{where}.options"),
+                                arena_row=(str(row[0]), int(row[1])) if row else None))
+    if not models:
+        raise ProtocolError(src, "models", "a protocol has at least one model")
+    proto = Protocol(name=str(head["name"]), title=str(head.get("title", head["name"])),
+                     seeds=tuple(int(s) for s in head["seeds"]), epochs=int(head["epochs"]),
+                     power_gate_db=float(head.get("power_gate_db", 0.5)), selection=selection,
+                     metric_profile=str(head.get("metric_profile", "corrected")), training=training,
+                     conditions=tuple(conds), models=tuple(models), reference_rows=head.get("reference_rows"),
+                     source=shown_path(path))
+    # every (condition, model) must make a valid trial
+    for m in proto.models:
+        try:
+            proto.trial_config(proto.conditions[0], m, dataset="x", pa_run="x", gain_value=None, peak_limit=None,
+                               device="cpu", kernel=None, seed=proto.seeds[0])
+        except ConfigError as exc:
+            raise ProtocolError(src, f"models.{m.name}", str(exc)) from exc
+    return proto

@@ -1,0 +1,143 @@
+"""What a quantised model is: the bit widths (:class:`QuantSpec`) and every activation's format (:class:`QuantPlan`).
+
+Activation formats come from a calibration: the float model (float64, quant/backends.py ``FloatBackend``) runs over
+the training split cut into the dataset's ``nperseg`` evaluation segments, each from a zero state, and every tensor
+that will be stored gets ``act_format(max|v|)`` (quant/fixed.py; 1/8 headroom) of the range it showed there.
+Weight and bias formats are not in the plan: they follow from the weights by quant/fixed.py's rules whenever a
+model is quantised (so a fine-tuned model's weights get their own).
+
+Tensor kinds: ``act`` (an A-bit stored activation), ``pre`` (a 32-bit pre-activation word), ``unit`` (Q0.(A−1):
+gates, table outputs, the GRU state; no calibration). The model's input ``x`` and its output are the interface
+words: ``io_bits`` wide (default 16, the converters' side; ``io_bits = activations`` quantises them like the rest).
+
+DECISION — 16-bit I/O by default. An 8-bit input or output word puts white rounding noise about 6·8 dB below full
+scale on u; with the crest factor of these OFDM signals that is an adjacent-channel floor near −40 dBc, worse than
+the float DPDs' ACLR here (measured: W8A8 with 8-bit I/O loses 3-4 dB ACLR after training and with QAT alike —
+benchmarks/results/2026-12-02-cpu-quant-dpa200.md), whatever the network does. The DPD's samples come from and go to
+12-16-bit converters, so the interface words keep 16 bits unless asked otherwise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+
+from . import fixed
+from .backends import FloatBackend
+from .fixed import QFormat
+
+__all__ = ["QuantSpec", "QuantPlan", "calibrate", "BITS_RANGE", "LUT_BITS_RANGE", "LUT_INTERPS", "QuantError"]
+
+BITS_RANGE = (4, 16)
+LUT_BITS_RANGE = (4, 14)
+LUT_INTERPS = ("linear", "nearest")
+
+
+class QuantError(ValueError):
+    """A quantisation setting is out of range or a plan cannot be read; the message names the field."""
+
+
+@dataclass(frozen=True)
+class QuantSpec:
+    """Bit widths: ``weights`` W and ``activations`` A (4–16), the tables' ``lut_bits`` L (4–14: 2^L + 1
+    entries), ``lut_interp`` ("linear" or "nearest") and ``io_bits`` (4–16) of the input and output words."""
+
+    weights: int = 16
+    activations: int = 16
+    lut_bits: int = 10
+    lut_interp: str = "linear"
+    io_bits: int = 16
+
+    def check(self) -> "QuantSpec":
+        for name, (lo, hi) in (("weights", BITS_RANGE), ("activations", BITS_RANGE), ("lut_bits", LUT_BITS_RANGE),
+                               ("io_bits", BITS_RANGE)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                raise QuantError(f"{name}: expected an integer from {lo} to {hi} bits, got {v!r}")
+        if self.lut_interp not in LUT_INTERPS:
+            raise QuantError(f"lut_interp: expected one of {', '.join(LUT_INTERPS)}, got {self.lut_interp!r}")
+        return self
+
+    @property
+    def label(self) -> str:
+        """``W16A16``; ``W8A8-IO8`` when the input/output words are not 16 bits, ``W8A8-L8n`` when the tables are not
+        the default 10-bit linear ones."""
+        io = "" if self.io_bits == 16 else f"-IO{self.io_bits}"
+        tail = "" if (self.lut_bits, self.lut_interp) == (10, "linear") else \
+            f"-L{self.lut_bits}{'n' if self.lut_interp == 'nearest' else ''}"
+        return f"W{self.weights}A{self.activations}{io}{tail}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"weights": self.weights, "activations": self.activations, "lut_bits": self.lut_bits,
+                "lut_interp": self.lut_interp, "io_bits": self.io_bits}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "QuantSpec":
+        known = {"weights", "activations", "lut_bits", "lut_interp", "io_bits"}
+        odd = sorted(set(d) - known)
+        if odd:
+            raise QuantError(f"unknown quantisation field {odd[0]!r} (known: {', '.join(sorted(known))})")
+        return cls(**dict(d)).check()
+
+
+@dataclass
+class QuantPlan:
+    """The spec and the activation formats by tensor key; ``ranges``: the calibration's max |v| per key."""
+
+    spec: QuantSpec
+    formats: dict[str, QFormat]
+    ranges: dict[str, float] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)
+    calibration: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"spec": self.spec.to_dict(), "calibration": self.calibration,
+                "formats": {k: {**f.to_dict(), "kind": self.kinds.get(k), "range": self.ranges.get(k)}
+                            for k, f in self.formats.items()}}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "QuantPlan":
+        try:
+            spec = QuantSpec.from_dict(d["spec"])
+            fm = d["formats"]
+            return cls(spec, {k: QFormat.from_dict(v) for k, v in fm.items()},
+                       {k: float(v["range"]) for k, v in fm.items() if v.get("range") is not None},
+                       {k: v.get("kind") for k, v in fm.items()}, str(d.get("calibration", "")))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise QuantError(f"not a quantisation plan ({type(exc).__name__}: {exc})") from exc
+
+
+def plan_from_ranges(spec: QuantSpec, ranges: Mapping[str, tuple[str, float]], calibration: str,
+                     io_keys=()) -> QuantPlan:
+    """Formats from calibrated ranges; ``io_keys`` (the input and the output) get ``spec.io_bits``."""
+    formats, kinds, maxima = {}, {}, {}
+    for key, (kind, m) in ranges.items():
+        if kind == "unit":
+            continue
+        if key in io_keys:
+            kind = "io"
+        bits = fixed.PRE_BITS if kind == "pre" else spec.io_bits if kind == "io" else spec.activations
+        formats[key] = fixed.act_format(float(m), bits)
+        kinds[key] = kind
+        maxima[key] = float(m)
+    return QuantPlan(spec, formats, maxima, kinds, calibration)
+
+
+def calibrate(graph, segments: np.ndarray, spec: QuantSpec, what: str, batch: int = 64) -> QuantPlan:
+    """Run ``graph`` in float64 over ``segments`` (S, N, 2) and choose every activation's format.
+
+    Args:
+        graph: a lowered model (quant/lower.py).
+        segments: the calibration input, float (S, N, 2).
+        spec: the bit widths.
+        what: the calibration data in words (recorded in the plan: "training split of DPA_200MHz, 9 segments …").
+    """
+    spec.check()
+    be = FloatBackend()
+    xs = torch.from_numpy(np.ascontiguousarray(segments, dtype=np.float64))
+    with torch.no_grad():
+        for i in range(0, xs.shape[0], batch):
+            graph.run(be, xs[i:i + batch])
+    return plan_from_ranges(spec, be.ranges, what, io_keys=("x", graph.output))

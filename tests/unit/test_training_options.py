@@ -1,0 +1,249 @@
+"""Issue 24's training options (config.py; training/schedules.py, losses.py, objectives.py, evaluation.py): each is
+selectable, recorded in config.json, and computes what its docstring says. Defaults leave runs bitwise unchanged
+(tests/unit/test_pinned_numbers.py, test_models_vs_reference.py and test_record.py cover that)."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from dpd_desktop.config import ConfigError, ExperimentConfig
+from dpd_desktop.data import make_demo_dataset
+from dpd_desktop.data.framing import unsegment
+from dpd_desktop.metrics.profiles import compute_profile_metrics
+from dpd_desktop.models import Cascade, build_model
+from dpd_desktop.runs.workspace import Workspace
+from dpd_desktop.training.evaluation import Evaluator
+from dpd_desktop.training.losses import FrameLoss, make_criterion
+from dpd_desktop.training.optim import AdamW, ReduceLROnPlateau
+from dpd_desktop.training.record_payload import INFEASIBLE_DB
+from dpd_desktop.training.schedules import EpochSchedule, make_schedule
+from dpd_desktop.training.trainer import Trainer
+
+DEMO = dict(seed=2, n_train=3000, n_val=4300, n_test=4300)  # nperseg 4096 + the overlap guards
+
+
+def _opt(lr=0.01):
+    return AdamW([torch.nn.Parameter(torch.zeros(3))], lr=lr, weight_decay=0.0)
+
+
+# ------------------------------------------------------------------------------------------------ schedules
+def test_default_schedule_is_the_reference_plateau():
+    sched = make_schedule(_opt(), ExperimentConfig())
+    assert type(sched) is ReduceLROnPlateau and sched.threshold_mode == "rel" and sched.threshold == 1e-4
+
+
+def test_warmup_then_cosine_rates():
+    opt = _opt(0.01)
+    s = EpochSchedule(opt, kind="cosine", epochs=8, warmup=2, lr=0.01, lr_end=1e-4)
+    rates = [opt.param_groups[0]["lr"]]
+    for _ in range(7):
+        s.step(0.0)
+        rates.append(opt.param_groups[0]["lr"])
+    want = [0.005, 0.01] + [1e-4 + (0.01 - 1e-4) * (1 + math.cos(math.pi * k / 5)) / 2 for k in range(6)]
+    assert rates == pytest.approx(want, rel=0, abs=1e-15)
+    assert rates[2] == 0.01 and rates[-1] == pytest.approx(1e-4, abs=1e-15)
+
+
+def test_warmup_then_plateau_with_absolute_threshold():
+    opt = _opt(0.01)
+    cfg = ExperimentConfig(epochs=20, lr=0.01, warmup_epochs=2, patience=1, plateau_threshold=0.01,
+                           plateau_threshold_mode="abs", lr_end=1e-4)
+    s = make_schedule(opt, cfg)
+    lrs = [opt.param_groups[0]["lr"]]
+    # warm-up metrics are not shown to the plateau; then -40, -40.005 (< 0.01 dB better: bad), -40.006 (bad: lr halves)
+    for metric in (0.0, 0.0, -40.0, -40.005, -40.006, -41.0):
+        s.step(metric)
+        lrs.append(opt.param_groups[0]["lr"])
+    assert lrs == [0.005, 0.01, 0.01, 0.01, 0.01, 0.005, 0.005]
+    rel = ReduceLROnPlateau(_opt(), patience=0, threshold=1e-4, threshold_mode="rel")
+    rel.step(-40.0)
+    rel.step(-39.999)  # the reference quirk: a slightly worse negative value counts as better (relative mode)
+    assert rel.num_bad_epochs == 0 and rel.best == -39.999
+
+
+def test_schedule_state_round_trip():
+    opt = _opt()
+    s = EpochSchedule(opt, kind="plateau", epochs=10, warmup=3, lr=0.01, lr_end=1e-4,
+                      plateau=ReduceLROnPlateau(opt, patience=2))
+    for _ in range(5):
+        s.step(-1.0)
+    t = EpochSchedule(_opt(), kind="plateau", epochs=10, warmup=3, lr=0.01, lr_end=1e-4,
+                      plateau=ReduceLROnPlateau(opt, patience=2))
+    t.load_state_dict(s.state_dict())
+    assert t.state_dict() == s.state_dict()
+
+
+# ------------------------------------------------------------------------------------------------ losses
+def test_frame_loss_window_and_power_term():
+    torch.manual_seed(0)
+    out, tgt = torch.randn(4, 20, 2), torch.randn(4, 20, 2)
+    assert type(make_criterion(ExperimentConfig())) is torch.nn.MSELoss
+    crit = make_criterion(ExperimentConfig(loss_window=[5, 15], power_weight=0.3))
+    o, t = out[:, 5:15].double(), tgt[:, 5:15].double()
+    dp = 10 * math.log10(float((o ** 2).sum() / (t ** 2).sum()))
+    want = float(((o - t) ** 2).mean()) + 0.3 * float((t ** 2).mean()) * dp ** 2
+    assert float(crit(out, tgt)) == pytest.approx(want, rel=1e-5)
+    # equal power: no penalty
+    scaled = out * torch.sqrt((tgt ** 2).sum() / (out ** 2).sum())
+    assert float(FrameLoss(torch.nn.MSELoss(), None, 5.0)(scaled, tgt)) == pytest.approx(
+        float(torch.nn.functional.mse_loss(scaled, tgt)), rel=1e-5)
+
+
+def test_peak_limiter():
+    dpd, pa = build_model("gru", 4), build_model("gru", 4)
+    c = Cascade(dpd, pa, peak_limit=0.5)
+    u = torch.tensor([[[0.3, 0.4], [0.6, 0.8], [0.0, 0.0], [-3.0, 0.0]]])
+    got = c.limit(u)
+    assert torch.allclose(got, torch.tensor([[[0.3, 0.4], [0.3, 0.4], [0.0, 0.0], [-0.5, 0.0]]]))
+    assert Cascade(dpd, pa).limit(u) is u
+
+
+# ------------------------------------------------------------------------------------------------ validation
+@pytest.mark.parametrize("bad", [dict(warmup_epochs=150), dict(lr_schedule="step"), dict(loss_window=[3, 3]),
+                                 dict(power_weight=-1.0), dict(gain_value=0.0), dict(selection="power-gated"),
+                                 dict(evaluation="overlap"), dict(peak_limit=1.0), dict(dpd_learning="ila"),
+                                 dict(plateau_threshold_mode="percent"), dict(power_gate_db=0.0)])
+def test_invalid_options_name_their_field(bad):
+    with pytest.raises(ConfigError) as e:
+        ExperimentConfig(**bad).validate()
+    assert e.value.field == next(iter(bad))
+
+
+# ------------------------------------------------------------------------------------------------ overlap evaluation
+class _Double(torch.nn.Module):
+    def forward(self, x):
+        return 2 * x
+
+
+class _Cumulative(torch.nn.Module):
+    """A model with memory: output(t) = sum of the inputs since the window's start."""
+
+    def forward(self, x):
+        return torch.cumsum(x, dim=1)
+
+
+def _evaluator(mode="overlap", w=40):
+    ds = make_demo_dataset(**DEMO)
+    targets = {s: getattr(ds, s).x * 0.9 for s in ("val", "test")}
+    return ds, Evaluator(ds, targets, "dpd", torch.nn.MSELoss(), 16, torch.device("cpu"), "corrected", mode, w)
+
+
+def test_overlap_forward_windows():
+    ds, ev = _evaluator()
+    x = torch.from_numpy(ds.val.x)
+    assert torch.equal(ev.overlap_forward(_Double(), x), 2 * x)
+    got = ev.overlap_forward(_Cumulative(), x).numpy()
+    xn = np.pad(ds.val.x.astype(np.float64), ((10, 0), (0, 0)))  # lead W/4 = 10 zeros
+    for t in (0, 5, 19, 20, 33, len(ds.val.x) - 1):
+        k = t // 20  # hop W/2 = 20: the window starting at k·20 - 10 keeps samples k·20 .. k·20 + 19
+        want = xn[k * 20:t + 10 + 1].sum(axis=0)
+        np.testing.assert_allclose(got[t], want, rtol=1e-5, atol=1e-5)
+
+
+def test_overlap_evaluation_metrics_and_power():
+    ds, ev = _evaluator()
+    torch.manual_seed(0)
+    net = Cascade(build_model("gru", 4), build_model("gru", 4)).freeze_pa()
+    res = ev.evaluate("val", net)
+    es = ev.sets["val"]
+    n = es["n"]
+    pred = unsegment(res["pred"], n)
+    with torch.inference_mode():
+        u = ev.overlap_forward(net.dpd, torch.from_numpy(ds.val.x))
+        y = net.pa(u[None])[0].numpy()
+    np.testing.assert_array_equal(pred, y)
+    inner = compute_profile_metrics("corrected", y[40:n - 40], es["t_np"][40:n - 40], ds.spec, n - 80)
+    assert res["metrics"] == pytest.approx(inner)
+    p = 10 * math.log10(float(np.sum(y.astype(np.float64) ** 2) / np.sum(es["t_np"].astype(np.float64) ** 2)))
+    assert res["extra"]["POWER_DB"] == pytest.approx(p, abs=1e-9)
+    assert res["extra"]["OBJECTIVE"] == pytest.approx(0.5 * (inner["EVM"] + max(inner["ACLR_L"], inner["ACLR_R"])))
+
+
+def test_overlap_needs_enough_samples():
+    ds = make_demo_dataset(**DEMO)
+    with pytest.raises(ValueError, match="nperseg"):
+        Evaluator(ds, {s: getattr(ds, s).x for s in ("val", "test")}, "dpd", torch.nn.MSELoss(), 16,
+                  torch.device("cpu"), "corrected", "overlap", 2000)
+
+
+# ------------------------------------------------------------------------------------------------ through the trainer
+@pytest.fixture(scope="module")
+def pa_run(tmp_path_factory):
+    ws = Workspace(tmp_path_factory.mktemp("ws"))
+    ds = make_demo_dataset(**DEMO)
+    cfg = ExperimentConfig(step="pa", dataset="demo", backbone="gru", hidden_size=6, epochs=3, frame_length=40,
+                           stride=4, device="cpu", threads=1)
+    res = Trainer(cfg, dataset=ds, workspace=ws).run()
+    assert res.state == "succeeded"
+    return ws, ds, res.run_id
+
+
+def _dpd(pa_run, **kw):
+    ws, ds, pa = pa_run
+    base = dict(step="dpd", dataset="demo", backbone="gru", hidden_size=5, epochs=4, frame_length=40, stride=4,
+                device="cpu", threads=1, pa_run=pa, metric_profile="corrected")
+    base.update(kw)
+    res = Trainer(ExperimentConfig(**base), dataset=ds, workspace=ws).run()
+    assert res.state == "succeeded", res
+    return res, json.loads((Path(res.run_dir) / "config.json").read_text())
+
+
+def test_options_recorded_and_cosine_lr_in_history(pa_run):
+    opts = dict(lr_schedule="cosine", warmup_epochs=1, gain_value=0.8, power_weight=1e-3, loss_window=[10, 30],
+                peak_limit=2.0)
+    res, doc = _dpd(pa_run, **opts)
+    assert {k: doc["experiment"][k] for k in opts} == opts
+    assert doc["gain"]["rule"] == "fixed" and doc["gain"]["value"] == 0.8
+    lrs = [row["LR"] for row in res.history]
+    want = [5e-3] + [5e-5 + (5e-3 - 5e-5) * (1 + math.cos(math.pi * k / 2)) / 2 for k in range(3)]
+    assert lrs == pytest.approx(want, abs=1e-15)
+
+
+def test_power_gated_selection_and_test_at_the_end(pa_run):
+    res, doc = _dpd(pa_run, selection="power-gated", evaluation="overlap", test_every_epoch=False,
+                    power_gate_db=0.3)
+    assert doc["selection_metric"] == "VAL_SELECTION"
+    rows = res.history
+    for row in rows:
+        gated = row["VAL_OBJECTIVE"] + (0 if abs(row["VAL_POWER_DB"]) <= 0.3 else INFEASIBLE_DB)
+        assert row["VAL_SELECTION"] == gated
+        assert math.isnan(row["TEST_NMSE"]) and math.isnan(row["TEST_POWER_DB"])
+    values = [row["VAL_SELECTION"] for row in rows]
+    assert res.best_epoch == int(np.argmin(values))
+    assert all(math.isfinite(v) for v in res.test_metrics.values())
+
+
+def test_ila_learns_beyond_the_pa_alone(pa_run):
+    res, doc = _dpd(pa_run, dpd_learning="ila", epochs=10, hidden_size=8, stride=2)
+    assert doc["experiment"]["dpd_learning"] == "ila"
+    ws, ds, pa = pa_run
+    # no DPD: PA(x) against g·x on the validation split
+    from dpd_desktop.training.pa_source import load_pa_for_dpd
+    pa_model, _ = load_pa_for_dpd(ws, pa)
+    g = doc["gain"]["value"]
+    with torch.inference_mode():
+        y0 = pa_model(torch.from_numpy(ds.val.x)[None])[0].numpy()
+    base = compute_profile_metrics("corrected", y0, g * ds.val.x, ds.spec, len(y0))["NMSE"]
+    assert min(row["VAL_NMSE"] for row in res.history) < base - 5.0
+
+
+@pytest.mark.parametrize("kernel", ["reference", "fast"])
+def test_long_sequences_run_in_chunks(monkeypatch, kernel):
+    import dpd_desktop.kernels as K
+
+    torch.manual_seed(0)
+    rnn = torch.nn.GRU(6, 5, batch_first=True, bias=kernel == "fast")
+    x = torch.randn(2, 250, 6)
+    h0 = torch.randn(1, 2, 5) * 0.1
+    with torch.no_grad():
+        whole = K.run_recurrent(rnn, x, h0, kernel)
+        monkeypatch.setattr(K, "LONG_SEQUENCE", 100)
+        monkeypatch.setattr(K, "LONG_CHUNK", 40)
+        chunked = K.run_recurrent(rnn, x, h0, kernel)
+    assert chunked.shape == whole.shape
+    assert (chunked - whole).abs().max().item() < 1e-6
