@@ -22,6 +22,7 @@ import argparse
 import dataclasses
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -69,7 +70,43 @@ def _args(argv=None):
     p.add_argument("--gain-rule", default="peak")
     p.add_argument("--out", default=None, help="write the table as Markdown here")
     p.add_argument("--json", default=None, help="write every number as JSON here")
+    p.add_argument("--parallel-seeds", action="store_true",
+                   help="after the PA, train each seed in its own process at once (one GPU shared): the fine-tunes "
+                        "train eagerly, and one process keeps a GPU busy only a fraction of the time")
     return p.parse_args(argv)
+
+
+def _seed_processes(argv: list[str], seeds: list[int], pa: str, ws: Workspace) -> tuple[dict, dict]:
+    """Run this script once per seed (``--pa-run pa --seeds s``, same workspace) at the same time; merge their
+    rows and runs in seed order. Exits when one fails."""
+    drop = {"--seeds", "--out", "--json", "--pa-run", "--workspace"}
+    base: list[str] = []
+    it = iter(argv)
+    for tok in it:
+        if tok == "--parallel-seeds":
+            continue
+        if tok.split("=", 1)[0] in drop:
+            if "=" not in tok:
+                next(it, None)
+            continue
+        base.append(tok)
+    procs = []
+    for s in seeds:
+        out = Path(ws.root) / f"seed-{s}.json"
+        cmd = [sys.executable, str(Path(__file__).resolve()), *base, "--seeds", str(s), "--pa-run", pa,
+               "--workspace", str(ws.root), "--json", str(out)]
+        procs.append((s, out, subprocess.Popen(cmd)))
+    rows: dict[str, list[dict]] = {}
+    runs: dict[str, list[str]] = {}
+    for s, out, proc in procs:
+        if proc.wait() != 0:
+            sys.exit(f"seed {s}: its process exited {proc.returncode}")
+    for s, out, proc in procs:
+        doc = json.loads(out.read_text(encoding="utf-8"))
+        for name, ms in doc["rows"].items():
+            rows.setdefault(name, []).extend(ms)
+            runs.setdefault(name, []).extend(doc["runs"][name])
+    return rows, runs
 
 
 def _train(cfg: ExperimentConfig, ds, ws: Workspace):
@@ -107,7 +144,12 @@ def main(argv=None) -> int:
                                              seed=0, **common), ds, ws).name
     rows: dict[str, list[dict]] = {"float": []}
     runs: dict[str, list[str]] = {"float": []}
-    for seed in seeds:
+    if a.parallel_seeds and len(seeds) > 1:
+        rows, runs = _seed_processes(sys.argv[1:] if argv is None else list(argv), seeds, pa, ws)
+        seeds_run: list[int] = []
+    else:
+        seeds_run = seeds
+    for seed in seeds_run:
         print(f"seed {seed}", flush=True)
         d = _train(ExperimentConfig(step="dpd", pa_run=pa, backbone=a.backbone, hidden_size=a.hidden_size,
                                     epochs=a.dpd_epochs, seed=seed, gain_rule=a.gain_rule, **common), ds, ws)
