@@ -159,7 +159,18 @@ def build_parser() -> argparse.ArgumentParser:
     cli_arena.add_parser(add)  # dpd-desktop arena PROTOCOL (cli_arena.py)
     cli_loop.add_parser(add)  # dpd-desktop loop / loop-dataset (cli_loop.py)
     cli_deploy.add_parser(add)  # dpd-desktop export / finetune (cli_deploy.py)
+    no_abbreviations(p)
     return p
+
+
+def no_abbreviations(parser: argparse.ArgumentParser) -> None:
+    """Refuse abbreviated options in ``parser`` and every sub-command below it (``--e 3`` was read as
+    ``--epochs 3``, or as whichever option it happened to prefix once another was added)."""
+    parser.allow_abbrev = False
+    for action in parser._actions:  # argparse keeps its sub-parsers only here
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                no_abbreviations(sub)
 
 
 class ConsoleObserver:

@@ -152,7 +152,8 @@ def _base_config(args, ws):
     from .runs.settings import WorkspaceSettings
     from .sweep.spec import SweepSpecError
 
-    p = argparse.ArgumentParser(prog=f"dpd-desktop sweep --base ({'train-' + args.step} options)")
+    p = argparse.ArgumentParser(prog=f"dpd-desktop sweep --base ({'train-' + args.step} options)",
+                                allow_abbrev=False)
     cli._add_training_options(p, args.step)
     train_options = {opt for action in p._actions for opt in action.option_strings}
     for tok in args.base or []:

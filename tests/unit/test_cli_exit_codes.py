@@ -83,3 +83,26 @@ def test_a_dpd_through_a_dpd_run_is_refused_before_a_run_folder(tmp_path, capsys
     err = capsys.readouterr().err
     assert rc == 2 and f"pa_run: {fake.name} is a DPD run; a DPD needs a PA run (option --pa-run)" in err, err
     assert _runs(tmp_path) == [fake.name]
+
+
+@pytest.mark.parametrize("argv,bad", [
+    (["train-pa", "--dataset", "x", "--e", "3"], "--e 3"),  # was read as --epochs 3
+    (["train-pa", "--dataset", "x", "--works", "w"], "--works w"),  # --workspace after the sub-command
+    (["queue", "add", "pa", "--dataset", "x", "--epoch", "3"], "--epoch 3"),  # a sub-command two levels down
+])
+def test_abbreviated_options_are_refused(tmp_path, capsys, argv, bad):
+    from dpd_desktop.cli import build_parser
+
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args(["--workspace", str(tmp_path), *argv])
+    assert info.value.code == 2
+    assert f"unrecognized arguments: {bad}" in capsys.readouterr().err
+
+
+def test_abbreviated_train_option_in_a_sweep_base_is_refused(tmp_path, capsys):
+    rc = cli_main(["--workspace", str(tmp_path), "sweep", "--step", "pa", "--grid", "lr=1e-3,2e-3", "--base",
+                   "--dataset", "x", "--hidden", "8"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert "unrecognized arguments: --hidden 8" in err and "Traceback" not in err, err
+    assert _runs(tmp_path) == []
