@@ -331,7 +331,7 @@ def test_import_writes_the_run_as_it_came(returned, tmp_path):
     ({"status.json": b'{"state": "running", "run_id": "x"}'}, "field 'run_id'"),
     ({"results.h5": b"not hdf5"}, "results.h5: cannot read the results"),
     ({"status.json": b'{"state": "running"}'}, "status.json: field 'run_id' is None"),
-    ({"history.csv": b"\xff\xfe\x00"}, "cannot read the history"),
+    ({"history.csv": b"\xff\xfe\x00"}, "history.csv: not UTF-8 text"),
 ])
 def test_import_refuses_a_malformed_folder_and_writes_nothing(returned, tmp_path, damage, expected):
     run_id, files = returned
