@@ -392,3 +392,22 @@ def test_fake_quant_model_keeps_the_state_dict_and_trains():
     assert not torch.equal(before, core.backbone.fc_out.weight)  # the core model's own parameters moved
     with pytest.raises(LoweringError):
         FakeQuantModel(build_model("lstm", 4), plan)
+
+
+def test_node_errors_point_at_the_tensor_that_loses_accuracy():
+    """Per-tensor error of the integer words against the float tensor, checked against its own computation; on the
+    TCN at W8A8 the 16-bit input word and the residual taken from it are exact to their 16-bit rounding while the
+    8-bit features lose 30 dB more."""
+    from dpd_desktop.quant.diagnose import node_errors
+
+    m = _model("tcn").double().eval()
+    x = _input(b=2, t=200)
+    plan = _plan(m, x, 8, 8)
+    errs = node_errors(lower(m), plan, x.numpy())
+    assert list(errs)[:2] == ["x", "features"] and list(errs)[-1] == "out"
+    xq = fixed.dequantize(fixed.quantize(x.numpy(), plan.formats["x"]), plan.formats["x"].frac)
+    want = 10 * math.log10(float(np.sum((xq - x.numpy()) ** 2)) / float(np.sum(x.numpy() ** 2)))
+    assert errs["x"]["error_db"] == pytest.approx(want, abs=1e-9) and errs["x"]["frac"] == plan.formats["x"].frac
+    assert errs["iq"]["error_db"] == pytest.approx(want, abs=1e-9)  # the TCN's x has just I and Q
+    assert errs["features"]["error_db"] > want + 30 and errs["features"]["frac"] == plan.formats["features"].frac
+    assert all(e["saturated"] == 0 for e in errs.values())
