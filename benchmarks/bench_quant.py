@@ -34,7 +34,11 @@ sys.path.insert(0, str(ROOT))  # the script runs from benchmarks/: this checkout
 from dpd_desktop.cli_deploy import finetune_config  # noqa: E402
 from dpd_desktop.config import KERNELS, METRIC_PROFILES, ExperimentConfig  # noqa: E402
 from dpd_desktop.data import load_dataset  # noqa: E402
-from dpd_desktop.quant.plan import QuantSpec  # noqa: E402
+from dpd_desktop.data.segments import segment  # noqa: E402
+from dpd_desktop.quant.diagnose import node_errors  # noqa: E402
+from dpd_desktop.quant.lower import lower  # noqa: E402
+from dpd_desktop.quant.plan import QuantPlan, QuantSpec  # noqa: E402
+from dpd_desktop.runs.quantized import load_dpd  # noqa: E402
 from dpd_desktop.runs.quantized import evaluate_quantized, save_quantized  # noqa: E402
 from dpd_desktop.runs.record import RunRecord  # noqa: E402
 from dpd_desktop.runs.workspace import Workspace  # noqa: E402
@@ -76,6 +80,8 @@ def _args(argv=None):
     p.add_argument("--parallel-seeds", action="store_true",
                    help="after the PA, train each seed in its own process at once (one GPU shared): the fine-tunes "
                         "train eagerly, and one process keeps a GPU busy only a fraction of the time")
+    p.add_argument("--nodes", action="store_true",
+                   help="print each PTQ model's per-tensor error against the float model on the first test segment")
     return p.parse_args(argv)
 
 
@@ -129,6 +135,15 @@ def _ms(values) -> str:
     return f"{statistics.fmean(values):.2f} ± {sd:.2f}"
 
 
+def _print_nodes(run_dir: Path, doc: dict, ds) -> None:
+    """quant/diagnose.py ``node_errors`` of the run's integer model under ``doc``'s plan, one line per tensor."""
+    model = load_dpd(RunRecord.open(run_dir)).double()
+    x = segment(ds.test.x, int(ds.spec.nperseg))[:1]
+    for key, e in node_errors(lower(model), QuantPlan.from_dict(doc["plan"]), x).items():
+        print(f"      {doc['label']} {key:14s} frac {e['frac']:3d}  max|v| {e['max_abs']:9.4g}  error "
+              f"{e['error_db']:7.1f} dB  saturated {e['saturated']}", flush=True)
+
+
 def main(argv=None) -> int:
     a = _args(argv)
     ws = Workspace(a.workspace or tempfile.mkdtemp(prefix="bench-quant-"))
@@ -172,6 +187,8 @@ def main(argv=None) -> int:
             spec = QuantSpec(w, act)
             doc = evaluate_quantized(d, spec, dataset=ds)
             save_quantized(d, doc)
+            if a.nodes:
+                _print_nodes(d, doc, ds)
             rows.setdefault(f"{spec.label} PTQ", []).append(doc["metrics"]["test"])
             runs.setdefault(f"{spec.label} PTQ", []).append(d.name)
             q = _train(tune(rec, spec), ds, ws)

@@ -4,7 +4,7 @@ Node kinds (each ``run(backend, *inputs) -> Fx``; quant/backends.py gives the ar
 
 * :class:`Input` — the I/Q input ``(B, T, 2)`` quantised to its format (key ``x``);
 * :class:`Polar` — features ``[I, Q, |x|, |x|³, sin φ, cos φ]`` (DGRU, TCN, DeltaGRU);
-* :class:`Select` — channels ``start:stop`` of a tensor (a residual's I/Q);
+* :class:`Select` — channels ``start:stop`` of a tensor, its words unchanged (the TCN's residual I/Q of ``x``);
 * :class:`Concat` — channel concatenation, requantised to one format;
 * :class:`Linear` — ``W v + b`` on the last axis, optional ReLU, requantised;
 * :class:`GRU` — one ``nn.GRU`` layer (gates r, z, n in PyTorch's order and formula), zero initial state;
@@ -75,7 +75,8 @@ class Select(Node):
         return x[..., self.start:self.stop]
 
     def describe(self) -> str:
-        return f"channels {self.start}:{self.stop}"
+        return f"channels {self.start}:{self.stop} of {self.inputs[0]}, its words unchanged" if self.inputs else \
+            f"channels {self.start}:{self.stop}"
 
 
 @dataclass

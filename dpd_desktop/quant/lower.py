@@ -6,9 +6,9 @@ the float backend must equal the model (tests/unit/test_quant.py checks each).
 
 Lowered: ``gru`` (GRU layers → linear), ``dgru`` (polar features → GRU layers → linear + ReLU → [a; features] →
 linear), ``deltagru`` with zero thresholds (the dense GRU on polar features → linear; nonzero thresholds are
-refused), ``tcn`` (polar features → the ``network`` Conv1d/Hardswish stack → + [I, Q]). Not lowered (refused with
-:class:`LoweringError`): ``lstm``, ``tres_gru``, ``tres_deltagru``, ``rvtdcnn`` and MP/GMP, whose fixed point is
-quant/poly.py's.
+refused), ``tcn`` (polar features → the ``network`` Conv1d/Hardswish stack → + [I, Q] of the input word). Not
+lowered (refused with :class:`LoweringError`): ``lstm``, ``tres_gru``, ``tres_deltagru``, ``rvtdcnn`` and MP/GMP,
+whose fixed point is quant/poly.py's.
 """
 from __future__ import annotations
 
@@ -68,7 +68,11 @@ def lower_deltagru(bb) -> Graph:
 
 
 def lower_tcn(bb) -> Graph:
-    """The ``network`` Sequential: Conv1d layers, each optionally followed by Hardswish or ReLU; + [I, Q]."""
+    """The ``network`` Sequential: Conv1d layers, each optionally followed by Hardswish or ReLU; + [I, Q].
+
+    The residual [I, Q] is taken from the input word ``x`` (``io_bits``), not from the features word: the features
+    share one A-bit format with sin/cos (range 1), so at A = 8 their I/Q would carry a rounding floor near −35 dB
+    relative to u straight to the output (the model's own residual, f[..., :2], is x itself)."""
     nodes = [Input("x"), Polar("features", ("x",))]
     layers = list(bb.network)
     src, k, i = "features", 0, 0
@@ -84,7 +88,7 @@ def lower_tcn(bb) -> Graph:
         nodes.append(Conv1d(name, (src,), weight=conv.weight, bias=conv.bias, dilation=conv.dilation[0],
                             padding=int(conv.padding[0]), groups=conv.groups, act=act))
         src, k, i = name, k + 1, i + 1
-    nodes += [Select("iq", ("features",), start=0, stop=2), Add("out", (src, "iq"))]
+    nodes += [Select("iq", ("x",), start=0, stop=2), Add("out", (src, "iq"))]
     return Graph("tcn", nodes, "out")
 
 
