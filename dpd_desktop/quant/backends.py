@@ -52,13 +52,15 @@ class Fx:
 
 # ====================================================================================================== float
 class FloatBackend:
-    """Plain float arithmetic (torch); :attr:`ranges` maps every format key to ``(kind, max |value|)``."""
+    """Plain float arithmetic (torch); :attr:`ranges` maps every format key to ``(kind, max |value|)`` and
+    :attr:`hists` every ``act`` key to its magnitude histogram (quant/fixed.py ``magnitude_histogram``)."""
 
     quantised = False
     records = False
 
     def __init__(self) -> None:
         self.ranges: dict[str, tuple[str, float]] = {}
+        self.hists: dict[str, np.ndarray] = {}
 
     def _note(self, key: str, kind: str, v: torch.Tensor) -> None:
         m = float(v.detach().abs().max()) if v.numel() else 0.0
@@ -66,6 +68,9 @@ class FloatBackend:
             raise ValueError(f"tensor {key!r} holds non-finite values in the float model")
         old = self.ranges.get(key, (kind, 0.0))[1]
         self.ranges[key] = (kind, max(old, m))
+        if kind == "act":
+            h = fixed.magnitude_histogram(v.detach().cpu().numpy())
+            self.hists[key] = self.hists[key] + h if key in self.hists else h
 
     def input(self, x, key: str) -> Fx:
         x = torch.as_tensor(x)

@@ -2,7 +2,9 @@
 
 Activation formats come from a calibration: the float model (float64, quant/backends.py ``FloatBackend``) runs over
 the training split cut into the dataset's ``nperseg`` evaluation segments, each from a zero state, and every tensor
-that will be stored gets ``act_format(max|v|)`` (quant/fixed.py; 1/8 headroom) of the range it showed there.
+that will be stored gets a format from what it showed there: an A-bit activation the format of least rounding plus
+saturation error over its magnitude histogram (``mse_act_format``), the interface and 32-bit words
+``act_format(max|v|)`` (quant/fixed.py; 1/8 headroom, nothing saturates on the calibration data).
 Weight and bias formats are not in the plan: they follow from the weights by quant/fixed.py's rules whenever a
 model is quantised (so a fine-tuned model's weights get their own).
 
@@ -110,8 +112,11 @@ class QuantPlan:
 
 
 def plan_from_ranges(spec: QuantSpec, ranges: Mapping[str, tuple[str, float]], calibration: str,
-                     io_keys=()) -> QuantPlan:
-    """Formats from calibrated ranges; ``io_keys`` (the input and the output) get ``spec.io_bits``."""
+                     io_keys=(), hists: Mapping[str, np.ndarray] | None = None) -> QuantPlan:
+    """Formats from calibrated ranges; ``io_keys`` (the input and the output) get ``spec.io_bits``. An ``act``
+    tensor with a histogram in ``hists`` gets the format of least error over it (quant/fixed.py
+    ``mse_act_format``); the interface words and the 32-bit ``pre`` words keep the range rule (nothing saturates
+    on the calibration data)."""
     formats, kinds, maxima = {}, {}, {}
     for key, (kind, m) in ranges.items():
         if kind == "unit":
@@ -119,7 +124,10 @@ def plan_from_ranges(spec: QuantSpec, ranges: Mapping[str, tuple[str, float]], c
         if key in io_keys:
             kind = "io"
         bits = fixed.PRE_BITS if kind == "pre" else spec.io_bits if kind == "io" else spec.activations
-        formats[key] = fixed.act_format(float(m), bits)
+        if kind == "act" and hists is not None and key in hists:
+            formats[key] = fixed.mse_act_format(hists[key], float(m), bits)
+        else:
+            formats[key] = fixed.act_format(float(m), bits)
         kinds[key] = kind
         maxima[key] = float(m)
     return QuantPlan(spec, formats, maxima, kinds, calibration)
@@ -140,4 +148,4 @@ def calibrate(graph, segments: np.ndarray, spec: QuantSpec, what: str, batch: in
     with torch.no_grad():
         for i in range(0, xs.shape[0], batch):
             graph.run(be, xs[i:i + batch])
-    return plan_from_ranges(spec, be.ranges, what, io_keys=("x", graph.output))
+    return plan_from_ranges(spec, be.ranges, what, io_keys=("x", graph.output), hists=be.hists)

@@ -363,8 +363,10 @@ def _readme(rec, graph: Graph, plan: QuantPlan, ib: IntBackend, meta) -> str:
            "fraction (shifted left, exactly). Pre-activation words (before a table or an elementwise product): "
            f"{fixed.PRE_BITS} bits.",
            f"- Formats: weights take the largest fraction at which max|w| fits (per tensor; a GRU's per gate); "
-           f"activations `frac = bits − 1 − ceil(log2(max|v| · {1 + fixed.HEADROOM}))` from the range seen on the "
-           f"training split ({meta['plan_source']}: {plan.calibration}); the tanh table, n and the GRU state "
+           f"the input and output words `frac = bits − 1 − ceil(log2(max|v| · {1 + fixed.HEADROOM}))` from the range "
+           f"seen on the training split (nothing saturates there); the other activations the fraction, from that one "
+           f"to {spec.activations - 2} finer, of least rounding plus saturation error over the values seen there "
+           f"(peaks beyond a finer format's range saturate) ({meta['plan_source']}: {plan.calibration}); the tanh table, n and the GRU state "
            f"{unit.label}; the sigmoid table and the gates r, z {fixed.gate_format(spec.activations).label} "
            "(unsigned: they lie in (0, 1)).",
            ]
@@ -392,8 +394,8 @@ def _readme(rec, graph: Graph, plan: QuantPlan, ib: IntBackend, meta) -> str:
             "nperseg-sample segments, zero state each), through the run's frozen PA in float32, against g·x:", "",
             *_metric_table(meta), "",
             f"DPD output u, integer vs float on the test split: max |Δu| = {u['max_abs']:.3g}, error power "
-            f"{u['rel_error_db']:.2f} dB relative to u. Words saturated (a range beyond the training split's and "
-            f"its headroom): val {meta['metrics']['saturated']['val'] or 'none'}, test "
+            f"{u['rel_error_db']:.2f} dB relative to u. Words saturated (peaks beyond a format's range: by "
+            f"choice for the activations whose least-error format clips, else a range beyond the training split's): val {meta['metrics']['saturated']['val'] or 'none'}, test "
             f"{meta['metrics']['saturated']['test'] or 'none'}.", "",
             "## Files", "",
             "- `dpd_coeffs.h`: every weight, bias and table as a C99 exact-width array with its `_FRAC` define, "
