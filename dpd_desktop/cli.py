@@ -69,7 +69,8 @@ def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
     if step == "dpd":
         p.add_argument("--pa-run", required=True, help="PA run id (in the workspace) or PA run folder")
         p.add_argument("--allow-dataset-mismatch", action="store_true",
-                       help="train even when --dataset is not the dataset the PA run was trained on")
+                       help="train even when --dataset is not the dataset the PA run was trained on (default: "
+                            "refused)")
         p.add_argument("--gain-rule", default=d.gain_rule, choices=GAIN_RULES,
                        help="DPD target gain g of g·x: peak = max|y|/max|x| (the reference's), small-signal = "
                             "least squares on the lowest 40 %% of |x|, rms = rms(y)/rms(x) (default %(default)s)")
@@ -84,28 +85,42 @@ def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
     p.add_argument("--hidden-size", type=int, default=default_hidden_size(step),
                    help="hidden size (default %(default)s: the reference command line's for this step, the "
                         "window's too)")
-    p.add_argument("--num-layers", type=int, default=d.num_layers)
-    p.add_argument("--epochs", type=int, default=d.epochs, help="default %(default)s")
-    p.add_argument("--batch-size", type=int, default=d.batch_size)
-    p.add_argument("--batch-size-eval", type=int, default=d.batch_size_eval)
-    p.add_argument("--lr", type=float, default=d.lr)
-    p.add_argument("--lr-end", type=float, default=d.lr_end)
-    p.add_argument("--decay-factor", type=float, default=d.decay_factor)
-    p.add_argument("--patience", type=int, default=d.patience)
-    p.add_argument("--weight-decay", type=float, default=d.weight_decay)
-    p.add_argument("--grad-clip", type=float, default=d.grad_clip)
-    p.add_argument("--frame-length", type=int, default=d.frame_length)
-    p.add_argument("--stride", type=int, default=d.stride)
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--loss", default=d.loss, choices=("l2", "l1"))
-    p.add_argument("--device", default=None, help="auto, cpu, cuda or cuda:N (default: the workspace's, else auto)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the workspace's, else "
-                   "PyTorch's; at most the core count)")
+    p.add_argument("--num-layers", type=int, default=d.num_layers, help="recurrent layers (default %(default)s)")
+    p.add_argument("--epochs", type=int, default=d.epochs, help="training epochs (default %(default)s)")
+    p.add_argument("--batch-size", type=int, default=d.batch_size,
+                   help="training batch, frames (default %(default)s)")
+    p.add_argument("--batch-size-eval", type=int, default=d.batch_size_eval,
+                   help="evaluation batch, nperseg segments (default %(default)s)")
+    p.add_argument("--lr", type=float, default=d.lr, help="AdamW learning rate (default %(default)s)")
+    p.add_argument("--lr-end", type=float, default=d.lr_end,
+                   help="lowest learning rate of the schedule (default %(default)s)")
+    p.add_argument("--decay-factor", type=float, default=d.decay_factor,
+                   help="plateau schedule: lr × this after --patience epochs without improvement "
+                        "(default %(default)s)")
+    p.add_argument("--patience", type=int, default=d.patience,
+                   help="plateau schedule: epochs without improvement before the lr decays (default %(default)s)")
+    p.add_argument("--weight-decay", type=float, default=d.weight_decay,
+                   help="AdamW weight decay (default %(default)s)")
+    p.add_argument("--grad-clip", type=float, default=d.grad_clip,
+                   help="gradient clip, global L2 norm; 0: off (default %(default)s)")
+    p.add_argument("--frame-length", type=int, default=d.frame_length,
+                   help="training frame, samples (default %(default)s)")
+    p.add_argument("--stride", type=int, default=d.stride,
+                   help="hop between training frames, samples (default %(default)s)")
+    p.add_argument("--seed", type=int, default=d.seed, help="random seed, 0 to 2**32 - 1 (default %(default)s)")
+    p.add_argument("--loss", default=d.loss, choices=("l2", "l1"),
+                   help="l2 = mean squared error (the reference's), l1 = mean absolute error (default %(default)s)")
+    p.add_argument("--device", default=None, help=f"auto, cpu, cuda or cuda:N (default: the workspace's, else "
+                   f"{d.device})")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads, at most the core count (default: "
+                   "the workspace's, else PyTorch's)")
     cli_limits.add_limit_options(p)
-    p.add_argument("--max-train-samples", type=int, default=None, help="train on the first N samples only")
-    p.add_argument("--preview-every", type=int, default=None, help="live batch preview every N batches")
-    p.add_argument("--no-plots", action="store_true", help="do not write plots/*.png at the end")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--max-train-samples", type=int, default=None,
+                   help="train on the first N samples only (default: the whole training split)")
+    p.add_argument("--preview-every", type=int, default=None,
+                   help="live batch preview every N batches (default: none, plots once per epoch)")
+    p.add_argument("--no-plots", action="store_true", help="do not write plots/*.png at the end (default: written)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (default: shown)")
     add_poly_options(p)
     add_training_options(p)
 

@@ -45,8 +45,10 @@ def add_parser(add) -> argparse.ArgumentParser:
     for action in dpd._actions:  # --pa-run or --after: the check is in handle()
         if action.dest == "pa_run":
             action.required = False
+            action.help = "PA run id (in the workspace) or PA run folder (default: none; give it or --after)"
     dpd.add_argument("--after", type=int, default=None, metavar="ENTRY",
-                     help="wait for this queued PA entry and train through its run")
+                     help="wait for this queued PA entry and train through its run (default: none; give it or "
+                          "--pa-run)")
     sub.add_parser("list", help="list the entries")
     m = sub.add_parser("move", help="move a queued entry to a position (1: next)")
     m.add_argument("entry", type=int)
