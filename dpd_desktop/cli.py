@@ -24,8 +24,9 @@
 Exit status (:class:`dpd_desktop.process.Exit`):
     0  success
     1  the run failed (its run folder records why: status.json, log.txt)
-    2  bad arguments, or unusable input found before a run starts (dataset that cannot be loaded, unusable
-       workspace, PA/DPD run not found, no display for the window)
+    2  bad arguments, or unusable input found before a run starts (dataset that cannot be loaded or that the
+       inspector gives an error flag without --accept-flags, unusable workspace, PA/DPD run not found, no display
+       for the window)
     3  cancelled (Ctrl+C: the run stops after the current batch and stays readable)
    130 aborted by a second Ctrl+C
 """
@@ -38,8 +39,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, cli_arena, cli_deploy, cli_inspect, cli_limits, cli_loop, cli_poly, cli_queue, cli_resume, \
-    cli_runs, cli_sweep
+from . import __version__, cli_arena, cli_deploy, cli_flags, cli_inspect, cli_limits, cli_loop, cli_poly, cli_queue, \
+    cli_resume, cli_runs, cli_sweep
 from .cli_checks import option_message, preflight
 from .config import GAIN_RULES, KERNELS, METRIC_PROFILES, ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
@@ -121,6 +122,7 @@ def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
                    help="live batch preview every N batches (default: none, plots once per epoch)")
     p.add_argument("--no-plots", action="store_true", help="do not write plots/*.png at the end (default: written)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (default: shown)")
+    cli_flags.add_accept_option(p)
     add_poly_options(p)
     add_training_options(p)
 
@@ -343,7 +345,7 @@ def _cancelled_before_start() -> int:
 
 
 def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, quiet: bool = False,
-                 plots: bool = True, observers=()) -> int:
+                 plots: bool = True, observers=(), accept_flags: bool | None = None) -> int:
     """Run one experiment headless with the console observer; returns the exit status (module docstring).
 
     The dataset (``config.dataset`` unless ``dataset``, an ``IQDataset``, is given) is loaded here, before the
@@ -351,7 +353,9 @@ def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, q
     (:data:`~dpd_desktop.process.CTRL_C`): the first cancels (before the trainer exists no run starts; then the
     trainer stops after the current batch), the second aborts (130). When the handler is not installed (a call from
     Python in the main thread), it is installed for the duration of the run. ``observers`` see the run's events
-    too (after the console's).
+    too (after the console's). ``accept_flags`` not None: the dataset's inspector flags are checked before the
+    trainer exists (cli_flags.py): an error flag is exit status 2 with no run folder unless ``accept_flags``, which
+    records the accepted flags in ``config.extra`` (config.json).
     """
     from .training.ls_fit import make_trainer  # PyTorch: see the note under the imports
     from .training.trainer import load_dataset_for
@@ -372,6 +376,11 @@ def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, q
             except (DatasetError, OSError) as exc:
                 print(f"error: {exc}", file=sys.stderr, flush=True)
                 return Exit.USAGE
+        if accept_flags is not None:
+            accepted = cli_flags.check_dataset(dataset, workspace, accept_flags)
+            if accepted is None:
+                return Exit.USAGE
+            config.extra = cli_flags.with_accepted(config.extra, accepted)
         if CTRL_C.pressed.is_set():
             return _cancelled_before_start()
         rec = PlotRecorder()
@@ -430,7 +439,8 @@ def _train(args, ws: Workspace) -> Outcome:
     except (ConfigError, SettingsError) as exc:
         print(f"error: {option_message(exc) if isinstance(exc, ConfigError) else exc}", file=sys.stderr)
         return Outcome(Exit.USAGE)
-    return Outcome(run_training(cfg, ws, quiet=args.quiet, plots=not args.no_plots), skip_teardown=True)
+    return Outcome(run_training(cfg, ws, quiet=args.quiet, plots=not args.no_plots, accept_flags=args.accept_flags),
+                   skip_teardown=True)
 
 
 def _run_dpd(args, ws: Workspace) -> Outcome:
