@@ -24,8 +24,9 @@
 Exit status (:class:`dpd_desktop.process.Exit`):
     0  success
     1  the run failed (its run folder records why: status.json, log.txt)
-    2  bad arguments, or unusable input found before a run starts (dataset that cannot be loaded, unusable
-       workspace, PA/DPD run not found, no display for the window)
+    2  bad arguments, or unusable input found before a run starts (dataset that cannot be loaded or that the
+       inspector gives an error flag without --accept-flags, unusable workspace, PA/DPD run not found, no display
+       for the window)
     3  cancelled (Ctrl+C: the run stops after the current batch and stays readable)
    130 aborted by a second Ctrl+C
 """
@@ -38,8 +39,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, cli_arena, cli_deploy, cli_inspect, cli_limits, cli_loop, cli_poly, cli_queue, cli_resume, \
-    cli_runs, cli_sweep
+from . import __version__, cli_arena, cli_deploy, cli_flags, cli_inspect, cli_limits, cli_loop, cli_poly, cli_queue, \
+    cli_resume, cli_runs, cli_sweep
 from .cli_checks import option_message, preflight
 from .config import GAIN_RULES, KERNELS, METRIC_PROFILES, ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
@@ -69,7 +70,8 @@ def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
     if step == "dpd":
         p.add_argument("--pa-run", required=True, help="PA run id (in the workspace) or PA run folder")
         p.add_argument("--allow-dataset-mismatch", action="store_true",
-                       help="train even when --dataset is not the dataset the PA run was trained on")
+                       help="train even when --dataset is not the dataset the PA run was trained on (default: "
+                            "refused)")
         p.add_argument("--gain-rule", default=d.gain_rule, choices=GAIN_RULES,
                        help="DPD target gain g of g·x: peak = max|y|/max|x| (the reference's), small-signal = "
                             "least squares on the lowest 40 %% of |x|, rms = rms(y)/rms(x) (default %(default)s)")
@@ -84,28 +86,43 @@ def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
     p.add_argument("--hidden-size", type=int, default=default_hidden_size(step),
                    help="hidden size (default %(default)s: the reference command line's for this step, the "
                         "window's too)")
-    p.add_argument("--num-layers", type=int, default=d.num_layers)
-    p.add_argument("--epochs", type=int, default=d.epochs, help="default %(default)s")
-    p.add_argument("--batch-size", type=int, default=d.batch_size)
-    p.add_argument("--batch-size-eval", type=int, default=d.batch_size_eval)
-    p.add_argument("--lr", type=float, default=d.lr)
-    p.add_argument("--lr-end", type=float, default=d.lr_end)
-    p.add_argument("--decay-factor", type=float, default=d.decay_factor)
-    p.add_argument("--patience", type=int, default=d.patience)
-    p.add_argument("--weight-decay", type=float, default=d.weight_decay)
-    p.add_argument("--grad-clip", type=float, default=d.grad_clip)
-    p.add_argument("--frame-length", type=int, default=d.frame_length)
-    p.add_argument("--stride", type=int, default=d.stride)
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--loss", default=d.loss, choices=("l2", "l1"))
-    p.add_argument("--device", default=None, help="auto, cpu, cuda or cuda:N (default: the workspace's, else auto)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the workspace's, else "
-                   "PyTorch's; at most the core count)")
+    p.add_argument("--num-layers", type=int, default=d.num_layers, help="recurrent layers (default %(default)s)")
+    p.add_argument("--epochs", type=int, default=d.epochs, help="training epochs (default %(default)s)")
+    p.add_argument("--batch-size", type=int, default=d.batch_size,
+                   help="training batch, frames (default %(default)s)")
+    p.add_argument("--batch-size-eval", type=int, default=d.batch_size_eval,
+                   help="evaluation batch, nperseg segments (default %(default)s)")
+    p.add_argument("--lr", type=float, default=d.lr, help="AdamW learning rate (default %(default)s)")
+    p.add_argument("--lr-end", type=float, default=d.lr_end,
+                   help="lowest learning rate of the schedule (default %(default)s)")
+    p.add_argument("--decay-factor", type=float, default=d.decay_factor,
+                   help="plateau schedule: lr × this after --patience epochs without improvement "
+                        "(default %(default)s)")
+    p.add_argument("--patience", type=int, default=d.patience,
+                   help="plateau schedule: epochs without improvement before the lr decays (default %(default)s)")
+    p.add_argument("--weight-decay", type=float, default=d.weight_decay,
+                   help="AdamW weight decay (default %(default)s)")
+    p.add_argument("--grad-clip", type=float, default=d.grad_clip,
+                   help="gradient clip, global L2 norm; 0: off (default %(default)s)")
+    p.add_argument("--frame-length", type=int, default=d.frame_length,
+                   help="training frame, samples (default %(default)s)")
+    p.add_argument("--stride", type=int, default=d.stride,
+                   help="hop between training frames, samples (default %(default)s)")
+    p.add_argument("--seed", type=int, default=d.seed, help="random seed, 0 to 2**32 - 1 (default %(default)s)")
+    p.add_argument("--loss", default=d.loss, choices=("l2", "l1"),
+                   help="l2 = mean squared error (the reference's), l1 = mean absolute error (default %(default)s)")
+    p.add_argument("--device", default=None, help=f"auto, cpu, cuda or cuda:N (default: the workspace's, else "
+                   f"{d.device})")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads, at most the core count (default: "
+                   "the workspace's, else PyTorch's)")
     cli_limits.add_limit_options(p)
-    p.add_argument("--max-train-samples", type=int, default=None, help="train on the first N samples only")
-    p.add_argument("--preview-every", type=int, default=None, help="live batch preview every N batches")
-    p.add_argument("--no-plots", action="store_true", help="do not write plots/*.png at the end")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--max-train-samples", type=int, default=None,
+                   help="train on the first N samples only (default: the whole training split)")
+    p.add_argument("--preview-every", type=int, default=None,
+                   help="live batch preview every N batches (default: none, plots once per epoch)")
+    p.add_argument("--no-plots", action="store_true", help="do not write plots/*.png at the end (default: written)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (default: shown)")
+    cli_flags.add_accept_option(p)
     add_poly_options(p)
     add_training_options(p)
 
@@ -328,7 +345,7 @@ def _cancelled_before_start() -> int:
 
 
 def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, quiet: bool = False,
-                 plots: bool = True, observers=()) -> int:
+                 plots: bool = True, observers=(), accept_flags: bool | None = None) -> int:
     """Run one experiment headless with the console observer; returns the exit status (module docstring).
 
     The dataset (``config.dataset`` unless ``dataset``, an ``IQDataset``, is given) is loaded here, before the
@@ -336,7 +353,9 @@ def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, q
     (:data:`~dpd_desktop.process.CTRL_C`): the first cancels (before the trainer exists no run starts; then the
     trainer stops after the current batch), the second aborts (130). When the handler is not installed (a call from
     Python in the main thread), it is installed for the duration of the run. ``observers`` see the run's events
-    too (after the console's).
+    too (after the console's). ``accept_flags`` not None: the dataset's inspector flags are checked before the
+    trainer exists (cli_flags.py): an error flag is exit status 2 with no run folder unless ``accept_flags``, which
+    records the accepted flags in ``config.extra`` (config.json).
     """
     from .training.ls_fit import make_trainer  # PyTorch: see the note under the imports
     from .training.trainer import load_dataset_for
@@ -357,6 +376,11 @@ def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, q
             except (DatasetError, OSError) as exc:
                 print(f"error: {exc}", file=sys.stderr, flush=True)
                 return Exit.USAGE
+        if accept_flags is not None:
+            accepted = cli_flags.check_dataset(dataset, workspace, accept_flags)
+            if accepted is None:
+                return Exit.USAGE
+            config.extra = cli_flags.with_accepted(config.extra, accepted)
         if CTRL_C.pressed.is_set():
             return _cancelled_before_start()
         rec = PlotRecorder()
@@ -415,7 +439,8 @@ def _train(args, ws: Workspace) -> Outcome:
     except (ConfigError, SettingsError) as exc:
         print(f"error: {option_message(exc) if isinstance(exc, ConfigError) else exc}", file=sys.stderr)
         return Outcome(Exit.USAGE)
-    return Outcome(run_training(cfg, ws, quiet=args.quiet, plots=not args.no_plots), skip_teardown=True)
+    return Outcome(run_training(cfg, ws, quiet=args.quiet, plots=not args.no_plots, accept_flags=args.accept_flags),
+                   skip_teardown=True)
 
 
 def _run_dpd(args, ws: Workspace) -> Outcome:

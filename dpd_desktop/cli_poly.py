@@ -32,20 +32,24 @@ def add_poly_options(p: argparse.ArgumentParser) -> None:
     d = ExperimentConfig()
     g = p.add_argument_group("MP/GMP baselines (--backbone mp|gmp)")
     g.add_argument("--fit", choices=("ls", "gradient"), default=None,
-                   help="least squares (default for mp/gmp; a DPD by indirect learning) or the gradient trainer "
-                        "(a DPD through the frozen PA; the only fit of the neural backbones)")
+                   help="least squares (a DPD by indirect learning) or the gradient trainer (a DPD through the "
+                        "frozen PA; the only fit of the neural backbones) (default: ls for mp/gmp, else gradient)")
     g.add_argument("--poly-order", type=int, default=d.poly_order, help="K, nonlinearity order (default %(default)s)")
-    g.add_argument("--memory-depth", type=int, default=d.memory_depth, help="M, delays 0…M−1 (default %(default)s)")
-    g.add_argument("--odd-only", action="store_true", help="odd orders 1, 3, 5 … only")
-    g.add_argument("--cross-order", type=int, default=None, help="GMP: highest order of the cross terms (default K)")
+    g.add_argument("--memory-depth", type=int, default=d.memory_depth,
+                   help="M, memory depth: delays 0…M−1, samples (default %(default)s)")
+    g.add_argument("--odd-only", action="store_true", help="odd orders 1, 3, 5 … only (default: every order)")
+    g.add_argument("--cross-order", type=int, default=None,
+                   help="GMP: highest order of the cross terms (default: K, --poly-order)")
     g.add_argument("--cross-lag", type=int, default=d.cross_lag,
                    help="GMP: lagging-envelope depth |x(n−m−l)|, l = 1…L (default %(default)s)")
     g.add_argument("--cross-lead", type=int, default=d.cross_lead,
                    help="GMP: leading-envelope depth |x(n−m+l)|, l = 1…L (default %(default)s)")
     g.add_argument("--rcond", type=float, default=d.rcond,
-                   help="least squares: relative singular-value cutoff (numpy.linalg.lstsq; default %(default)g)")
-    g.add_argument("--grid-k", type=_int_list, default=None, help="least squares: orders to search, e.g. 3,5,7")
-    g.add_argument("--grid-m", type=_int_list, default=None, help="least squares: memory depths to search, e.g. 2,4,6")
+                   help="least squares: relative singular-value cutoff (numpy.linalg.lstsq; default %(default)s)")
+    g.add_argument("--grid-k", type=_int_list, default=None,
+                   help="least squares: orders to search, e.g. 3,5,7 (default: none, --poly-order only)")
+    g.add_argument("--grid-m", type=_int_list, default=None,
+                   help="least squares: memory depths to search, e.g. 2,4,6 (default: none, --memory-depth only)")
 
 
 def poly_config_fields(a) -> dict:

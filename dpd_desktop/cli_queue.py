@@ -7,6 +7,8 @@
     dpd-desktop queue cancel ENTRY          a running entry stops after its current batch
     dpd-desktop queue run [--device D ...] [--watch]
 
+``queue add`` inspects the dataset first (cli_flags.py): an error flag refuses the entry unless --accept-flags,
+which records the flags in the entry's configuration (its run's config.json).
 ``queue run`` runs the entries, each in a child process, one at a time per device lane (cpu, cuda:0, cuda:1 side
 by side), until none is left for its lanes (``--watch``: keeps waiting for new ones until Ctrl+C). Ctrl+C: the
 first stops the running entries after their current batch and starts no other; the second aborts. Queued runs write
@@ -23,7 +25,7 @@ import sys
 from pathlib import Path
 
 from .config import DEVICES, ConfigError
-from . import cli_limits
+from . import cli_flags, cli_limits
 from .process import CTRL_C, Exit
 from .runs.settings import SettingsError, WorkspaceSettings
 from .runs.workspace import WorkspaceError
@@ -45,8 +47,10 @@ def add_parser(add) -> argparse.ArgumentParser:
     for action in dpd._actions:  # --pa-run or --after: the check is in handle()
         if action.dest == "pa_run":
             action.required = False
+            action.help = "PA run id (in the workspace) or PA run folder (default: none; give it or --after)"
     dpd.add_argument("--after", type=int, default=None, metavar="ENTRY",
-                     help="wait for this queued PA entry and train through its run")
+                     help="wait for this queued PA entry and train through its run (default: none; give it or "
+                          "--pa-run)")
     sub.add_parser("list", help="list the entries")
     m = sub.add_parser("move", help="move a queued entry to a position (1: next)")
     m.add_argument("entry", type=int)
@@ -132,6 +136,10 @@ def _add(args, ws, config_from_args) -> int:
         return Exit.USAGE
     if cfg.dataset != "demo":  # the entry runs later, from another process and maybe another working folder
         cfg.dataset = os.path.abspath(Path(cfg.dataset).expanduser())
+    accepted = cli_flags.check_reference(cfg.dataset, ws, args.accept_flags)  # before the entry exists
+    if accepted is None:
+        return Exit.USAGE
+    cfg.extra = cli_flags.with_accepted(cfg.extra, accepted)  # the entry's child records them in config.json
     if cfg.pa_run:
         try:
             ws.resolve(cfg.pa_run)

@@ -8,6 +8,8 @@
     dpd-desktop sweep resume SWEEP                    run the trials that did not finish
     dpd-desktop sweep cancel SWEEP                    the running trials stop after their current batch
 
+Before the sweep exists its datasets are inspected (cli_flags.py): an error flag refuses it unless --accept-flags
+(before or after --base), which records the flags in every trial's config.json.
 Trials run as queue entries (queue list shows them), each in a child process, one at a time per device lane;
 trials of one shape that differ only in seed, learning rate, weight decay… train in groups of up to --group-size
 (``group_size`` in the TOML; default auto: 8 in fast mode and 4 in reference mode on a CUDA device, 1 on the CPU)
@@ -28,6 +30,7 @@ import json
 import sys
 import threading
 
+from . import cli_flags
 from .config import ConfigError
 from .process import CTRL_C, Exit
 from .sweep.ray_options import LOCAL_ADDRESS, add_ray_arguments  # argparse only (0.4 ms); Ray comes with --ray
@@ -58,6 +61,7 @@ def add_parser(add) -> argparse.ArgumentParser:
                    help="the most trials of one shape that train together in one process (default: the spec's "
                         "group_size, else auto: 8 fast / 4 reference on CUDA, 1 on the CPU)")
     p.add_argument("--json", action="store_true", help="show: sweep.json as it is")
+    cli_flags.add_accept_option(p)  # also accepted among the --base options
     p.add_argument("--base", nargs=argparse.REMAINDER, default=None,
                    help="the rest of the line: train-pa / train-dpd options of every trial (--dataset ... )")
     add_ray_arguments(p)
@@ -97,6 +101,9 @@ def handle(args, ws) -> "object":
             return Outcome(_run(ws, store.open(args.sweep).id, args), skip_teardown=True)
         check_ray(args.ray, args.ray_allow_unauthenticated)  # before anything is created (exit 2: nothing created)
         spec = _spec(args, ws)
+        spec = accept_datasets(spec, ws, args.accept_flags)
+        if spec is None:
+            return Outcome(Exit.USAGE)  # an error flag: nothing created
         ws.check(create=True)
         from .sweep.runner import create_sweep
 
@@ -166,8 +173,32 @@ def _base_config(args, ws):
     except SystemExit as exc:
         raise SweepSpecError("command line", "--base", "cannot read the train options (see the message above)") \
             from exc
+    args.accept_flags = args.accept_flags or a.accept_flags  # given before or after --base
     settings = WorkspaceSettings.load(ws.root) if ws.root.is_dir() else WorkspaceSettings()
     return cli_limits.with_limit_options(cli._config_from_args(a, args.step), a, settings)
+
+
+def accept_datasets(spec, ws, accept: bool):
+    """``spec`` after the inspector's check of its trials' datasets (the base's and a searched ``dataset``'s that
+    exist here; cli_flags.py): None when an error flag refuses the sweep, else ``spec`` with the accepted flags in
+    its base's ``extra`` (every trial's config.json; each record names its dataset)."""
+    from dataclasses import replace
+
+    datasets = [spec.base.get("dataset", "demo")]
+    for param in spec.space:
+        if param.key == "dataset" and param.values is not None:
+            datasets += list(param.values)
+    accepted = []
+    for ref in dict.fromkeys(datasets):
+        if not cli_flags.exists(ref):
+            continue  # a trial on it fails with the loader's message (or it is a cluster's path)
+        found = cli_flags.check_reference(str(ref), ws, accept)
+        if found is None:
+            return None
+        accepted += found
+    if not accepted:
+        return spec
+    return replace(spec, base={**spec.base, "extra": cli_flags.with_accepted(spec.base.get("extra") or {}, accepted)})
 
 
 class _Console:

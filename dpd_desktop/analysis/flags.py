@@ -30,9 +30,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Flag", "capture_flags", "SEVERITIES", "CLIP_MIN_COUNT"]
+__all__ = ["Flag", "capture_flags", "SEVERITIES", "CLIP_MIN_COUNT", "RULES_VERSION"]
 
 SEVERITIES = ("error", "warning", "info")
+#: The version of the rules above: raise it with any change of what is flagged (analysis/gate.py caches flags by it)
+RULES_VERSION = 1
 CLIP_MIN_COUNT = 16
 BW_RATIO_OK = (0.75, 1.05)
 ACLR_LAYOUT_DB = -10.0

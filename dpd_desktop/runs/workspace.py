@@ -37,6 +37,7 @@ class Workspace:
     def __init__(self, root: str | Path | None = None):
         self.root = Path(root).expanduser() if root is not None else default_root()
         self.runs_dir = self.root / "runs"
+        self.cache_dir = self.root / "cache"  # derived data only (analysis/gate.py's flags): safe to delete
 
     def check(self, create: bool = False) -> None:
         """Make sure the workspace can be used; ``create`` also creates ``runs/`` and checks it is writable.

@@ -329,15 +329,15 @@ def test_ctrl_c_on_queue_run_stops_the_running_entry_after_its_batch(tmp_path):
 def test_cli_add_records_the_dataset_and_pa_run_as_absolute_paths(tmp_path, monkeypatch, capsys):
     """A relative --dataset (or --pa-run folder) is resolved against the cwd of ``queue add``, not of the later
     ``queue run``: the entry stores the absolute path."""
-    data = tmp_path / "data" / "set.csv"
-    data.parent.mkdir()
-    data.write_text("I_in,Q_in,I_out,Q_out\n")
+    from dpd_desktop.data import write_demo_dataset
+
+    data = write_demo_dataset(tmp_path / "data" / "set")  # queue add inspects it (cli_flags.py): a loadable one
     pa = tmp_path / "elsewhere" / "pa-run"
     pa.mkdir(parents=True)
     (pa / "config.json").write_text("{}")
     monkeypatch.chdir(tmp_path)
     ws = ["--workspace", str(tmp_path / "ws")]
-    tiny = [a if a != "demo" else "data/set.csv" for a in TINY]
+    tiny = [a if a != "demo" else "data/set" for a in TINY]
     assert cli_main([*ws, "queue", "add", "dpd", *tiny, "--pa-run", "elsewhere/pa-run"]) == 0
     with RunQueue(tmp_path / "ws") as q:
         cfg = q.get(1).config
