@@ -62,7 +62,7 @@ def _args(argv=None):
     p.add_argument("--backbone", default="gru")
     p.add_argument("--hidden-size", type=int, default=23)
     p.add_argument("--dpd-epochs", type=int, default=ExperimentConfig().epochs)
-    p.add_argument("--qat-epochs", type=int, default=10)
+    p.add_argument("--qat-epochs", type=int, default=10, help="0: after training only (PTQ), no fine-tunes")
     p.add_argument("--qat-lr", type=float, default=None, help="default: the DPD's lr / 10")
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--stride", type=int, default=1, help="frame stride of every training (default 1)")
@@ -175,9 +175,10 @@ def main(argv=None) -> int:
         rec = RunRecord.open(d)
         rows["float"].append(rec.test_metrics)
         runs["float"].append(d.name)
-        ft = _train(tune(rec, None), ds, ws)
-        rows.setdefault("float fine-tune (control)", []).append(RunRecord.open(ft).test_metrics)
-        runs.setdefault("float fine-tune (control)", []).append(ft.name)
+        if a.qat_epochs > 0:
+            ft = _train(tune(rec, None), ds, ws)
+            rows.setdefault("float fine-tune (control)", []).append(RunRecord.open(ft).test_metrics)
+            runs.setdefault("float fine-tune (control)", []).append(ft.name)
         for spec in PTQ_ONLY:
             doc = evaluate_quantized(d, spec, dataset=ds)
             save_quantized(d, doc)
@@ -191,6 +192,10 @@ def main(argv=None) -> int:
                 _print_nodes(d, doc, ds)
             rows.setdefault(f"{spec.label} PTQ", []).append(doc["metrics"]["test"])
             runs.setdefault(f"{spec.label} PTQ", []).append(d.name)
+            if a.qat_epochs <= 0:
+                print(f"    {spec.label}: PTQ ACLR {doc['metrics']['test']['ACLR_AVG']:.2f} (float "
+                      f"{rec.test_metrics['ACLR_AVG']:.2f}) dBc", flush=True)
+                continue
             q = _train(tune(rec, spec), ds, ws)
             qdoc = evaluate_quantized(q, spec, dataset=ds)
             save_quantized(q, qdoc)
