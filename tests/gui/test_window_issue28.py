@@ -39,6 +39,58 @@ def test_a_fresh_window_still_suggests_cpu_defaults(make_window):
     assert (w.form.epochs.value(), w.form.stride.value()) == (10, 2)
 
 
+def test_mp_gmp_settings_survive_the_restart(make_window, settings):
+    w = make_window()
+    f, poly = w.form, w.form.poly
+    f.backbone.setCurrentIndex(f.backbone.findData("gmp"))
+    poly.fit.setCurrentIndex(poly.fit.findData("ls"))
+    poly.order.setValue(7)
+    poly.memory.setValue(6)
+    poly.odd_only.setChecked(True)
+    poly.cross_order.setValue(3)
+    poly.cross_lag.setValue(4)
+    poly.cross_lead.setValue(0)
+    poly.grid_k.setText("3, 5,7")
+    poly.grid_m.setText("2,4")
+    w.close()
+    w2 = make_window()
+    assert w2.restore_last_session()
+    cfg = w2.form.config()
+    assert (cfg.backbone, cfg.fit, cfg.poly_order, cfg.memory_depth, cfg.poly_odd_only) == ("gmp", "ls", 7, 6, True)
+    assert (cfg.cross_order, cfg.cross_lag, cfg.cross_lead) == (3, 4, 0)
+    assert (cfg.grid_k, cfg.grid_m) == ([3, 5, 7], [2, 4])
+    assert w2.form.is_poly and w2.form.poly.cross_lag.isVisibleTo(w2.form)
+    # a gradient-fitted MP with the cross order on "auto": the same values back, the grids cleared
+    w2.form.backbone.setCurrentIndex(w2.form.backbone.findData("mp"))
+    w2.form.poly.fit.setCurrentIndex(w2.form.poly.fit.findData("gradient"))
+    w2.form.poly.cross_order.setValue(w2.form.poly.cross_order.minimum())
+    w2.form.poly.grid_k.setText("")
+    w2.close()
+    w3 = make_window()
+    assert w3.restore_last_session()
+    cfg = w3.form.config()
+    assert (cfg.backbone, cfg.fit, cfg.poly_order, cfg.cross_order, cfg.grid_k, cfg.grid_m) == \
+        ("mp", "gradient", 7, None, None, None)
+    assert w3.form.poly.grid_m.text() == "2,4"  # kept in its field (used again with least squares)
+
+
+def test_saved_mp_values_out_of_range_are_ignored(make_window, settings):
+    w = make_window()
+    w.form.backbone.setCurrentIndex(w.form.backbone.findData("mp"))
+    w.close()
+    settings.setValue("form/poly_order", 99)
+    settings.setValue("form/memory_depth", "x")
+    settings.setValue("form/cross_lag", 6)
+    settings.setValue("form/grid_k", "3,oops")
+    settings.setValue("form/fit", "magic")
+    w2 = make_window()
+    assert w2.restore_last_session()
+    cfg = w2.form.config()
+    # each odd value gives way to the config's default (fit: gradient, K 5, M 4), the sound one stays
+    assert (cfg.backbone, cfg.fit, cfg.poly_order, cfg.memory_depth, cfg.grid_k) == ("mp", "gradient", 5, 4, None)
+    assert cfg.cross_lag == 6
+
+
 # ------------------------------------------------------------------------------------------------------ docks
 def _on_top(dock) -> bool:
     """The dock is shown and its tab is the current one (a dock behind another tab has no visible region)."""
