@@ -274,3 +274,34 @@ def test_at_1280x800_plots_fit_readouts_show_and_the_preview_tick_is_in_the_tool
     # the status bar: the best metric whole, a long path shortened at its start (the whole one in its tooltip)
     assert not w.best_label.elided and w.best_label.isVisible()
     assert w.run_folder_label.shown_text.endswith("2026-12-02-193519-pa-gru16")
+
+
+def test_at_1280x800_a_dpd_runs_banner_and_plots_fit_and_keep_the_minimum_width(make_window, qtbot):
+    """A finished DPD run: its banner (outcome, output-power caveat, run folder) above the plots, its six-signal PSD
+    read-out with the power change: nothing of the panels is clipped and the window may still be 1280 px wide."""
+    from gui_fakes import make_row
+
+    w = make_window()
+    w.resize(1280, 800)
+    w.set_dataset(FakeDataset(name="DPA_200MHz"))
+    w.step_dpd.setChecked(True)
+    for e in range(4):
+        w.learning_panel.append_row(make_row(e, 4))
+    w.show_plots(_dpd_like_plotdata(), "test · selected epoch 3")
+    w.psd_panel.set_power_change(-2.03)
+    w.banner.show_message(
+        "warning", "Run finished in 57 s. Selected epoch 3 · val NMSE -31.39 dB · test NMSE -31.01 dB · test ACLR "
+        "-35.08 dBc (output power -2.03 dB with DPD) · test EVM -33.12 dB · metrics: legacy-2.2.1.\nThe DPD changes "
+        "the output power by -2.03 dB (more than 0.5 dB): part of its ACLR gain may come from a lower drive level.",
+        run_dir="/a/workspace/runs/2026-12-03-060500-dpd-gru12")
+    w.progress_label.setText("Finished · 4 epochs · 57 s")
+    qtbot.wait(100)
+    assert (w.width(), w.height()) == (1280, 800)
+    problems = [p for panel in w.panels for p in _fits(panel)]
+    assert problems == [], "\n".join(problems)
+    # each plot keeps a readable height (the PSD's was 30 px under its read-out)
+    for panel, least in ((w.psd_panel, 80), (w.amam_panel, 80), (w.ampm_panel, 70)):
+        assert min(p.vb.height() for p in panel._plots) >= least, panel.title
+    assert w.minimumSizeHint().width() <= 1280 and w.centralWidget().minimumSizeHint().width() <= 1280
+    table = w.epoch_table  # two rows in view at least (it scrolls)
+    assert table.isVisible() and table.viewport().height() >= 2 * table.verticalHeader().defaultSectionSize()
