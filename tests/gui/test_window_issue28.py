@@ -305,3 +305,22 @@ def test_at_1280x800_a_dpd_runs_banner_and_plots_fit_and_keep_the_minimum_width(
     assert w.minimumSizeHint().width() <= 1280 and w.centralWidget().minimumSizeHint().width() <= 1280
     table = w.epoch_table  # two rows in view at least (it scrolls)
     assert table.isVisible() and table.viewport().height() >= 2 * table.verticalHeader().defaultSectionSize()
+
+
+def test_a_window_narrowed_to_1280_after_drawing_fits_its_panels_again(make_window, qtbot):
+    """Drawn at 1920×1080, then narrowed: each panel's layout follows (it kept the wide labels' width, and AM/AM's
+    last tick and the plots' right side were cut)."""
+    w = make_window()
+    w.resize(1920, 1080)
+    w.set_dataset(FakeDataset(name="DPA_200MHz"))
+    w.step_dpd.setChecked(True)
+    w.show_plots(_dpd_like_plotdata(), "test · selected epoch 3")
+    w.finish_drawing()
+    qtbot.wait(100)
+    w.resize(1280, 800)
+    qtbot.waitUntil(lambda: w.width() == 1280, timeout=2000)
+    qtbot.wait(100)
+    widths = {p.title: (round(p.ci.size().width()), p.width()) for p in w.panels}
+    assert all(ci <= width for ci, width in widths.values()), widths
+    problems = [p for panel in w.panels for p in _fits(panel)]
+    assert problems == [], "\n".join(problems)
