@@ -110,3 +110,4 @@ class FlagList(QWidget):
         self.rows = [FlagRow(f.severity, f.code, f.message) for f in flags]
         for r in self.rows:
             self._lay.addWidget(r)
+            r.show()  # at once: a layout shows a new child of a shown widget only at the next event-loop pass
