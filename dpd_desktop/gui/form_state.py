@@ -12,12 +12,18 @@ from typing import Any
 
 from ..config import ExperimentConfig
 from .estimate import estimate_run, suggest_cpu_defaults
+from .widgets.poly_form import parse_int_list
 from .session import format_duration
 
 #: Form fields saved in QSettings under ``form/<name>``, with their types.
 SAVED_FIELDS: dict[str, type] = {"backbone": str, "hidden_size": int, "num_layers": int, "epochs": int,
                                  "batch_size": int, "lr": float, "frame_length": int, "stride": int, "seed": int,
                                  "device": str, "kernel": str, "preview_every": int}
+#: The MP/GMP fields (gui/widgets/poly_form.py), saved from their widgets whichever backbone is chosen: the grids
+#: as their text ("3,5,7"), the cross order as its spin value (its minimum, 1, means "auto (= K)").
+POLY_SAVED_FIELDS: dict[str, type] = {"fit": str, "poly_order": int, "memory_depth": int, "poly_odd_only": bool,
+                                      "cross_order": int, "cross_lag": int, "cross_lead": int, "grid_k": str,
+                                      "grid_m": str}
 
 
 def coerce(value: Any, kind: type) -> Any:
@@ -143,20 +149,34 @@ class FormState:
         for name in SAVED_FIELDS:
             value = self.form.preview_period if name == "preview_every" else getattr(cfg, name)
             st.setValue(f"form/{name}", value)
+        poly = self.form.poly
+        for name, w in poly.fields.items():
+            value = (w.currentData() if name == "fit" else w.isChecked() if name == "poly_odd_only" else
+                     w.text() if name in ("grid_k", "grid_m") else w.value())
+            st.setValue(f"form/{name}", value)
         st.setValue("form/step", "dpd" if self.step_dpd.isChecked() else "pa")
         st.setValue("form/preview", bool(self.preview_check.isChecked()))
         if self._dataset_ref:
             st.setValue("form/dataset", str(self._dataset_ref))
 
     def saved_form(self) -> tuple[ExperimentConfig, dict[str, Any]]:
-        """The config saved at the last close (defaults for values missing or not of their type) and the other
-        saved values (``step``, ``preview``, ``dataset``; missing when absent or unusable)."""
+        """The config saved at the last close (defaults for values missing, not of their type or out of their field's
+        range; MP/GMP's too) and the other saved values (``step``, ``preview``, ``dataset``; missing when absent or
+        unusable)."""
         st = self._settings
         values: dict[str, Any] = {}
-        for name, kind in SAVED_FIELDS.items():
+        for name, kind in {**SAVED_FIELDS, **POLY_SAVED_FIELDS}.items():
             v = coerce(st.value(f"form/{name}"), kind)
             if v is not None:
                 values[name] = v
+        for name in ("grid_k", "grid_m"):  # text → list of integers; anything else is dropped
+            if name in values:
+                grid = parse_int_list(values.pop(name))
+                if isinstance(grid, list) and all(1 <= k <= self.form.poly.fields[
+                        "poly_order" if name == "grid_k" else "memory_depth"].maximum() for k in grid):
+                    values[name] = grid
+        if values.get("cross_order") == self.form.poly.cross_order.minimum():
+            values["cross_order"] = None  # "auto (= K)"
         other: dict[str, Any] = {}
         step = coerce(st.value("form/step"), str)
         if step in ("pa", "dpd"):
@@ -178,12 +198,14 @@ class FormState:
     def _fits_form(self, name: str, value: Any) -> bool:
         """Whether a saved value is one the form can show as it is (in its field's range or list); checked by hand,
         not with ``ExperimentConfig.validate`` (that imports the model registry, i.e. torch, at start-up)."""
-        w = self.form._fields[name]
-        if name in ("backbone", "device", "kernel"):
+        if name in ("grid_k", "grid_m", "poly_odd_only") or (name == "cross_order" and value is None):
+            return True  # checked when read
+        w = self.form._fields[name] if name in self.form._fields else self.form.poly.fields[name]
+        if name in ("backbone", "device", "kernel", "fit"):
             return w.findData(value) >= 0
         if name == "lr":
             return w.minimum() <= value <= w.maximum()
-        return w.minimum() <= value <= w.maximum() and (name == "seed" or value >= 1)
+        return w.minimum() <= value <= w.maximum() and (name in ("seed", "cross_lag", "cross_lead") or value >= 1)
 
     def restore_last_session(self) -> bool:
         """Fill the form, step and preview tick from QSettings and load the saved dataset in the background;

@@ -21,6 +21,7 @@ from ..runs.workspace import Workspace
 from . import theme
 from .actions import PREVIEW_WARNING, WindowActions
 from .close_prompt import CloseGuard
+from .dataset_flags import install_dataset_flags
 from .dataset_control import DATASET_FILTER, DatasetControl
 from .form_state import FormState
 from .inspector import install_inspector
@@ -155,6 +156,7 @@ class MainWindow(WindowActions, PlotArea, RunControl, DatasetControl, FormState,
         self._build_menus()
         self.queue_panel = install_queue_panel(self)  # the run queue, a dock (gui/queue_panel.py)
         self.resume_control = ResumeControl(self)  # Resume, after Stop (gui/resume_control.py)
+        install_dataset_flags(self)  # the inspector's flags under the dataset summary; Start asks (dataset_flags.py)
         install_inspector(self)  # Dataset ▸ Inspect… / Import capture… (gui/inspector.py)
         self.runs_browser = install_runs_browser(self)  # the runs dock: open, compare, report (gui/runs_browser.py)
         self.sweep_view = install_sweep_view(self)  # the sweeps dock: trials, Pareto plot (gui/sweep_view.py)

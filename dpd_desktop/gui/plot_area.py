@@ -73,9 +73,13 @@ class PlotArea:
         grid.addWidget(self.amam_panel, 1, 2)
         grid.addWidget(self.time_panel, 2, 1)
         grid.addWidget(self.ampm_panel, 2, 2)
-        # the PSD's row a little higher than the time domain's: its ACLR read-out takes lines under the plot
-        grid.setRowStretch(1, 6)
-        grid.setRowStretch(2, 5)
+        # the PSD's row higher than the time domain's: its ACLR read-out takes lines under the plot. At 1280×800 with
+        # a DPD run's banner every panel sat at its minimum height and the PSD's plot kept 30 px; the lower row may
+        # shrink further (its plots have no read-out), and gives the PSD row the height.
+        for panel in (self.time_panel, self.ampm_panel):
+            panel.setMinimumHeight(150)
+        grid.setRowStretch(1, 3)
+        grid.setRowStretch(2, 2)
         for c, s in enumerate((3, 4, 3)):  # the PSD column the widest: its read-out wraps less
             grid.setColumnStretch(c, s)
         for p in self.panels:

@@ -24,9 +24,9 @@ COLUMNS = ("#", "State", "Experiment", "Device", "Run", "Message")
 STATE_COLORS = {"succeeded": "#2e7d32", "failed": "#c62828", "cancelled": "#b26a00", "interrupted": "#b26a00",
                 "running": "#1565c0"}
 REFRESH_MS = 2000
-#: px: the buttons, two rows and the status line (four rows, 170 px, left the plots of a 1280×800 window too little
-#: height); the dock scrolls, and its splitter gives it more
-DOCK_HEIGHT = 125
+#: px: the buttons, the header and a row (125 px, and 170 before, left the plots of a 1280×800 window too little
+#: height under a DPD run's banner); the dock scrolls, and its splitter gives it more
+DOCK_HEIGHT = 96
 DOCK_MIN_HEIGHT = 20
 
 

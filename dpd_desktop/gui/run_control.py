@@ -106,6 +106,16 @@ class RunControl:
                 else:
                     self.open_dataset(cfg.dataset)
             return True
+        gate = getattr(self, "dataset_flags", None)  # the inspector's flags (gui/dataset_flags.py)
+        verdict = gate.check_start() if gate is not None else "start"
+        if verdict == "wait":  # goes on when the dataset's checks end
+            s.queue(cfg)
+            self.statusBar().showMessage("Checking the dataset before the start…", 4000)
+            return True
+        if verdict == "refuse":
+            if s.refuse_queued("the dataset has error flags (see the dataset panel)"):
+                self.runEnded.emit(s.state)
+            return False
         self._launch_worker(cfg, self._dataset)
         return True
 

@@ -321,6 +321,15 @@ class Session:
         self._set_run("running", cancel_requested=True)
         return True
 
+    def refuse_queued(self, message: str) -> bool:
+        """A queued start the user declined (flagged dataset): → ``cancelled`` ("Not started: <message>"). False when
+        no run is queued."""
+        if self._state.run != "queued":
+            return False
+        self._text = f"Not started: {message}"
+        self._set_run("cancelled")
+        return True
+
     def fail_queued(self, message: str = "the dataset could not be loaded") -> bool:
         """The dataset of a queued run could not be loaded: → ``failed`` ("Not started: <message>"). False when no
         run is queued."""

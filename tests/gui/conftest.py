@@ -59,10 +59,12 @@ def make_window(qtbot, settings, workspace):
 
     windows = []
 
-    def _make(trainer_factory=None, ws=None, write_plots=False, **kw):
+    def _make(trainer_factory=None, ws=None, write_plots=False, inspect=False, **kw):
         w = MainWindow(workspace=ws if ws is not None else workspace, trainer_factory=trainer_factory,
                        settings=settings, **kw)
         w.write_plots_on_finish = write_plots
+        # the fakes' all-zero datasets would be flagged: only the flags' own tests inspect (test_dataset_flags.py)
+        w.dataset_flags.enabled = inspect
         qtbot.addWidget(w)
         w.show()
         qtbot.waitExposed(w)

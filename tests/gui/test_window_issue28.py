@@ -39,6 +39,58 @@ def test_a_fresh_window_still_suggests_cpu_defaults(make_window):
     assert (w.form.epochs.value(), w.form.stride.value()) == (10, 2)
 
 
+def test_mp_gmp_settings_survive_the_restart(make_window, settings):
+    w = make_window()
+    f, poly = w.form, w.form.poly
+    f.backbone.setCurrentIndex(f.backbone.findData("gmp"))
+    poly.fit.setCurrentIndex(poly.fit.findData("ls"))
+    poly.order.setValue(7)
+    poly.memory.setValue(6)
+    poly.odd_only.setChecked(True)
+    poly.cross_order.setValue(3)
+    poly.cross_lag.setValue(4)
+    poly.cross_lead.setValue(0)
+    poly.grid_k.setText("3, 5,7")
+    poly.grid_m.setText("2,4")
+    w.close()
+    w2 = make_window()
+    assert w2.restore_last_session()
+    cfg = w2.form.config()
+    assert (cfg.backbone, cfg.fit, cfg.poly_order, cfg.memory_depth, cfg.poly_odd_only) == ("gmp", "ls", 7, 6, True)
+    assert (cfg.cross_order, cfg.cross_lag, cfg.cross_lead) == (3, 4, 0)
+    assert (cfg.grid_k, cfg.grid_m) == ([3, 5, 7], [2, 4])
+    assert w2.form.is_poly and w2.form.poly.cross_lag.isVisibleTo(w2.form)
+    # a gradient-fitted MP with the cross order on "auto": the same values back, the grids cleared
+    w2.form.backbone.setCurrentIndex(w2.form.backbone.findData("mp"))
+    w2.form.poly.fit.setCurrentIndex(w2.form.poly.fit.findData("gradient"))
+    w2.form.poly.cross_order.setValue(w2.form.poly.cross_order.minimum())
+    w2.form.poly.grid_k.setText("")
+    w2.close()
+    w3 = make_window()
+    assert w3.restore_last_session()
+    cfg = w3.form.config()
+    assert (cfg.backbone, cfg.fit, cfg.poly_order, cfg.cross_order, cfg.grid_k, cfg.grid_m) == \
+        ("mp", "gradient", 7, None, None, None)
+    assert w3.form.poly.grid_m.text() == "2,4"  # kept in its field (used again with least squares)
+
+
+def test_saved_mp_values_out_of_range_are_ignored(make_window, settings):
+    w = make_window()
+    w.form.backbone.setCurrentIndex(w.form.backbone.findData("mp"))
+    w.close()
+    settings.setValue("form/poly_order", 99)
+    settings.setValue("form/memory_depth", "x")
+    settings.setValue("form/cross_lag", 6)
+    settings.setValue("form/grid_k", "3,oops")
+    settings.setValue("form/fit", "magic")
+    w2 = make_window()
+    assert w2.restore_last_session()
+    cfg = w2.form.config()
+    # each odd value gives way to the config's default (fit: gradient, K 5, M 4), the sound one stays
+    assert (cfg.backbone, cfg.fit, cfg.poly_order, cfg.memory_depth, cfg.grid_k) == ("mp", "gradient", 5, 4, None)
+    assert cfg.cross_lag == 6
+
+
 # ------------------------------------------------------------------------------------------------------ docks
 def _on_top(dock) -> bool:
     """The dock is shown and its tab is the current one (a dock behind another tab has no visible region)."""
@@ -222,3 +274,53 @@ def test_at_1280x800_plots_fit_readouts_show_and_the_preview_tick_is_in_the_tool
     # the status bar: the best metric whole, a long path shortened at its start (the whole one in its tooltip)
     assert not w.best_label.elided and w.best_label.isVisible()
     assert w.run_folder_label.shown_text.endswith("2026-12-02-193519-pa-gru16")
+
+
+def test_at_1280x800_a_dpd_runs_banner_and_plots_fit_and_keep_the_minimum_width(make_window, qtbot):
+    """A finished DPD run: its banner (outcome, output-power caveat, run folder) above the plots, its six-signal PSD
+    read-out with the power change: nothing of the panels is clipped and the window may still be 1280 px wide."""
+    from gui_fakes import make_row
+
+    w = make_window()
+    w.resize(1280, 800)
+    w.set_dataset(FakeDataset(name="DPA_200MHz"))
+    w.step_dpd.setChecked(True)
+    for e in range(4):
+        w.learning_panel.append_row(make_row(e, 4))
+    w.show_plots(_dpd_like_plotdata(), "test · selected epoch 3")
+    w.psd_panel.set_power_change(-2.03)
+    w.banner.show_message(
+        "warning", "Run finished in 57 s. Selected epoch 3 · val NMSE -31.39 dB · test NMSE -31.01 dB · test ACLR "
+        "-35.08 dBc (output power -2.03 dB with DPD) · test EVM -33.12 dB · metrics: legacy-2.2.1.\nThe DPD changes "
+        "the output power by -2.03 dB (more than 0.5 dB): part of its ACLR gain may come from a lower drive level.",
+        run_dir="/a/workspace/runs/2026-12-03-060500-dpd-gru12")
+    w.progress_label.setText("Finished · 4 epochs · 57 s")
+    qtbot.wait(100)
+    assert (w.width(), w.height()) == (1280, 800)
+    problems = [p for panel in w.panels for p in _fits(panel)]
+    assert problems == [], "\n".join(problems)
+    # each plot keeps a readable height (the PSD's was 30 px under its read-out)
+    for panel, least in ((w.psd_panel, 80), (w.amam_panel, 80), (w.ampm_panel, 70)):
+        assert min(p.vb.height() for p in panel._plots) >= least, panel.title
+    assert w.minimumSizeHint().width() <= 1280 and w.centralWidget().minimumSizeHint().width() <= 1280
+    table = w.epoch_table  # two rows in view at least (it scrolls)
+    assert table.isVisible() and table.viewport().height() >= 2 * table.verticalHeader().defaultSectionSize()
+
+
+def test_a_window_narrowed_to_1280_after_drawing_fits_its_panels_again(make_window, qtbot):
+    """Drawn at 1920×1080, then narrowed: each panel's layout follows (it kept the wide labels' width, and AM/AM's
+    last tick and the plots' right side were cut)."""
+    w = make_window()
+    w.resize(1920, 1080)
+    w.set_dataset(FakeDataset(name="DPA_200MHz"))
+    w.step_dpd.setChecked(True)
+    w.show_plots(_dpd_like_plotdata(), "test · selected epoch 3")
+    w.finish_drawing()
+    qtbot.wait(100)
+    w.resize(1280, 800)
+    qtbot.waitUntil(lambda: w.width() == 1280, timeout=2000)
+    qtbot.wait(100)
+    widths = {p.title: (round(p.ci.size().width()), p.width()) for p in w.panels}
+    assert all(ci <= width for ci, width in widths.values()), widths
+    problems = [p for panel in w.panels for p in _fits(panel)]
+    assert problems == [], "\n".join(problems)

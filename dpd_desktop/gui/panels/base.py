@@ -10,7 +10,7 @@ from typing import Iterable, Mapping
 import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.exporters import ImageExporter
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, Signal
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, QTimer, Signal
 from PySide6.QtGui import QColor
 
 from ...runs.artifacts import atomic_write_bytes
@@ -309,6 +309,15 @@ class PlotPanel(pg.GraphicsLayoutWidget):
         if ev is not None and getattr(self, "_plots", None) is not None and not getattr(self, "closed", False):
             self.fit_labels(max(40.0, ev.size().width() - sum(self.MARGINS) - 8))
         super().resizeEvent(ev)
+        if ev is not None and getattr(self, "_plots", None) is not None:
+            # The layout took its new size while its minimum was still the wider labels' (their new minimum reaches
+            # it with Qt's next layout pass): a narrowed panel kept its old width, its right side clipped (AM/AM's
+            # last tick at 1280 px). Once that pass has run, the layout is sized to the panel again.
+            QTimer.singleShot(0, self, self._fit_layout)
+
+    def _fit_layout(self) -> None:
+        if not getattr(self, "closed", False) and self.ci.geometry() != self.range:
+            self.ci.setGeometry(self.range)
 
     # -- building helpers ------------------------------------------------------------------------------------------
     def _add_plot(self, row: int = 0, col: int = 0, title: str | None = None, left: str = "", bottom: str = "",

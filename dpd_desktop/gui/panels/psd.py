@@ -52,7 +52,7 @@ class PSDPanel(PlotPanel):
             self.plot.addItem(region, ignoreBounds=True)
             self.regions[band] = region
         self.nextRow()
-        self.readout = self.addLabel("", row=1, col=0, size="9pt", justify="left")
+        self.readout = self.addLabel("", row=1, col=0, size="8pt", justify="left")
         self._aclr_text = ""
         self._power_change_db: float | None = None
         self._sync_empty()
@@ -65,7 +65,7 @@ class PSDPanel(PlotPanel):
     def _readout_text(self) -> str:
         text = self._aclr_text
         if self._power_change_db is not None:
-            text += ("<br>" if text else "") + nowrap(f"output power with DPD {self._power_change_db:+.2f} dB")
+            text += (" · " if text else "") + nowrap(f"output power with DPD {self._power_change_db:+.2f} dB")
         return text
 
     def update_from(self, plots, label: str = "") -> None:
@@ -105,11 +105,12 @@ class PSDPanel(PlotPanel):
             lines.append(nowrap(f"{name}: L {left:.1f} / R {right:.1f}"))
         if not lines:
             return ""
-        rows = ["  ·  ".join(lines[i:i + 2]) for i in range(0, len(lines), 2)]
         gain = PSDPanel._dpd_gain(plots.aclr or {})
         if gain:
-            rows.append(gain)
-        return "ACLR [dBc]  " + "<br>".join(rows)
+            lines.append(gain)
+        # one flowing paragraph, broken only between its pieces (fit_label): fixed rows of two signals each took two
+        # lines in a narrow panel, six in all for a DPD, and left the plot 30 px at 1280×800
+        return "ACLR [dBc] " + " · ".join(lines)
 
     @staticmethod
     def _dpd_gain(aclr) -> str:
