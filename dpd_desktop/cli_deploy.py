@@ -85,7 +85,7 @@ def _spec(w: int, a: int, args):
 
 def _export(args, ws) -> int:
     # PyTorch: see the note under cli.py's imports
-    from .models import POLY_BACKBONES
+    from .families import POLY_BACKBONES
     from .quant.plan import QuantError
     from .runs.fixed_export import FixedExportError, export_fixed
     from .runs.onnx_export import OnnxExportError, export_onnx

@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .families import BACKBONES, POLY_BACKBONES
+
 STEPS = ("pa", "dpd")
 DEVICES = ("auto", "cpu", "cuda")
 LOSSES = ("l2", "l1")
@@ -192,10 +194,6 @@ class ExperimentConfig:
 
     def validate(self) -> "ExperimentConfig":
         """Check every field; return self. Raises :class:`ConfigError` naming the first bad field."""
-        # here, not at the top: dpd_desktop.models imports torch (0.9 s, python -X importtime), and the record
-        # reader and the command line's argument parsing import this module without needing it
-        from .models import BACKBONES
-
         if self.step not in STEPS:
             raise ConfigError("step", f"expected one of {STEPS}, got {self.step!r}")
         if str(self.backbone).lower() not in BACKBONES:
@@ -312,8 +310,6 @@ class ExperimentConfig:
 
     def _validate_poly(self) -> None:
         """The MP/GMP fields and the fit (see the class docstring)."""
-        from .models import POLY_BACKBONES
-
         if self.fit not in FITS:
             raise ConfigError("fit", f"expected one of {FITS}, got {self.fit!r}")
         if self.fit == "ls" and self.backbone not in POLY_BACKBONES:

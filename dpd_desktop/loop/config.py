@@ -32,6 +32,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from ..config import METRIC_PROFILES, ConfigError
+from ..families import BACKBONES
 
 __all__ = ["LoopConfig", "STRATEGIES", "ILA_KINDS"]
 
@@ -115,8 +116,6 @@ class LoopConfig:
             raise ConfigError("metric_profile", f"expected one of {METRIC_PROFILES}, got {self.metric_profile!r}")
         _int("nperseg", self.nperseg, 16, self.signal_samples)
         if self.fit is not None:
-            from ..models import BACKBONES  # PyTorch: only a loop that fits a DPD needs the registry
-
             if self.fit not in BACKBONES:
                 raise ConfigError("fit", f"expected a DPD family ({', '.join(BACKBONES)}) or none, got {self.fit!r}")
         _int("fit_epochs", self.fit_epochs, 1, 100000)

@@ -31,12 +31,12 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from ..families import POLY_BACKBONES
 from .base import safe_amplitude
 
 __all__ = ["PolySpec", "Term", "PolyBackbone", "basis", "fit_least_squares", "LSFit", "matlab_coefficients",
            "DEFAULT_RCOND", "POLY_BACKBONES"]
 
-POLY_BACKBONES = ("mp", "gmp")
 #: Singular values of the column-scaled basis below ``DEFAULT_RCOND · s_max`` are cut (numpy.linalg.lstsq's rcond).
 DEFAULT_RCOND = 1e-10
 

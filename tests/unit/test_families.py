@@ -1,0 +1,21 @@
+"""The torch-free family names (dpd_desktop/families.py) against the registry that builds the models."""
+import subprocess
+import sys
+
+from dpd_desktop import families
+from dpd_desktop.models import BACKBONES, POLY_BACKBONES, REGISTRY
+
+
+def test_the_names_are_the_registrys_in_its_order():
+    assert families.BACKBONES == BACKBONES == tuple(REGISTRY)
+    assert families.POLY_BACKBONES == POLY_BACKBONES == tuple(k for k, f in REGISTRY.items() if f.poly)
+
+
+def test_validating_a_configuration_does_not_import_pytorch():
+    code = ("import sys\nfrom dpd_desktop.config import ExperimentConfig\n"
+            "ExperimentConfig(step='pa', backbone='tcn', dataset='x').validate()\n"
+            "ExperimentConfig(step='pa', backbone='gmp', dataset='x').validate()\n"
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
