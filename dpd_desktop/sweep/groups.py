@@ -1,16 +1,17 @@
 """A sweep's trials in groups that train together (training/group.py): the group size and the plan.
 
-The group size is ``auto`` (each trial's :func:`~dpd_desktop.training.group.default_group_size`: 8 in ``fast`` mode
+The group size is ``auto`` (each trial's :func:`~dpd_desktop.training.group_plan.default_group_size`: 8 in ``fast`` mode
 and 4 in ``reference`` mode on a CUDA device, 1 on the CPU, where a group gains nothing) or a positive integer (the
-most members of one group). Trials whose configurations share a :func:`~dpd_desktop.training.group.group_key` (the
+most members of one group). Trials whose configurations share a :func:`~dpd_desktop.training.group_plan.group_key` (the
 same family, shape, data, device and mode; they may differ in seed, learning rate, weight decay…) form groups of at
-most that size, in trial order (:func:`~dpd_desktop.training.group.plan_groups`); a group of one trains alone.
+most that size, in trial order (:func:`~dpd_desktop.training.group_plan.plan_groups`); a group of one trains alone.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
 from ..config import ExperimentConfig
+from ..training.group_plan import default_group_size, plan_groups
 
 AUTO = "auto"
 #: the most members a group may have (8 fast members already fill the H200's rate of small kernels:
@@ -42,10 +43,6 @@ def parse_group_size(value, source: str, key: str):
 def plan_trial_groups(configs: Sequence[ExperimentConfig], group_size) -> list[list[int]]:
     """Indices of ``configs`` in groups (see the module docstring), ordered by their first member; ``group_size``
     ``"auto"`` or an int >= 1."""
-    # imported here: training/group.py brings PyTorch (~1 s), and spec.py (this module's user) is imported by the
-    # window before its first paint and by every sweep command (tests/gui/test_window_startup.py)
-    from ..training.group import default_group_size, plan_groups
-
     if group_size != AUTO:
         return plan_groups(configs, int(group_size))
     by_size: dict[int, list[int]] = {}
@@ -59,8 +56,6 @@ def plan_trial_groups(configs: Sequence[ExperimentConfig], group_size) -> list[l
 
 def largest_group(configs: Sequence[ExperimentConfig], group_size) -> int:
     """The most members a group of ``configs`` may have (``auto``: the largest default size among them)."""
-    from ..training.group import default_group_size  # PyTorch: see plan_trial_groups
-
     if group_size != AUTO:
         return int(group_size)
     return max((default_group_size(c) for c in configs), default=1)
