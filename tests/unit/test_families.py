@@ -19,3 +19,14 @@ def test_validating_a_configuration_does_not_import_pytorch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_planning_a_sweeps_groups_does_not_import_pytorch():
+    code = ("import sys\nfrom dpd_desktop.config import ExperimentConfig\n"
+            "from dpd_desktop.sweep.groups import plan_trial_groups\n"
+            "cfgs = [ExperimentConfig(step='pa', dataset='x', seed=s, device='cuda', kernel='fast').validate() "
+            "for s in range(3)]\n"
+            "print(plan_trial_groups(cfgs, 'auto'), 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[[0, 1, 2]] False"  # one group of three (fast on CUDA: up to 8), no PyTorch
