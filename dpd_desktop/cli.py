@@ -46,6 +46,7 @@ from .config import GAIN_RULES, KERNELS, METRIC_PROFILES, ConfigError, Experimen
 from .data import DatasetError
 from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display, quiet_broken_pipe
 from .runs.kernel_record import read_kernel
+from .runs.labels import epoch_of
 from .runs.settings import SettingsError, WorkspaceSettings
 from .runs.workspace import Workspace, WorkspaceError
 from .cli_poly import add_poly_options, poly_config_fields, poly_summary
@@ -246,7 +247,7 @@ class ConsoleObserver:
     def _progress(self, ev) -> None:
         bar = "#" * int(30 * ev.batch / ev.batches)
         eta = f"{ev.eta_s:5.0f} s left" if ev.eta_s is not None else ""
-        text = f"epoch {ev.epoch + 1}/{ev.epochs} [{bar:<30}] {ev.batch}/{ev.batches} {eta}"
+        text = f"epoch {epoch_of(ev.epoch, ev.epochs)} [{bar:<30}] {ev.batch}/{ev.batches} {eta}"
         if self.tty:
             sys.stderr.write("\r" + text)
             sys.stderr.flush()

@@ -27,6 +27,7 @@ from pathlib import Path
 from .config import DEVICES, ConfigError
 from . import cli_flags, cli_limits
 from .process import CTRL_C, Exit
+from .runs.labels import epoch_of
 from .runs.settings import SettingsError, WorkspaceSettings
 from .runs.workspace import WorkspaceError
 
@@ -186,7 +187,7 @@ class _Console:
             value = ev.row.get(ev.selection_metric)
             unit = "dBc" if "ACLR" in ev.selection_metric else "dB"
             text = f"{value:.4f} {unit}" if isinstance(value, (int, float)) else ""
-            print(f"entry {entry.id}: epoch {ev.epoch + 1}/{ev.epochs} {ev.selection_metric} {text}"
+            print(f"entry {entry.id}: epoch {epoch_of(ev.epoch, ev.epochs)} {ev.selection_metric} {text}"
                   + (" (best)" if ev.is_best else ""), flush=True)
         elif isinstance(ev, EntryEnded):
             print(f"entry {entry.id}: {ev.state}" + (f" — {ev.message}" if ev.message else ""), flush=True)

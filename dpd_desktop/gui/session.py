@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
+from ..runs.labels import epoch_of
 from ..runs.states import FINAL_STATES, LIVE_STATES
 from . import history
 
@@ -251,13 +252,13 @@ class Session:
         return out
 
     def live_run_text(self) -> str:
-        """The live run in words: "the PA run 2026-12-01-101500-pa-gru23 (epoch 3 of 150)"."""
+        """The live run in words: "the PA run 2026-12-01-101500-pa-gru23 (epoch 3 of 0–149)"."""
         step = str(getattr(self.config, "step", "") or "").upper()
         what = f"the {step} run" if step else "the run"
         if self._state.run == "queued":
             return f"{what} waiting for its dataset"
         where = f" {self.run_id}" if self.run_id else ""
-        epoch = f" (epoch {min(self.epochs_done + 1, self.epochs)} of {self.epochs})" if self.epochs else ""
+        epoch = f" (epoch {epoch_of(min(self.epochs_done, self.epochs - 1), self.epochs)})" if self.epochs else ""
         return f"{what}{where}{epoch}"
 
     def subscribe(self, listener: Callable[[Session], None]) -> None:
@@ -341,21 +342,21 @@ class Session:
 
     # -- the trainer's events (plain dataclasses of dpd_desktop.training.events) ----------------------------------
     def on_started(self, ev) -> None:
-        """RunStarted: "Epoch 1/E · B batches per epoch · P parameters"."""
+        """RunStarted: "E epochs (0–E−1) · B batches per epoch · P parameters"."""
         self.run_id, self.run_dir, self.epochs = ev.run_id, ev.run_dir, ev.epochs
-        self._text = (f"Epoch 1/{ev.epochs} · {plural(ev.batches_per_epoch, 'batch', 'batches')} per epoch · "
+        self._text = (f"{plural(ev.epochs, 'epoch')} (0–{max(ev.epochs - 1, 0)}) · {plural(ev.batches_per_epoch, 'batch', 'batches')} per epoch · "
                       f"{plural(ev.n_params, 'parameter')}")
         self._changed()
 
     def on_batch(self, ev) -> None:
-        """BatchProgress: progress fraction, "Epoch e/E · batch b/B · s/epoch · time left · lr". Ignored unless
+        """BatchProgress: progress fraction, "Epoch e of 0–E · batch b/B · s/epoch · time left · lr". Ignored unless
         running."""
         if self._state.run != "running":
             return
         frac = (ev.epoch + ev.batch / max(ev.batches, 1)) / max(ev.epochs, 1)
         self.progress = min(max(frac, 0.0), 1.0)
         left = remaining_s(ev.epoch, ev.epochs, ev.batch, ev.batches, ev.elapsed_s, ev.eta_s, self.sec_per_epoch)
-        parts = [f"Epoch {ev.epoch + 1}/{ev.epochs}", f"batch {ev.batch:,}/{ev.batches:,}"]
+        parts = [f"Epoch {epoch_of(ev.epoch, ev.epochs)}", f"batch {ev.batch:,}/{ev.batches:,}"]
         if self.sec_per_epoch:
             parts.append(f"{self.sec_per_epoch:.1f} s/epoch")
         if left is not None:
@@ -366,7 +367,7 @@ class Session:
         self._changed()
 
     def on_epoch(self, ev) -> None:
-        """EpochEnded: the pace (this epoch's seconds), the lr of its row, "Epoch e/E done · … left"."""
+        """EpochEnded: the pace (this epoch's seconds), the lr of its row, "Epoch e of 0–E done · … left"."""
         self.epochs_done += 1
         if ev.epoch_seconds and ev.epoch_seconds > 0:
             self.sec_per_epoch = ev.epoch_seconds
@@ -374,7 +375,7 @@ class Session:
         if math.isfinite(lr):
             self.lr = lr
         self.progress = min((ev.epoch + 1) / max(ev.epochs, 1), 1.0)
-        parts = [f"Epoch {ev.epoch + 1}/{ev.epochs} done"]
+        parts = [f"Epoch {epoch_of(ev.epoch, ev.epochs)} done"]
         if self.sec_per_epoch:
             left = (ev.epochs - ev.epoch - 1) * self.sec_per_epoch
             parts += [f"{self.sec_per_epoch:.1f} s/epoch", f"{format_duration(left)} left"]

@@ -17,6 +17,7 @@ import sys
 
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
 
+from ..runs.labels import epoch_of
 from ..sweep.ray_executor import IN_BUNDLE, LOCAL_ADDRESS
 from ..sweep.ray_helper import HelperExecutor
 from ..sweep.ray_security import RISK
@@ -116,11 +117,11 @@ class LiveTrials:
         return True
 
     def state_text(self, number: int, state: str) -> str:
-        """``running`` with its epoch: "running (epoch 3/20)" (epochs counted from 1)."""
+        """``running`` with its epoch: "running (epoch 3 of 0–19)" (runs/labels.py epoch_of)."""
         if state != "running" or number not in self.epochs:
             return state
         e, total = self.epochs[number]
-        return f"running (epoch {e + 1}/{total})"
+        return f"running (epoch {epoch_of(e, total)})"
 
     def metric(self, number: int, name: str):
         """The live value of a view metric (None when none came)."""

@@ -23,3 +23,10 @@ def format_duration(s: float | None) -> str:
     if s < 3600:
         return f"{s / 60:.1f} min"
     return f"{s / 3600:.1f} h"
+
+
+def epoch_of(epoch: int, epochs: int) -> str:
+    """An epoch as the record numbers it (history.csv's EPOCH, the selected epoch: from 0) with the run's range:
+    ``epoch_of(2, 4)`` → ``"2 of 0–3"``. Every progress text of the command line and the window uses it, so the
+    epoch a progress line names is the row of the table and the number of the selected epoch."""
+    return f"{epoch} of 0–{max(int(epochs) - 1, 0)}"

@@ -127,7 +127,7 @@ def test_close_mid_run_leaves_no_job_and_a_bounded_wait(make_window, qtbot):
     w = make_window(trainer_factory=fake_factory(batches=10_000, batch_delay=0.005))
     w.set_dataset(FakeDataset())
     w.start_run(ExperimentConfig(epochs=50, hidden_size=8, frame_length=50, stride=8, device="cpu"))
-    qtbot.waitUntil(lambda: w.progress_label.text().startswith("Epoch 1/50 · batch"), timeout=5000)
+    qtbot.waitUntil(lambda: w.progress_label.text().startswith("Epoch 0 of 0–49 · batch"), timeout=5000)
     worker = w._worker
     # the run's worker; the start-up's PyTorch preload may still be running beside it on a busy machine
     names = sorted(getattr(j, "name", type(j).__name__) for j in w.jobs.active())

@@ -202,7 +202,7 @@ def test_fake_run_stop_is_clean(make_window, qtbot):
     w.set_dataset(FakeDataset())
     w.set_form_from_config(_tiny_config(epochs=50))
     w.start_run()
-    qtbot.waitUntil(lambda: w.progress_label.text().startswith("Epoch 1/50 · batch"), timeout=5000)
+    qtbot.waitUntil(lambda: w.progress_label.text().startswith("Epoch 0 of 0–49 · batch"), timeout=5000)
     t0 = time.monotonic()
     with qtbot.waitSignal(w.runEnded, timeout=2000) as blocker:
         qtbot.keyClick(w, Qt.Key.Key_Escape)

@@ -93,7 +93,7 @@ def test_resume_on_a_cluster_shows_live_rows_from_the_helper(make_window, tmp_pa
         cells = v.cell_texts()
         return dict(zip(cols, cells[0])) if cells else {}
 
-    qtbot.waitUntil(lambda: running_row().get("state") == "running (epoch 2/3)", timeout=30000)
+    qtbot.waitUntil(lambda: running_row().get("state") == "running (epoch 1 of 0–2)", timeout=30000)
     got = running_row()  # the best epoch's metrics (epoch 0), not the last one's
     assert (got["val NMSE [dB]"], got["val ACLR [dBc]"], got["test NMSE [dB]"], got["test ACLR [dBc]"],
             got["params"]) == ("-12.35", "-30.50", "-11.00", "-29.25", "106")

@@ -312,7 +312,7 @@ def test_ctrl_c_on_queue_run_stops_the_running_entry_after_its_batch(tmp_path):
                             start_new_session=True)
     lines = []
     end = time.monotonic() + 120
-    while not any(": epoch 1/500 " in ln for ln in lines):
+    while not any(": epoch 0 of 0–499 " in ln for ln in lines):
         line = proc.stdout.readline()
         assert line and time.monotonic() < end, (lines, proc.poll())
         lines.append(line)

@@ -119,16 +119,16 @@ def test_a_run_from_start_to_success_with_its_texts():
     assert s.state == "running" and s.progress_text == "Preparing data and model…" and s.progress == 0.0
     assert not s.start(), "a double start is refused"
     s.on_started(_started())
-    assert s.progress_text == "Epoch 1/10 · 100 batches per epoch · 1,234 parameters"
+    assert s.progress_text == "10 epochs (0–9) · 100 batches per epoch · 1,234 parameters"
     assert (s.run_id, s.run_dir, s.epochs) == ("r1", "/runs/r1", 10)
     s.on_batch(_batch(0, 25, 5.0))
     assert s.progress == pytest.approx(0.025)
-    assert s.progress_text == "Epoch 1/10 · batch 25/100 · 3 min left"  # 195 s
+    assert s.progress_text == "Epoch 0 of 0–9 · batch 25/100 · 3 min left"  # 195 s
     s.on_epoch(_epoch(0, 12.0))
     assert s.progress == pytest.approx(0.1) and s.sec_per_epoch == 12.0 and s.lr == 2.5e-3
-    assert s.progress_text == "Epoch 1/10 done · 12.0 s/epoch · 2 min left · lr 0.0025"  # 108 s
+    assert s.progress_text == "Epoch 0 of 0–9 done · 12.0 s/epoch · 2 min left · lr 0.0025"  # 108 s
     s.on_batch(_batch(1, 50, 18.0))
-    assert s.progress_text == "Epoch 2/10 · batch 50/100 · 12.0 s/epoch · 2 min left · lr 0.0025"  # 6 + 96 s
+    assert s.progress_text == "Epoch 1 of 0–9 · batch 50/100 · 12.0 s/epoch · 2 min left · lr 0.0025"  # 6 + 96 s
     s.on_finished(_finished())
     assert s.state == "succeeded" and s.progress == 1.0
     assert s.progress_text == "Finished · 1 epoch · 2 min"
@@ -145,7 +145,7 @@ def test_cancel_is_a_flag_then_the_trainers_word():
     s.on_batch(_batch(0, 10, 2.0))
     assert s.request_cancel() and s.state == "running" and s.cancel_requested
     assert not s.request_cancel(), "already pending"
-    assert s.progress_text == "Epoch 1/10 · batch 10/100 · 3 min left · stopping after this batch…"
+    assert s.progress_text == "Epoch 0 of 0–9 · batch 10/100 · 3 min left · stopping after this batch…"
     assert not s.controls().stop
     s.on_cancelled(RunCancelled(run_id="r1", run_dir="/runs/r1", epochs_completed=0, best_epoch=None))
     assert s.state == "cancelled" and not s.cancel_requested
@@ -230,3 +230,17 @@ def test_outcome_messages():
         "Run stopped after 1 completed epoch; the best checkpoint so far (epoch 0) is kept."
     assert cancelled_message(RunCancelled(run_id="r", run_dir="/r", epochs_completed=0, best_epoch=None)) == \
         "Run stopped after 0 completed epochs; no epoch completed, so there is no checkpoint."
+
+
+def test_every_progress_text_numbers_epochs_as_the_record_does(capsys):
+    """history.csv's EPOCH and the selected epoch count from 0: the command line's progress line, the queue's
+    line and the window's progress text name the same epoch (was: 1-based beside a 0-based table)."""
+    from dpd_desktop.cli import ConsoleObserver
+    from dpd_desktop.runs.labels import epoch_of
+    from dpd_desktop.training.events import BatchProgress
+
+    assert epoch_of(0, 1) == "0 of 0–0" and epoch_of(2, 4) == "2 of 0–3"
+    obs = ConsoleObserver()
+    obs.tty = False
+    obs(BatchProgress(epoch=3, epochs=4, batch=10, batches=10, elapsed_s=1.0, eta_s=None))
+    assert capsys.readouterr().err.startswith("epoch 3 of 0–3 [")

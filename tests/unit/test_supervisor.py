@@ -198,7 +198,7 @@ def test_fifty_tiny_runs_leave_the_supervisor_memory_as_it_was(tmp_path, monkeyp
     after = rss_bytes()
     out = capsys.readouterr().out.splitlines()
     assert [ln for ln in out if ln.endswith(": succeeded")] == [f"entry {i}: succeeded" for i in range(1, 51)]
-    assert sum(": epoch 1/1 " in ln for ln in out) == 50
+    assert sum(": epoch 0 of 0–0 " in ln for ln in out) == 50
     with RunQueue(tmp_path) as q:
         entries = q.entries()
     assert [e.state for e in entries] == ["succeeded"] * 50 and len({e.run_id for e in entries}) == 50
