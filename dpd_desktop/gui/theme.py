@@ -140,6 +140,24 @@ def scheme_palette(scheme: str) -> QPalette:
     return pal
 
 
+#: Widget classes whose indicator gets :func:`indicator_palette` (the toolbar's PA/DPD and "Live batch preview").
+INDICATOR_CLASSES = ("QRadioButton", "QCheckBox")
+
+
+def indicator_palette(scheme: str) -> QPalette | None:
+    """The palette of :data:`INDICATOR_CLASSES` under ``scheme``, or None (they keep the application's).
+
+    Fusion (Qt 6.11, measured by recoloring each role) draws a radio button's and a check box's indicator from three
+    roles only: the ring in Window darker(140), the fill in Base, the mark in Text. On the dark Window that ring is
+    darker still and disappears (WCAG contrast 1.2 with the toolbar); ``dark`` therefore gives these classes a light
+    Window, which only that ring reads (they paint no background), so that it comes out #7d8086."""
+    if scheme != "dark":
+        return None
+    pal = scheme_palette(scheme)
+    pal.setColor(QPalette.ColorRole.Window, QColor("#afb3bb"))
+    return pal
+
+
 def apply_scheme(scheme: str) -> None:
     """Switch the running application to ``scheme`` (one of :data:`SCHEMES`); the widgets and plots follow through
     their PaletteChange events. Raises ValueError for another name."""
@@ -156,5 +174,9 @@ def apply_scheme(scheme: str) -> None:
         app.setStyle("Fusion")  # the native styles of some platforms ignore an application palette
     elif scheme == "system" and app.style().name() != _SYSTEM_STYLE:
         app.setStyle(_SYSTEM_STYLE)
-    app.setPalette(palette)
+    app.setPalette(palette)  # also drops the class palettes an earlier scheme set
+    indicators = indicator_palette(scheme)
+    if indicators is not None:
+        for name in INDICATOR_CLASSES:
+            app.setPalette(indicators, name)
     configure_pyqtgraph()

@@ -15,11 +15,14 @@ bearer token. Hence:
   cannot be reached (one listening on the remote machine's loopback) gives a warning: the cluster's mode is unknown.
 * :class:`LocalCluster` (``--ray local``): ``ray start --head --block`` with ``RAY_AUTH_MODE=token`` and a fresh
   token in a file only this user can read (mode 0600, in a private temporary folder: ``~/.ray`` is never touched);
-  the dashboard and its Jobs API listen on 127.0.0.1 only. Ray 2.60 replaces a loopback node address by the
-  machine's own (``ray._private.services.resolve_ip_for_localhost``) and binds its gRPC servers (GCS, raylet, object
-  manager, dashboard agent) and the Ray Client server (which cannot be turned off: its port must be 1024-65535) to
-  the node's address or every interface, with no option to keep them on the loopback (checked with ``ss -ltn``):
-  those ports are guarded by the token alone.
+  the dashboard and its Jobs API listen on 127.0.0.1 only. The node is started single-machine
+  (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, Ray's own default on Windows and macOS, where multi-node clusters are
+  off: https://docs.ray.io/en/latest/cluster/getting-started.html): without it Ray on Linux replaces the loopback
+  node address by the machine's own (``ray._private.services.resolve_ip_for_localhost``), binds its gRPC servers
+  (GCS, raylet, object manager, dashboard agent) to every interface and its three Prometheus metrics servers
+  (dashboard, autoscaler monitor, dashboard agent: no token) to 0.0.0.0, as each binds to the loopback only when
+  the node address is one. With it, every port of the node listens on 127.0.0.1 (checked with ``ss -ltn``); no
+  other machine can join or reach it, and the token still guards every port from other users of this one.
 
 Errors: :class:`RaySecurityError` (a connection refused by this policy), :class:`RayClusterError` (the local
 cluster did not start).
@@ -47,6 +50,8 @@ from .ray_options import OVERRIDE_FLAG
 AUTH_MODE_ENV = "RAY_AUTH_MODE"
 TOKEN_ENV = "RAY_AUTH_TOKEN"
 TOKEN_PATH_ENV = "RAY_AUTH_TOKEN_PATH"
+#: "0": Ray keeps the node on this machine's loopback and lets no other node join (module docstring)
+SINGLE_MACHINE_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 SECURITY_PAGE = "https://docs.ray.io/en/latest/ray-security/index.html"
 
 #: the risk, in the words of Ray's security page; every refusal and every override warning carries it
@@ -226,9 +231,10 @@ class LocalCluster:
     """A Ray head node on this machine, started by this program (module docstring) and stopped by :meth:`stop`.
 
     ``num_cpus`` / ``num_gpus``: the resources it offers (None: Ray counts the machine's). After :meth:`start`:
-    ``address`` (the GCS, ``host:port``: the machine's address, see the module docstring), ``dashboard_url``
-    (127.0.0.1), ``env`` (what a driver process needs:
-    ``RAY_AUTH_MODE=token`` and ``RAY_AUTH_TOKEN_PATH``). On Linux the node stops when the thread that started it
+    ``address`` (the GCS, ``127.0.0.1:port``), ``dashboard_url`` (127.0.0.1), ``env`` (what a driver process needs:
+    ``RAY_AUTH_MODE=token``, ``RAY_AUTH_TOKEN_PATH`` and ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, set before the
+    driver imports ``ray``: without the last, a driver looks for the node at the machine's address and never finds
+    it). On Linux the node stops when the thread that started it
     ends (the process killed included). ``ray`` is the ``ray`` command beside this Python.
     """
 
@@ -257,7 +263,7 @@ class LocalCluster:
         fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="ascii") as fh:
             fh.write(secrets.token_hex(32))
-        self.env = {AUTH_MODE_ENV: "token", TOKEN_PATH_ENV: str(token_file)}
+        self.env = {AUTH_MODE_ENV: "token", TOKEN_PATH_ENV: str(token_file), SINGLE_MACHINE_ENV: "0"}
         dash_port = _free_loopback_port()
         cmd = [ray_cmd, "start", "--head", "--block", "--port=0", "--node-ip-address=127.0.0.1",
                "--dashboard-host=127.0.0.1", f"--dashboard-port={dash_port}",

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPoint
 from PySide6.QtGui import QGuiApplication, QPalette
+from PySide6.QtWidgets import QStyle, QStyleOptionButton
 
 from dpd_desktop import __version__
 from dpd_desktop.config import ExperimentConfig
@@ -294,6 +295,63 @@ def test_light_and_dark_palettes_render(make_window, qtbot, scheme, tmp_path):
         win = img.pixelColor(w.width() - 5, w.menuBar().height() // 2)
         assert (win.lightness() < 100) == (scheme == "dark")
         assert w.scheme_actions[scheme].isChecked()
+    finally:
+        w.set_color_scheme("system")
+
+
+def _luminance(c) -> float:
+    """WCAG 2 relative luminance of a QColor (sRGB, https://www.w3.org/TR/WCAG21/#dfn-relative-luminance)."""
+    lin = [v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4 for v in (c.redF(), c.greenF(), c.blueF())]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def _contrast(a, b) -> float:
+    lo, hi = sorted((_luminance(a), _luminance(b)))
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def _indicators(w):
+    """{name: (pixels of the indicator, the toolbar's background beside it, best WCAG contrast between them)} of the
+    toolbar's DPD radio button and "Live batch preview" check box, both unticked (no mark: ring and fill only)."""
+    img = w.toolbar.grab().toImage()
+    out = {}
+    for name, button, element in (("DPD", w.step_dpd, QStyle.SubElement.SE_RadioButtonIndicator),
+                                  ("preview", w.preview_check, QStyle.SubElement.SE_CheckBoxIndicator)):
+        assert not button.isChecked(), name
+        opt = QStyleOptionButton()
+        button.initStyleOption(opt)
+        r = button.style().subElementRect(element, opt, button).translated(button.mapTo(w.toolbar, QPoint(0, 0)))
+        at = button.mapTo(w.toolbar, QPoint(button.width() - 2, 1))  # right of the label, above nothing
+        bg = img.pixelColor(at.x(), at.y())
+        px = [img.pixelColor(x, y) for y in range(r.top(), r.bottom() + 1) for x in range(r.left(), r.right() + 1)]
+        out[name] = ([p.name() for p in px], bg, max(_contrast(p, bg) for p in px))
+    return out
+
+
+def test_dark_toolbar_indicators_stand_out_and_light_ones_are_unchanged(make_window, qtbot):
+    """Issue 28: Fusion rings an indicator in Window darker(140) and fills it with Base; in the dark scheme the PA/DPD
+    radio buttons and the "Live batch preview" box had a best WCAG contrast of 1.21 and 1.24 with the toolbar
+    (measured before the fix, Qt 6.11); light mode has 2.23 and 1.76, dark now 2.72 and 4.08. Dark must reach 2.5
+    and never less than light; light is drawn pixel for pixel the same after a visit to dark."""
+    w = make_window(trainer_factory=fake_factory())
+    try:
+        w.set_color_scheme("light")
+        qtbot.wait(20)
+        light = _indicators(w)
+        w.set_color_scheme("dark")
+        qtbot.wait(20)
+        dark = _indicators(w)
+        window = QGuiApplication.palette().color(QPalette.ColorRole.Window)
+        for name in ("DPD", "preview"):
+            bg = dark[name][1]  # the toolbar's: the dark Window under Fusion's faint toolbar gradient
+            assert max(abs(bg.red() - window.red()), abs(bg.green() - window.green()),
+                       abs(bg.blue() - window.blue())) <= 4, (name, bg.name(), window.name())
+            assert dark[name][2] >= max(2.5, light[name][2]), (name, dark[name][2], light[name][2])
+        w.set_color_scheme("light")
+        qtbot.wait(20)
+        again = _indicators(w)
+        assert [again[n][0] for n in again] == [light[n][0] for n in light]
+        assert theme.indicator_palette("light") is None and theme.indicator_palette("system") is None
     finally:
         w.set_color_scheme("system")
 

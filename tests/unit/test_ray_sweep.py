@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import argparse
 import http.server
+import ipaddress
 import json
+import os
 import shutil
 import signal
-import socket
 import time
 import threading
 from pathlib import Path
@@ -199,12 +200,84 @@ def test_the_cluster_we_start_requires_its_token(cluster):
     assert is_loopback(cluster.dashboard_url)
     assert check_cluster_auth_mode(cluster.address, cluster.dashboard_url) == []
     assert Path(cluster.env["RAY_AUTH_TOKEN_PATH"]).stat().st_mode & 0o077 == 0
-    # the dashboard (and its Jobs API) answers on the loopback only, not on the node's own address (Ray gives the
-    # node the machine's address; on a machine whose only address is the loopback there is nothing to check)
-    node_host, _ = split_address(cluster.address)
-    if not is_loopback(cluster.address):
-        with pytest.raises(OSError):
-            socket.create_connection((node_host, split_address(cluster.dashboard_url)[1]), timeout=5).close()
+    # that the dashboard (and its Jobs API) and every other port listen on the loopback only: the test below
+
+
+def _descendants(pid: int) -> set[int]:
+    """``pid`` and every process below it (from /proc/<pid>/stat's parent field)."""
+    parent = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    found, grew = {pid}, True
+    while grew:
+        new = {p for p, pp in parent.items() if pp in found} - found
+        found |= new
+        grew = bool(new)
+    return found
+
+
+def _proc_address(hex_addr: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """An address of /proc/net/tcp{,6}: hex 32-bit words in host order (little-endian on every Linux we run)."""
+    raw = bytes.fromhex(hex_addr)
+    return ipaddress.ip_address(b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4)))
+
+
+def listening_sockets(pids: set[int]) -> list[tuple[int, str, str, int]]:
+    """(pid, process name, address, port) of every TCP socket in LISTEN that one of ``pids`` holds, from /proc."""
+    listen = {}
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            f = line.split()
+            if f[3] == "0A":  # TCP_LISTEN
+                addr, port = f[1].split(":")
+                listen[f[9]] = (_proc_address(addr), int(port, 16))
+    out = []
+    for pid in sorted(pids):
+        try:
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
+            links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+        except OSError:  # gone, or not ours
+            continue
+        for link in links:
+            inode = link[len("socket:["):-1] if link.startswith("socket:[") else None
+            if inode in listen:
+                addr, port = listen[inode]
+                out.append((pid, name, str(addr), port))
+    return out
+
+
+def _is_loopback(addr: str) -> bool:
+    ip = ipaddress.ip_address(addr)
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return (mapped or ip).is_loopback
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").is_file(), reason="platform: the socket listing reads Linux's /proc")
+def test_every_port_of_the_local_cluster_listens_on_the_loopback(cluster):
+    """Issue 28: measured with ``ss -ltnp`` on Ray 2.60 before the fix, a ``LocalCluster`` listened on every
+    interface with its GCS, raylet (node manager, object manager) and dashboard agent gRPC ports (guarded by the
+    token), and with three Prometheus metrics servers on 0.0.0.0 without any token (dashboard 44227, autoscaler
+    monitor 44217, dashboard agent); the runtime-env agent and the agent's HTTP port listened on the machine's
+    address. Now the node is single-machine (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``) and every socket of its
+    processes listens on the loopback, the token-guarded ones included."""
+    pids = _descendants(cluster._proc.pid)
+    deadline = time.monotonic() + 60  # the dashboard agent, the last to start, opens its ports after the node is up
+    while True:
+        socks = listening_sockets(pids)
+        agent = [s for s in socks if s[1].startswith("ray::Dashboard")]  # comm: 15 characters
+        if len(agent) >= 3 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+        pids = _descendants(cluster._proc.pid)
+    ports = {s[3] for s in socks}
+    assert split_address(cluster.address)[1] in ports and split_address(cluster.dashboard_url)[1] in ports
+    assert len(agent) >= 3, socks  # its gRPC, HTTP and metrics ports: the listing saw the whole node
+    assert [s for s in socks if not _is_loopback(s[2])] == []
+    assert is_loopback(cluster.address)
 
 
 # ---------------------------------------------------------------------------------------------------- the policy
