@@ -43,7 +43,7 @@ APPLICATION_ID = 0x44504449  # "DPDI": PRAGMA application_id, tells our file fro
 BUSY_TIMEOUT_MS = 10_000
 LOCK_TIMEOUT_S = 30.0
 #: the files whose (mtime_ns, size) make a folder's signature
-SIGNATURE_FILES = ("config.json", "status.json", "best.pt", "results.h5", PIN_FILE, QUANTIZED_FILE)
+SIGNATURE_FILES = ("config.json", "status.json", "history.csv", "best.pt", "results.h5", PIN_FILE, QUANTIZED_FILE)
 
 
 @dataclass(frozen=True)

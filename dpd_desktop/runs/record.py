@@ -566,7 +566,9 @@ def _read_state(run_dir: Path) -> tuple[str, dict[str, Any]]:
     cannot be read or is not an object: "unreadable"; queued/running whose recorded process is gone: "interrupted";
     a final state with a selected epoch whose ``best.pt`` is missing or not a checkpoint file (torch.save's zip
     container, checked without torch: a truncated or overwritten file has no zip directory), or a "succeeded" one
-    whose ``results.h5`` is there but does not start with the HDF5 signature (overwritten): "damaged"."""
+    whose ``results.h5`` is there but does not start with the HDF5 signature (overwritten), or a final state whose
+    ``history.csv`` is not the table the writer wrote (a row with a cell too many or too few, not UTF-8 text:
+    artifacts.read_history_csv): "damaged"."""
     p = run_dir / "status.json"
     try:
         st = json.loads(p.read_text(encoding="utf-8"))
@@ -583,7 +585,21 @@ def _read_state(run_dir: Path) -> tuple[str, dict[str, Any]]:
         state = DAMAGED
     elif state == "succeeded" and (run_dir / "results.h5").exists() and not _is_hdf5_file(run_dir / "results.h5"):
         state = DAMAGED
+    elif state not in LIVE_STATES and not _history_readable(run_dir / "history.csv"):
+        state = DAMAGED
     return state, st
+
+
+def _history_readable(path: Path) -> bool:
+    """False when ``path`` exists and is not a history table (a missing one is not damage: a run cancelled before
+    its first epoch may have none)."""
+    try:
+        artifacts.read_history_csv(path)
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):  # HistoryFormatError, UnicodeDecodeError
+        return False
+    return True
 
 
 def _is_checkpoint_file(path: Path) -> bool:

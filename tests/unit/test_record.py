@@ -415,3 +415,26 @@ def test_a_succeeded_run_whose_results_file_is_not_hdf5_is_listed_damaged(tmp_pa
     assert RunRecord.open(d).state == "damaged"
     with RunIndex.open(Workspace(tmp_path)) as idx:
         assert [r.state for r in idx.runs()] == ["damaged"]
+
+
+@pytest.mark.parametrize("damage", ["extra cell", "missing cell", "not utf-8"])
+def test_a_finished_run_whose_history_is_damaged_is_listed_damaged(tmp_path, damage):
+    """history.csv edited or damaged after the run ended: `runs report` refuses it, so the listing (record and
+    index, whose folder signature includes history.csv) says "damaged" instead of the state it ended in."""
+    from dpd_desktop.runs.index import RunIndex
+
+    d = _copy(tmp_path)
+    with RunIndex.open(Workspace(tmp_path)) as idx:
+        assert [r.state for r in idx.runs()] == ["succeeded"]
+    hist = d / "history.csv"
+    lines = hist.read_bytes().splitlines(keepends=True)
+    if damage == "extra cell":
+        lines[2] = lines[2].rstrip(b"\r\n") + b",999\n"
+    elif damage == "missing cell":
+        lines[2] = lines[2].rsplit(b",", 1)[0] + b"\n"
+    else:
+        lines[2] = b"\xff\xfe" + lines[2]
+    hist.write_bytes(b"".join(lines))
+    assert RunRecord.open(d).state == "damaged"
+    with RunIndex.open(Workspace(tmp_path)) as idx:
+        assert [r.state for r in idx.runs()] == ["damaged"]
