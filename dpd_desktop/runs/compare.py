@@ -204,7 +204,7 @@ def summarize(run_dir: str | Path) -> RunSummary:
             RunRecord.open(run_dir)
         except RecordError as exc:
             raise CompareError(str(exc)) from exc
-        raise CompareError(f"{Path(run_dir) / 'status.json'}: unreadable, the run cannot be compared")
+        raise CompareError(f"{Path(run_dir) / 'status.json'}: unreadable, the run cannot be reported")
     test_m = rec.test_metrics
     model = rec.model
     metrics = {k: _num(test_m.get(k)) for k in ("NMSE", "ACLR_L", "ACLR_R", "ACLR_AVG", "EVM")}

@@ -162,7 +162,7 @@ class DatasetRef:
         if self.fingerprint and ds.fingerprint() != self.fingerprint:
             raise DatasetChanged(f"the dataset at {self.source or 'the demo settings'} has changed since the run "
                                  f"(its fingerprint differs from 'dataset.fingerprint' in {where}), or the run "
-                                 "trained on a subset of it; the exported u would not be the one scored by the run")
+                                 "trained on a subset of it: what is computed from it now would not be what the run trained and scored on")
         return ds
 
     def resolved_source(self) -> Path:
