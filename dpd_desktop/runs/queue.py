@@ -530,6 +530,8 @@ def _orphan_outcome(d: dict) -> tuple[str, str]:
     """(state, message) of a running entry whose supervisor is gone: the final state its run folder records (the
     child stops after its batch when the supervisor's pipe closes: ``cancelled``, resumable), else ``interrupted``."""
     rec = RunRecord.read(d["run_dir"]) if d.get("run_dir") else None
+    if rec is not None and rec.state == "succeeded":  # resumed since (dpd-desktop resume, the window)
+        return rec.state, f"{_interrupted_message(d['owner'])}; its run was resumed and succeeded"
     if rec is not None and rec.state in FINAL_STATES:
         return rec.state, rec.message or _interrupted_message(d["owner"])
     return "interrupted", _interrupted_message(d["owner"])

@@ -418,3 +418,20 @@ def test_cli_add_keeps_the_limit_options_and_refuses_bad_ones(tmp_path, capsys):
     assert "cuda_memory_fraction: expected a fraction of the card, 0 < f <= 1, got 2.0" in capsys.readouterr().err
     with RunQueue(tmp_path) as q:
         assert _ids(q) == [1]
+
+
+def test_an_orphaned_entry_whose_run_was_resumed_says_so(q, tmp_path):
+    """The queue's supervisor died while an entry ran; the run was resumed outside the queue and succeeded: the
+    entry reads succeeded, and its note no longer reads as if the run had ended with its supervisor."""
+    from dpd_desktop.runs.workspace import Workspace
+    from run_folders import make_run
+
+    e = q.add(PA)
+    q.claim_next()
+    run = make_run(Workspace(tmp_path / "ws"), "2026-12-03-000000-pa-gru4", state="succeeded")
+    dead = _dead_identity()
+    q._db.execute("UPDATE entries SET owner=?, run_dir=?, run_id=? WHERE id=?", (dead, str(run), run.name, e.id))
+    got = q.get(e.id)
+    pid = json.loads(dead)["pid"]
+    assert got.state == "succeeded"
+    assert got.message == f"its supervising process (pid {pid}) ended while it ran; its run was resumed and succeeded"
