@@ -137,7 +137,8 @@ class SweepView(QWidget):
         self.worker: SweepWorker | None = None
         self.compare_views: list = []
         self._loading = False
-        self._again = False
+        self._loading_for: str | None = None  # the sweep whose read is in flight (None: the newest)
+        self._again: str | bool = False  # a read asked for while one is in flight: its sweep id, or True
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         bar = QHBoxLayout()
@@ -231,8 +232,8 @@ class SweepView(QWidget):
         self.timer = QTimer(self)
         self.timer.setInterval(LIVE_REFRESH_MS)
         self.timer.timeout.connect(self._tick)
-        self.refresh_button.clicked.connect(self.refresh)
-        self.sweep_combo.activated.connect(lambda _: self.refresh())
+        self.refresh_button.clicked.connect(lambda: self.refresh())
+        self.sweep_combo.activated.connect(lambda _: self.refresh(self.current_id()))  # the choice, by id
         self.cost_combo.currentIndexChanged.connect(lambda _: self._draw_pareto())
         self.split_combo.currentIndexChanged.connect(lambda _: self._draw_pareto())
         self.stop_button.clicked.connect(self.stop_sweep)
@@ -253,11 +254,15 @@ class SweepView(QWidget):
         ws = self.window_.workspace
         if ws is None:
             return
-        if self._loading:  # read again when this read is in (it is then dropped): no change or choice is lost
-            self._again = (sweep_id or (self._again if isinstance(self._again, str) else None)) or True
+        if self._loading:  # read again when this read is in (it is then dropped): no change or choice is lost;
+            # a plain refresh (the live timer's) keeps the sweep asked for before, else the one being read, so a
+            # sweep chosen while another's read is in flight is never dropped for the combo's stale choice
+            held = self._again if isinstance(self._again, str) else None
+            self._again = sweep_id or held or self._loading_for or True
             return
         self._loading = True
-        start_job(self.window_, "sweep table", sweep_table, ws, sweep_id or self.current_id(), done=self._loaded,
+        self._loading_for = sweep_id or self.current_id()
+        start_job(self.window_, "sweep table", sweep_table, ws, self._loading_for, done=self._loaded,
                   failed=self._load_failed)
 
     def _load_failed(self, exc, tb) -> None:

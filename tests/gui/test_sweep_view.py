@@ -160,6 +160,24 @@ def test_resume_and_stop_from_the_view(make_window, tmp_path, qtbot):
     assert info.trials[0]["run_id"] and info.trials[1]["run_id"] is None  # the queued ones never started
 
 
+def test_a_sweep_chosen_while_a_read_is_in_flight_is_shown_despite_a_live_tick(make_window, tmp_path, qtbot):
+    """A plain refresh (the live timer's tick) arriving while the chosen sweep's read is in flight must not fall back
+    to the combo's stale choice: CI once saw the view stay on the first sweep for good."""
+    ws = Workspace(tmp_path / "ws")
+    a = create_sweep(ws, parse_spec({"sweep": {"name": "first"}, "base": TINY, "space": {"seed": [0]}}, "t"))
+    b = create_sweep(ws, parse_spec({"sweep": {"name": "second"}, "base": TINY, "space": {"seed": [0, 1]}}, "t"))
+    w = make_window(ws=ws)
+    v = w.sweep_view
+    with qtbot.waitSignal(v.tableLoaded, timeout=30000):
+        v.refresh(a.id)
+    assert v.current_id() == a.id
+    v.refresh(b.id)  # in flight: its result can only arrive at the next event-loop pass
+    v.refresh()  # the timer's tick, before b's read is in
+    qtbot.waitUntil(lambda: not v._loading and v.table_data is not None and v.table_data.info.id == b.id,
+                    timeout=30000)
+    assert v.current_id() == b.id and len(v.cell_texts()) == 2
+
+
 def test_each_trials_group_shows_in_its_column_with_the_members_in_the_tooltip(make_window, tmp_path, qtbot):
     ws = Workspace(tmp_path / "ws")
     info = create_sweep(ws, parse_spec({"sweep": {"name": "groups", "group_size": 2}, "base": TINY,
