@@ -281,9 +281,9 @@ def ticks_ab(a) -> None:
 
 
 def codec_figures(plots) -> str:
-    """Size and decode time of an EpochEnded with these plots as the child sends it (runs/event_codec.py): the
+    """Size and decode time of an EpochEnded with these plots as the child sends it (lab/event_codec.py): the
     window's supervisor thread decodes it holding the GIL."""
-    from dpd_desktop.runs import event_codec
+    from dpd_desktop.lab import event_codec
 
     data = event_codec.encode(epoch_event(0, plots))
     ts = []
@@ -299,7 +299,7 @@ def dpa_plotdata(dataset: str):
     """PlotData of the dataset's validation split as the trainer builds it (build_plot_data), the prediction a
     slightly distorted copy of the measurement."""
     from dpd_desktop.data import load_dataset
-    from dpd_desktop.training.plotdata import build_plot_data
+    from dpd_desktop.runs.plotdata import build_plot_data
 
     ds = load_dataset(dataset)
     y = ds.val.y.astype(np.float32)
@@ -311,7 +311,7 @@ def dpa_plotdata(dataset: str):
 
 
 def epoch_event(e: int, plots, epochs: int = 10_000):
-    from dpd_desktop.training.events import EpochEnded
+    from dpd_desktop.runs.events import EpochEnded
 
     row = {"EPOCH": e, "N_EPOCH": epochs, "LR": 5e-3, "TRAIN_LOSS": 1e-2 / (e + 1), "VAL_LOSS": 1.2e-2 / (e + 1),
            "VAL_NMSE": -20.0 - 0.001 * e, "VAL_EVM": -18.0, "VAL_ACLR_AVG": -40.5, "TEST_NMSE": -20.3}

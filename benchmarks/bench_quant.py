@@ -6,7 +6,7 @@ quantisation-aware fine-tuning (QAT), as mean ± sd over seeds.
         --pa-epochs 6 --dpd-epochs 8 --qat-epochs 3 --stride 4 --out benchmarks/results/…md
 
 Per seed: one float DPD (``--backbone``/``--hidden-size``, default GRU-23) through one frozen PA (trained once, seed
-0, or ``--pa-run``); its integer model at W16A16 and W8A8 (runs/quantized.py: the bit-exact reference over the test
+0, or ``--pa-run``); its integer model at W16A16 and W8A8 (export/quantized.py: the bit-exact reference over the test
 split, through the PA, under ``--profile``; input and output words 16 bits, and W8A8 with 8-bit ones after training
 only); a float fine-tune with the QAT's epochs and learning rate (the control:
 what the extra epochs alone do); a QAT fine-tune of it at each width (``dpd-desktop finetune``'s
@@ -38,8 +38,8 @@ from dpd_desktop.data.segments import segment  # noqa: E402
 from dpd_desktop.quant.diagnose import node_errors  # noqa: E402
 from dpd_desktop.quant.lower import lower  # noqa: E402
 from dpd_desktop.quant.plan import QuantPlan, QuantSpec  # noqa: E402
-from dpd_desktop.runs.quantized import load_dpd  # noqa: E402
-from dpd_desktop.runs.quantized import evaluate_quantized, save_quantized  # noqa: E402
+from dpd_desktop.export.quantized import load_dpd  # noqa: E402
+from dpd_desktop.export.quantized import evaluate_quantized, save_quantized  # noqa: E402
 from dpd_desktop.runs.record import RunRecord  # noqa: E402
 from dpd_desktop.runs.workspace import Workspace  # noqa: E402
 from dpd_desktop.training.trainer import Trainer  # noqa: E402

@@ -7,7 +7,7 @@ as an install leaves it (bench_gpu.py ``compile_bytecode``), on the same machine
 * sweep: ``dpd-desktop --workspace W sweep --step pa|dpd --grid seed=0,…,N-1 --base [the same options]``
 
 The sweep's wall holds everything a user waits for: its start-up, the spec and store, queueing the trials, the
-group child (runs/group_child.py) and its set-up, training, every run folder, the end. R rounds alternate lone and
+group child (lab/group_child.py) and its set-up, training, every run folder, the end. R rounds alternate lone and
 sweep; the ratio is sweep median / lone median (the lone run alone varies ~15 % on the H200). A DPD step trains
 its PA first (untimed) and every DPD side uses that PA run folder. Target: ratio ≤ 1.5 for N = 8 in fast mode.
 

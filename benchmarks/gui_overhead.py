@@ -135,7 +135,7 @@ def warm_forkserver() -> None:
     """Start the children's forkserver and wait until it forks (its imports done), as the window's preload has
     done by the time a user presses Start (gui/preload.py)."""
     from dpd_desktop.gui.preload import CHILD_PRELOAD
-    from dpd_desktop.runs.supervisor import process_context, start_forkserver
+    from dpd_desktop.lab.supervisor import process_context, start_forkserver
 
     if start_forkserver(CHILD_PRELOAD):
         p = process_context().Process(target=time.sleep, args=(0,))

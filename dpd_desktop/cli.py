@@ -45,14 +45,14 @@ from .cli_checks import option_message, preflight
 from .config import GAIN_RULES, KERNELS, METRIC_PROFILES, ConfigError, ExperimentConfig, default_hidden_size
 from .data import DatasetError
 from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display, quiet_broken_pipe
-from .runs.kernel_record import read_kernel
+from .kernels.record import read_kernel
 from .runs.labels import epoch_of
 from .runs.settings import SettingsError, WorkspaceSettings
 from .runs.workspace import Workspace, WorkspaceError
 from .cli_poly import add_poly_options, poly_config_fields, poly_summary
 from .cli_training import add_training_options, training_config_fields
 from .timing import mark
-from .training import events as E
+from .runs import events as E
 from .training.cpu_threads import prefer_passive_wait
 
 # Imported inside the commands that need them, to keep `dpd-desktop --help` and `runs` fast (measured on the 2-core
@@ -445,7 +445,7 @@ def _train(args, ws: Workspace) -> Outcome:
 
 
 def _run_dpd(args, ws: Workspace) -> Outcome:
-    from .runs.dpd_export import DpdExportError, run_dpd  # PyTorch: see the note under the imports
+    from .export.dpd_export import DpdExportError, run_dpd  # PyTorch: see the note under the imports
 
     try:
         meta = run_dpd(ws, args.run, out=args.out, input_file=args.input, split=args.split, device=args.device,

@@ -5,12 +5,12 @@
     dpd-desktop finetune RUN --qat 8,8 [--epochs 10] [--lr …]     quantisation-aware training, a new run
     dpd-desktop finetune RUN [--epochs 10]                         the same without quantisation (a control)
 
-``export --format fixed`` writes the integer reference's folder (runs/fixed_export.py) for a neural DPD, or the
+``export --format fixed`` writes the integer reference's folder (export/fixed_export.py) for a neural DPD, or the
 fixed-point coefficients (quant/poly.py) for an MP/GMP run; ``--format onnx`` a checked ONNX file
-(runs/onnx_export.py). Outputs are never written inside a run folder, nor over an existing file or folder without
+(export/onnx_export.py). Outputs are never written inside a run folder, nor over an existing file or folder without
 ``--overwrite``. ``finetune`` trains a new DPD run from RUN's selected checkpoint with fake quantisation
 (config.json ``experiment.qat`` and ``parent_run``, and its ``qat`` block), then scores its integer model through the
-frozen PA (runs/quantized.py); without ``--qat`` it continues the float training the same way (``parent_run``
+frozen PA (export/quantized.py); without ``--qat`` it continues the float training the same way (``parent_run``
 alone: the control that tells quantisation-aware training from extra epochs). Exit status: 0, 2 for anything
 refused before work starts (named), 1/3 as training.
 """
@@ -87,9 +87,9 @@ def _export(args, ws) -> int:
     # PyTorch: see the note under cli.py's imports
     from .families import POLY_BACKBONES
     from .quant.plan import QuantError
-    from .runs.fixed_export import FixedExportError, export_fixed
-    from .runs.onnx_export import OnnxExportError, export_onnx
-    from .runs.poly_fixed import PolyFixedError, export_poly_fixed
+    from .export.fixed_export import FixedExportError, export_fixed
+    from .export.onnx_export import OnnxExportError, export_onnx
+    from .export.poly_fixed import PolyFixedError, export_poly_fixed
     from .runs.record import RecordError, RunRecord
 
     try:
@@ -159,7 +159,7 @@ def _finetune(args, ws) -> "cli.Outcome":
     from .cli_checks import option_message, preflight
     from .config import ConfigError
     from .quant.plan import QuantError
-    from .runs.quantized import QuantEvalError, evaluate_quantized, save_quantized
+    from .export.quantized import QuantEvalError, evaluate_quantized, save_quantized
     from .runs.record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
     from .training.errors import TrainingError
     from .training.qat_setup import parent_record

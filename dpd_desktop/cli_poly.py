@@ -91,7 +91,7 @@ def add_parser(add) -> None:
 
 def handle(args, ws) -> int:
     """Returns the exit status (0, or 2 for a run/file that cannot be exported)."""
-    from .runs.coef_export import CoefficientExportError, export_coefficients  # PyTorch: checkpoint load
+    from .export.coef_export import CoefficientExportError, export_coefficients  # PyTorch: checkpoint load
     from .runs.outputs import OutputRefused
 
     try:

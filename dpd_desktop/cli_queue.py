@@ -1,4 +1,4 @@
-"""``dpd-desktop queue``: the workspace's run queue from the command line (runs/queue.py, runs/supervisor.py).
+"""``dpd-desktop queue``: the workspace's run queue from the command line (lab/queue.py, lab/supervisor.py).
 
     dpd-desktop queue add pa  --dataset PATH [the options of train-pa]
     dpd-desktop queue add dpd --dataset PATH (--pa-run RUN | --after ENTRY) [the options of train-dpd]
@@ -85,7 +85,7 @@ def _lane(text: str) -> str:
 
 
 def _open_queue(ws):
-    from .runs.queue import RunQueue
+    from .lab.queue import RunQueue
 
     return RunQueue(ws.root)
 
@@ -93,7 +93,7 @@ def _open_queue(ws):
 def handle(args, ws, named: bool = False):
     """Run ``queue …``; returns cli.Outcome. ``named``: the user named the workspace (a missing one is an error)."""
     from .cli import Outcome, _config_from_args
-    from .runs.queue import QueueError
+    from .lab.queue import QueueError
 
     cmd = args.queue_command
     try:
@@ -176,8 +176,8 @@ class _Console:
     """The supervisor's observer on the command line: one line per entry start and end, and per epoch."""
 
     def __call__(self, entry, ev) -> None:
-        from .runs.supervisor import EntryEnded, EntryStarted
-        from .training import events as E
+        from .lab.supervisor import EntryEnded, EntryStarted
+        from .runs import events as E
 
         if isinstance(ev, EntryStarted):
             print(f"entry {entry.id}: {entry.label()} on {entry.device} (pid {ev.pid})", flush=True)
@@ -194,7 +194,7 @@ class _Console:
 
 
 def _run(args, ws) -> int:
-    from .runs.supervisor import Supervisor
+    from .lab.supervisor import Supervisor
 
     ws.check(create=True)
     sup = Supervisor(ws, lanes=args.device, observers=[_Console()])
@@ -211,7 +211,7 @@ def _run(args, ws) -> int:
         with _open_queue(ws) as q:
             queued = [e for e in q.entries() if e.state == "queued"]
         waiting = len(queued)
-        swept = sum(bool(e.config.extra.get("sweep")) for e in queued)  # only their sweep runs them (runs/queue.py)
+        swept = sum(bool(e.config.extra.get("sweep")) for e in queued)  # only their sweep runs them (lab/queue.py)
         print("nothing to run" if not waiting else
               f"nothing ready: {waiting} queued entr{'y waits' if waiting == 1 else 'ies wait'} (for a running "
               f"entry's lane or its PA entry" + (f"; {swept} of a sweep: only the sweep runs them, sweep resume"

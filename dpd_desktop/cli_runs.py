@@ -52,7 +52,7 @@ COLUMNS = (("RUN", 40), ("STEP", 4), ("FAMILY", 8), ("H", 4), ("STATE", 11), ("P
 
 def table_row(row) -> list[str]:
     """The text cells of one index row, in :data:`COLUMNS` order (NMSE in dB, ACLR in dBc; KERNEL: the recurrence
-    kernels that ran, runs/kernel_record.py ``KernelRun.label``; QUANT / Q ACLR: the bit widths and test ACLR of the
+    kernels that ran, kernels/record.py ``KernelRun.label``; QUANT / Q ACLR: the bit widths and test ACLR of the
     quantised DPD through the frozen PA, runs/index.py ``shown_quantized``)."""
     return [row.run_id, row.step, row.family, _cell(row.hidden_size, "{}"), row.state,
             "kept" if row.pinned else "-", dataset_label(row)[:20], _cell(row.best_epoch, "{}"),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..runs.artifacts import atomic_write_json
+from ..atomic import atomic_write_json
 from .flags import RULES_VERSION, Flag
 from .inspect import inspect_dataset
 

@@ -91,7 +91,7 @@ def baseline_scores(workspace: Workspace, prep: Prepared, device="cpu") -> dict[
     y0 = pa_output(pa, limit_array(_scaled(x, alpha), j["peak"]), device)
     scores = arena_metrics(y0, j["gain"] * x, j["signal"], tuple(j["window"]), j["grid"], j["start"])
     scores.update(alpha_re=alpha.real, alpha_im=alpha.imag)
-    from ..runs.artifacts import atomic_write_json
+    from ..atomic import atomic_write_json
     atomic_write_json(cache, {"key": key, "scores": scores})
     return scores
 

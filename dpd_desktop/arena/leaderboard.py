@@ -24,7 +24,7 @@ import statistics
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..runs.artifacts import atomic_write_json, atomic_write_text
+from ..atomic import atomic_write_json, atomic_write_text
 
 __all__ = ["METRICS", "build_rows", "pareto", "reference_summary", "write_leaderboard"]
 

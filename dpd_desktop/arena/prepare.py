@@ -25,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..data import IQDataset, Split, load_dataset, save_hdf5
-from ..runs.artifacts import atomic_write_json
+from ..atomic import atomic_write_json
 from ..runs.workspace import Workspace
 from .assets import ArenaAssetError, load_arena_condition
 from .protocol import ConditionSpec, Protocol

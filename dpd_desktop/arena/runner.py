@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from ..config import ExperimentConfig
 from ..models.cost import model_cost
-from ..runs.artifacts import atomic_write_json
+from ..atomic import atomic_write_json
 from ..runs.workspace import Workspace
 from .assets import ArenaAssetError, reference_rows
 from .judge import baseline_scores, judge_trial

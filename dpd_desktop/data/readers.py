@@ -27,8 +27,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import uuid
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -37,6 +35,7 @@ from typing import Any
 import h5py
 import numpy as np
 
+from ..atomic import atomic_write_via
 from .csv_parse import IQ_HEADER_PAIRS, parse_columns_csv, parse_iq_csv, read_iq_csv
 from .errors import DatasetError
 from .spec import DatasetSpec, check_split_indices, normalize_spec, read_spec_file
@@ -490,12 +489,8 @@ def _spec_attrs(spec: DatasetSpec) -> dict[str, Any]:
     return out
 
 
-def _atomic_target(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-
-
 def save_hdf5(dataset: IQDataset, path: str | Path, *, complex_samples: bool = False, compression: str | None = None) -> Path:
-    """Write ``dataset`` as HDF5 in the layout of ``docs/hdf5-layout.md``; atomic (temp file, then ``os.replace``).
+    """Write ``dataset`` as HDF5 in the layout of ``docs/hdf5-layout.md``; atomic (:func:`~dpd_desktop.atomic.atomic_write_via`).
 
     Parameters
     ----------
@@ -519,9 +514,7 @@ def save_hdf5(dataset: IQDataset, path: str | Path, *, complex_samples: bool = F
         raise DatasetError(
             f"unsupported file extension '{p.suffix}' for HDF5 output", path=p, expected="'.h5' or '.hdf5'"
         )
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _atomic_target(p)
-    try:
+    def write(tmp: str) -> None:
         with h5py.File(tmp, "w") as f:
             f.attrs["dpd_desktop_layout"] = HDF5_LAYOUT
             f.attrs["dpd_desktop_name"] = dataset.name
@@ -538,12 +531,11 @@ def save_hdf5(dataset: IQDataset, path: str | Path, *, complex_samples: bool = F
                     else:
                         data = np.ascontiguousarray(a, dtype=np.float32)
                     g.create_dataset(k, data=data, compression=compression)
-        os.replace(tmp, p)
+
+    try:
+        atomic_write_via(p, write)
     except OSError as exc:
         raise DatasetError(f"cannot write HDF5 file ({exc})", path=p, expected="a writable location") from exc
-    finally:
-        if tmp.exists():
-            tmp.unlink()
     return p
 
 
@@ -551,14 +543,12 @@ def save_hdf5(dataset: IQDataset, path: str | Path, *, complex_samples: bool = F
 # Split-CSV writer
 # =====================================================================================================================
 def _write_atomic(path: Path, writer) -> None:
-    tmp = _atomic_target(path)
-    try:
+    """``writer(fh)`` fills a UTF-8 text file that replaces ``path`` atomically (:func:`~dpd_desktop.atomic.atomic_write_via`)."""
+    def fill(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
             writer(fh)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+
+    atomic_write_via(path, fill)
 
 
 def save_split_csv(dataset: IQDataset, folder: str | Path, *, precision: int = 9) -> Path:

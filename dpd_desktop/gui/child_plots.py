@@ -1,7 +1,7 @@
 """The window's run in its child process, then the run's default plots (``plots/*.png``) written there too.
 
-:func:`run_then_write_plots` is the child's target (runs/interactive.py ``InteractiveEntry.child_target``): the
-queued run's child (runs/child.py ``child_main``) with an observer that keeps the last plot data, then, when the run
+:func:`run_then_write_plots` is the child's target (lab/interactive.py ``InteractiveEntry.child_target``): the
+queued run's child (lab/child.py ``child_main``) with an observer that keeps the last plot data, then, when the run
 succeeded, the PNGs as ``dpd-desktop train-pa`` writes them after a run (gui/export.py, offscreen Qt in this
 process). The window's process renders nothing: rendering the five panels took 80-160 ms of its GUI thread per
 panel and the PNG encoding held the GIL of a pool thread (the event loop's longest stalls, 250-280 ms, came after
@@ -16,7 +16,7 @@ import sys
 
 from .. import timing
 from ..runs.record import RunRecord
-from ..training import events as E
+from ..runs import events as E
 
 
 class _LastPlots:
@@ -37,10 +37,10 @@ class _LastPlots:
 def run_then_write_plots(*args) -> None:
     """``child_main(*args)``, then the PNGs of a succeeded run into its ``plots/`` folder (a failure to write them
     is reported on stderr and leaves the run as it is)."""
-    # imported here, not at the top: runs/child.py brings PyTorch and the trainer, which the window's process (that
+    # imported here, not at the top: lab/child.py brings PyTorch and the trainer, which the window's process (that
     # imports this module for the reference to this function) never imports; in the child, whose forkserver
-    # preloaded runs/child.py, it is a lookup (as runs/supervisor.py's own target does)
-    from ..runs.child import child_main
+    # preloaded lab/child.py, it is a lookup (as lab/supervisor.py's own target does)
+    from ..lab.child import child_main
 
     keep = _LastPlots()
     result = child_main(*args, observers=[keep])

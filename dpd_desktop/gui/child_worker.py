@@ -1,16 +1,16 @@
-"""The window's training run in a child process (runs/interactive.py, runs/supervisor.py, runs/child.py).
+"""The window's training run in a child process (lab/interactive.py, lab/supervisor.py, lab/child.py).
 
 :class:`ChildTrainingWorker` has the interface of :class:`~dpd_desktop.gui.worker.TrainingWorker` (the same signals
 carrying the same event dataclasses; ``request_cancel``, ``set_preview_every``, ``wait``, ``is_done``), so the window
 follows it as it follows an in-process run. The trainer runs in a child of the forkserver (PyTorch and the trainer
 preloaded there, gui/preload.py starts it behind the first paint); the window's process only decodes the child's
-events (JSON, runs/event_codec.py) on this worker's QThread. Why: a training thread in the window's process holds
+events (JSON, lab/event_codec.py) on this worker's QThread. Why: a training thread in the window's process holds
 the GIL during its epoch-end evaluation and the PNG writing, which stalled the event loop 200-260 ms
 (benchmarks/results/2026-12-01-window-startup-responsiveness.md).
 
 A child that ends without reporting an outcome (killed, crashed) gets its final status.json from the supervisor;
 the window hears ``failed`` (RunFailed, "process ended by signal SIGSEGV") or :attr:`interrupted` (a kill: the
-:class:`~dpd_desktop.runs.supervisor.EntryEnded` with state ``interrupted``), and stays up.
+:class:`~dpd_desktop.lab.supervisor.EntryEnded` with state ``interrupted``), and stays up.
 """
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Slot
 
-from ..runs.interactive import ENTRY_ID, InteractiveEntry, SingleRunQueue, child_options
+from ..lab.interactive import ENTRY_ID, InteractiveEntry, SingleRunQueue, child_options
 from ..runs.record import RecordError, RunRecord
-from ..runs.supervisor import EntryEnded, Supervisor
-from ..training.events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunFailed, RunFinished,
+from ..lab.supervisor import EntryEnded, Supervisor
+from ..runs.events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunFailed, RunFinished,
                                RunStarted)
 from .child_plots import run_then_write_plots
 from .worker import RunSignals

@@ -44,7 +44,7 @@ def render_run_plots(history_rows: Sequence[Mapping], plots=None, size: tuple[in
 
     Must run on the thread that owns the QApplication (pyqtgraph draws widgets). ``history_rows`` are history rows
     (``EpochEnded.row`` or ``history.csv`` lines as dicts; text values are fine); ``plots`` is the
-    :class:`~dpd_desktop.training.events.PlotData` of the selected checkpoint (the data panels are skipped when it is
+    :class:`~dpd_desktop.runs.events.PlotData` of the selected checkpoint (the data panels are skipped when it is
     None). ``best_epoch`` places the selected-epoch marker (default: lowest val NMSE). Creates an offscreen
     QApplication when none exists. Plots are drawn on a light background regardless of the desktop theme (they end
     up in reports).

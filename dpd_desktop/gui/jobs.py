@@ -117,7 +117,7 @@ class _DpdExportSignals(QObject):
 
 
 class DpdExportJob(PoolJob):
-    """Runs :func:`dpd_desktop.runs.dpd_export.run_dpd` (u = DPD(x) of a DPD run, written to ``out``).
+    """Runs :func:`dpd_desktop.export.dpd_export.run_dpd` (u = DPD(x) of a DPD run, written to ``out``).
 
     ``dataset`` (the window's loaded dataset) is passed on only when it is the run's dataset (same fingerprint);
     otherwise run_dpd reloads the dataset recorded in the run's config.json. The DPD runs on the run's own device
@@ -154,7 +154,7 @@ class DpdExportJob(PoolJob):
             from .preload import wait_for_core
 
             wait_for_core()  # never import torch on two threads at once
-            from ..runs.dpd_export import run_dpd  # PyTorch (~1 s): kept off the window's import path
+            from ..export.dpd_export import run_dpd  # PyTorch (~1 s): kept off the window's import path
 
             record = RunRecord.open(self.run_dir)
             ds = self.dataset

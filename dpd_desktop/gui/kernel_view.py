@@ -1,10 +1,10 @@
 """The kernel a run ran on, in the window: the status bar's device line (text and tooltip) and, when ``fast`` fell
-back to the reference kernel, an info banner with the reason (runs/kernel_record.py reads the recorded block)."""
+back to the reference kernel, an info banner with the reason (kernels/record.py reads the recorded block)."""
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..runs.kernel_record import KernelRun, read_kernel
+from ..kernels.record import KernelRun, read_kernel
 
 
 def kernel_of_start(ev) -> KernelRun:

@@ -1,6 +1,6 @@
 """What a trained model gives away, from the window: an MP/GMP run's coefficients (Run ▸ Export MP/GMP
-coefficients…, the ``coefficients`` command's core: runs/coef_export.py) and u = DPD(x) of a waveform file the user
-picks (Run ▸ Run DPD on a waveform file…, ``run-dpd --input``: runs/dpd_export.py). Both run on the thread pool;
+coefficients…, the ``coefficients`` command's core: export/coef_export.py) and u = DPD(x) of a waveform file the user
+picks (Run ▸ Run DPD on a waveform file…, ``run-dpd --input``: export/dpd_export.py). Both run on the thread pool;
 the output file is checked by the core (which refuses a file of a run folder or of the dataset, as on the command
 line); the outcome goes to the banner.
 """
@@ -35,7 +35,7 @@ def dpd_papr_text(meta: dict) -> str:
 def _export_coefficients(workspace, run_dir: str, out: str, overwrite: bool = False) -> dict:
     """Pool thread: wait for the PyTorch preload (never import it on two threads at once), then the core's export."""
     wait_for_core()
-    from ..runs.coef_export import export_coefficients  # PyTorch: the checkpoint's model
+    from ..export.coef_export import export_coefficients  # PyTorch: the checkpoint's model
 
     return export_coefficients(workspace, run_dir, out, overwrite=overwrite)
 

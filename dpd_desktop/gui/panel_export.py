@@ -23,7 +23,7 @@ from PySide6.QtGui import QAction, QFont, QPainter, QPen
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QApplication, QFileDialog, QMenu, QMessageBox
 
-from ..runs.artifacts import atomic_write_bytes, atomic_write_text
+from ..atomic import atomic_write_bytes, atomic_write_text
 from ..runs.outputs import OutputRefused, check_output, suggested_output
 from .panels.base import PlotPanel, save_png_atomic
 

@@ -3,7 +3,7 @@
 The window's own import path is free of torch (measured on the 2-core development machine: the window painted 2.5 s
 after process start with torch imported first, ~1.2 s without; benchmarks/bench_window_startup.py). Run DPD's
 module (``runs.dpd_export``, with the model registry) is imported here behind the window, and the forkserver of the
-run's child process (runs/supervisor.py ``start_forkserver``: PyTorch and the trainer preloaded in that process,
+run's child process (lab/supervisor.py ``start_forkserver``: PyTorch and the trainer preloaded in that process,
 ~3 s) is started first, so the first Start does not pay for them either. Code that needs them on another thread
 calls :func:`wait_for_core` first, so that two threads never import torch at the same time.
 
@@ -19,7 +19,7 @@ import traceback
 
 from PySide6.QtCore import QObject, Signal
 
-from ..runs.supervisor import start_forkserver
+from ..lab.supervisor import start_forkserver
 from .jobs import PoolJob
 
 log = logging.getLogger("dpd_desktop.gui")
@@ -30,7 +30,7 @@ log = logging.getLogger("dpd_desktop.gui")
 #: for another 0.5-2 s behind the first paint (0.1 s trainer, 2.0 s scipy and h5py measured on the loaded 2-core
 #: machine), the time in which an early Start's first events arrive. A run that trains in this process (the tests'
 #: fakes, an in-memory dataset) imports them on its own thread, after :func:`wait_for_core`.
-CORE_MODULES = ("torch", "dpd_desktop.runs.dpd_export")
+CORE_MODULES = ("torch", "dpd_desktop.export.dpd_export")
 
 _lock = threading.Lock()
 _job: "CorePreloadJob | None" = None

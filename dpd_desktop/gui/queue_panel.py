@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QDockWidget, QFrame, QHBoxLayo
                                QScrollArea, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ..config import ConfigError
-from ..runs.queue import QUEUE_FILE, QueueError, RunQueue
+from ..lab.queue import QUEUE_FILE, QueueError, RunQueue
 from .queue_worker import QueueWorker
 
 COLUMNS = ("#", "State", "Experiment", "Device", "Run", "Message")

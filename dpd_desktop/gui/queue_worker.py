@@ -1,6 +1,6 @@
-"""The window's queue runner: the core's :class:`~dpd_desktop.runs.supervisor.Supervisor` on its own QThread.
+"""The window's queue runner: the core's :class:`~dpd_desktop.lab.supervisor.Supervisor` on its own QThread.
 
-Each queued run trains in a child process (runs/child.py), so a run that segfaults or is killed takes only its
+Each queued run trains in a child process (lab/child.py), so a run that segfaults or is killed takes only its
 child down. :class:`QueueWorker` turns the events the supervisor hands over into the signals of
 :class:`~dpd_desktop.gui.worker.TrainingWorker` (the same names, the same event dataclasses) for the entry the
 window follows — the first running one — so that the panels follow a queued run as they follow an interactive one;
@@ -15,8 +15,8 @@ import traceback
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from ..runs.supervisor import EntryEnded, EntryStarted, Supervisor
-from ..training.events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunFailed, RunFinished,
+from ..lab.supervisor import EntryEnded, EntryStarted, Supervisor
+from ..runs.events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunFailed, RunFinished,
                                RunStarted)
 from .worker import ThreadJob
 

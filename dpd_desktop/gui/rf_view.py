@@ -1,7 +1,7 @@
 """The RF plots: gain compression (P1dB), Pin/Pout and CCDF (PAPR) of the shown evaluation, in a dock on the
 window's right (View ▸ RF plots, Ctrl+Shift+F; also the "RF plots" button at the end of the signal legend).
 
-The curves are computed in the core with the rest of the PlotData (training/plotdata.py ``rf_curves``, on the
+The curves are computed in the core with the rest of the PlotData (runs/plotdata.py ``rf_curves``, on the
 training side or the replay's job), never here; the view only draws them. While the dock is hidden nothing is drawn:
 the newest PlotData is kept and drawn when the dock is shown (latest value wins), one panel per event-loop pass like
 the window's own panels (gui/plot_area.py ``_flush_plots``).

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QFileDialog
 
 from .. import timing
 from ..config import ConfigError, ExperimentConfig
-from ..runs.interactive import reloadable
+from ..lab.interactive import reloadable
 from ..runs.outputs import suggested_output
 from . import history
 from .jobs import DpdExportJob

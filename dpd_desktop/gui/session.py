@@ -84,7 +84,7 @@ class SessionState:
     ``run``: None or one of RUN_STATES. ``loading``: a dataset loader is in flight. ``exporting``: a Run DPD job is
     in flight. ``step``: "pa" or "dpd" as chosen in the toolbar. ``pa_run_available``: the PA run combo lists at
     least one usable PA run. ``preview``: "Live batch preview" is ticked. ``dpd_run_ready``: the ended run is a DPD
-    run with a selected checkpoint (the core's :func:`~dpd_desktop.runs.dpd_export.is_dpd_run`).
+    run with a selected checkpoint (the core's :func:`~dpd_desktop.export.dpd_export.is_dpd_run`).
     """
 
     run: str | None = None
@@ -115,9 +115,9 @@ def controls(s: SessionState) -> Controls:
 
 
 def is_dpd_run(run_dir: str) -> bool:
-    """:func:`dpd_desktop.runs.dpd_export.is_dpd_run`, imported when a run ends: that module brings PyTorch
+    """:func:`dpd_desktop.export.dpd_export.is_dpd_run`, imported when a run ends: that module brings PyTorch
     (~1 s), which the window imports behind its first paint (gui/preload.py)."""
-    from ..runs.dpd_export import is_dpd_run as check
+    from ..export.dpd_export import is_dpd_run as check
 
     return check(run_dir)
 
@@ -340,7 +340,7 @@ class Session:
         self._set_run("failed")
         return True
 
-    # -- the trainer's events (plain dataclasses of dpd_desktop.training.events) ----------------------------------
+    # -- the trainer's events (plain dataclasses of dpd_desktop.runs.events) ----------------------------------
     def on_started(self, ev) -> None:
         """RunStarted: "E epochs (0–E−1) · B batches per epoch · P parameters"."""
         self.run_id, self.run_dir, self.epochs = ev.run_id, ev.run_dir, ev.epochs

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..runs.artifacts import atomic_write_bytes
+from ..atomic import atomic_write_bytes
 from .base import Analyzer, Generator, Identity
 from .errors import InstrumentError, InstrumentUnsupported
 from .profiles import AnalyzerProfile, GeneratorProfile

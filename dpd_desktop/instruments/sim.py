@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..runs.artifacts import atomic_write_text
+from ..atomic import atomic_write_text
 from .profiles import RS_FSW
 from .virtual import MemoryPolynomialPA, VirtualBench
 

@@ -17,12 +17,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..config import KERNELS
-from ..runs.kernel_record import module_key
 from . import cpu_rnn, cuda_rnn
+from .record import DEFAULT_KERNEL, module_key
 
-DEFAULT_KERNEL = KERNELS[0]
-__all__ = ["KERNELS", "DEFAULT_KERNEL", "apply_kernel", "kernels_used", "run_recurrent", "unsupported_reason"]
+__all__ = ["DEFAULT_KERNEL", "apply_kernel", "kernels_used", "run_recurrent", "unsupported_reason"]
 
 
 def _backend(device):
@@ -123,5 +121,5 @@ def _recurrent_modules(net: nn.Module):
 
 def kernels_used(net: nn.Module) -> dict[str, str]:
     """The kernel each recurrent module of ``net`` runs on (after :func:`apply_kernel`), keyed as
-    runs/kernel_record.py ``module_key`` names them (``model``; ``dpd``, ``pa``); {} when ``net`` has none."""
+    kernels/record.py ``module_key`` names them (``model``; ``dpd``, ``pa``); {} when ``net`` has none."""
     return {module_key(name): module.kernel for name, module in _recurrent_modules(net)}

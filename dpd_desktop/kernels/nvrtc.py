@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from ..runs.artifacts import atomic_write_bytes
+from ..atomic import atomic_write_bytes
 
 # cuda.bindings (the optional extra dpd-desktop[cuda]) is imported on first use, not here: its driver and nvrtc
 # modules take ~55 ms to import (python -X importtime, 2-core CPU), and every run imports this package (models).

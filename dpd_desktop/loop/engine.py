@@ -39,7 +39,7 @@ from ..instruments.base import dbm_to_mw, peak_dbm, rms_dbm
 from ..instruments.errors import InstrumentError, PowerLimitError
 from ..instruments.rs_wv import encode_wv
 from ..runs.record import DatasetRef
-from ..training.events import SplitResults
+from ..runs.events import SplitResults
 from . import events as LE
 from .align import align, average_periods
 from .config import LoopConfig

@@ -47,7 +47,7 @@ def fit_dpd(workspace, folder: Path, x: np.ndarray, u: np.ndarray, signal, cfg, 
     is called with the trainer before it runs (the loop's stop cancels it). Raises FitError."""
     from ..data import load_dataset
     from ..models import POLY_BACKBONES, build_from_arch
-    from ..runs.dpd_export import compute_dpd_output
+    from ..export.dpd_export import compute_dpd_output
     from ..training.ls_fit import make_trainer
 
     s = float(np.max(np.abs(x)))

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..metrics.spectra import psd_db
-from ..runs.artifacts import atomic_write_text
+from ..atomic import atomic_write_text
 from ..runs.outputs import check_output
 from ..runs.record import RecordError, RunRecord
 from ..runs.report_html import _head, _table, format_value

@@ -36,12 +36,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..runs import artifacts
+from .. import atomic
 from ..runs.owner import owner_gone, process_identity
 from ..runs.states import LIVE_STATES
 from ..runs.svg_plot import Series, line_chart
 from ..runs.writer import RunWriter
-from ..training import events as E
+from ..runs import events as E
 
 __all__ = ["FORMAT", "LOOPS_DIR", "LOOP_FILE", "LoopStore", "LoopInfo", "read_loop", "list_loops",
            "IterationRecord", "h5_bytes", "LoopRecordError"]
@@ -92,7 +92,7 @@ class LoopStore:
 
     def write(self) -> None:
         self.doc["updated"] = _now()
-        artifacts.atomic_write_json(self.folder / LOOP_FILE, self.doc)
+        atomic.atomic_write_json(self.folder / LOOP_FILE, self.doc)
 
     def update(self, **fields) -> None:
         self.doc.update(fields)
@@ -200,7 +200,7 @@ class IterationRecord:
     def write_files(self, files: Mapping[str, bytes]) -> None:
         for name, data in files.items():
             (self.run_dir / name).parent.mkdir(parents=True, exist_ok=True)
-            artifacts.atomic_write_bytes(self.run_dir / name, data)
+            atomic.atomic_write_bytes(self.run_dir / name, data)
 
     def finish(self, split: E.SplitResults, attrs: Mapping[str, Any], extra: Mapping[str, Any]) -> None:
         self.writer(E.ResultsReady(attrs=dict(attrs), splits={"test": split}))

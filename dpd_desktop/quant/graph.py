@@ -11,7 +11,7 @@ Node kinds (each ``run(backend, *inputs) -> Fx``; quant/backends.py gives the ar
 * :class:`Conv1d` — ``nn.Conv1d`` over time (dilation, zero padding, groups), optional Hardswish or ReLU;
 * :class:`Add` — the sum of two tensors (a residual), requantised.
 
-The integer arithmetic of each kind is written out in its ``run`` and in the export's README (runs/fixed_export.py).
+The integer arithmetic of each kind is written out in its ``run`` and in the export's README (export/fixed_export.py).
 Parameters are the torch tensors of the model itself (views, not copies), so a lowered model trains: quantisation-
 aware training (quant/qat.py) updates the model's own parameters.
 """

@@ -15,8 +15,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..metrics.spectra import psd_db
-from ..training.plotdata import AMAM_POINTS
-from .kernel_record import DEFAULT_KERNEL
+from .plotdata import AMAM_POINTS
+from ..kernels.record import DEFAULT_KERNEL
 from .index import shown_quantized
 from .record import RecordError, RunRecord
 from .replay import ReplayError, SplitArrays, read_split
@@ -38,7 +38,7 @@ METRIC_ROWS = (
     ("MACs/sample", "", "macs_per_sample"),
     ("duration", "s", "wall_s"),
 )
-#: the rows of the quantised DPD (runs/quantized.py; the format shown is runs/index.py ``shown_quantized``'s):
+#: the rows of the quantised DPD (export/quantized.py; the format shown is runs/index.py ``shown_quantized``'s):
 #: left out of a table in which no run has them
 QUANT_ROWS = frozenset(k for _, _, k in METRIC_ROWS if k.startswith("q_"))
 #: learning-curve series drawn in a comparison: (label, history.csv column)
@@ -149,7 +149,7 @@ def _num(v) -> float | None:
 def flatten_config(rec: RunRecord) -> dict[str, Any]:
     """The fields of a run's config.json that describe it: ``experiment.*`` (``extra`` as JSON text),
     ``experiment.metric_profile`` (default :data:`DEFAULT_METRIC_PROFILE`), ``experiment.kernel`` (default
-    "reference"), ``device.kernel`` (the kernels that ran, runs/kernel_record.py ``KernelRun.label``), ``dataset.*``
+    "reference"), ``device.kernel`` (the kernels that ran, kernels/record.py ``KernelRun.label``), ``dataset.*``
     and ``model.*`` scalars (:data:`_DIFF_BLOCKS`), ``pa.run_id``."""
     out: dict[str, Any] = {}
     exp = rec.doc.get("experiment") if isinstance(rec.doc.get("experiment"), dict) else {}

@@ -52,7 +52,7 @@ class IndexedRun:
 
     ``n_params`` / ``macs_per_sample``: the model's parameters and real multiply-accumulates per sample (config.json
     ``model``, models/cost.py); ``metric_profile``: the profile its metrics follow; ``gain_rule``: a DPD's target gain
-    rule; ``kernel``: the recurrence kernels that ran (runs/kernel_record.py ``KernelRun.label``: "reference", "fast",
+    rule; ``kernel``: the recurrence kernels that ran (kernels/record.py ``KernelRun.label``: "reference", "fast",
     "fast → reference" when it fell back), ``kernel_notes``: why any fell back ("; "-joined). Metrics are in dB (NMSE,
     EVM) and dBc (ACLR); ``wall_s`` in seconds; ``created`` / ``updated`` the ISO times of config.json's ``created``
     and status.json's ``updated``; ``pinned`` the run is kept (never removed by retention); ``run_group`` the loop or sweep

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from ..data.readers import HDF5_SUFFIXES, SINGLE_CSV_COLUMNS, SPLIT_CSV_FILES
-from . import artifacts
+from .. import atomic
 
 __all__ = ["OutputRefused", "check_output", "protected_reason", "recorded_dataset", "suggested_output",
            "write_folder", "WORKSPACE_FILES"]
@@ -321,20 +321,20 @@ def write_folder(target: Path, fill: Callable[[Path], None]) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     old = None
     try:
-        os.chmod(tmp, 0o777 & ~artifacts.current_umask())
+        os.chmod(tmp, 0o777 & ~atomic.current_umask())
         fill(tmp)
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
             os.rmdir(old)
             os.replace(target, old)
         os.replace(tmp, target)
-        artifacts.fsync_dir(target.parent)
+        atomic.fsync_dir(target.parent)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         if old is not None and old.exists() and not target.exists():
             os.replace(old, target)  # put the previous export back
-        if isinstance(exc, OSError) and not isinstance(exc, artifacts.ArtifactWriteError):
-            raise artifacts.ArtifactWriteError(target, exc) from exc
+        if isinstance(exc, OSError) and not isinstance(exc, atomic.ArtifactWriteError):
+            raise atomic.ArtifactWriteError(target, exc) from exc
         raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)

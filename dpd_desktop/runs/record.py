@@ -4,7 +4,7 @@ A run folder (ARCHITECTURE.md, "What a run leaves on disk") holds ``config.json`
 ``history.csv``, ``best.pt``, ``best.csv``, ``last.pt``, ``results.h5`` and ``log.txt``.
 
 * :class:`~dpd_desktop.runs.writer.RunWriter` (runs/writer.py) is an observer of the trainer's events
-  (training/events.py) and writes every one of those files, each atomically (runs/artifacts.py); the trainer
+  (runs/events.py) and writes every one of those files, each atomically (runs/artifacts.py); the trainer
   itself writes no file.
 * :class:`RunRecord` reads a folder back: the typed :class:`~dpd_desktop.config.ExperimentConfig` (built with
   ``ExperimentConfig.from_dict``), the :class:`DatasetRef`, the state (runs/states.py vocabulary), the history and
@@ -30,7 +30,7 @@ from ..config import ConfigError, ExperimentConfig
 from ..data import load_dataset, make_demo_dataset
 from ..data.synthetic import demo_settings
 from . import artifacts
-from .kernel_record import KernelRun, read_kernel
+from ..kernels.record import KernelRun, read_kernel
 from .states import DAMAGED, LIVE_STATES, UNREADABLE
 from .owner import owner_gone
 
@@ -48,7 +48,7 @@ HISTORY_COLUMNS = ("EPOCH", "N_EPOCH", "TIME:", "LR", "BATCH_SIZE", "N_PARAM", "
 _KIND_OF_FORMAT = {"split_csv": "split-folder", "single_csv": "single-csv", "hdf5": "hdf5"}
 DATASET_KINDS = ("split-folder", "single-csv", "hdf5", "demo")
 _V1_DEMO_PREFIX, _V1_DEMO_SUFFIX = "<synthetic demo seed=", ">"
-#: the quantised evaluations of a DPD run (runs/quantized.py; written by runs/writer.py ``write_quantized``)
+#: the quantised evaluations of a DPD run (export/quantized.py; written by runs/writer.py ``write_quantized``)
 QUANTIZED_FILE = "quantized.json"
 
 
@@ -442,12 +442,12 @@ class RunRecord:
 
     @property
     def kernel(self) -> KernelRun:
-        """The recurrence kernels asked for and run (config.json ``device.kernel``; runs/kernel_record.py)."""
+        """The recurrence kernels asked for and run (config.json ``device.kernel``; kernels/record.py)."""
         return read_kernel(self.doc)
 
     @property
     def quantized(self) -> dict[str, dict[str, Any]]:
-        """The quantised evaluations of a DPD run (quantized.json, runs/quantized.py), by bit-width label (e.g.
+        """The quantised evaluations of a DPD run (quantized.json, export/quantized.py), by bit-width label (e.g.
         ``W8A8``); {} when there are none or the file cannot be read."""
         try:
             doc = json.loads((self.run_dir / QUANTIZED_FILE).read_text(encoding="utf-8"))

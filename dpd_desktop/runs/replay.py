@@ -2,7 +2,7 @@
 end, read from ``history.csv`` and ``results.h5`` (no model, no torch, no retraining).
 
 The live run's final plots are :meth:`Evaluator.plots` of the selected checkpoint on the test split
-(training/evaluation.py); here :func:`~dpd_desktop.training.plotdata.build_plot_data` is fed the arrays results.h5
+(training/evaluation.py); here :func:`~dpd_desktop.runs.plotdata.build_plot_data` is fed the arrays results.h5
 stored for that split (``x``, ``target``, ``prediction``, for a DPD ``dpd_output``), so every panel gets the same
 kind of data object. The prediction's PSD is the one results.h5 stored (``psd_prediction_db``, bit for bit). A DPD's
 "PA(x) no DPD" baseline comes from its PA run's results.h5 (:func:`pa_baseline`: the PA's selected checkpoint on the
@@ -24,8 +24,8 @@ import numpy as np
 from ..data.segments import segment
 from ..data.spec import DatasetSpec
 from ..metrics import aclr_db
-from ..training.events import PlotData
-from ..training.plotdata import build_plot_data
+from .events import PlotData
+from .plotdata import build_plot_data
 from .artifacts import file_sha256
 from .record import RecordError, RunRecord
 from .states import DAMAGED, UNREADABLE

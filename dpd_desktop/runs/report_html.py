@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import __version__
 from ..metrics.spectra import psd_db
-from .artifacts import atomic_write_text
+from ..atomic import atomic_write_text
 from .compare import (CURVES, Comparison, RunSummary, compare_runs, metric_rows, reference_name,
                       reference_psd, summarize)
 from .outputs import check_output, recorded_dataset

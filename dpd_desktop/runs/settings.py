@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import artifacts
+from .. import atomic
 
 FILE_NAME = "settings.json"
 
@@ -85,7 +85,7 @@ class WorkspaceSettings:
     def save(self, root: str | Path) -> Path:
         """Write settings.json atomically (runs/artifacts.py) after :meth:`validate`."""
         self.validate()
-        return artifacts.atomic_write_json(Path(root) / FILE_NAME, self.to_dict())
+        return atomic.atomic_write_json(Path(root) / FILE_NAME, self.to_dict())
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -92,14 +92,6 @@ class Workspace:
     def list_runs(self, step: str | None = None) -> list[RunRecord]:
         """Runs in the workspace, newest first; ``step`` filters by "pa"/"dpd"."""
         return list_records(self.runs_dir, step)
-        for d in sorted(self.runs_dir.iterdir(), reverse=True):
-            if not d.is_dir():
-                continue
-            rec = read_run_record(d)
-            if rec is None or (step and rec.step != step):
-                continue
-            out.append(rec)
-        return out
 
 
 def read_run_record(run_dir: Path) -> RunRecord | None:

@@ -1,6 +1,6 @@
 """The run record's writer: the one writer of a run folder (runs/record.py is its reader, the twin).
 
-:class:`RunWriter` is an observer of the trainer's events (training/events.py) and writes every file of a run
+:class:`RunWriter` is an observer of the trainer's events (runs/events.py) and writes every file of a run
 folder (ARCHITECTURE.md, "What a run leaves on disk"), each atomically (runs/artifacts.py); the trainer itself
 writes no file. The round trip writer → reader is tested in tests/unit/test_record.py.
 """
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import artifacts
+from .. import atomic
 from .owner import process_identity
 from .record import FORMAT, HISTORY_COLUMNS, PIN_FILE, QUANTIZED_FILE, SCHEMA
 
@@ -46,7 +47,7 @@ class RunWriter:
     Status is written after the files it describes, so it never says more than the disk holds.
 
     Errors propagate (an unwritable run folder fails the run): a failed write raises
-    :class:`~dpd_desktop.runs.artifacts.ArtifactWriteError` ("<file>: cannot write: <reason>"), leaves no temporary
+    :class:`~dpd_desktop.atomic.ArtifactWriteError` ("<file>: cannot write: <reason>"), leaves no temporary
     file and leaves the earlier version of every artifact as it was; the trainer calls the writer before any other
     observer. log.txt is rewritten whole (atomically) at each line, like every other file. Call :meth:`close` when
     the run is over (idempotent).
@@ -121,7 +122,7 @@ class RunWriter:
             except OSError:
                 pass
             if is_disk_full(exc):
-                raise artifacts.ArtifactWriteError(path, exc) from exc
+                raise atomic.ArtifactWriteError(path, exc) from exc
             return  # another refusal (a file-size limit, a read-only reserve): the run goes on without one
         self._reserve = path
 
@@ -176,7 +177,7 @@ class RunWriter:
             if self.disk_full:  # appended in place: a whole new copy of the log might not fit
                 self._append_log()
                 return
-            artifacts.atomic_write_text(self.run_dir / "log.txt", self._log_text)
+            atomic.atomic_write_text(self.run_dir / "log.txt", self._log_text)
             self._log_on_disk = len(self._log_text)
 
     def _append_log(self) -> None:
@@ -188,7 +189,7 @@ class RunWriter:
                 fh.flush()
                 os.fsync(fh.fileno())
         except OSError as exc:
-            raise artifacts.ArtifactWriteError(path, exc) from exc
+            raise atomic.ArtifactWriteError(path, exc) from exc
         self._log_on_disk = len(self._log_text)
 
     def _started(self, ev) -> None:
@@ -237,7 +238,7 @@ class RunWriter:
 
     def _results(self, ev) -> None:
         # built in memory, written atomically: h5py never meets a full disk mid-file (it crashed the process)
-        artifacts.atomic_write_bytes(self.run_dir / "results.h5", results_image(ev))
+        atomic.atomic_write_bytes(self.run_dir / "results.h5", results_image(ev))
 
     def _finished(self, ev) -> None:
         self.write_status("succeeded", epochs_completed=self.epochs_written, best_epoch=ev.best_epoch,
@@ -279,13 +280,13 @@ class RunWriter:
                "step": self.step, "selection_metric": self.selection_metric}
         doc.update(process_identity())
         kernel = ((self.config_doc or {}).get("device") or {}).get("kernel")
-        if isinstance(kernel, dict):  # known from RunStarted on (runs/kernel_record.py)
+        if isinstance(kernel, dict):  # known from RunStarted on (kernels/record.py)
             doc["kernel"] = {"requested": kernel.get("requested"), "ran": kernel.get("ran")}
         doc.update(kw)
-        artifacts.atomic_write_json(self.run_dir / "status.json", doc)
+        atomic.atomic_write_json(self.run_dir / "status.json", doc)
 
     def _write_config(self) -> None:
-        artifacts.atomic_write_json(self.run_dir / "config.json", self.config_doc)
+        atomic.atomic_write_json(self.run_dir / "config.json", self.config_doc)
         self._config_written = True
 
 
@@ -315,11 +316,11 @@ def discard_unstarted(run_dir: str | Path) -> bool:
 def write_evaluation(run_dir: str | Path, profile: str, doc: Mapping[str, Any]) -> Path:
     """A re-evaluation of a finished run under a metric profile (runs/evaluate.py), written atomically beside
     results.h5 as ``evaluation-<profile>.json`` (the path RunRecord.evaluation_path reads); returns the path."""
-    return artifacts.atomic_write_json(Path(run_dir) / f"evaluation-{profile}.json", dict(doc))
+    return atomic.atomic_write_json(Path(run_dir) / f"evaluation-{profile}.json", dict(doc))
 
 
 def write_quantized(run_dir: str | Path, doc: Mapping[str, Any]) -> Path:
-    """A quantised evaluation of a DPD run (runs/quantized.py), kept in ``quantized.json`` beside results.h5 under
+    """A quantised evaluation of a DPD run (export/quantized.py), kept in ``quantized.json`` beside results.h5 under
     its bit-width label (``{"format", "evaluations": {label: doc}}``; an entry of the same label is replaced, a file
     that cannot be read is started anew); written atomically; returns the path (RunRecord.quantized reads it)."""
     path = Path(run_dir) / QUANTIZED_FILE
@@ -329,7 +330,7 @@ def write_quantized(run_dir: str | Path, doc: Mapping[str, Any]) -> Path:
     except (OSError, ValueError, AttributeError):
         evals = {}
     evals[str(doc["label"])] = dict(doc)
-    return artifacts.atomic_write_json(path, {"format": "dpd-desktop-quantized-1", "evaluations": evals})
+    return atomic.atomic_write_json(path, {"format": "dpd-desktop-quantized-1", "evaluations": evals})
 
 
 def _number(v) -> float | None:
@@ -384,7 +385,7 @@ def set_pinned(run_dir: str | Path, pinned: bool) -> Path:
     run_dir = Path(run_dir)
     if not (run_dir / "config.json").is_file():
         raise FileNotFoundError(f"{run_dir}: not a run folder (no config.json)")
-    return artifacts.atomic_write_json(run_dir / PIN_FILE, {"pinned": bool(pinned),
+    return atomic.atomic_write_json(run_dir / PIN_FILE, {"pinned": bool(pinned),
                                                            "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
 
 
@@ -422,5 +423,5 @@ def mark_dead_run(run_dir: str | Path, state: str, message: str) -> bool:
     doc = {**old, "state": state, "message": message, "epochs_completed": done, "best_epoch": best,
            "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     doc.setdefault("run_id", run_dir.name)
-    artifacts.atomic_write_json(path, doc)
+    atomic.atomic_write_json(path, doc)
     return True

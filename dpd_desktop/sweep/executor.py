@@ -6,7 +6,7 @@ it) and reports each end through ``on_done``. ``stop`` set: no new trial starts,
 current batch (they end ``cancelled``).
 
 ``on_epoch`` (optional, keyword): ``on_epoch(trial, event)`` for each of a trial's
-:class:`~dpd_desktop.training.events.EpochEnded`; a non-empty string returned stops that trial after its current
+:class:`~dpd_desktop.runs.events.EpochEnded`; a non-empty string returned stops that trial after its current
 batch with that reason (an Optuna pruner: "pruned by the sweep at epoch N"); its TrialEnd is ``cancelled`` with that
 message. An executor that cannot follow epochs may ignore it (its trials are then never pruned).
 ``on_start`` (optional, keyword): ``on_start(trial, run_dir)`` once a trial's run folder exists (the sweep marks it

@@ -1,10 +1,10 @@
 """The local executor: each trial a queue entry of the workspace, trained in a child process by the supervisor.
 
-:class:`LocalExecutor` adds the trials to ``<workspace>/queue.sqlite`` (runs/queue.py), so the queue dock and
-``dpd-desktop queue list`` show them, and runs them with a :class:`~dpd_desktop.runs.supervisor.Supervisor`
+:class:`LocalExecutor` adds the trials to ``<workspace>/queue.sqlite`` (lab/queue.py), so the queue dock and
+``dpd-desktop queue list`` show them, and runs them with a :class:`~dpd_desktop.lab.supervisor.Supervisor`
 restricted to those entries (``entries=``): one child process per trial (a crash ends that trial only), one at a
 time per device lane. Trials with a ``group`` (planned by sweep/runner.py) enter the queue with the group tag
-``<sweep id>#<group>`` and train in one child (runs/group_child.py); pruning or cancelling one stops that member only,
+``<sweep id>#<group>`` and train in one child (lab/group_child.py); pruning or cancelling one stops that member only,
 and a crash of that child ends each of its unfinished trials. ``stop`` set: the running trials stop after their current batch (``cancelled``) and the
 queued ones are cancelled before they start. An entry another supervisor (the window's queue) took first is
 followed through the queue file until it ends (its epochs are not seen: it cannot be pruned).
@@ -15,18 +15,18 @@ import threading
 import time
 from typing import Callable, Sequence
 
-from ..runs.queue import RunQueue
+from ..lab.queue import RunQueue
 from ..runs.states import FINAL_STATES
-from ..runs.supervisor import EntryEnded, Supervisor
+from ..lab.supervisor import EntryEnded, Supervisor
 from ..runs.workspace import Workspace
-from ..training import events as E
+from ..runs import events as E
 from .executor import Trial, TrialEnd, report
 
 POLL_S = 0.2
 
 
 def group_tag(trial: Trial) -> str | None:
-    """The queue's group tag of a trial (runs/queue.py ``group``): ``<sweep id>#<group>``; None for a lone trial."""
+    """The queue's group tag of a trial (lab/queue.py ``group``): ``<sweep id>#<group>``; None for a lone trial."""
     return None if trial.group is None else f"{trial.sweep_id}#{trial.group}"
 
 

@@ -42,10 +42,11 @@ from typing import Any, Mapping
 
 from ..config import ExperimentConfig
 from ..runs import artifacts
+from .. import atomic
 from ..runs.record import RecordError, RunRecord
 from ..runs.settings import FILE_NAME as SETTINGS_FILE
 from ..runs.workspace import Workspace
-from ..training import events as E
+from ..runs import events as E
 from ..training.report import describe_error
 
 TASK_FORMAT = "dpd-desktop-ray-trial-1"
@@ -225,7 +226,7 @@ def train_trial(payload: str, shipped: Mapping[str, bytes], channel) -> dict[str
         try:
             for rel, data in shipped.items():
                 target = root / check_relative_path(rel)
-                artifacts.atomic_write_bytes(target, bytes(data))
+                atomic.atomic_write_bytes(target, bytes(data))
             ws = _OneRunWorkspace(root, run_id)
             cfg = ExperimentConfig.from_dict(doc["config"]).validate()
             from ..training.dataset_checks import load_dataset_for
@@ -282,7 +283,7 @@ def train_group(payloads: list[str], shipped: Mapping[str, bytes], channel) -> l
             try:
                 root = Path(tmp) / f"member-{i}"
                 for rel, data in shipped.items():
-                    artifacts.atomic_write_bytes(root / check_relative_path(rel), bytes(data))
+                    atomic.atomic_write_bytes(root / check_relative_path(rel), bytes(data))
                 ws = _OneRunWorkspace(root, doc["run_id"])
                 cfg = ExperimentConfig.from_dict(doc["config"]).validate()
                 if dataset is None:  # ONE dataset object for every member (training/group.py)
@@ -388,7 +389,7 @@ def import_run(workspace: Workspace, run_id: str, files: Mapping[str, bytes]) ->
     staging = Path(tempfile.mkdtemp(prefix=f"{run_id}.", dir=base))
     try:
         for rel, data in files.items():
-            artifacts.atomic_write_bytes(staging / check_relative_path(rel), data)
+            atomic.atomic_write_bytes(staging / check_relative_path(rel), data)
         try:
             _check_staged(staging, run_id)
         except ReturnedRunError as exc:
@@ -398,7 +399,7 @@ def import_run(workspace: Workspace, run_id: str, files: Mapping[str, bytes]) ->
         except OSError:
             os.rmdir(target)  # where a folder cannot replace another (Windows): the reserved one goes first
             os.rename(staging, target)
-        artifacts.fsync_dir(target.parent)
+        atomic.fsync_dir(target.parent)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)

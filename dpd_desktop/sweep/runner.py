@@ -11,7 +11,7 @@ and resume runs it again).
 
 Before a pass (a new sweep or a resume) :func:`prepare_pass` clears what an earlier, stopped or killed pass left:
 the sweep's own queue entries still ``queued`` are cancelled (a plain ``queue run`` never takes a sweep's entries:
-runs/queue.py), the trials to run again lose their run id, folder and best value (the old run id goes to
+lab/queue.py), the trials to run again lose their run id, folder and best value (the old run id goes to
 ``attempts`` when its folder holds a run), and the sweep's own empty reserved run folders (sweep/ray_executor.py)
 are removed. The devices of the trials are checked first (:func:`check_devices`).
 
@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from ..runs.queue import RunQueue
+from ..lab.queue import RunQueue
 from ..runs.record import RecordError, RunRecord
 from ..runs.workspace import Workspace
 from ..training.errors import TrainingError

@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 from filelock import FileLock
 
-from ..runs.artifacts import atomic_write_json
+from ..atomic import atomic_write_json
 from ..runs.owner import owner_gone, process_identity
 from ..runs.record import RecordError, RunRecord
 from ..runs.states import FINAL_STATES, RUN_STATES

@@ -11,7 +11,7 @@ import logging
 import time
 from typing import Any
 
-from .events import CheckpointReady, LogLine, PreviewReady, ResultsReady, RunPrepared
+from ..runs.events import CheckpointReady, LogLine, PreviewReady, ResultsReady, RunPrepared
 from .preview import BatchPreview
 
 log = logging.getLogger("dpd_desktop.trainer")

@@ -11,7 +11,7 @@ from typing import Any
 
 from . import limits
 from .errors import TrainingError
-from .events import RunCancelled, RunFailed
+from ..runs.events import RunCancelled, RunFailed
 from .report import describe_error
 
 

@@ -23,8 +23,8 @@ import torch
 from ..data.framing import segment, unsegment
 from ..metrics.profiles import DEFAULT_PROFILE, compute_profile_metrics, profile_aclr
 from ..metrics.spectra import psd_db
-from .events import SplitResults
-from .plotdata import PSD_NPERSEG_MAX, build_plot_data
+from ..runs.events import SplitResults
+from ..runs.plotdata import PSD_NPERSEG_MAX, build_plot_data
 
 
 def scaled_target(split, gain: float) -> np.ndarray:

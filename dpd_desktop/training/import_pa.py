@@ -23,7 +23,7 @@ from ..runs.workspace import Workspace
 from ..runs.writer import RunWriter
 from .device import versions
 from .evaluation import Evaluator
-from .events import CheckpointReady, LogLine, RunFinished, RunPrepared, RunStarted
+from ..runs.events import CheckpointReady, LogLine, RunFinished, RunPrepared, RunStarted
 from .gain import target_gain
 from .record_payload import model_cost_block
 

@@ -14,7 +14,7 @@ in float64 with column scaling and ``numpy.linalg.lstsq`` at ``config.rcond`` (m
 is fitted and the lowest validation NMSE (of the PA model, or of PA(DPD(x)) against g·x) is kept; the grid table is
 recorded. The model evaluates with float32 coefficients (``coef``, like every model); best.pt's metadata also keeps
 the solve's float64 values (``coefficients_float64``, (P, 2) real/imaginary), which the coefficient export
-(runs/coef_export.py) writes. The run then emits one history row (epoch 0) with its checkpoint, and the trainer's end of run: the
+(export/coef_export.py) writes. The run then emits one history row (epoch 0) with its checkpoint, and the trainer's end of run: the
 selected model re-evaluated on val and test, results.h5, the final status. The fit's diagnostics (effective rank,
 coefficient count, rcond, condition number, training residual, grid table) are config.json's ``fit`` block and
 status.json's ``fit`` field. No random number is drawn by the fit.
@@ -34,7 +34,7 @@ from ..config import ConfigError, ExperimentConfig
 from ..models import Cascade, build_model, count_parameters
 from ..models.poly import basis, fit_least_squares
 from .errors import Cancelled, TrainingError
-from .events import CheckpointReady, EpochEnded, RunFinished
+from ..runs.events import CheckpointReady, EpochEnded, RunFinished
 from .record_payload import checkpoint_meta, history_row
 from .trainer import Trainer
 

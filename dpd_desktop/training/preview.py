@@ -14,8 +14,8 @@ import torch
 
 from ..metrics import nmse_db
 from ..metrics.aclr import aclr_db
-from .events import PlotData
-from .plotdata import build_plot_data
+from ..runs.events import PlotData
+from ..runs.plotdata import build_plot_data
 
 
 class BatchPreview:

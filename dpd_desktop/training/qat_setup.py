@@ -6,7 +6,7 @@ training: the same extra epochs without quantisation).
 The parent must be a DPD run of the same family and size, trained through the same PA run on the same dataset;
 its selected checkpoint (best.pt) is the starting point. The activation formats are chosen once, here, from the
 parent's float model on the training split (``nperseg`` evaluation segments, zero state each) and recorded in
-config.json's ``qat`` block; the export of the fine-tuned run reuses them (runs/fixed_export.py).
+config.json's ``qat`` block; the export of the fine-tuned run reuses them (export/fixed_export.py).
 """
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ from .errors import Cancelled, TrainingError
 from .evaluation import Evaluator, scaled_target
 from .emitting import RECORD_EVENTS, TrainerOutput  # noqa: F401 - RECORD_EVENTS re-exported
 from .endings import RunEndings, RunResult
-from .events import BatchProgress, CheckpointReady, EpochEnded, ResultsReady, RunFinished, RunPrepared, RunStarted
+from ..runs.events import BatchProgress, CheckpointReady, EpochEnded, ResultsReady, RunFinished, RunPrepared, RunStarted
 from .fast_path import make_fast_step
 from .gain import equal_power_report, target_gain
 from .losses import base_criterion, make_criterion

@@ -30,10 +30,10 @@ from dpd_desktop.data.framing import segment, unsegment  # noqa: E402
 from dpd_desktop.metrics import compute_metrics  # noqa: E402
 from dpd_desktop.models import build_model  # noqa: E402
 from dpd_desktop.runs import artifacts  # noqa: E402
-from dpd_desktop.runs.dpd_export import DpdExportError, run_dpd  # noqa: E402
+from dpd_desktop.export.dpd_export import DpdExportError, run_dpd  # noqa: E402
 from dpd_desktop.runs.outputs import OutputRefused  # noqa: E402
 from dpd_desktop.runs.workspace import Workspace  # noqa: E402
-from dpd_desktop.training.events import RunFailed, RunFinished  # noqa: E402
+from dpd_desktop.runs.events import RunFailed, RunFinished  # noqa: E402
 from dpd_desktop.training.trainer import Trainer  # noqa: E402
 
 DPA_160 = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "DPA_160MHz"
@@ -477,7 +477,7 @@ def test_window_run_dpd_action(pipeline, qtbot, tmp_path):
     from PySide6.QtCore import QSettings
 
     from dpd_desktop.gui.main_window import MainWindow
-    from dpd_desktop.training.events import RunFinished
+    from dpd_desktop.runs.events import RunFinished
 
     ws, pa, dpd, ds = pipeline["ws"], pipeline["pa"], pipeline["dpd"], pipeline["ds"]
     w = MainWindow(workspace=ws, settings=QSettings(str(tmp_path / "w.ini"), QSettings.Format.IniFormat))

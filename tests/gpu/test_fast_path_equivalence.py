@@ -124,7 +124,7 @@ def test_preview_keeps_graph_and_numbers(tmp_path, ds, recwarn):
     t = Trainer(cfg, dataset=ds, workspace=Workspace(tmp_path / "p"), observers=[events.append])
     r = t.run()
     assert r.state == "succeeded"
-    from dpd_desktop.training.events import PreviewReady
+    from dpd_desktop.runs.events import PreviewReady
 
     assert sum(isinstance(e, PreviewReady) for e in events) >= 10
     assert t.fast_path_status == "on" and t.fast_step.captures == 1
@@ -199,7 +199,7 @@ def test_capture_failure_falls_back(tmp_path, ds, monkeypatch):
     """A failing capture: the run continues eagerly, says so (config.json, EpochEnded), same numbers."""
     import json
 
-    from dpd_desktop.training.events import EpochEnded
+    from dpd_desktop.runs.events import EpochEnded
 
     def broken(*a, **k):
         raise RuntimeError("simulated capture failure")

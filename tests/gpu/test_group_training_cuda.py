@@ -11,7 +11,7 @@ import torch
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
 from dpd_desktop.runs.workspace import Workspace
-from dpd_desktop.training import events as E
+from dpd_desktop.runs import events as E
 from dpd_desktop.training.group import TrainerGroup
 from dpd_desktop.training.trainer import Trainer
 

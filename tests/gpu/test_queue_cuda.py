@@ -1,4 +1,4 @@
-"""Queued runs on the GPU (runs/supervisor.py): a cuda:0 entry and a cpu entry run side by side in their own child
+"""Queued runs on the GPU (lab/supervisor.py): a cuda:0 entry and a cpu entry run side by side in their own child
 processes (PyTorch preloaded in the forkserver, CUDA initialised only in the child); a CUDA child that segfaults
 fails its entry and the next CUDA entry succeeds. Run on the GPU machine; skipped without CUDA."""
 from dataclasses import replace
@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from dpd_desktop.config import ExperimentConfig
-from dpd_desktop.runs.queue import RunQueue
+from dpd_desktop.lab.queue import RunQueue
 from dpd_desktop.runs.record import RunRecord
-from dpd_desktop.runs.supervisor import FAULT_ENV, EntryEnded, EntryStarted, Supervisor
+from dpd_desktop.lab.supervisor import FAULT_ENV, EntryEnded, EntryStarted, Supervisor
 from dpd_desktop.runs.workspace import Workspace
 
 pytestmark = [pytest.mark.gpu,

@@ -19,7 +19,7 @@ from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
 from dpd_desktop.runs.artifacts import load_checkpoint, read_history_csv
 from dpd_desktop.runs.workspace import Workspace
-from dpd_desktop.training import events as E
+from dpd_desktop.runs import events as E
 from dpd_desktop.training.resume import resume_run
 from dpd_desktop.training.trainer import Trainer
 

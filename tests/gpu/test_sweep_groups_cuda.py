@@ -1,4 +1,4 @@
-"""A grouped sweep on the GPU (sweep/groups.py, runs/group_child.py, training/group.py): with ``--group-size auto``
+"""A grouped sweep on the GPU (sweep/groups.py, lab/group_child.py, training/group.py): with ``--group-size auto``
 on cuda:0 the 4 seeds of one shape are ONE group (reference mode: 4) in one child process, and each trial is
 bitwise its twin of a ``--group-size 1`` sweep (history without its wall-clock column, best.pt tensors). Run on the
 GPU machine; skipped without CUDA."""
@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from dpd_desktop.cli import main as cli_main
-from dpd_desktop.runs.queue import RunQueue
-from dpd_desktop.runs.supervisor import Supervisor
+from dpd_desktop.lab.queue import RunQueue
+from dpd_desktop.lab.supervisor import Supervisor
 from dpd_desktop.sweep.store import SweepStore
 
 import same_run  # tests/same_run.py

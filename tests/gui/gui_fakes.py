@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpd_desktop.training.events import (BatchProgress, EpochEnded, PlotData, RunCancelled, RunFailed, RunFinished,
+from dpd_desktop.runs.events import (BatchProgress, EpochEnded, PlotData, RunCancelled, RunFailed, RunFinished,
                                          RunStarted)
 
 

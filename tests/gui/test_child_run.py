@@ -1,4 +1,4 @@
-"""The window's real run trains in a child process (gui/child_worker.py, runs/interactive.py; pytest-qt,
+"""The window's real run trains in a child process (gui/child_worker.py, lab/interactive.py; pytest-qt,
 offscreen): a tiny demo run's rows in the window equal its history.csv, a killed or segfaulting child leaves the run
 ``interrupted`` / ``failed`` in status.json and in the window, which stays up; Stop, "Preview every" and Resume reach
 the child; after a child run the child writes the PNGs (gui/child_plots.py); a queued run's are rendered by a process of
@@ -14,9 +14,9 @@ from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
 from dpd_desktop.gui.child_worker import ChildTrainingWorker, rows_before_resume
 from dpd_desktop.gui.worker import TrainingWorker
-from dpd_desktop.runs.interactive import InteractiveEntry, SingleRunQueue, child_options, reloadable
+from dpd_desktop.lab.interactive import InteractiveEntry, SingleRunQueue, child_options, reloadable
 from dpd_desktop.runs.record import RunRecord
-from dpd_desktop.runs.supervisor import FAULT_ENV
+from dpd_desktop.lab.supervisor import FAULT_ENV
 
 from gui_fakes import FakeDataset
 
@@ -151,11 +151,12 @@ def test_single_run_queue_and_child_options():
 
 def test_rows_before_resume_keep_the_epochs_up_to_the_resume(tmp_path):
     from dpd_desktop.runs import artifacts
+    from dpd_desktop import atomic
 
     run = tmp_path / "r"
     run.mkdir()
     cfg = _config().to_dict()
-    artifacts.atomic_write_text(run / "config.json", json.dumps(
+    atomic.atomic_write_text(run / "config.json", json.dumps(
         {"schema": 2, "experiment": cfg, "resumes": [{"at": "x", "from_epoch": 1}]}))
     rows = [{"EPOCH": i, "TRAIN_LOSS": 0.1 * i} for i in range(4)]
     artifacts.write_history_csv(run / "history.csv", rows)

@@ -15,10 +15,10 @@ from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
 from dpd_desktop.gui.kernel_view import fallback_text, kernel_of_start
 from dpd_desktop.gui.runs_browser import COLUMNS
-from dpd_desktop.runs.queue import RunQueue
+from dpd_desktop.lab.queue import RunQueue
 from dpd_desktop.runs.record import RunRecord
 from dpd_desktop.runs.workspace import Workspace
-from dpd_desktop.training.events import RunStarted
+from dpd_desktop.runs.events import RunStarted
 from dpd_desktop.training.trainer import Trainer
 
 FELL_BACK = f"model: GRU runs on the reference kernel ({STUB_REASON})"

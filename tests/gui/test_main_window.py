@@ -255,7 +255,7 @@ def test_close_mid_run_requests_cancel_and_waits(make_window, qtbot):
 
 
 def test_preview_events_drawn_only_when_ticked(make_window, qtbot):
-    from dpd_desktop.training.events import PreviewReady
+    from dpd_desktop.runs.events import PreviewReady
 
     w = make_window()
     ev = PreviewReady(epoch=0, batch=10, batches=100, plots=make_plotdata(), metrics={"NMSE": -25.0})

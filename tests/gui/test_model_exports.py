@@ -130,7 +130,7 @@ def test_run_dpd_on_a_waveform_file_the_user_picks(make_window, qtbot, ds, works
     assert data.shape == (6000, 4)
     assert np.array_equal(data[:, :2].astype(np.float32), other)
     # u against the DPD run's coefficients applied by hand, segment by segment as the run evaluates
-    from dpd_desktop.runs.coef_export import export_coefficients  # noqa: PLC0415 - PyTorch, loaded by now
+    from dpd_desktop.export.coef_export import export_coefficients  # noqa: PLC0415 - PyTorch, loaded by now
 
     export_coefficients(workspace, dpd.run_id, tmp_path / "dpd.csv")
     u = memory_polynomial(read_matrix(tmp_path / "dpd.csv"), cplx(other), ds.spec.nperseg)

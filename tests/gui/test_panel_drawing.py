@@ -107,7 +107,7 @@ class _Paints(QObject):
 
 
 def test_an_epoch_end_paints_each_panel_once(make_window, qtbot):
-    from dpd_desktop.training.events import EpochEnded
+    from dpd_desktop.runs.events import EpochEnded
 
     w = make_window()
     w.set_dataset(FakeDataset())

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dpd_desktop.config import ExperimentConfig
-from dpd_desktop.runs.queue import RunQueue
+from dpd_desktop.lab.queue import RunQueue
 from dpd_desktop.runs.record import RunRecord
-from dpd_desktop.runs.supervisor import FAULT_ENV
+from dpd_desktop.lab.supervisor import FAULT_ENV
 
 TINY = ExperimentConfig(step="pa", dataset="demo", hidden_size=4, frame_length=50, epochs=2, max_train_samples=200,
                         device="cpu", threads=1)

@@ -14,7 +14,7 @@ from dpd_desktop.data import make_demo_dataset
 from dpd_desktop.runs.labels import dataset_label
 from dpd_desktop.runs.replay import BASELINE_NAME, load_replay
 from dpd_desktop.runs.workspace import Workspace
-from dpd_desktop.training.events import RunFinished
+from dpd_desktop.runs.events import RunFinished
 from dpd_desktop.training.trainer import Trainer
 
 

@@ -1,6 +1,6 @@
 """The window's RF plots (issue 28, "what an RF engineer expects"): the binned curves over the AM/AM and AM/PM
 points, the PSD in dBm/Hz when the dataset gives its power reference, and the RF dock (gain compression with P1dB,
-Pin/Pout, CCDF with PAPR), drawn from PlotData built by the core (training/plotdata.py)."""
+Pin/Pout, CCDF with PAPR), drawn from PlotData built by the core (runs/plotdata.py)."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,7 +13,7 @@ import gui_fakes
 from dpd_desktop.data import make_demo_dataset
 from dpd_desktop.gui.panels.psd import LABEL_DBM, LABEL_REL
 from dpd_desktop.gui.rf_view import show_rf_plots
-from dpd_desktop.training.plotdata import build_plot_data
+from dpd_desktop.runs.plotdata import build_plot_data
 
 
 @pytest.fixture(scope="module")

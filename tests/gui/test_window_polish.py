@@ -215,7 +215,7 @@ def test_preview_every_changes_during_a_run(make_window, qtbot):
 
 # ------------------------------------------------------------------------------------------------------ DPD power
 def test_output_power_change_beside_aclr(make_window, qtbot):
-    from dpd_desktop.training.events import RunFinished
+    from dpd_desktop.runs.events import RunFinished
 
     ev = RunFinished(run_id="r", run_dir="/runs/r", best_epoch=3, val_metrics={"NMSE": -30.0},
                      test_metrics={"NMSE": -30.1, "ACLR_AVG": -45.123}, wall_s=61.0, plots=make_plotdata(),

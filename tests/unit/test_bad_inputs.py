@@ -16,7 +16,7 @@ from dpd_desktop.data import DatasetError, load_dataset, read_iq_csv
 from dpd_desktop.data.spec import read_spec_file
 from dpd_desktop.models import build_model
 from dpd_desktop.runs.artifacts import CheckpointError, load_checkpoint, load_state_checked
-from dpd_desktop.runs.dpd_export import DpdExportError, read_input_file
+from dpd_desktop.export.dpd_export import DpdExportError, read_input_file
 from dpd_desktop.runs.record import RecordError, RunRecord
 
 from bad_files import (ARCH, ROWS, SINGLE_HEADER, RunsCode, checkpoint_bytes, config_doc, h5_dataset, held_lock,

@@ -274,7 +274,7 @@ def test_runs_reports_a_killed_run_as_interrupted(tmp_path, capsys):
 
 # ------------------------------------------------------------------------------------------------ 8. output, codes
 def test_dpd_parameter_line_separates_dpd_and_frozen_pa():
-    from dpd_desktop.training.events import RunStarted
+    from dpd_desktop.runs.events import RunStarted
 
     common = dict(run_id="r", run_dir="d", config={}, device="cpu", device_name="CPU", fast_path="on",
                   batched_loader="on", n_train_frames=1, batches_per_epoch=1, epochs=1, dataset_summary={})

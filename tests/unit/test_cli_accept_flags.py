@@ -12,7 +12,7 @@ import pytest
 from dpd_desktop.analysis.inspect import inspect_dataset
 from dpd_desktop.cli import main as cli_main
 from dpd_desktop.data import load_dataset
-from dpd_desktop.runs.queue import RunQueue
+from dpd_desktop.lab.queue import RunQueue
 from dpd_desktop.runs.record import RunRecord
 from tests.datasets_dir import DATASETS
 

@@ -12,7 +12,7 @@ import pytest
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
 from dpd_desktop.runs.workspace import Workspace
-from dpd_desktop.training import events as E
+from dpd_desktop.runs import events as E
 from dpd_desktop.training.trainer import Trainer
 
 MIN_GAIN_DB = 3.0  # val NMSE improvement from epoch 0 to epoch 1

@@ -22,9 +22,9 @@ from dpd_desktop.models import build_model
 from dpd_desktop.quant.plan import QuantSpec
 from dpd_desktop.runs import artifacts
 from dpd_desktop.runs.compare import compare_runs
-from dpd_desktop.runs.fixed_export import FixedExportError, export_fixed, read_golden, verify_export
+from dpd_desktop.export.fixed_export import FixedExportError, export_fixed, read_golden, verify_export
 from dpd_desktop.runs.index import RunIndex
-from dpd_desktop.runs.onnx_export import OnnxExportError, _export_bytes, _gru_nodes_ok, export_onnx
+from dpd_desktop.export.onnx_export import OnnxExportError, _export_bytes, _gru_nodes_ok, export_onnx
 from dpd_desktop.runs.record import RunRecord
 from dpd_desktop.runs.report_html import write_report
 from dpd_desktop.runs.workspace import Workspace

@@ -20,6 +20,7 @@ import torch
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
 from dpd_desktop.runs import artifacts
+from dpd_desktop import atomic
 from dpd_desktop.runs.record import RunRecord
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.training.trainer import Trainer
@@ -206,11 +207,11 @@ def test_another_write_error_at_the_start_fails_the_run_in_its_folder(tmp_path, 
 
 def test_atomic_write_removes_the_temporary_and_keeps_the_old_file(tmp_path, monkeypatch):
     target = tmp_path / "status.json"
-    artifacts.atomic_write_json(target, {"state": "running"})
+    atomic.atomic_write_json(target, {"state": "running"})
     for op, err in (("write", errno.ENOSPC), ("fsync", errno.EIO), ("replace", errno.EACCES)):
         fi.install(monkeypatch, fi.Fault("status.json", op=op, err=err))
-        with pytest.raises(artifacts.ArtifactWriteError) as info:
-            artifacts.atomic_write_json(target, {"state": "succeeded"})
+        with pytest.raises(atomic.ArtifactWriteError) as info:
+            atomic.atomic_write_json(target, {"state": "succeeded"})
         monkeypatch.undo()
         assert str(info.value) == f"status.json: cannot write: {os.strerror(err)}"
         assert info.value.errno == err and info.value.path == target
@@ -226,7 +227,7 @@ def test_atomic_write_syncs_the_file_and_its_folder(tmp_path, monkeypatch):
         return real(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
-    artifacts.atomic_write_text(tmp_path / "history.csv", "EPOCH\n")
+    atomic.atomic_write_text(tmp_path / "history.csv", "EPOCH\n")
     monkeypatch.undo()
     assert len(synced) == 2 and synced[0].startswith(".history.csv.") and synced[1] == tmp_path.name
 
@@ -238,7 +239,7 @@ def test_plots_that_cannot_be_written_are_named_and_leave_nothing(tmp_path, monk
 
     rows = [{"EPOCH": 0, "TRAIN_LOSS": 1.0, "VAL_LOSS": 1.0, "VAL_NMSE": -10.0, "TEST_NMSE": -10.0}]
     fi.install(monkeypatch, fi.Fault("learning_curves.png", op="write"))
-    with pytest.raises(artifacts.ArtifactWriteError,
+    with pytest.raises(atomic.ArtifactWriteError,
                        match=r"^learning_curves\.png: cannot write: No space left on device$"):
         write_run_plots(tmp_path, rows, None, size=(300, 200), width=300)
     monkeypatch.undo()

@@ -30,3 +30,10 @@ def test_planning_a_sweeps_groups_does_not_import_pytorch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[[0, 1, 2]] False"  # one group of three (fast on CUDA: up to 8), no PyTorch
+
+
+def test_the_kernel_names_of_the_settings_table_are_the_kernels_own():
+    from dpd_desktop.config import KERNELS
+    from dpd_desktop.kernels.record import DEFAULT_KERNEL, FAST, REFERENCE
+
+    assert KERNELS == (REFERENCE, FAST) and DEFAULT_KERNEL == KERNELS[0] == "reference"

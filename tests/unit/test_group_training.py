@@ -10,7 +10,7 @@ from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
 from dpd_desktop.runs.artifacts import read_history_csv
 from dpd_desktop.runs.workspace import Workspace
-from dpd_desktop.training import events as E
+from dpd_desktop.runs import events as E
 from dpd_desktop.training.group import TrainerGroup, default_group_size, group_key, plan_groups
 from dpd_desktop.training.trainer import Trainer
 

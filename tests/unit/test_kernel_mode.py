@@ -1,5 +1,5 @@
 """The kernel setting where a user meets it (issue 14 point 2), without the window: config.json (round trip, old files),
-the recorded kernels (runs/kernel_record.py), status.json, RunRecord, the index (schema 4) and ``runs``, compare's
+the recorded kernels (kernels/record.py), status.json, RunRecord, the index (schema 4) and ``runs``, compare's
 config diff, ``queue add`` → the child's run, and resume keeping the run's kernel."""
 from __future__ import annotations
 
@@ -18,12 +18,12 @@ from dpd_desktop.kernels import unsupported_reason
 from dpd_desktop.models import build_model
 from dpd_desktop.runs.compare import compare_runs
 from dpd_desktop.runs.index import INDEX_FILE, INDEX_SCHEMA, RunIndex
-from dpd_desktop.runs.kernel_record import KernelRun, kernel_block, read_kernel
-from dpd_desktop.runs.queue import RunQueue
+from dpd_desktop.kernels.record import KernelRun, kernel_block, read_kernel
+from dpd_desktop.lab.queue import RunQueue
 from dpd_desktop.runs.record import RunRecord
-from dpd_desktop.runs.supervisor import Supervisor
+from dpd_desktop.lab.supervisor import Supervisor
 from dpd_desktop.runs.workspace import Workspace
-from dpd_desktop.training import events as E
+from dpd_desktop.runs import events as E
 from dpd_desktop.training.resume import prepare_resume, resume_run
 from dpd_desktop.training.trainer import Trainer
 

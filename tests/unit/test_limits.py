@@ -162,7 +162,7 @@ def test_a_bad_fault_hook_is_refused(monkeypatch):
 
 def test_the_window_says_a_run_stopped_at_its_time_limit():
     from dpd_desktop.gui.session import cancelled_message
-    from dpd_desktop.training.events import RunCancelled
+    from dpd_desktop.runs.events import RunCancelled
 
     ev = RunCancelled(run_id="r", run_dir="/r", epochs_completed=2, best_epoch=1, reason=limits.TIME_LIMIT_REASON)
     assert cancelled_message(ev) == ("Run stopped (time limit) after 2 completed epochs; the best checkpoint so far "

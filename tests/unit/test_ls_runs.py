@@ -14,8 +14,8 @@ from dpd_desktop.config import ConfigError, ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
 from dpd_desktop.models.poly import basis, fit_least_squares
 from dpd_desktop.runs import artifacts
-from dpd_desktop.runs.coef_export import export_coefficients, read_coefficients
-from dpd_desktop.runs.dpd_export import run_dpd
+from dpd_desktop.export.coef_export import export_coefficients, read_coefficients
+from dpd_desktop.export.dpd_export import run_dpd
 from dpd_desktop.runs.record import RunRecord
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.training.ls_fit import LeastSquaresFit, make_trainer

@@ -24,7 +24,7 @@ from dpd_desktop.metrics import (
     nmse_db,
     psd_db,
 )
-from dpd_desktop.training.plotdata import PSD_NPERSEG_MAX, build_plot_data
+from dpd_desktop.runs.plotdata import PSD_NPERSEG_MAX, build_plot_data
 from datasets_dir import DATASETS  # tests/datasets_dir.py
 
 

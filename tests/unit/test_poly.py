@@ -156,7 +156,7 @@ def test_mp_ls_run_agrees_with_opendpd_2_4_2(opendpd_poly, tmp_path):
     coefficients OpenDPD 2.4.2's MP-LS finds on the same samples: the exported float64 solve to 1e-6 relative (it is
     1e-9 and better here), the float32 tensor the model evaluates with to float32 rounding."""
     from dpd_desktop.config import ExperimentConfig
-    from dpd_desktop.runs.coef_export import read_coefficients
+    from dpd_desktop.export.coef_export import read_coefficients
     from dpd_desktop.runs.workspace import Workspace
     from dpd_desktop.training.ls_fit import make_trainer
 

@@ -1,4 +1,4 @@
-"""MP/GMP in fixed point (quant/poly.py, runs/poly_fixed.py): the integer model against a pure-Python reading of its
+"""MP/GMP in fixed point (quant/poly.py, export/poly_fixed.py): the integer model against a pure-Python reading of its
 arithmetic, against the float model within stated bounds, the export folder's words, and the refusals."""
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from dpd_desktop.models.poly import PolySpec
 from dpd_desktop.quant import fixed
 from dpd_desktop.quant.plan import QuantSpec
 from dpd_desktop.quant.poly import PolyFixed
-from dpd_desktop.runs.coef_export import read_coefficients
-from dpd_desktop.runs.fixed_export import _as3
-from dpd_desktop.runs.poly_fixed import PolyFixedError, export_poly_fixed
+from dpd_desktop.export.coef_export import read_coefficients
+from dpd_desktop.export.fixed_export import _as3
+from dpd_desktop.export.poly_fixed import PolyFixedError, export_poly_fixed
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.training.ls_fit import make_trainer
 

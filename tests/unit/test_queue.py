@@ -1,4 +1,4 @@
-"""The run queue (runs/queue.py): order, moves, cancel, a DPD entry waiting for a PA entry, restarts, bad files,
+"""The run queue (lab/queue.py): order, moves, cancel, a DPD entry waiting for a PA entry, restarts, bad files,
 two connections at once; and the ``queue`` command line's argument errors (exit 2, nothing queued)."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from dpd_desktop.cli import main as cli_main
 from dpd_desktop.cli_queue import QUEUE_HEADER
 from dpd_desktop.config import ConfigError, ExperimentConfig
-from dpd_desktop.runs.queue import QUEUE_FILE, QueueError, RunQueue, device_lane
+from dpd_desktop.lab.queue import QUEUE_FILE, QueueError, RunQueue, device_lane
 
 PA = ExperimentConfig(step="pa", dataset="demo", hidden_size=4, frame_length=50, epochs=1, max_train_samples=200,
                       device="cpu")

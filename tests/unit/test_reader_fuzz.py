@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from dpd_desktop.data import DatasetError, load_dataset, read_iq_csv
 from dpd_desktop.data.spec import normalize_spec, read_spec_file
 from dpd_desktop.runs.artifacts import CheckpointError, load_checkpoint
-from dpd_desktop.runs.dpd_export import DpdExportError, read_input_file
+from dpd_desktop.export.dpd_export import DpdExportError, read_input_file
 from dpd_desktop.runs.record import RecordError, RunRecord
 
 OURS = (DatasetError, RecordError, CheckpointError, DpdExportError)

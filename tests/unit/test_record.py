@@ -18,7 +18,7 @@ from dpd_desktop.runs import artifacts
 from dpd_desktop.runs.record import SCHEMA, DatasetChanged, DatasetRef, DatasetUnavailable, RecordError, RunRecord
 from dpd_desktop.runs.writer import RunWriter
 from dpd_desktop.runs.workspace import Workspace
-from dpd_desktop.training.plotdata import PSD_NPERSEG_MAX
+from dpd_desktop.runs.plotdata import PSD_NPERSEG_MAX
 from dpd_desktop.training.trainer import Trainer
 
 V1 = Path(__file__).parent / "data" / "records_v1"

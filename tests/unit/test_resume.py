@@ -24,7 +24,7 @@ from dpd_desktop.process import Exit
 from dpd_desktop.runs.artifacts import load_checkpoint, read_history_csv
 from dpd_desktop.runs.record import RunRecord
 from dpd_desktop.runs.workspace import Workspace
-from dpd_desktop.training import events as E
+from dpd_desktop.runs import events as E
 from dpd_desktop.training.resume import ResumeRefused, prepare_resume, resume_run
 from dpd_desktop.training.trainer import Trainer
 

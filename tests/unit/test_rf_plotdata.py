@@ -1,4 +1,4 @@
-"""The RF curves in PlotData (training/plotdata.py rf_curves, power_refs): numbers against direct NumPy and closed
+"""The RF curves in PlotData (runs/plotdata.py rf_curves, power_refs): numbers against direct NumPy and closed
 forms, the power reference per signal plane, the per-split cache, and the event codec's round trip."""
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from dpd_desktop.data import make_demo_dataset
-from dpd_desktop.runs import event_codec
-from dpd_desktop.training import events as E
-from dpd_desktop.training.plotdata import CURVE_BINS, build_plot_data, rf_curves
+from dpd_desktop.lab import event_codec
+from dpd_desktop.runs import events as E
+from dpd_desktop.runs.plotdata import CURVE_BINS, build_plot_data, rf_curves
 
 
 def iq(z: np.ndarray) -> np.ndarray:

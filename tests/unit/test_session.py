@@ -10,7 +10,7 @@ import pytest
 from dpd_desktop.gui.session import (Controls, Session, SessionState, cancelled_message, controls, epoch_pace_s,
                                      finished_message, format_duration, remaining_s)
 from dpd_desktop.runs.states import RUN_STATES
-from dpd_desktop.training.events import BatchProgress, EpochEnded, RunCancelled, RunFailed, RunFinished, RunStarted
+from dpd_desktop.runs.events import BatchProgress, EpochEnded, RunCancelled, RunFailed, RunFinished, RunStarted
 
 
 def _started(epochs=10, batches=100, n_params=1234):
@@ -237,7 +237,7 @@ def test_every_progress_text_numbers_epochs_as_the_record_does(capsys):
     line and the window's progress text name the same epoch (was: 1-based beside a 0-based table)."""
     from dpd_desktop.cli import ConsoleObserver
     from dpd_desktop.runs.labels import epoch_of
-    from dpd_desktop.training.events import BatchProgress
+    from dpd_desktop.runs.events import BatchProgress
 
     assert epoch_of(0, 1) == "0 of 0–0" and epoch_of(2, 4) == "2 of 0–3"
     obs = ConsoleObserver()

@@ -1,4 +1,4 @@
-"""Isolation of queued runs (runs/supervisor.py, runs/child.py): each in a child process; a child that segfaults, is
+"""Isolation of queued runs (lab/supervisor.py, lab/child.py): each in a child process; a child that segfaults, is
 killed, exits or raises ends its entry failed / interrupted with the reason — in the queue and in status.json — and
 the next entry starts; the events cross the pipe intact; 50 tiny runs leave the supervisor's memory as it was."""
 from __future__ import annotations
@@ -12,14 +12,14 @@ import pytest
 
 from dpd_desktop.cli import main as cli_main
 from dpd_desktop.config import ExperimentConfig
-from dpd_desktop.runs import event_codec
-from dpd_desktop.runs.child import FaultSpecError, parse_faults
-from dpd_desktop.runs.queue import RunQueue
+from dpd_desktop.lab import event_codec
+from dpd_desktop.lab.child import FaultSpecError, parse_faults
+from dpd_desktop.lab.queue import RunQueue
 from dpd_desktop.runs.record import RunRecord
-from dpd_desktop.runs.supervisor import FAULT_ENV, EntryEnded, EntryStarted, Supervisor, exit_reason, rss_bytes
+from dpd_desktop.lab.supervisor import FAULT_ENV, EntryEnded, EntryStarted, Supervisor, exit_reason, rss_bytes
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.runs.writer import mark_dead_run
-from dpd_desktop.training import events as E
+from dpd_desktop.runs import events as E
 
 TINY = ExperimentConfig(step="pa", dataset="demo", hidden_size=4, frame_length=50, epochs=2, max_train_samples=200,
                         device="cpu", threads=1)
@@ -211,7 +211,7 @@ def test_the_child_forwarder_goes_quiet_when_its_supervisor_is_gone():
     events sent before are intact."""
     import multiprocessing
 
-    from dpd_desktop.runs.child import _Forwarder
+    from dpd_desktop.lab.child import _Forwarder
 
     reader, writer = multiprocessing.Pipe(duplex=False)
     fwd = _Forwarder(writer)

@@ -1,4 +1,4 @@
-"""Sweeps train their trials in groups (sweep/groups.py, runner.py, local.py; runs/queue.py groups, supervisor.py,
+"""Sweeps train their trials in groups (sweep/groups.py, runner.py, local.py; lab/queue.py groups, supervisor.py,
 group_child.py) on tiny demo runs on the CPU: a group is ONE child process whose members each end on their own —
 bitwise equal to the same trial trained alone, a cancel or prune stopping one member only, a crash ending every
 unfinished member with a readable folder; old queue files still open; bad group sizes name the option or the field."""
@@ -16,9 +16,9 @@ import torch
 from dpd_desktop.cli import main as cli_main
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.runs import artifacts
-from dpd_desktop.runs.queue import QUEUE_FILE, RunQueue
+from dpd_desktop.lab.queue import QUEUE_FILE, RunQueue
 from dpd_desktop.runs.record import RunRecord
-from dpd_desktop.runs.supervisor import FAULT_ENV, EntryStarted, Supervisor
+from dpd_desktop.lab.supervisor import FAULT_ENV, EntryStarted, Supervisor
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.sweep.executor import Trial
 from dpd_desktop.sweep.local import LocalExecutor

@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 
 from dpd_desktop.cli import main as cli_main
 from dpd_desktop.runs.index import RunIndex
-from dpd_desktop.runs.queue import RunQueue
+from dpd_desktop.lab.queue import RunQueue
 from dpd_desktop.runs.record import RunRecord
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.sweep.optuna_search import storage_url
@@ -174,7 +174,7 @@ def test_sweep_cancel_from_another_process_and_an_interrupted_sweep(tmp_path, ca
 
 
 def test_a_killed_trial_fails_the_sweep_alone_and_resume_reruns_it(tmp_path, monkeypatch):
-    from dpd_desktop.runs.supervisor import FAULT_ENV
+    from dpd_desktop.lab.supervisor import FAULT_ENV
 
     ws = Workspace(tmp_path)
     info = _grid(ws, seed=[0, 1])
@@ -198,7 +198,7 @@ def _dead_owner():
 
 
 def test_a_killed_sweep_reads_no_running_trial_and_resume_clears_what_it_left(tmp_path, capsys):
-    from dpd_desktop.runs.supervisor import Supervisor
+    from dpd_desktop.lab.supervisor import Supervisor
     from dpd_desktop.sweep.spec import trial_config
 
     ws = Workspace(tmp_path)

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from dpd_desktop.config import ExperimentConfig
-from dpd_desktop.runs.queue import RunQueue
+from dpd_desktop.lab.queue import RunQueue
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.sweep.executor import Trial
 from dpd_desktop.sweep.local import LocalExecutor

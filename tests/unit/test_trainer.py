@@ -10,7 +10,7 @@ from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
 from dpd_desktop.runs.artifacts import load_checkpoint, read_history_csv
 from dpd_desktop.runs.workspace import Workspace
-from dpd_desktop.training import events as E
+from dpd_desktop.runs import events as E
 from dpd_desktop.training.trainer import Trainer
 
 
@@ -126,6 +126,7 @@ import sys  # noqa: E402
 import threading  # noqa: E402
 
 from dpd_desktop.runs import artifacts  # noqa: E402
+from dpd_desktop import atomic
 from dpd_desktop.runs.workspace import process_start_ticks, read_run_record  # noqa: E402
 from dpd_desktop.training import trainer as trainer_mod  # noqa: E402
 from dpd_desktop.training import warm_imports  # noqa: E402
@@ -306,16 +307,16 @@ def test_garbage_pa_checkpoint_error_gives_no_unsafe_advice(tmp_path, ds, payloa
 def test_files_get_the_umask_mode(tmp_path, ds):
     old = os.umask(0o022)
     try:
-        artifacts.atomic_write_bytes(tmp_path / "a.bin", b"x")
-        artifacts.atomic_write_via(tmp_path / "b.bin", lambda p: open(p, "wb").close())
-        artifacts.atomic_write_json(tmp_path / "c.json", {})
+        atomic.atomic_write_bytes(tmp_path / "a.bin", b"x")
+        atomic.atomic_write_via(tmp_path / "b.bin", lambda p: open(p, "wb").close())
+        atomic.atomic_write_json(tmp_path / "c.json", {})
         for name in ("a.bin", "b.bin", "c.json"):
             assert (tmp_path / name).stat().st_mode & 0o777 == 0o644, name
         res = Trainer(cfg(epochs=1), dataset=ds, workspace=Workspace(tmp_path / "ws")).run()
         for name in ("config.json", "status.json", "history.csv", "best.pt", "last.pt", "results.h5"):
             assert (res.run_dir / name).stat().st_mode & 0o777 == 0o644, name
         os.umask(0o077)
-        artifacts.atomic_write_bytes(tmp_path / "d.bin", b"x")
+        atomic.atomic_write_bytes(tmp_path / "d.bin", b"x")
         assert (tmp_path / "d.bin").stat().st_mode & 0o777 == 0o600
     finally:
         os.umask(old)

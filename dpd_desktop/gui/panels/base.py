@@ -13,7 +13,7 @@ from pyqtgraph.exporters import ImageExporter
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, QTimer, Signal
 from PySide6.QtGui import QColor
 
-from ...runs.artifacts import atomic_write_bytes
+from ...atomic import atomic_write_bytes
 from .. import theme
 
 #: the left axis' width [px], room for its label and 5-character tick values
@@ -356,7 +356,7 @@ class PlotPanel(pg.GraphicsLayoutWidget):
 
     # -- data -----------------------------------------------------------------------------------------------------
     def update_from(self, plots, label: str = "") -> None:  # pragma: no cover - overridden
-        """Show one :class:`~dpd_desktop.training.events.PlotData`."""
+        """Show one :class:`~dpd_desktop.runs.events.PlotData`."""
 
     def append_row(self, row: Mapping) -> None:  # pragma: no cover - overridden where it applies
         """Append one history row (learning curves only)."""
@@ -526,11 +526,11 @@ def ordered(names: Iterable[str], target: str, pred: str) -> list[str]:
 
 def save_png_atomic(image, path: str | os.PathLike) -> Path:
     """Save a QImage/QPixmap as PNG atomically: encoded in memory, then written by
-    :func:`~dpd_desktop.runs.artifacts.atomic_write_bytes` (temp file, fsync, os.replace, folder fsync).
+    :func:`~dpd_desktop.atomic.atomic_write_bytes` (temp file, fsync, os.replace, folder fsync).
 
     Raises:
         OSError: Qt could not encode the image, or the file could not be written
-            (:class:`~dpd_desktop.runs.artifacts.ArtifactWriteError`, naming the file).
+            (:class:`~dpd_desktop.atomic.ArtifactWriteError`, naming the file).
     """
     data = QByteArray()
     buf = QBuffer(data)

@@ -1,5 +1,5 @@
 """Gain compression (gain relative to the small-signal gain vs input power, P1dB marked) and Pin/Pout (output power
-vs input power, the linear-gain line and P1dB marked), from PlotData's binned power transfer (training/plotdata.py
+vs input power, the linear-gain line and P1dB marked), from PlotData's binned power transfer (runs/plotdata.py
 rf_curves: 0.5 dB input bins over the whole split; metrics/transfer.py compression_point).
 
 Powers are in dBm when the dataset gives its power reference (spec.json ``power_ref_dbm``, PlotData.power_ref_dbm),
@@ -14,7 +14,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from .. import theme
-from ...training.plotdata import INPUT_NAME
+from ...runs.plotdata import INPUT_NAME
 from .base import CurveSet, PlotPanel, ordered, plain_text, set_readout
 
 

@@ -1,7 +1,7 @@
 """The trainer's events as bytes, for the pipe between a queued run's child process and its supervisor.
 
-JSON, not pickle: the supervisor rebuilds only the event dataclasses of :mod:`dpd_desktop.training.events` (and
-their :class:`~dpd_desktop.training.events.PlotData`), whatever the bytes say. NumPy arrays travel as dtype, shape
+JSON, not pickle: the supervisor rebuilds only the event dataclasses of :mod:`dpd_desktop.runs.events` (and
+their :class:`~dpd_desktop.runs.events.PlotData`), whatever the bytes say. NumPy arrays travel as dtype, shape
 and base64 of their bytes (C order); tuples stay tuples; NaN and ±inf stay floats (Python's JSON extension).
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..training import events as E
+from ..runs import events as E
 
 #: The events a child forwards (the record events that carry checkpoints and results stay in the child, whose
 #: RunWriter writes them; RunPrepared is small and names the run folder at once).

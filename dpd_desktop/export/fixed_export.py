@@ -16,7 +16,7 @@ The export folder (written whole, runs/outputs.py ``write_folder``; never inside
 
 The integer reference is quant/backends.py ``IntBackend`` (NumPy int64); :func:`verify_export` rebuilds it from
 the folder's own files (formats.json, coefficients.csv) and checks that it reproduces every golden file bit for bit.
-The quantised metrics are also kept in the run's ``quantized.json`` (runs/quantized.py), where the index, compare
+The quantised metrics are also kept in the run's ``quantized.json`` (export/quantized.py), where the index, compare
 and the reports read them.
 """
 from __future__ import annotations
@@ -38,11 +38,11 @@ from ..quant.fixed import QFormat
 from ..quant.graph import GRU, Conv1d, Graph, Linear, graph_from_dict, graph_to_dict
 from ..quant.lower import LoweringError, lower
 from ..quant.plan import QuantPlan, QuantSpec
-from . import artifacts
-from .outputs import OutputRefused, check_output, recorded_dataset, write_folder
+from .. import atomic
+from ..runs.outputs import OutputRefused, check_output, recorded_dataset, write_folder
 from .quantized import QuantEvalError, evaluate_quantized, load_run_models, quant_plan_for, save_quantized
-from .record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
-from .workspace import Workspace
+from ..runs.record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
+from ..runs.workspace import Workspace
 
 __all__ = ["FixedExportError", "export_fixed", "verify_export", "read_golden", "EXPORT_FORMAT"]
 
@@ -106,7 +106,7 @@ def export_fixed(workspace: Workspace, run: str | Path, out: str | Path, *, spec
 
 def _fill(tmp: Path, files: dict[str, bytes]) -> None:
     for name, data in files.items():
-        artifacts.atomic_write_bytes(tmp / name, data)
+        atomic.atomic_write_bytes(tmp / name, data)
 
 
 def _bits_of(key: str, plan: QuantPlan) -> int:
@@ -409,7 +409,7 @@ def _readme(rec, graph: Graph, plan: QuantPlan, ib: IntBackend, meta) -> str:
             "tensor's width, space-separated, `$readmemh` order):", ""]
     for key, t in g["tensors"].items():
         out.append(f"  - `{key}`: {'×'.join(map(str, t['shape']))}, {t['bits']} bits, fraction {t['frac']}")
-    out += ["", "Check the folder with `python -c \"from dpd_desktop.runs.fixed_export import verify_export; "
+    out += ["", "Check the folder with `python -c \"from dpd_desktop.export.fixed_export import verify_export; "
                 "print(verify_export('THIS_FOLDER'))\"`: it rebuilds the integer reference from formats.json and "
                 "coefficients.csv alone and compares every golden file bit for bit.", ""]
     return "\n".join(out)

@@ -1,11 +1,11 @@
-"""The supervisor of queued runs: each in a child process (runs/child.py), one at a time per device lane.
+"""The supervisor of queued runs: each in a child process (lab/child.py), one at a time per device lane.
 
-Entries of one group (runs/queue.py ``claim_group``) are claimed together and share ONE child
-(runs/group_child.py): its events carry their entry id, each entry ends on its own outcome, a request sent to one
+Entries of one group (lab/queue.py ``claim_group``) are claimed together and share ONE child
+(lab/group_child.py): its events carry their entry id, each entry ends on its own outcome, a request sent to one
 entry reaches that member only, and when the child dies each member that had not reported an outcome ends as a
 lone entry would ("the group's process (entries 3, 4) ended by signal SIGKILL …").
 
-:class:`Supervisor` takes entries from the workspace's :class:`~dpd_desktop.runs.queue.RunQueue`, starts a child
+:class:`Supervisor` takes entries from the workspace's :class:`~dpd_desktop.lab.queue.RunQueue`, starts a child
 for each (lanes side by side), hands every event the child forwards to its observers, and when a child ends decides
 the entry's state from what it reported and how it ended:
 
@@ -15,18 +15,18 @@ the entry's state from what it reported and how it ended:
   signal SIGSEGV" / "process exited with status 70".
 
 A run folder the child left "running" gets its final status from :func:`~dpd_desktop.runs.writer.mark_dead_run`,
-and observers receive a :class:`~dpd_desktop.training.events.RunFailed` for it, so that a window follows as it does
+and observers receive a :class:`~dpd_desktop.runs.events.RunFailed` for it, so that a window follows as it does
 for an in-process failure. Then the next entry starts.
 
-Process start: the ``forkserver`` context where the platform has it, with runs/child.py (PyTorch, the trainer,
+Process start: the ``forkserver`` context where the platform has it, with lab/child.py (PyTorch, the trainer,
 h5py, scipy.signal) preloaded, else ``spawn``. Measured on the 2-core development machine (shared, load 10-70), a
 tiny demo run (hidden 4, frame 50, one epoch, 100 samples) from child start to its end, two rounds of 6 entries
 each way: forkserver 0.5-0.9 s per entry (plus about 3 s once, for the forkserver's own imports), spawn 3.3-6.5 s
 (each child imports PyTorch and the trainer afresh). 50 such entries under ``queue run``: 45 s, and this process's
 RSS grew by 0.5 MiB.
 
-Observers are callables ``observer(entry, event)``: ``entry`` the :class:`~dpd_desktop.runs.queue.QueueEntry`,
-``event`` one of :data:`~dpd_desktop.runs.event_codec.FORWARDED`, or :class:`EntryStarted` / :class:`EntryEnded`.
+Observers are callables ``observer(entry, event)``: ``entry`` the :class:`~dpd_desktop.lab.queue.QueueEntry`,
+``event`` one of :data:`~dpd_desktop.lab.event_codec.FORWARDED`, or :class:`EntryStarted` / :class:`EntryEnded`.
 They run on the supervisor's thread; their errors are logged and ignored.
 """
 from __future__ import annotations
@@ -40,11 +40,11 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait as mp_wait
 from typing import Callable, Iterable
 
-from ..training import events as E
+from ..runs import events as E
 from . import event_codec
 from .queue import QueueEntry, RunQueue, device_lane
-from .workspace import Workspace
-from .writer import mark_dead_run
+from ..runs.workspace import Workspace
+from ..runs.writer import mark_dead_run
 
 try:  # POSIX only (the children are spawned elsewhere)
     import multiprocessing.forkserver as mp_forkserver
@@ -53,7 +53,7 @@ except ImportError:  # pragma: no cover - Windows
 
 log = logging.getLogger("dpd_desktop.supervisor")
 
-FAULT_ENV = "DPD_DESKTOP_TEST_FAULT"  # the child's test hook (runs/child.py); its value is handed over at start
+FAULT_ENV = "DPD_DESKTOP_TEST_FAULT"  # the child's test hook (lab/child.py); its value is handed over at start
 POLL_S = 0.2
 #: Signals that mean "stopped from outside" (a user's kill, the out-of-memory killer): the run is interrupted.
 KILL_SIGNALS = tuple(getattr(signal, n) for n in ("SIGKILL", "SIGTERM", "SIGHUP") if hasattr(signal, n))
@@ -77,7 +77,7 @@ class EntryEnded:
     run_dir: str | None = None
 
 
-#: modules the forkserver imports besides runs/child.py (:func:`start_forkserver`'s ``extra_preload``)
+#: modules the forkserver imports besides lab/child.py (:func:`start_forkserver`'s ``extra_preload``)
 _EXTRA_PRELOAD: list[str] = []
 
 
@@ -85,7 +85,7 @@ def process_context():
     """The multiprocessing context of the children: forkserver (PyTorch preloaded) where available, else spawn."""
     if "forkserver" in mp.get_all_start_methods():
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["dpd_desktop.runs.child", "dpd_desktop.runs.group_child", *_EXTRA_PRELOAD])
+        ctx.set_forkserver_preload(["dpd_desktop.lab.child", "dpd_desktop.lab.group_child", *_EXTRA_PRELOAD])
         return ctx
     return mp.get_context("spawn")
 
@@ -133,7 +133,7 @@ class _Member:
 
 @dataclass
 class _Child:
-    """One child process and its entries (one, or a group's: runs/group_child.py, whose events and requests carry
+    """One child process and its entries (one, or a group's: lab/group_child.py, whose events and requests carry
     the entry id)."""
 
     members: dict  # entry id -> _Member, in queue order
@@ -193,7 +193,7 @@ class Supervisor:
         else:
             with self._lock:
                 c = self._children.get(entry_id)
-            # a group's child reads "ENTRY MESSAGE" for one of its entries (runs/group_child.py)
+            # a group's child reads "ENTRY MESSAGE" for one of its entries (lab/group_child.py)
             targets = [] if c is None else [(c, f"{entry_id} {message}" if c.grouped else message)]
         for c, msg in targets:
             try:
@@ -253,13 +253,13 @@ class Supervisor:
         grouped = getattr(entry, "group", None) is not None
         ev_r, ev_w = ctx.Pipe(duplex=False)
         ct_r, ct_w = ctx.Pipe(duplex=False)
-        if grouped:  # one child for the group's entries (runs/group_child.py)
+        if grouped:  # one child for the group's entries (lab/group_child.py)
             proc = ctx.Process(target=_group_child_entry, name=f"dpd-queue-group-{entry.id}",
                                args=([e.id for e in entries], [e.config.to_dict() for e in entries],
                                      str(self.workspace.root), ev_w, ct_r, os.environ.get(FAULT_ENV)))
         else:
             # an entry may name its own target (gui/child_plots.py: the window's run, then its PNGs), called with
-            # the arguments of runs/child.py child_main
+            # the arguments of lab/child.py child_main
             target = getattr(entry, "child_target", None) or _child_entry
             proc = ctx.Process(target=target, name=f"dpd-queue-entry-{entry.id}",
                                args=(entry.id, entry.config.to_dict(), str(self.workspace.root), ev_w, ct_r,
@@ -308,7 +308,7 @@ class Supervisor:
             c.eof = True
             return
         m = c.members[c.entry.id]
-        if c.grouped:  # "ENTRY\n" + the event (runs/group_child.py)
+        if c.grouped:  # "ENTRY\n" + the event (lab/group_child.py)
             head, _, data = data.partition(b"\n")
             m = c.members.get(int(head)) if head.isdigit() else None
             if m is None:
@@ -400,7 +400,7 @@ def _outcome_state(ev) -> tuple[str, str]:
 
 
 def _child_entry(*args) -> None:
-    """The children's target: runs/child.py brings PyTorch, which the supervisor itself never imports (the
+    """The children's target: lab/child.py brings PyTorch, which the supervisor itself never imports (the
     forkserver has it preloaded, so the import here is a lookup)."""
     from .child import child_main
 
@@ -408,7 +408,7 @@ def _child_entry(*args) -> None:
 
 
 def _group_child_entry(*args) -> None:
-    """The target of a group's child (runs/group_child.py ``group_child_main``; preloaded with runs/child.py)."""
+    """The target of a group's child (lab/group_child.py ``group_child_main``; preloaded with lab/child.py)."""
     from .group_child import group_child_main
 
     group_child_main(*args)

@@ -34,7 +34,7 @@ class PlotData:
         time: mapping signal name → (W, 2) I/Q of that window.
         target_name / pred_name: which of the mapping keys is the reference and which is the model output.
 
-    The RF curves (training/plotdata.py, over the whole split; empty mappings in data built before them):
+    The RF curves (runs/plotdata.py, over the whole split; empty mappings in data built before them):
 
         curve_in: (B,) mean |x| of the AM/AM bins (bins uniform in |x|).
         amam_curve, ampm_curve: signal name → (B,) the binned least-squares transfer (metrics/transfer.py):

@@ -48,10 +48,11 @@ from ..data.framing import segment, unsegment
 from ..models import build_from_arch
 from ..training.device import resolve_device
 from ..training.errors import TrainingError
-from . import artifacts
-from .outputs import check_output, recorded_dataset
-from .record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
-from .workspace import Workspace
+from ..runs import artifacts
+from .. import atomic
+from ..runs.outputs import check_output, recorded_dataset
+from ..runs.record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
+from ..runs.workspace import Workspace
 
 __all__ = ["DpdExportError", "run_dpd", "compute_dpd_output", "read_input_file", "write_output", "is_dpd_run",
            "OUTPUT_SUFFIXES", "SEGMENTATION"]
@@ -152,7 +153,7 @@ def run_dpd(workspace: Workspace | str | Path | None, run: str | Path, *, out: s
     write_output(out, x, u, meta, overwrite=overwrite)
     side = meta_path(out)
     try:
-        artifacts.atomic_write_json(side, meta)
+        atomic.atomic_write_json(side, meta)
     except OSError as exc:
         raise DpdExportError(f"cannot write the metadata file {side}: {_os_reason(exc, side)}") from exc
     return meta
@@ -279,7 +280,7 @@ def _write_output(out: Path, fmt: str, x: np.ndarray, u: np.ndarray, meta: dict[
         buf = io.StringIO()
         np.savetxt(buf, np.concatenate([x, u], axis=1), fmt="%.9g", delimiter=",", header=",".join(CSV_COLUMNS),
                    comments="")
-        return artifacts.atomic_write_text(out, buf.getvalue())
+        return atomic.atomic_write_text(out, buf.getvalue())
     if fmt == "hdf5":
         def write(tmp: str) -> None:
             with h5py.File(tmp, "w") as f:
@@ -287,13 +288,13 @@ def _write_output(out: Path, fmt: str, x: np.ndarray, u: np.ndarray, meta: dict[
                 f.create_dataset("u", data=u)
                 for k, v in _flat_attrs(meta).items():
                     f.attrs[k] = v
-        return artifacts.atomic_write_via(out, write)
+        return atomic.atomic_write_via(out, write)
     from scipy.io import savemat  # here, not at the top: a 0.14 s import (python -X importtime), .mat only
 
     buf = io.BytesIO()
     savemat(buf, {"x": _as_complex(x), "u": _as_complex(u), "meta": _mat_struct(meta)}, oned_as="column",
             do_compression=False)
-    return artifacts.atomic_write_bytes(out, buf.getvalue())
+    return atomic.atomic_write_bytes(out, buf.getvalue())
 
 
 # ====================================================================================================== internals

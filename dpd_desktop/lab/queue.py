@@ -18,7 +18,7 @@ entry reads ``interrupted`` (and :meth:`RunQueue.recover` writes it so).
 
 Groups: entries added with one ``group`` tag (a sweep's trials that train together, training/group.py) are
 claimed together — the first ready one and every other queued entry of its group on its lane
-(:meth:`RunQueue.claim_group`) — and train in one child process (runs/group_child.py); each keeps its own state,
+(:meth:`RunQueue.claim_group`) — and train in one child process (lab/group_child.py); each keeps its own state,
 run folder and message. Schema version 2 added the ``group_id`` column; a version 1 file gains it (NULL: no
 group) when it is opened.
 
@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..config import ConfigError, ExperimentConfig
-from .owner import owner_gone, process_identity
-from .record import RunRecord
-from .states import FINAL_STATES, RUN_STATES
+from ..runs.owner import owner_gone, process_identity
+from ..runs.record import RunRecord
+from ..runs.states import FINAL_STATES, RUN_STATES
 
 QUEUE_FILE = "queue.sqlite"
 SCHEMA_VERSION = 2

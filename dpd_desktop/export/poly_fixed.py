@@ -6,10 +6,10 @@ The export folder (written whole, never inside a run folder, runs/outputs.py):
 * ``coefficients.csv`` — one row per coefficient in basis order (models/poly.py): ``kind,order,delay,
   envelope_delay,re,im,re_hex,im_hex,frac,real,imag`` (``re``/``im`` the W-bit words, ``real``/``imag`` the float
   coefficients they round);
-* ``coefficients_mk.csv`` — the aligned (MP) words as comm.DPD's M-by-K layout (runs/coef_export.py), ``re+imi``;
+* ``coefficients_mk.csv`` — the aligned (MP) words as comm.DPD's M-by-K layout (export/coef_export.py), ``re+imi``;
 * ``dpd_coeffs.h`` — C99 arrays of the words, the terms' (order, delay, envelope delay) and every fraction;
 * ``golden/`` — the first frames of the test split (``frame_length`` samples each): ``x_float.csv`` and the words
-  of ``x``, ``amp``, the envelope powers and ``y`` as CSV and HEX (as runs/fixed_export.py);
+  of ``x``, ``amp``, the envelope powers and ``y`` as CSV and HEX (as export/fixed_export.py);
 * ``formats.json`` and ``README.md`` — the formats, the arithmetic, and the integer model against the float one on
   the test split (and, for a DPD run with a frozen PA, the metrics through it).
 """
@@ -33,13 +33,14 @@ from ..models.poly import matlab_coefficients
 from ..quant import fixed
 from ..quant.plan import QuantSpec
 from ..quant.poly import PolyFixed
-from . import artifacts
+from ..runs import artifacts
+from .. import atomic
 from .coef_export import CoefficientExportError, read_coefficients
 from .fixed_export import _golden_csv, _golden_hex, _hex_words
-from .outputs import OutputRefused, check_output, recorded_dataset, write_folder
+from ..runs.outputs import OutputRefused, check_output, recorded_dataset, write_folder
 from .quantized import QuantEvalError, load_run_models
-from .record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
-from .workspace import Workspace
+from ..runs.record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
+from ..runs.workspace import Workspace
 
 __all__ = ["PolyFixedError", "export_poly_fixed"]
 
@@ -128,7 +129,7 @@ def export_poly_fixed(workspace: Workspace, run: str | Path, out: str | Path, *,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "dpd_desktop_version": __version__}
     files = _files(pf, meta, xg, traces, spec)
     try:
-        write_folder(target, lambda tmp: [artifacts.atomic_write_bytes(tmp / k, v) for k, v in files.items()])
+        write_folder(target, lambda tmp: [atomic.atomic_write_bytes(tmp / k, v) for k, v in files.items()])
     except OSError as exc:
         raise PolyFixedError(f"cannot write the export folder {target}: {getattr(exc, 'strerror', None) or exc}") \
             from exc

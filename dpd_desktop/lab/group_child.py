@@ -1,14 +1,14 @@
-"""A group's child process: the queue entries of one group (runs/queue.py ``claim_group``) trained together through
+"""A group's child process: the queue entries of one group (lab/queue.py ``claim_group``) trained together through
 :class:`~dpd_desktop.training.group.TrainerGroup` on ONE loaded dataset.
 
 Each entry gets its own trainer (training/ls_fit.py ``make_trainer``), :class:`~dpd_desktop.runs.writer.RunWriter`
-and run folder, as in runs/child.py; its forwarded events go to the supervisor prefixed with its entry id
+and run folder, as in lab/child.py; its forwarded events go to the supervisor prefixed with its entry id
 (``b"ENTRY\\n" + event_codec.encode(event)``, one lock for the pipe: the members may run on threads). The
 supervisor's requests: ``ENTRY MESSAGE`` for one member (``3 cancel:pruned by the sweep at epoch 1`` cancels
 entry 3 only; ``4 preview:2``), a bare ``MESSAGE`` for every member; when the pipe closes (the supervisor is gone)
 every member cancels itself. A member whose trainer cannot be built fails alone (its RunFailed); a dataset that
 cannot be loaded fails every member. The test hook ``DPD_DESKTOP_TEST_FAULT`` applies per entry, as in
-runs/child.py (``3:kill@epoch:0`` kills the group's process after entry 3's first epoch).
+lab/child.py (``3:kill@epoch:0`` kills the group's process after entry 3's first epoch).
 """
 from __future__ import annotations
 
@@ -18,15 +18,15 @@ import threading
 import traceback
 
 from ..config import ExperimentConfig
-from ..training import events as E
+from ..runs import events as E
 from ..training.group import TrainerGroup
 from ..training.ls_fit import make_trainer
 from ..training.report import describe_error
 from ..training.trainer import load_dataset_for
 from . import event_codec
 from .child import SUPERVISOR_GONE, _FaultWriter, parse_faults
-from .workspace import Workspace
-from .writer import RunWriter
+from ..runs.workspace import Workspace
+from ..runs.writer import RunWriter
 
 
 class _TaggedForwarder:

@@ -27,11 +27,12 @@ import torch
 
 from .. import __version__
 from ..data.segments import segment
-from . import artifacts
-from .outputs import OutputRefused, check_output, recorded_dataset
+from ..runs import artifacts
+from .. import atomic
+from ..runs.outputs import OutputRefused, check_output, recorded_dataset
 from .quantized import QuantEvalError, load_dpd
-from .record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
-from .workspace import Workspace
+from ..runs.record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
+from ..runs.workspace import Workspace
 
 __all__ = ["OnnxExportError", "export_onnx", "TOLERANCE", "OPSET"]
 
@@ -128,7 +129,7 @@ def export_onnx(workspace: Workspace, run: str | Path, out: str | Path, *, overw
     meta = {"format": "dpd-desktop-onnx-export-1", "file": str(target), "run_id": rec.run_id,
             "model": {**rec.arch, "model_id": rec.model.get("model_id")},
             "checkpoint_sha256": artifacts.file_sha256(rec.best_checkpoint), "opset": opset,
-            "exporter": "torch.onnx.export(dynamo=False) (TorchScript-based; see runs/onnx_export.py)",
+            "exporter": "torch.onnx.export(dynamo=False) (TorchScript-based; see export/onnx_export.py)",
             "inputs": {"x": "float32 (batch, time, 2) I/Q, zero initial state per sequence"},
             "outputs": {"u": "float32 (batch, time, 2) DPD output"},
             "check": {"split": "test", "segments": int(segs.shape[0]), "nperseg": nps,
@@ -142,8 +143,8 @@ def export_onnx(workspace: Workspace, run: str | Path, out: str | Path, *, overw
                               f"{max_abs:.3g}, peak {peak:.3g}) on the test split, above {tolerance:g}; nothing "
                               "written")
     try:
-        artifacts.atomic_write_bytes(target, data)
-        artifacts.atomic_write_json(side, meta)
+        atomic.atomic_write_bytes(target, data)
+        atomic.atomic_write_json(side, meta)
     except OSError as exc:
         raise OnnxExportError(str(exc)) from exc
     return meta

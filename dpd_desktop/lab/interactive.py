@@ -1,11 +1,11 @@
-"""The window's interactive run in a child process: one entry for :class:`~dpd_desktop.runs.supervisor.Supervisor`,
+"""The window's interactive run in a child process: one entry for :class:`~dpd_desktop.lab.supervisor.Supervisor`,
 kept in memory instead of the workspace's queue file.
 
 Why not an entry of queue.sqlite: the interactive run is the window's own; in the queue file a ``queue run`` of the
 command line (or the window's queue panel) could claim it, the queue panel would list it, and a window that crashes
-would leave a "running" entry for :meth:`~dpd_desktop.runs.queue.RunQueue.recover`. :class:`SingleRunQueue` offers
+would leave a "running" entry for :meth:`~dpd_desktop.lab.queue.RunQueue.recover`. :class:`SingleRunQueue` offers
 the supervisor the few calls it makes on a queue (``recover``, ``claim_next``, ``set_run``, ``cancel_requested``,
-``finish``, ``close``), for exactly one entry. The child (runs/child.py) trains, writes the run folder and forwards
+``finish``, ``close``), for exactly one entry. The child (lab/child.py) trains, writes the run folder and forwards
 its events as for a queued run; a child that dies without an outcome gets its final status.json from the supervisor
 (``interrupted`` for a kill, ``failed`` for a crash).
 
@@ -23,20 +23,20 @@ from typing import Any, Callable, Iterable
 from ..config import ExperimentConfig
 from ..data.synthetic import demo_settings
 from .queue import device_lane
-from .record import DatasetRef
+from ..runs.record import DatasetRef
 
-#: the id of the one entry (the child's fault hook, runs/child.py, may name it: ``1:kill@epoch:0``)
+#: the id of the one entry (the child's fault hook, lab/child.py, may name it: ``1:kill@epoch:0``)
 ENTRY_ID = 1
 
 
 @dataclass(frozen=True)
 class InteractiveEntry:
-    """The one entry: the fields of :class:`~dpd_desktop.runs.queue.QueueEntry` the supervisor reads, and the
-    ``child_options`` handed to runs/child.py ``child_main``."""
+    """The one entry: the fields of :class:`~dpd_desktop.lab.queue.QueueEntry` the supervisor reads, and the
+    ``child_options`` handed to lab/child.py ``child_main``."""
 
     config: ExperimentConfig
     child_options: dict[str, Any] = field(default_factory=dict)
-    #: the child's target (called with runs/child.py child_main's arguments; None: child_main itself), a
+    #: the child's target (called with lab/child.py child_main's arguments; None: child_main itself), a
     #: module-level function, which the process start pickles by name (gui/child_plots.py)
     child_target: Callable | None = None
     id: int = ENTRY_ID
@@ -127,7 +127,7 @@ def reloadable(dataset) -> bool:
 
 
 def child_options(dataset=None, resume: str | None = None) -> dict[str, Any]:
-    """The ``options`` of runs/child.py ``child_main``: ``dataset`` (the DatasetRef block of ``dataset``, which
+    """The ``options`` of lab/child.py ``child_main``: ``dataset`` (the DatasetRef block of ``dataset``, which
     hashes the data: call it off the GUI thread) and ``resume`` (a run folder to continue)."""
     opts: dict[str, Any] = {}
     if dataset is not None:

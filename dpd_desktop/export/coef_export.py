@@ -25,10 +25,11 @@ import numpy as np
 
 from ..models import POLY_BACKBONES, build_from_arch
 from ..models.poly import matlab_coefficients
-from . import artifacts
-from .outputs import check_output, recorded_dataset
-from .record import RecordError, RunRecord
-from .workspace import Workspace
+from ..runs import artifacts
+from .. import atomic
+from ..runs.outputs import check_output, recorded_dataset
+from ..runs.record import RecordError, RunRecord
+from ..runs.workspace import Workspace
 
 __all__ = ["CoefficientExportError", "export_coefficients", "read_coefficients"]
 
@@ -99,14 +100,14 @@ def _write(out: Path, suffix: str, w, spec, rec, matrix, terms, files: list) -> 
     if suffix == ".csv":
         lines = [",".join(f"k={k}" for k in range(1, spec.order + 1))]
         lines += [",".join(_cell(c) for c in row) for row in matrix]
-        artifacts.atomic_write_text(out, "\n".join(lines) + "\n")
+        atomic.atomic_write_text(out, "\n".join(lines) + "\n")
         cross = [(t, c) for t, c in zip(terms, w) if t.delay != t.env_delay]
         if cross:
             side = out.with_name(f"{out.stem}-cross.csv")
             rows = ["kind,order,delay,envelope_delay,real,imag"]
             rows += [f"{'lagging' if t.env_delay > t.delay else 'leading'},{t.order},{t.delay},{t.env_delay},"
                      f"{c.real:.17g},{c.imag:.17g}" for t, c in cross]
-            artifacts.atomic_write_text(side, "\n".join(rows) + "\n")
+            atomic.atomic_write_text(side, "\n".join(rows) + "\n")
             files.append(str(side))
     else:
         from scipy.io import savemat  # here: scipy.io is only needed by this export
@@ -116,4 +117,4 @@ def _write(out: Path, suffix: str, w, spec, rec, matrix, terms, files: list) -> 
                       "terms": np.array([[t.order, t.delay, t.env_delay] for t in terms], dtype=np.float64),
                       "orders": {k: (int(v) if isinstance(v, bool) else v) for k, v in spec.to_dict().items()},
                       "run_id": rec.run_id or rec.run_dir.name}, do_compression=False)
-        artifacts.atomic_write_bytes(out, buf.getvalue())
+        atomic.atomic_write_bytes(out, buf.getvalue())

@@ -30,9 +30,9 @@ from ..models import build_from_arch
 from ..quant.backends import IntBackend
 from ..quant.lower import LoweringError, lower
 from ..quant.plan import QuantError, QuantPlan, QuantSpec, calibrate
-from . import artifacts
-from .record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
-from .writer import write_quantized
+from ..runs import artifacts
+from ..runs.record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
+from ..runs.writer import write_quantized
 
 __all__ = ["QuantEvalError", "evaluate_quantized", "save_quantized", "load_dpd", "load_run_models", "quant_plan_for",
            "QUANT_FORMAT"]

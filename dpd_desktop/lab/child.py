@@ -2,7 +2,7 @@
 least-squares fit), runs it, and forwards its events to the supervisor.
 
 The child's :class:`~dpd_desktop.runs.writer.RunWriter` writes the run folder as an in-process run does; the events
-of :data:`~dpd_desktop.runs.event_codec.FORWARDED` go to the supervisor (runs/supervisor.py) as JSON over a pipe.
+of :data:`~dpd_desktop.lab.event_codec.FORWARDED` go to the supervisor (lab/supervisor.py) as JSON over a pipe.
 A second pipe carries the supervisor's requests: ``cancel`` (stop after the current batch; ``cancel:REASON`` records
 REASON in status.json, e.g. a sweep's pruner), ``preview:N`` /
 ``preview:off``; when that pipe closes (the supervisor is gone) the run cancels itself. SIGINT is ignored: a
@@ -35,15 +35,15 @@ import h5py  # noqa: F401,E402 - preloaded for the results file (see above)
 import scipy.signal  # noqa: F401,E402 - preloaded for the metrics (see above)
 
 from ..config import ExperimentConfig
-from ..training import events as E
+from ..runs import events as E
 from ..training.report import describe_error
 from ..training.ls_fit import make_trainer
 from ..training.resume import prepare_resume, resume_trainer
 from ..training.trainer import load_dataset_for
 from . import event_codec
-from .record import DatasetRef
-from .workspace import Workspace
-from .writer import RunWriter
+from ..runs.record import DatasetRef
+from ..runs.workspace import Workspace
+from ..runs.writer import RunWriter
 
 FAULT_ENV = "DPD_DESKTOP_TEST_FAULT"
 FAULT_ACTIONS = ("segfault", "kill", "exit", "raise", "oom")
@@ -175,7 +175,7 @@ def child_main(entry_id: int, config: dict, workspace_root: str, events_conn, co
                fault_spec: str | None = None, options: dict | None = None, observers=()):
     """The child's whole life (the target of the supervisor's process): one run, then return.
 
-    ``options`` (the window's interactive run, runs/interactive.py; None for a queue entry): ``dataset``, the
+    ``options`` (the window's interactive run, lab/interactive.py; None for a queue entry): ``dataset``, the
     :class:`~dpd_desktop.runs.record.DatasetRef` block of the window's loaded dataset (reloaded or regenerated here,
     its fingerprint checked); ``resume``, a run folder to continue (training/resume.py) instead of a new run.
     ``observers``: more observers of the trainer's events (in this process). Returns the trainer's RunResult, or
