@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))  # the script runs from benchmarks/; the floor mea
 from dpd_desktop.data import load_dataset  # noqa: E402
 from dpd_desktop.data.framing import FrameLoader  # noqa: E402
 from dpd_desktop.config import KERNELS  # noqa: E402
-from dpd_desktop.kernels import apply_kernel  # noqa: E402
+from dpd_desktop.kernels.dispatch import apply_kernel  # noqa: E402
 from dpd_desktop.models import Cascade, build_model  # noqa: E402
 from dpd_desktop.training.fast_path import CudaGraphStep  # noqa: E402
 from dpd_desktop.training.optim import make_adamw  # noqa: E402

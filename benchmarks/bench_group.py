@@ -111,7 +111,7 @@ def member_main(a) -> None:
         "states": [r.state for r in results], "messages": [r.message for r in results],
         "run_dirs": [str(r.run_dir) if r.run_dir else None for r in results]}))
     # End as the two sides of the comparison end: the lone `dpd-desktop train-pa` skips the interpreter's
-    # teardown once its artifacts are written (cli.py Outcome.skip_teardown), and a sweep's group child
+    # teardown once its artifacts are written (cli/entry.py Outcome.skip_teardown), and a sweep's group child
     # (lab/group_child.py) is a forkserver child on Linux, which multiprocessing ends with os._exit after its
     # target returns. (With the teardown this process took 0.85 s more after its last mark on the H200: run C of
     # benchmarks/results/2026-12-01-group-h200.md.)

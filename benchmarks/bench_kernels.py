@@ -32,7 +32,8 @@ from torch import nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dpd_desktop.kernels import cuda_rnn, run_recurrent  # noqa: E402
+from dpd_desktop.kernels.dispatch import run_recurrent
+from dpd_desktop.kernels import cuda_rnn  # noqa: E402
 from cuda_timing import replay_us  # noqa: E402 - benchmarks/cuda_timing.py (this script's folder)
 
 TARGETS = {("gru", 23, 64): 0.5, ("gru", 64, 64): 0.7, ("lstm", 23, 64): 0.7}  # issue 14's "Done when"

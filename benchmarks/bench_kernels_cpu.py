@@ -10,7 +10,7 @@ once, when PyTorch loads), timed over ``--batches`` batches after 3 warm-up ones
 printed with the load average at the row's start. "busy" rows run beside one pure-Python busy loop started here.
 
 Rows: the reference as OpenDPD runs it (PyTorch's threads = the cores, OpenMP's default wait policy), with 1 thread,
-with PASSIVE; ours with 1 and 2 threads, and as the application runs it (``dpd_desktop.cli.run`` sets PASSIVE;
+with PASSIVE; ours with 1 and 2 threads, and as the application runs it (``dpd_desktop.cli.entry.run`` sets PASSIVE;
 the threads that :func:`dpd_desktop.training.limits.apply_device_limits` sets for a run that sets none).
 
     python benchmarks/bench_kernels_cpu.py [--batches 25] [--out benchmarks/results/2026-12-01-kernels-cpu.md]
@@ -65,7 +65,7 @@ def child(kernel: str, threads: str, batches: int) -> None:
         h0 = torch.zeros(1, B, H)
         forward = lambda x: net(x, h0)  # noqa: E731
     else:
-        from dpd_desktop.kernels import apply_kernel
+        from dpd_desktop.kernels.dispatch import apply_kernel
         from dpd_desktop.models import build_model
         net = build_model("gru", H, 1)
         assert apply_kernel(net, "fast", "cpu") == []
@@ -97,7 +97,7 @@ def child(kernel: str, threads: str, batches: int) -> None:
 def run_row(kernel, threads, policy, batches) -> dict:
     env = dict(os.environ)
     env.pop("OMP_WAIT_POLICY", None)
-    if policy == "PASSIVE" or policy == "app":  # the application: dpd_desktop.cli.run sets it (setdefault)
+    if policy == "PASSIVE" or policy == "app":  # the application: dpd_desktop.cli.entry.run sets it (setdefault)
         env["OMP_WAIT_POLICY"] = "PASSIVE"
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     load = os.getloadavg()[0]

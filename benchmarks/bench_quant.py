@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the script runs from benchmarks/: this checkout's package, not an installed one
 
-from dpd_desktop.cli_deploy import finetune_config  # noqa: E402
+from dpd_desktop.cli.deploy import finetune_config  # noqa: E402
 from dpd_desktop.config import KERNELS, METRIC_PROFILES, ExperimentConfig  # noqa: E402
 from dpd_desktop.data import load_dataset  # noqa: E402
 from dpd_desktop.data.segments import segment  # noqa: E402

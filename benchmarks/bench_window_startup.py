@@ -3,7 +3,7 @@
     python benchmarks/bench_window_startup.py                  # this checkout, 5 launches
     python benchmarks/bench_window_startup.py --src OTHER_TREE  # another source tree (e.g. the commit before)
 
-Each launch is a fresh process running the console script's code path (``dpd_desktop.cli.run()`` with no
+Each launch is a fresh process running the console script's code path (``dpd_desktop.cli.entry.run()`` with no
 sub-command) offscreen, with a temporary workspace and settings folder. The clock starts in this process right
 before the child is spawned (so the interpreter's own start is included) and stops at the main window's first
 paint event; the child then waits for the window's PyTorch preload (gui/preload.py: torch, the trainer, Run DPD's
@@ -67,7 +67,7 @@ def exec_with_probe(self=None):
 QApplication.exec = exec_with_probe
 
 sys.argv = ["dpd-desktop", "--workspace", os.environ["BENCH_WS"]]
-from dpd_desktop.cli import run
+from dpd_desktop.cli.entry import run
 run()
 """
 

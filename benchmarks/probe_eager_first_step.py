@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from dpd_desktop.data import load_dataset  # noqa: E402
 from dpd_desktop.data.framing import FrameLoader  # noqa: E402
-from dpd_desktop.kernels import apply_kernel  # noqa: E402
+from dpd_desktop.kernels.dispatch import apply_kernel  # noqa: E402
 from dpd_desktop.models import build_model  # noqa: E402
 from dpd_desktop.training.fast_path import CudaGraphStep  # noqa: E402
 from dpd_desktop.training.group import _capture  # noqa: E402

@@ -38,7 +38,7 @@ def main():
     print(f"import numpy: {timed('import numpy'):.2f} s")
     print(f"import torch: {timed('import torch'):.2f} s")
     print(f"import torch + CUDA context: {timed('import torch; torch.zeros(1, device=chr(99)+chr(117)+chr(100)+chr(97))'):.2f} s")
-    print(f"import dpd_desktop.cli: {timed('import sys; sys.path.insert(0, %r); import dpd_desktop.cli' % str(ROOT)):.2f} s")
+    print(f"import dpd_desktop.cli.entry: {timed('import sys; sys.path.insert(0, %r); import dpd_desktop.cli.entry' % str(ROOT)):.2f} s")
     print(f"load dataset: {timed('import sys,time; sys.path.insert(0, %r); from dpd_desktop.data import load_dataset; t=time.time(); load_dataset(%r); print(chr(32)*2, round(time.time()-t,3), chr(115))' % (str(ROOT), a.dataset)):.2f} s (process)")
     timing = "/tmp/prof-timing.jsonl"
     if os.path.exists(timing):

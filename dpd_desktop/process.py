@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 
 
 class Exit(enum.IntEnum):
-    """Exit statuses of ``dpd-desktop`` (documented in :mod:`dpd_desktop.cli` and the README)."""
+    """Exit statuses of ``dpd-desktop`` (documented in :mod:`dpd_desktop.cli.entry` and the README)."""
 
     OK = 0  #: success
     FAILED = 1  #: the run failed (its run folder records why)

@@ -1,4 +1,4 @@
-"""Entry point of the packaged app (PyInstaller runs this file as ``__main__``): ``dpd_desktop.cli.run``.
+"""Entry point of the packaged app (PyInstaller runs this file as ``__main__``): ``dpd_desktop.cli.entry.run``.
 
 Before anything imports Qt: on Windows, torch's DLL folder is added to the DLL search path and torch is imported
 first (on some Windows builds torch imported after Qt fails to load c10.dll: pytorch#166628). Elsewhere torch is

@@ -34,7 +34,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..kernels import DEFAULT_KERNEL, run_recurrent
+from ..kernels.dispatch import DEFAULT_KERNEL, run_recurrent
 from .base import init_linear_xavier_, init_recurrent_gate_blocks_, safe_amplitude
 
 __all__ = ["DeltaGRUBackbone", "delta_gru_layer", "features"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from ..kernels import DEFAULT_KERNEL, run_recurrent
+from ..kernels.dispatch import DEFAULT_KERNEL, run_recurrent
 from .base import init_linear_xavier_, init_recurrent_gate_blocks_
 
 __all__ = ["GRUBackbone", "features"]

@@ -1,4 +1,4 @@
-"""Short texts of an index row (runs/index.py ``IndexedRun``) shared by ``dpd-desktop runs`` (cli_runs.py) and the
+"""Short texts of an index row (runs/index.py ``IndexedRun``) shared by ``dpd-desktop runs`` (cli/runs.py) and the
 window's runs browser (gui/runs_browser.py)."""
 from __future__ import annotations
 

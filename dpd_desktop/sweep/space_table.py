@@ -14,7 +14,7 @@ import re
 from typing import Iterable
 
 from ..config import ExperimentConfig
-from .groups import AUTO
+from .spec import AUTO
 from .spec import ALIASES, NOT_SEARCHABLE, SEARCHES, Param, SweepSpec, SweepSpecError, _FIELDS, _coerce, \
     base_table, parse_spec, unknown_field
 

@@ -53,7 +53,6 @@ except ImportError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 from ..config import ConfigError, ExperimentConfig
-from .groups import AUTO, parse_group_size
 
 SEARCHES = ("grid", "random", "optuna")
 MAX_DRAWS = 1000  # random search: draws per trial before giving up on a new combination (int ranges can be small)
@@ -79,6 +78,31 @@ class SweepSpecError(ValueError):
     def __init__(self, source: str, key: str, message: str):
         super().__init__(f"{source}: {key}: {message}")
         self.source, self.key = source, key
+
+
+AUTO = "auto"
+#: the most members a group may have (8 fast members already fill the H200's rate of small kernels:
+#: benchmarks/results/2026-12-01-group-h200.md); more is refused as a likely typo or an out-of-memory trap
+MAX_GROUP_SIZE = 64
+
+
+def parse_group_size(value, source: str, key: str):
+    """``value`` as a group size: ``"auto"`` or an int 1..MAX_GROUP_SIZE (a string of digits is read as one).
+
+    Raises:
+        SweepSpecError: naming ``source`` (the TOML file, "command line") and ``key`` (``sweep.group_size``,
+            ``--group-size``).
+    """
+    if isinstance(value, str) and value.strip().lower() == AUTO:
+        return AUTO
+    n = value
+    if isinstance(value, str) and value.strip().isdigit():
+        n = int(value.strip())
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise SweepSpecError(source, key, f"expected a positive integer or \"auto\", got {value!r}")
+    if n > MAX_GROUP_SIZE:
+        raise SweepSpecError(source, key, f"expected at most {MAX_GROUP_SIZE} trials per group, got {n}")
+    return n
 
 
 class SpecFileError(SweepSpecError):

@@ -14,7 +14,7 @@ Measured (issue 14; 2-core machine shared with other jobs; torch 2.13 with libgo
   10.5 / 11.4 ms; 2 threads PASSIVE 13.1 / 14.0 ms; 2 threads spinning 11.3 / 24.8 ms.
 
 So :func:`prefer_passive_wait` sets ``OMP_WAIT_POLICY=PASSIVE`` (unless the user set it) at the process entries
-(``dpd_desktop.cli.run``, which the window and the command line start from, and the queue's child module, which the
+(``dpd_desktop.cli.entry.run``, which the window and the command line start from, and the queue's child module, which the
 forkserver imports before PyTorch): libgomp reads it once, when PyTorch loads it. And :func:`choose_threads` gives a
 run whose threads are not set (``threads`` None, no workspace default) 1 thread on the fast kernel and PyTorch's
 default (what it had before any run set one) on the reference one, so that reference runs keep OpenDPD's thread

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from ..kernels import kernels_used
+from ..kernels.dispatch import kernels_used
 from ..models.cost import model_cost
 from ..runs.artifacts import delta_fields
 from ..kernels.record import kernel_block

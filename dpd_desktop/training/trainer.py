@@ -37,7 +37,7 @@ from .. import timing
 from ..config import ConfigError, ExperimentConfig
 from ..data import framing
 from ..data.framing import BatchPlan, FrameLoader, PlainFrameLoader, draw_dataloader_iterator_seed
-from ..kernels import apply_kernel, kernel_summary
+from ..kernels.dispatch import apply_kernel, kernel_summary
 from ..models import Cascade, build_model, count_parameters
 from ..runs.record import HISTORY_COLUMNS, HISTORY_METRICS  # noqa: F401 - re-exported
 from ..runs.writer import RunWriter, discard_unstarted, is_disk_full

@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from dpd_desktop.cli import main as cli_main  # noqa: E402
+from dpd_desktop.cli.entry import main as cli_main  # noqa: E402
 from dpd_desktop.config import ExperimentConfig  # noqa: E402
 from dpd_desktop.data import IQDataset, Split, load_dataset, make_demo_dataset  # noqa: E402
 from dpd_desktop.data.framing import segment, unsegment  # noqa: E402

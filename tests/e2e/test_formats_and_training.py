@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpd_desktop.cli import main as cli_main
+from dpd_desktop.cli.entry import main as cli_main
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import IQDataset, Split, load_dataset, make_demo_dataset
 from dpd_desktop.data.readers import save_hdf5, save_split_csv

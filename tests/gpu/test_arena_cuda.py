@@ -20,7 +20,7 @@ import torch
 
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
-from dpd_desktop.kernels import apply_kernel, run_recurrent
+from dpd_desktop.kernels.dispatch import apply_kernel, run_recurrent
 from dpd_desktop.models import build_model
 from dpd_desktop.models.deltagru import delta_sequence
 from dpd_desktop.runs.workspace import Workspace
@@ -134,7 +134,7 @@ def test_long_sequences_in_chunks(kernel):
 
 def test_tiny_arena_groups_seeds_in_fast_mode(tmp_path):
     from tests.unit.test_arena import DPA200, TINY
-    from dpd_desktop.cli import main
+    from dpd_desktop.cli.entry import main
 
     if not (DPA200 / "spec.json").is_file():
         pytest.skip(f"dataset DPA_200MHz not found at {DPA200}")

@@ -14,7 +14,8 @@ from torch import nn
 
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
-from dpd_desktop.kernels import apply_kernel, cuda_rnn, nvrtc, run_recurrent, unsupported_reason
+from dpd_desktop.kernels.dispatch import apply_kernel, run_recurrent, unsupported_reason
+from dpd_desktop.kernels import cuda_rnn, nvrtc
 from dpd_desktop.models import build_model
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.training import fused_step

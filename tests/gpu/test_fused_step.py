@@ -8,7 +8,7 @@ import torch
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
 from dpd_desktop.data.framing import FrameLoader
-from dpd_desktop.kernels import apply_kernel
+from dpd_desktop.kernels.dispatch import apply_kernel
 from dpd_desktop.models import build_model
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.training import fused_step

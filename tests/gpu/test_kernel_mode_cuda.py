@@ -9,7 +9,7 @@ import torch
 
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
-from dpd_desktop.kernels import unsupported_reason
+from dpd_desktop.kernels.dispatch import unsupported_reason
 from dpd_desktop.models import build_model
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.training.trainer import Trainer

@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from dpd_desktop.cli import main as cli_main
+from dpd_desktop.cli.entry import main as cli_main
 from dpd_desktop.runs.workspace import Workspace
 
 pytestmark = [pytest.mark.gpu,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from dpd_desktop.cli import main as cli_main
+from dpd_desktop.cli.entry import main as cli_main
 from dpd_desktop.models import build_model
 from dpd_desktop.quant.backends import FakeBackend, IntBackend
 from dpd_desktop.quant.lower import lower

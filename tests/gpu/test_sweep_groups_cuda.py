@@ -6,7 +6,7 @@ GPU machine; skipped without CUDA."""
 import pytest
 import torch
 
-from dpd_desktop.cli import main as cli_main
+from dpd_desktop.cli.entry import main as cli_main
 from dpd_desktop.lab.queue import RunQueue
 from dpd_desktop.lab.supervisor import Supervisor
 from dpd_desktop.sweep.store import SweepStore

@@ -67,6 +67,6 @@ def test_no_sub_command_opens_the_window_without_a_dataset(monkeypatch, tmp_path
     seen = {}
     monkeypatch.setenv("DISPLAY", ":0")
     monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
-    monkeypatch.setattr(cli, "_window", lambda ws, **kw: seen.update(kw, root=ws.root) or 0)
+    monkeypatch.setattr(cli.entry, "_window", lambda ws, **kw: seen.update(kw, root=ws.root) or 0)
     assert cli.execute(["--workspace", str(tmp_path)]).status == 0
     assert seen == {"dataset": None, "root": tmp_path}

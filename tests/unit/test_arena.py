@@ -19,7 +19,7 @@ import pytest
 from dpd_desktop.arena.leaderboard import build_rows, pareto, reference_summary
 from dpd_desktop.arena.metrics import arena_metrics, evm_carriers_db, quality_db
 from dpd_desktop.arena.protocol import ProtocolError, load_protocol
-from dpd_desktop.cli import main
+from dpd_desktop.cli.entry import main
 from dpd_desktop.models import count_parameters, build_model
 from dpd_desktop.runs.record import RunRecord
 from dpd_desktop.runs.workspace import Workspace

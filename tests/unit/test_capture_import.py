@@ -13,7 +13,7 @@ import capture_fixtures as cf
 from datasets_dir import DATASETS
 from dpd_desktop.analysis.capture_import import CaptureImportError, import_capture, read_signal
 from dpd_desktop.analysis.inspect import inspect_dataset
-from dpd_desktop.cli import main
+from dpd_desktop.cli.entry import main
 from dpd_desktop.data import load_dataset
 
 N = 40000

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from dpd_desktop import cli
-from dpd_desktop.cli import build_parser, main as cli_main
+from dpd_desktop.cli import entry, train
+from dpd_desktop.cli.entry import build_parser, main as cli_main
 from dpd_desktop.process import CTRL_C
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +70,7 @@ def test_keyboard_interrupt_reaching_run_is_a_cancel(monkeypatch, capsys):
     def interrupted(argv=None):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "execute", interrupted)
+    monkeypatch.setattr(entry, "execute", interrupted)
     monkeypatch.setattr(sys, "argv", ["dpd-desktop", "runs"])
     try:
         with pytest.raises(SystemExit) as exc:
@@ -90,7 +91,7 @@ def test_sigint_before_the_trainer_exists_cancels_it(tmp_path, capsys):
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.05)
         assert CTRL_C.pressed.is_set()
-        rc = cli.run_training(ExperimentConfig(dataset="demo", epochs=1, device="cpu"), Workspace(tmp_path))
+        rc = train.run_training(ExperimentConfig(dataset="demo", epochs=1, device="cpu"), Workspace(tmp_path))
     finally:
         CTRL_C.uninstall()
     assert rc == 3
@@ -101,7 +102,7 @@ def test_sigint_before_the_trainer_exists_cancels_it(tmp_path, capsys):
 @pytest.mark.parametrize("argv,skip", [(["runs"], False), (["train-pa", "--dataset", "demo", "--seed", "-1"], False),
                                        ([*TINY_TRAIN, "--epochs", "1", "--no-plots", "--quiet"], True)])
 def test_teardown_is_skipped_only_after_a_headless_command_ran(tmp_path, argv, skip):
-    """The command decides (cli.Outcome), not a scan of sys.argv: a refused train-pa keeps the teardown."""
+    """The command decides (cli/common.py Outcome), not a scan of sys.argv: a refused train-pa keeps the teardown."""
     outcome = cli.execute(["--workspace", str(tmp_path), *argv])
     assert outcome.status == 0 if argv[0] == "runs" or skip else outcome.status == 2
     assert outcome.skip_teardown is skip
@@ -110,13 +111,13 @@ def test_teardown_is_skipped_only_after_a_headless_command_ran(tmp_path, argv, s
 def test_command_line_and_window_modules_do_not_import_each_other():
     """No import cycle; the command line's module imports neither PyTorch nor Qt (see its import note)."""
     code = ("import sys\n"
-            "import dpd_desktop.cli\n"
+            "import dpd_desktop.cli.entry\n"
             "heavy = sorted(m for m in ('torch', 'PySide6', 'dpd_desktop.gui.app') if m in sys.modules)\n"
             "assert not heavy, heavy\n"
             "for m in [m for m in sys.modules if m.startswith('dpd_desktop')]:\n"
             "    del sys.modules[m]\n"
             "import dpd_desktop.gui.app\n"
-            "assert 'dpd_desktop.cli' not in sys.modules\n")
+            "assert not [m for m in sys.modules if m.startswith('dpd_desktop.cli')]\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, QT_QPA_PLATFORM="offscreen"))
     assert r.returncode == 0, r.stderr
@@ -140,8 +141,8 @@ def test_train_dpd_has_allow_dataset_mismatch_flag():
     from dpd_desktop.config import ExperimentConfig
 
     base = ["train-dpd", "--dataset", "demo", "--pa-run", "x"]
-    assert cli._config_from_args(build_parser().parse_args(base), "dpd").allow_dataset_mismatch is False
-    cfg = cli._config_from_args(build_parser().parse_args(base + ["--allow-dataset-mismatch"]), "dpd")
+    assert train.config_from_args(build_parser().parse_args(base), "dpd").allow_dataset_mismatch is False
+    cfg = train.config_from_args(build_parser().parse_args(base + ["--allow-dataset-mismatch"]), "dpd")
     assert cfg.validate().allow_dataset_mismatch is True
     assert ExperimentConfig.from_dict(cfg.to_dict()) == cfg
 
@@ -278,9 +279,9 @@ def test_dpd_parameter_line_separates_dpd_and_frozen_pa():
 
     common = dict(run_id="r", run_dir="d", config={}, device="cpu", device_name="CPU", fast_path="on",
                   batched_loader="on", n_train_frames=1, batches_per_epoch=1, epochs=1, dataset_summary={})
-    assert cli.param_text(RunStarted(step="dpd", n_params=748, n_params_model=306, **common)) == \
+    assert train.param_text(RunStarted(step="dpd", n_params=748, n_params_model=306, **common)) == \
         "306 parameters (DPD) + 442 frozen PA"
-    assert cli.param_text(RunStarted(step="pa", n_params=442, n_params_model=442, **common)) == "442 parameters"
+    assert train.param_text(RunStarted(step="pa", n_params=442, n_params_model=442, **common)) == "442 parameters"
 
 
 def test_dataset_that_cannot_load_is_exit_2_without_run_folder(tmp_path, capsys):
@@ -298,7 +299,7 @@ def test_dataset_that_cannot_load_is_exit_2_without_run_folder(tmp_path, capsys)
 def test_exit_codes_documented_in_cli_and_readme():
     readme = (ROOT / "README.md").read_text()
     for code, words in (("0", "success"), ("1", "failed"), ("2", "bad arguments"), ("3", "cancelled")):
-        assert re.search(rf"\b{code}\b[^\n]*{words}", cli.__doc__), code
+        assert re.search(rf"\b{code}\b[^\n]*{words}", entry.__doc__), code
         assert re.search(rf"`{code}`[^\n]*{words}", readme), code
 
 

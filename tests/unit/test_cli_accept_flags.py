@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from dpd_desktop.analysis.inspect import inspect_dataset
-from dpd_desktop.cli import main as cli_main
+from dpd_desktop.cli.entry import main as cli_main
 from dpd_desktop.data import load_dataset
 from dpd_desktop.lab.queue import RunQueue
 from dpd_desktop.runs.record import RunRecord

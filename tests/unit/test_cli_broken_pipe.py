@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dpd_desktop.cli import main as cli_main
+from dpd_desktop.cli.entry import main as cli_main
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--dataset", "demo", "--hidden-size", "4", "--frame-length", "50", "--epochs", "3",

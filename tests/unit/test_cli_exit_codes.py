@@ -9,7 +9,7 @@ import re
 import pytest
 import torch
 
-from dpd_desktop.cli import main as cli_main
+from dpd_desktop.cli.entry import main as cli_main
 
 PA = ["train-pa", "--dataset", "demo", "--epochs", "1", "--hidden-size", "4", "--no-plots", "--quiet"]
 DPD = ["train-dpd", "--dataset", "demo", "--epochs", "1", "--hidden-size", "3", "--no-plots", "--quiet"]
@@ -91,7 +91,7 @@ def test_a_dpd_through_a_dpd_run_is_refused_before_a_run_folder(tmp_path, capsys
     (["queue", "add", "pa", "--dataset", "x", "--epoch", "3"], "--epoch 3"),  # a sub-command two levels down
 ])
 def test_abbreviated_options_are_refused(tmp_path, capsys, argv, bad):
-    from dpd_desktop.cli import build_parser
+    from dpd_desktop.cli.entry import build_parser
 
     with pytest.raises(SystemExit) as info:
         build_parser().parse_args(["--workspace", str(tmp_path), *argv])

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from dpd_desktop.cli import build_parser
+from dpd_desktop.cli.entry import build_parser
 from dpd_desktop.config import ExperimentConfig, default_hidden_size
 
 #: command-line dest → ExperimentConfig field where the names differ
@@ -71,8 +71,8 @@ def test_the_shown_defaults_follow_the_config_table(monkeypatch):
 
     changed = dataclasses.make_dataclass("Changed", [("patience", int, 7), ("warmup_epochs", int, 3),
                                                      ("cross_lag", int, 4)], bases=(ExperimentConfig,))
-    for module in ("cli", "cli_training", "cli_poly"):
-        monkeypatch.setattr(f"dpd_desktop.{module}.ExperimentConfig", changed)
+    for module in ("train", "poly"):
+        monkeypatch.setattr(f"dpd_desktop.cli.{module}.ExperimentConfig", changed)
     parser = _sub(build_parser(), "train-pa")
     formatter = parser._get_formatter()
     shown = {a.dest: (a.default, formatter._expand_help(a)) for a in parser._actions if a.help}

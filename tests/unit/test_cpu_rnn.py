@@ -13,7 +13,8 @@ import pytest
 import torch
 from torch import nn
 
-from dpd_desktop.kernels import apply_kernel, cpu_rnn, unsupported_reason
+from dpd_desktop.kernels.dispatch import apply_kernel, unsupported_reason
+from dpd_desktop.kernels import cpu_rnn
 from dpd_desktop.models import build_model
 
 

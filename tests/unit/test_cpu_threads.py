@@ -30,7 +30,7 @@ def test_passive_wait_is_a_default_the_user_can_override():
 
 
 def test_the_command_line_sets_it_before_pytorch_loads():
-    """``dpd_desktop.cli.run`` is the process entry of the window and the command line: the variable is set there,
+    """``dpd_desktop.cli.entry.run`` is the process entry of the window and the command line: the variable is set there,
     before anything imports PyTorch, so libgomp (which reads it when it loads) and the queue's children see it."""
     code = ("import os, sys; os.environ.pop('OMP_WAIT_POLICY', None); from dpd_desktop import cli; "
             "assert 'torch' not in sys.modules; sys.argv = ['dpd-desktop', 'runs', '--help']\n"

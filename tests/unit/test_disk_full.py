@@ -249,7 +249,7 @@ def test_plots_that_cannot_be_written_are_named_and_leave_nothing(tmp_path, monk
 
 
 def test_the_command_line_names_a_plot_it_cannot_write_and_the_run_stays_succeeded(tmp_path, monkeypatch, capsys):
-    from dpd_desktop.cli import main as cli_main
+    from dpd_desktop.cli.entry import main as cli_main
 
     fi.install(monkeypatch, fi.Fault("psd.png", op="write"))
     rc = cli_main(["--workspace", str(tmp_path), "train-pa", "--dataset", "demo", "--epochs", "1", "--hidden-size",

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from datasets_dir import DATASETS
-from dpd_desktop.cli import _config_from_args, build_parser
-from dpd_desktop.cli import main as cli_main
+from dpd_desktop.cli.entry import build_parser
+from dpd_desktop.cli.train import config_from_args as _config_from_args
+from dpd_desktop.cli.entry import main as cli_main
 from dpd_desktop.config import ConfigError, ExperimentConfig
 from dpd_desktop.data import load_dataset, make_demo_dataset
 from dpd_desktop.runs.evaluate import evaluate_run

@@ -344,7 +344,7 @@ def test_mp_and_gmp_rows_have_no_hidden_size(tmp_path):
     """An MP/GMP run's config.json carries the (unused) default hidden size; its index row, ``runs`` and
     ``runs --json`` do not show it as if the model had one."""
     from run_folders import make_run  # tests/run_folders.py
-    from dpd_desktop.cli_runs import table_row
+    from dpd_desktop.cli.runs import table_row
 
     ws = Workspace(tmp_path)
     for name, backbone in (("r-mp", "mp"), ("r-gmp", "gmp"), ("r-gru", "gru")):

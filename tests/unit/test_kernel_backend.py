@@ -14,7 +14,7 @@ from fake_kernels import STUB_REASON, gru_steps, install, install_stub, lstm_ste
 
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
-from dpd_desktop.kernels import apply_kernel, kernels_used, run_recurrent
+from dpd_desktop.kernels.dispatch import apply_kernel, kernels_used, run_recurrent
 from dpd_desktop.models import Cascade, build_model
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.training.trainer import Trainer

@@ -14,7 +14,7 @@ from fake_kernels import STUB_REASON, install, install_stub  # tests/fake_kernel
 from dpd_desktop import cli
 from dpd_desktop.config import ConfigError, ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
-from dpd_desktop.kernels import unsupported_reason
+from dpd_desktop.kernels.dispatch import unsupported_reason
 from dpd_desktop.models import build_model
 from dpd_desktop.runs.compare import compare_runs
 from dpd_desktop.runs.index import INDEX_FILE, INDEX_SCHEMA, RunIndex

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from dpd_desktop import cli
-from dpd_desktop.cli_limits import parse_duration
+from dpd_desktop.cli.limits import parse_duration
 from dpd_desktop.config import ConfigError, ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
 from dpd_desktop.process import Exit

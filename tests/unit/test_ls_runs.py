@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.io
 
-from dpd_desktop.cli import main
+from dpd_desktop.cli.entry import main
 from dpd_desktop.config import ConfigError, ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
 from dpd_desktop.models.poly import basis, fit_least_squares
@@ -239,7 +239,7 @@ def test_coefficient_export_never_overwrites_a_run_folder_file_nor_makes_folders
 def test_grid_lists_with_an_empty_or_bad_item_are_refused(text):
     import argparse
 
-    from dpd_desktop.cli_poly import _int_list
+    from dpd_desktop.cli.poly import _int_list
 
     with pytest.raises(argparse.ArgumentTypeError, match="comma-separated integers|at least one"):
         _int_list(text)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpd_desktop.cli import main
+from dpd_desktop.cli.entry import main
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import load_dataset, make_demo_dataset, save_hdf5, save_split_csv
 from dpd_desktop.runs.workspace import Workspace

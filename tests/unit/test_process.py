@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from dpd_desktop import cli, process
+from dpd_desktop.cli import entry, train
 from dpd_desktop.process import CTRL_C, CtrlC, Display, Exit, detect_display
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +26,7 @@ LONG_TRAIN = ["train-pa", "--dataset", "demo", "--epochs", "200", "--device", "c
 
 def test_exit_statuses_are_the_documented_ones():
     assert [int(e) for e in Exit] == [0, 1, 2, 3, 130]
-    documented = {int(code) for code in re.findall(r"^\s+(\d+)\s+[a-z]", cli.__doc__, flags=re.M)}
+    documented = {int(code) for code in re.findall(r"^\s+(\d+)\s+[a-z]", entry.__doc__, flags=re.M)}
     assert documented == {int(e) for e in Exit}
 
 
@@ -177,5 +178,5 @@ def test_the_process_instance_is_not_left_installed_by_a_python_caller(tmp_path)
 
     before = signal.getsignal(signal.SIGINT)
     cfg = ExperimentConfig(dataset="demo", epochs=1, device="cpu", hidden_size=4, frame_length=40, stride=40)
-    assert cli.run_training(cfg, Workspace(tmp_path), plots=False) == Exit.OK
+    assert train.run_training(cfg, Workspace(tmp_path), plots=False) == Exit.OK
     assert not CTRL_C.installed and signal.getsignal(signal.SIGINT) is before

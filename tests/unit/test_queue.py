@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from dpd_desktop.cli import main as cli_main
-from dpd_desktop.cli_queue import QUEUE_HEADER
+from dpd_desktop.cli.entry import main as cli_main
+from dpd_desktop.cli.queue import QUEUE_HEADER
 from dpd_desktop.config import ConfigError, ExperimentConfig
 from dpd_desktop.lab.queue import QUEUE_FILE, QueueError, RunQueue, device_lane
 
@@ -331,7 +331,7 @@ def test_cli_add_records_the_dataset_and_pa_run_as_absolute_paths(tmp_path, monk
     ``queue run``: the entry stores the absolute path."""
     from dpd_desktop.data import write_demo_dataset
 
-    data = write_demo_dataset(tmp_path / "data" / "set")  # queue add inspects it (cli_flags.py): a loadable one
+    data = write_demo_dataset(tmp_path / "data" / "set")  # queue add inspects it (cli/flags.py): a loadable one
     pa = tmp_path / "elsewhere" / "pa-run"
     pa.mkdir(parents=True)
     (pa / "config.json").write_text("{}")

@@ -1,4 +1,4 @@
-"""``dpd-desktop sweep --ray`` (cli_sweep.py on sweep/ray_executor.py), CPU only, on real local Ray clusters with
+"""``dpd-desktop sweep --ray`` (cli/sweep.py on sweep/ray_executor.py), CPU only, on real local Ray clusters with
 token authentication: a ``--ray local`` grid sweep's trials are bitwise equal (history without its wall-clock column,
 best.pt tensors) to the same sweep run on this machine's queue; an Optuna sweep on Ray prunes its poor trial through
 the channel's per-trial stop; sweep.json records where a sweep ran and a resume reads it; the packaged app refuses.
@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from dpd_desktop.cli import main as cli_main
+from dpd_desktop.cli.entry import main as cli_main
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.runs import artifacts
 from dpd_desktop.runs.index import RunIndex
 from dpd_desktop.runs.record import RunRecord
 from dpd_desktop.runs.workspace import Workspace
-from dpd_desktop.cli_sweep import ray_address
+from dpd_desktop.cli.sweep import ray_address
 from dpd_desktop.sweep.executor import Trial, TrialEnd
 from dpd_desktop.sweep.ray_executor import IN_BUNDLE, RemoteEpoch
 from dpd_desktop.sweep.ray_helper import HelperExecutor, RayHelperClient, RayHelperError

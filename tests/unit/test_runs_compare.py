@@ -122,7 +122,7 @@ def test_report_of_one_run_holds_metrics_config_and_images(runs, tmp_path):
 
 
 def test_report_of_a_comparison_and_the_cli(runs, tmp_path):
-    from dpd_desktop.cli import main
+    from dpd_desktop.cli.entry import main
 
     out = tmp_path / "cmp.html"
     rc = main(["--workspace", str(runs["root"]), "runs", "report", runs["a"].name, str(runs["b"]), "--out", str(out)])
@@ -164,7 +164,7 @@ def test_a_history_row_that_does_not_match_its_header_is_a_clear_error(runs, tmp
     is read as the row it is."""
     import shutil
 
-    from dpd_desktop.cli import main
+    from dpd_desktop.cli.entry import main
 
     run = runs["root"] / "runs" / f"{runs['a'].name}-{damage.replace(' ', '-')}"
     shutil.copytree(runs["a"], run)

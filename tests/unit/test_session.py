@@ -235,7 +235,7 @@ def test_outcome_messages():
 def test_every_progress_text_numbers_epochs_as_the_record_does(capsys):
     """history.csv's EPOCH and the selected epoch count from 0: the command line's progress line, the queue's
     line and the window's progress text name the same epoch (was: 1-based beside a 0-based table)."""
-    from dpd_desktop.cli import ConsoleObserver
+    from dpd_desktop.cli.train import ConsoleObserver
     from dpd_desktop.runs.labels import epoch_of
     from dpd_desktop.runs.events import BatchProgress
 

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from dpd_desktop.cli import main
+from dpd_desktop.cli.entry import main
 from dpd_desktop.data import DatasetError, load_dataset, make_demo_dataset, save_hdf5, save_split_csv
 
 N = 6000

@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from dpd_desktop.cli import main as cli_main
+from dpd_desktop.cli.entry import main as cli_main
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.lab import event_codec
 from dpd_desktop.lab.child import FaultSpecError, parse_faults

@@ -1,4 +1,4 @@
-"""``dpd-desktop sweep`` on bad input (cli_sweep.py): exit 2 with one line naming the option or the file, nothing
+"""``dpd-desktop sweep`` on bad input (cli/sweep.py): exit 2 with one line naming the option or the file, nothing
 created in the workspace; a closed standard output ends ``sweep show`` quietly; counts and the best line read as
 words (plurals, ``key=value`` with 4 significant digits, the metric's unit)."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dpd_desktop.cli import main as cli_main
+from dpd_desktop.cli.entry import main as cli_main
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.sweep.runner import create_sweep
 from dpd_desktop.sweep.spec import parse_spec

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from dpd_desktop.cli import main as cli_main
+from dpd_desktop.cli.entry import main as cli_main
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.runs import artifacts
 from dpd_desktop.lab.queue import QUEUE_FILE, RunQueue

@@ -1,4 +1,4 @@
-"""Sweeps run (sweep/runner.py, local.py, optuna_search.py, cli_sweep.py) on tiny demo runs: every trial an ordinary
+"""Sweeps run (sweep/runner.py, local.py, optuna_search.py, cli/sweep.py) on tiny demo runs: every trial an ordinary
 run of the workspace (queue, index, ``runs``); a cancel mid-way keeps the finished trials and ``resume`` runs only
 the others, each trial done exactly once; Optuna's pruner stops a poor trial early and its folder stays readable."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from dpd_desktop.cli import main as cli_main
+from dpd_desktop.cli.entry import main as cli_main
 from dpd_desktop.runs.index import RunIndex
 from dpd_desktop.lab.queue import RunQueue
 from dpd_desktop.runs.record import RunRecord

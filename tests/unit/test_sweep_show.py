@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from dpd_desktop.cli import main as cli_main
+from dpd_desktop.cli.entry import main as cli_main
 from dpd_desktop.runs.artifacts import read_history_csv
 from dpd_desktop.sweep.store import SweepStore
 

@@ -234,7 +234,7 @@ def test_ila_learns_beyond_the_pa_alone(pa_run):
 
 @pytest.mark.parametrize("kernel", ["reference", "fast"])
 def test_long_sequences_run_in_chunks(monkeypatch, kernel):
-    import dpd_desktop.kernels as K
+    import dpd_desktop.kernels.dispatch as K
 
     torch.manual_seed(0)
     rnn = torch.nn.GRU(6, 5, batch_first=True, bias=kernel == "fast")

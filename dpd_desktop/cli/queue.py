@@ -7,7 +7,7 @@
     dpd-desktop queue cancel ENTRY          a running entry stops after its current batch
     dpd-desktop queue run [--device D ...] [--watch]
 
-``queue add`` inspects the dataset first (cli_flags.py): an error flag refuses the entry unless --accept-flags,
+``queue add`` inspects the dataset first (cli/flags.py): an error flag refuses the entry unless --accept-flags,
 which records the flags in the entry's configuration (its run's config.json).
 ``queue run`` runs the entries, each in a child process, one at a time per device lane (cpu, cuda:0, cuda:1 side
 by side), until none is left for its lanes (``--watch``: keeps waiting for new ones until Ctrl+C). Ctrl+C: the
@@ -24,27 +24,29 @@ import os
 import sys
 from pathlib import Path
 
-from .config import DEVICES, ConfigError
-from . import cli_flags, cli_limits
-from .process import CTRL_C, Exit
-from .runs.labels import epoch_of
-from .runs.settings import SettingsError, WorkspaceSettings
-from .runs.workspace import WorkspaceError
+from ..config import DEVICES, ConfigError
+from ..process import CTRL_C, Exit
+from ..runs.labels import epoch_of
+from ..runs.settings import SettingsError, WorkspaceSettings
+from ..runs.workspace import WorkspaceError
+from . import flags
+from .common import Outcome
+from .limits import with_limit_options
+from .train import add_training_options, config_from_args
 
 STOPPING = "stopping the queue: the running entries stop after their current batch (Ctrl+C again to abort)…"
 
 
 def add_parser(add) -> argparse.ArgumentParser:
-    """Register ``queue`` with cli.py's ``add(name, **kw)``."""
-    from .cli import _add_training_options  # cli.py imports this module inside build_parser: no import cycle
+    """Register ``queue`` with cli/entry.py's ``add(name, **kw)``."""
 
     q = add("queue", help="the run queue: add, list, move, cancel, run")
     sub = q.add_subparsers(dest="queue_command", required=True)
     a = sub.add_parser("add", help="queue a PA or DPD run (the options of train-pa / train-dpd)")
     steps = a.add_subparsers(dest="step", required=True)
-    _add_training_options(steps.add_parser("pa", help="queue a PA run"), "pa")
+    add_training_options(steps.add_parser("pa", help="queue a PA run"), "pa")
     dpd = steps.add_parser("dpd", help="queue a DPD run (--pa-run RUN, or --after ENTRY: a queued PA entry)")
-    _add_training_options(dpd, "dpd")
+    add_training_options(dpd, "dpd")
     for action in dpd._actions:  # --pa-run or --after: the check is in handle()
         if action.dest == "pa_run":
             action.required = False
@@ -85,20 +87,19 @@ def _lane(text: str) -> str:
 
 
 def _open_queue(ws):
-    from .lab.queue import RunQueue
+    from ..lab.queue import RunQueue
 
     return RunQueue(ws.root)
 
 
 def handle(args, ws, named: bool = False):
-    """Run ``queue …``; returns cli.Outcome. ``named``: the user named the workspace (a missing one is an error)."""
-    from .cli import Outcome, _config_from_args
-    from .lab.queue import QueueError
+    """Run ``queue …``; returns an Outcome. ``named``: the user named the workspace (a missing one is an error)."""
+    from ..lab.queue import QueueError
 
     cmd = args.queue_command
     try:
         if cmd == "add":
-            return Outcome(_add(args, ws, _config_from_args))
+            return Outcome(_add(args, ws))
         if cmd == "run":
             return Outcome(_run(args, ws), skip_teardown=True)
         if not ws.root.is_dir():  # reading commands create nothing (a mistyped --workspace)
@@ -123,13 +124,13 @@ def handle(args, ws, named: bool = False):
         return Outcome(Exit.USAGE)
 
 
-def _add(args, ws, config_from_args) -> int:
+def _add(args, ws) -> int:
     step = args.step
     if step == "dpd" and (args.pa_run is None) == (args.after is None):
         print("error: queue add dpd: give --pa-run RUN or --after ENTRY (one of them)", file=sys.stderr)
         return Exit.USAGE
     settings = WorkspaceSettings.load(ws.root) if ws.root.is_dir() else WorkspaceSettings()
-    cfg = cli_limits.with_limit_options(config_from_args(args, step), args, settings)  # as train-pa does
+    cfg = with_limit_options(config_from_args(args, step), args, settings)  # as train-pa does
     if step == "dpd" and args.after is not None:
         cfg.pa_run = None
     if cfg.dataset != "demo" and not Path(cfg.dataset).expanduser().exists():
@@ -137,10 +138,10 @@ def _add(args, ws, config_from_args) -> int:
         return Exit.USAGE
     if cfg.dataset != "demo":  # the entry runs later, from another process and maybe another working folder
         cfg.dataset = os.path.abspath(Path(cfg.dataset).expanduser())
-    accepted = cli_flags.check_reference(cfg.dataset, ws, args.accept_flags)  # before the entry exists
+    accepted = flags.check_reference(cfg.dataset, ws, args.accept_flags)  # before the entry exists
     if accepted is None:
         return Exit.USAGE
-    cfg.extra = cli_flags.with_accepted(cfg.extra, accepted)  # the entry's child records them in config.json
+    cfg.extra = flags.with_accepted(cfg.extra, accepted)  # the entry's child records them in config.json
     if cfg.pa_run:
         try:
             ws.resolve(cfg.pa_run)
@@ -176,8 +177,8 @@ class _Console:
     """The supervisor's observer on the command line: one line per entry start and end, and per epoch."""
 
     def __call__(self, entry, ev) -> None:
-        from .lab.supervisor import EntryEnded, EntryStarted
-        from .runs import events as E
+        from ..lab.supervisor import EntryEnded, EntryStarted
+        from ..runs import events as E
 
         if isinstance(ev, EntryStarted):
             print(f"entry {entry.id}: {entry.label()} on {entry.device} (pid {ev.pid})", flush=True)
@@ -194,7 +195,7 @@ class _Console:
 
 
 def _run(args, ws) -> int:
-    from .lab.supervisor import Supervisor
+    from ..lab.supervisor import Supervisor
 
     ws.check(create=True)
     sup = Supervisor(ws, lanes=args.device, observers=[_Console()])

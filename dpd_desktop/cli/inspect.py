@@ -13,9 +13,9 @@ import argparse
 import json
 import sys
 
-from .analysis.capture_import import CaptureImportError, import_capture
-from .analysis.inspect import inspect_dataset, summary_rows
-from .data import DatasetError, load_dataset, make_demo_dataset
+from ..analysis.capture_import import CaptureImportError, import_capture
+from ..analysis.inspect import inspect_dataset, summary_rows
+from ..data import DatasetError, load_dataset, make_demo_dataset
 
 COMMANDS = ("inspect", "import-capture")
 

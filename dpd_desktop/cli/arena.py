@@ -23,7 +23,8 @@ import sys
 import threading
 from pathlib import Path
 
-from .process import CTRL_C, Exit
+from ..process import CTRL_C, Exit
+from .common import Outcome
 
 
 def _names(text: str) -> list[str]:
@@ -59,13 +60,12 @@ def add_parser(add) -> argparse.ArgumentParser:
 
 
 def handle(args, ws):
-    from .cli import Outcome
-    from .arena.assets import ArenaAssetError, default_root, reference_rows
-    from .arena.protocol import ProtocolError, load_protocol, protocol_names
-    from .config import ConfigError
+    from ..arena.assets import ArenaAssetError, default_root, reference_rows
+    from ..arena.protocol import ProtocolError, load_protocol, protocol_names
+    from ..config import ConfigError
 
     if args.merge:
-        from .arena.runner import merge_leaderboards
+        from ..arena.runner import merge_leaderboards
 
         if not args.out:
             print("error: --merge needs --out DIR", file=sys.stderr)
@@ -94,9 +94,9 @@ def handle(args, ws):
     except (ProtocolError, ArenaAssetError, ConfigError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return Outcome(Exit.USAGE)
-    from .arena.runner import run_arena
-    from .sweep.store import SweepError
-    from .data import DatasetError
+    from ..arena.runner import run_arena
+    from ..sweep.store import SweepError
+    from ..data import DatasetError
 
     out = Path(args.out) if args.out else ws.root / "arena" / proto.name / "leaderboard"
     ws.check(create=True)
@@ -127,7 +127,7 @@ def _group(text: str):
 
 
 def _show_reference(proto, rows) -> int:
-    from .arena.leaderboard import reference_summary
+    from ..arena.leaderboard import reference_summary
 
     print(f"{'model':<18} {'row':<24} {'params':>6} {'NMSE':>16} {'ACLR worse':>16} {'EVM':>16} {'q':>16}")
     for m in proto.models:

@@ -21,9 +21,9 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from .config import METRIC_PROFILES, ConfigError
-from .process import CTRL_C, Exit
-from .runs.outputs import check_output
+from ..config import METRIC_PROFILES, ConfigError
+from ..process import CTRL_C, Exit
+from ..runs.outputs import check_output
 
 COMMANDS = ("loop", "loop-dataset")
 STOPPING = "stopping the loop: muting the generator (Ctrl+C again to abort)…"
@@ -40,7 +40,7 @@ def _ratios(text: str) -> tuple[float, float, float]:
 
 
 def add_parser(add) -> None:
-    from .loop.config import ILA_KINDS, STRATEGIES, LoopConfig
+    from ..loop.config import ILA_KINDS, STRATEGIES, LoopConfig
 
     d = LoopConfig()
     p = add("loop", help="close the loop with an amplifier: play, capture, align, update the DPD, repeat")
@@ -95,7 +95,7 @@ def add_parser(add) -> None:
 
 
 def _config(a):
-    from .loop.config import LoopConfig
+    from ..loop.config import LoopConfig
 
     return LoopConfig(strategy=a.strategy, iterations=a.iterations, mu=a.mu, ila_kind=a.ila_kind,
                       ila_order=a.ila_order, ila_memory=a.ila_memory, target_aclr_dbc=a.target_aclr,
@@ -110,7 +110,7 @@ class ConsoleLoopObserver:
     """One line per iteration on stdout; the loop's start and end."""
 
     def __call__(self, ev) -> None:
-        from .loop import events as LE
+        from ..loop import events as LE
 
         if isinstance(ev, LE.LoopStarted):
             ids = "; ".join(f"{k}: {v.get('manufacturer')} {v.get('model')}" for k, v in ev.identities.items())
@@ -129,13 +129,13 @@ class ConsoleLoopObserver:
 
 
 def _loop(a, ws) -> int:
-    from .instruments.connect import open_bench, parse_instrument, parse_virtual_pa
-    from .instruments.errors import InstrumentError
-    from .instruments.sim import prepare_sim
-    from .loop.dataset import CaptureImportError, capture_to_dataset
-    from .loop.engine import LoopRunner
-    from .loop.report import write_loop_report
-    from .loop.signal import load_signal
+    from ..instruments.connect import open_bench, parse_instrument, parse_virtual_pa
+    from ..instruments.errors import InstrumentError
+    from ..instruments.sim import prepare_sim
+    from ..loop.dataset import CaptureImportError, capture_to_dataset
+    from ..loop.engine import LoopRunner
+    from ..loop.report import write_loop_report
+    from ..loop.signal import load_signal
 
     try:
         cfg = _config(a)
@@ -192,7 +192,7 @@ def _loop(a, ws) -> int:
 
 
 def _loop_dataset(a, ws) -> int:
-    from .loop.dataset import CaptureImportError, capture_to_dataset
+    from ..loop.dataset import CaptureImportError, capture_to_dataset
 
     try:
         run_dir = ws.resolve(a.run)

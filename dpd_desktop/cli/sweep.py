@@ -8,7 +8,7 @@
     dpd-desktop sweep resume SWEEP                    run the trials that did not finish
     dpd-desktop sweep cancel SWEEP                    the running trials stop after their current batch
 
-Before the sweep exists its datasets are inspected (cli_flags.py): an error flag refuses it unless --accept-flags
+Before the sweep exists its datasets are inspected (cli/flags.py): an error flag refuses it unless --accept-flags
 (before or after --base), which records the flags in every trial's config.json.
 Trials run as queue entries (queue list shows them), each in a child process, one at a time per device lane;
 trials of one shape that differ only in seed, learning rate, weight decay… train in groups of up to --group-size
@@ -30,10 +30,13 @@ import json
 import sys
 import threading
 
-from . import cli_flags
-from .config import ConfigError
-from .process import CTRL_C, Exit
-from .sweep.ray_options import LOCAL_ADDRESS, add_ray_arguments  # argparse only (0.4 ms); Ray comes with --ray
+from ..config import ConfigError
+from ..process import CTRL_C, Exit
+from ..sweep.ray_options import LOCAL_ADDRESS, add_ray_arguments  # argparse only (0.4 ms); Ray comes with --ray
+from . import flags
+from .common import Outcome
+from .limits import with_limit_options
+from .train import add_training_options, config_from_args
 
 ACTIONS = ("list", "show", "resume", "cancel")
 #: the unit of each metric a sweep selects by (metrics/__init__.py: NMSE and EVM in dB, ACLR in dBc)
@@ -42,7 +45,7 @@ STOPPING = "stopping the sweep: the running trials stop after their current batc
 
 
 def add_parser(add) -> argparse.ArgumentParser:
-    """Register ``sweep`` with cli.py's ``add(name, **kw)``."""
+    """Register ``sweep`` with cli/entry.py's ``add(name, **kw)``."""
     p = add("sweep", help="grid, random or Optuna sweep of training runs (SPEC.toml or --grid); list, show, resume, "
                           "cancel", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("target", nargs="?", default=None,
@@ -61,7 +64,7 @@ def add_parser(add) -> argparse.ArgumentParser:
                    help="the most trials of one shape that train together in one process (default: the spec's "
                         "group_size, else auto: 8 fast / 4 reference on CUDA, 1 on the CPU)")
     p.add_argument("--json", action="store_true", help="show: sweep.json as it is")
-    cli_flags.add_accept_option(p)  # also accepted among the --base options
+    flags.add_accept_option(p)  # also accepted among the --base options
     p.add_argument("--base", nargs=argparse.REMAINDER, default=None,
                    help="the rest of the line: train-pa / train-dpd options of every trial (--dataset ... )")
     add_ray_arguments(p)
@@ -74,10 +77,9 @@ _SWEEP_OPTIONS: set[str] = set()
 
 
 def handle(args, ws) -> "object":
-    """Run ``sweep …``; returns cli.Outcome."""
-    from .cli import Outcome
-    from .sweep.spec import SweepSpecError
-    from .sweep.store import SweepError, SweepStore
+    """Run ``sweep …``; returns an Outcome."""
+    from ..sweep.spec import SweepSpecError
+    from ..sweep.store import SweepError, SweepStore
 
     try:
         if args.target in ACTIONS:
@@ -105,7 +107,7 @@ def handle(args, ws) -> "object":
         if spec is None:
             return Outcome(Exit.USAGE)  # an error flag: nothing created
         ws.check(create=True)
-        from .sweep.runner import create_sweep
+        from ..sweep.runner import create_sweep
 
         ray = (getattr(args, "ray", None) or "none").strip().lower()
         info = create_sweep(ws, spec, check=ray in ("none", "local"))  # a cluster's devices are the cluster's
@@ -115,7 +117,7 @@ def handle(args, ws) -> "object":
     except (SweepSpecError, SweepError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return Outcome(Exit.USAGE)
-    except BrokenPipeError:  # stdout closed by its reader (`sweep show --json | head`): cli.main ends quietly
+    except BrokenPipeError:  # stdout closed by its reader (`sweep show --json | head`): the command line ends quietly
         raise
     except OSError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -128,8 +130,8 @@ def handle(args, ws) -> "object":
 def _spec(args, ws):
     from dataclasses import replace
 
-    from .sweep.groups import parse_group_size
-    from .sweep.spec import SpecFileError, SweepSpecError, load_spec, spec_from_options
+    from ..sweep.spec import parse_group_size
+    from ..sweep.spec import SpecFileError, SweepSpecError, load_spec, spec_from_options
 
     size = getattr(args, "group_size", None)
     if size is not None:  # before anything is read or created
@@ -155,13 +157,12 @@ def _spec(args, ws):
 
 def _base_config(args, ws):
     """The trials' base from ``--base``: parsed as train-pa / train-dpd parse their options."""
-    from . import cli, cli_limits
-    from .runs.settings import WorkspaceSettings
-    from .sweep.spec import SweepSpecError
+    from ..runs.settings import WorkspaceSettings
+    from ..sweep.spec import SweepSpecError
 
     p = argparse.ArgumentParser(prog=f"dpd-desktop sweep --base ({'train-' + args.step} options)",
                                 allow_abbrev=False)
-    cli._add_training_options(p, args.step)
+    add_training_options(p, args.step)
     train_options = {opt for action in p._actions for opt in action.option_strings}
     for tok in args.base or []:
         name = tok.split("=", 1)[0]
@@ -175,12 +176,12 @@ def _base_config(args, ws):
             from exc
     args.accept_flags = args.accept_flags or a.accept_flags  # given before or after --base
     settings = WorkspaceSettings.load(ws.root) if ws.root.is_dir() else WorkspaceSettings()
-    return cli_limits.with_limit_options(cli._config_from_args(a, args.step), a, settings)
+    return with_limit_options(config_from_args(a, args.step), a, settings)
 
 
 def accept_datasets(spec, ws, accept: bool):
     """``spec`` after the inspector's check of its trials' datasets (the base's and a searched ``dataset``'s that
-    exist here; cli_flags.py): None when an error flag refuses the sweep, else ``spec`` with the accepted flags in
+    exist here; cli/flags.py): None when an error flag refuses the sweep, else ``spec`` with the accepted flags in
     its base's ``extra`` (every trial's config.json; each record names its dataset)."""
     from dataclasses import replace
 
@@ -190,15 +191,15 @@ def accept_datasets(spec, ws, accept: bool):
             datasets += list(param.values)
     accepted = []
     for ref in dict.fromkeys(datasets):
-        if not cli_flags.exists(ref):
+        if not flags.exists(ref):
             continue  # a trial on it fails with the loader's message (or it is a cluster's path)
-        found = cli_flags.check_reference(str(ref), ws, accept)
+        found = flags.check_reference(str(ref), ws, accept)
         if found is None:
             return None
         accepted += found
     if not accepted:
         return spec
-    return replace(spec, base={**spec.base, "extra": cli_flags.with_accepted(spec.base.get("extra") or {}, accepted)})
+    return replace(spec, base={**spec.base, "extra": flags.with_accepted(spec.base.get("extra") or {}, accepted)})
 
 
 class _Console:
@@ -231,8 +232,8 @@ def check_ray(address: str | None, allow_unauthenticated: bool = False) -> None:
     a = (address or "").strip()
     if not a or a.lower() in ("none", LOCAL_ADDRESS):
         return
-    from .sweep.ray_security import RaySecurityError, check_address, check_address_form  # urllib, ssl: with --ray
-    from .sweep.spec import SweepSpecError
+    from ..sweep.ray_security import RaySecurityError, check_address, check_address_form  # urllib, ssl: with --ray
+    from ..sweep.spec import SweepSpecError
 
     try:
         check_address_form(a)
@@ -267,8 +268,8 @@ def ray_address(args, info) -> str | None:
 
 
 def _run(ws, sweep_id: str, args=None) -> int:
-    from .sweep.runner import SweepRun
-    from .sweep.store import SweepStore
+    from ..sweep.runner import SweepRun
+    from ..sweep.store import SweepStore
 
     store = SweepStore(ws.root)
     info = store.open(sweep_id)
@@ -276,7 +277,7 @@ def _run(ws, sweep_id: str, args=None) -> int:
     executor = None
     if address:
         check_ray(address, bool(getattr(args, "ray_allow_unauthenticated", False)))  # a recorded one too
-        from .sweep.ray_executor import check_not_bundled, executor_for  # 20 ms (urllib, ssl): only with --ray
+        from ..sweep.ray_executor import check_not_bundled, executor_for  # 20 ms (urllib, ssl): only with --ray
 
         try:
             check_not_bundled()
@@ -309,8 +310,8 @@ def _run_on(run, executor):
     first trial is sent (a refusal then fails the sweep's pass: nothing was sent, ``sweep resume`` runs it)."""
     if executor is None:
         return run.run()
-    from .sweep.ray_executor import RayUnavailable
-    from .sweep.ray_security import RayClusterError, RaySecurityError
+    from ..sweep.ray_executor import RayUnavailable
+    from ..sweep.ray_security import RayClusterError, RaySecurityError
 
     try:
         with executor:
@@ -340,7 +341,7 @@ def _list(store) -> int:
 
 
 def _show(store, sweep_id: str, as_json: bool) -> int:
-    from .sweep.runner import best_value  # the run record's reader (no PyTorch)
+    from ..sweep.runner import best_value  # the run record's reader (no PyTorch)
 
     info = store.open(sweep_id)
     if as_json:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .analysis.gate import blocking, dataset_flags
-from .data import DatasetError, load_dataset, make_demo_dataset
+from ..analysis.gate import blocking, dataset_flags
+from ..data import DatasetError, load_dataset, make_demo_dataset
 
 #: the key of ExperimentConfig.extra that records the accepted flags
 ACCEPTED = "accepted_flags"

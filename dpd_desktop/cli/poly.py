@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .config import ExperimentConfig
+from ..config import ExperimentConfig
 
 POLY = ("mp", "gmp")
 
@@ -91,8 +91,8 @@ def add_parser(add) -> None:
 
 def handle(args, ws) -> int:
     """Returns the exit status (0, or 2 for a run/file that cannot be exported)."""
-    from .export.coef_export import CoefficientExportError, export_coefficients  # PyTorch: checkpoint load
-    from .runs.outputs import OutputRefused
+    from ..export.coef_export import CoefficientExportError, export_coefficients  # PyTorch: checkpoint load
+    from ..runs.outputs import OutputRefused
 
     try:
         info = export_coefficients(ws, args.run, args.out, overwrite=args.overwrite)

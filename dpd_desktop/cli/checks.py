@@ -7,9 +7,9 @@ needs the machine or the workspace: the device exists, the PA run of a DPD is a 
 """
 from __future__ import annotations
 
-from .config import ConfigError, ExperimentConfig
-from .runs.record import RecordError, RunRecord
-from .runs.workspace import Workspace
+from ..config import ConfigError, ExperimentConfig
+from ..runs.record import RecordError, RunRecord
+from ..runs.workspace import Workspace
 
 
 def preflight(cfg: ExperimentConfig, ws: Workspace) -> None:
@@ -20,8 +20,8 @@ def preflight(cfg: ExperimentConfig, ws: Workspace) -> None:
     """
     # here, not at the top: resolving the device imports PyTorch (0.75 s), which `dpd-desktop --help` and `runs`
     # do not need; the training commands import it anyway
-    from .training.device import resolve_device
-    from .training.errors import TrainingError
+    from ..training.device import resolve_device
+    from ..training.errors import TrainingError
 
     try:
         resolve_device(cfg.device)

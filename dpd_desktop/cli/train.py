@@ -1,71 +1,40 @@
-"""Command line: ``dpd-desktop`` (the window) and its headless sub-commands on the same core.
+"""``dpd-desktop train-pa`` / ``train-dpd``: the training options, the console's progress and metrics table, and
+:func:`run_training`, the one headless run of an experiment (also used by demo, queue add, sweep --base, finetune).
 
-    dpd-desktop                         open the window
-    dpd-desktop demo                    the embedded demo: window when a display exists, else headless + plots
-    dpd-desktop train-pa --dataset PATH [options]
-    dpd-desktop train-dpd --dataset PATH --pa-run RUN [options]
-    dpd-desktop run-dpd --run RUN [--input FILE | --split test] --out FILE.{csv,h5,mat}
-    dpd-desktop runs [pin|unpin|clean]  list the runs of the workspace (cli_runs.py); keep them; retention
-    dpd-desktop queue add|list|move|cancel|run   the run queue (cli_queue.py)
-    dpd-desktop resume RUN              continue an interrupted/cancelled/failed run (cli_resume.py)
-    dpd-desktop sweep SPEC.toml | --grid KEY=V1,V2 ... --base OPTIONS   grid/random/Optuna sweep (cli_sweep.py)
-    dpd-desktop sweep list|show|resume|cancel SWEEP
-    dpd-desktop arena PROTOCOL [--epochs N --seeds ... --models ... --datasets ...]   benchmark leaderboard (cli_arena.py)
-    dpd-desktop runs evaluate RUN --profile NAME [--json]   re-score a finished run under a metric profile
-    dpd-desktop inspect DATASET | import-capture ...   check a capture / make a dataset of one (cli_inspect.py)
-    dpd-desktop loop --power-limit DBM [--generator ... --analyzer ... --pa-run|--virtual-pa ...]   the instrument
-                                        loop with iterative DPD (cli_loop.py); loop-dataset RUN --out DIR
-    dpd-desktop export RUN --format fixed|onnx [--weights W --activations A]   deploy a DPD (cli_deploy.py)
-    dpd-desktop finetune RUN --qat W,A  quantisation-aware fine-tune of a DPD run (cli_deploy.py)
-    dpd-desktop --self-test             check the installation (dpd_desktop.selftest); with --workspace the run stays
-
-``--workspace DIR`` is a global option, placed before the sub-command (it is accepted after it too).
-
-Exit status (:class:`dpd_desktop.process.Exit`):
-    0  success
-    1  the run failed (its run folder records why: status.json, log.txt)
-    2  bad arguments, or unusable input found before a run starts (dataset that cannot be loaded or that the
-       inspector gives an error flag without --accept-flags, unusable workspace, PA/DPD run not found, no display
-       for the window)
-    3  cancelled (Ctrl+C: the run stops after the current batch and stays readable)
-   130 aborted by a second Ctrl+C
+    dpd-desktop train-dpd --dataset D --pa-run RUN --backbone deltagru --hidden-size 14 \\
+        --lr-schedule cosine --warmup-epochs 5 --gain-rule small-signal --power-weight 1e-4
 """
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, cli_arena, cli_deploy, cli_flags, cli_inspect, cli_limits, cli_loop, cli_poly, cli_queue, \
-    cli_resume, cli_runs, cli_sweep
-from .cli_checks import option_message, preflight
-from .config import GAIN_RULES, KERNELS, METRIC_PROFILES, ConfigError, ExperimentConfig, default_hidden_size
-from .data import DatasetError
-from .process import CTRL_C, NO_DISPLAY_MESSAGE, Display, Exit, detect_display, quiet_broken_pipe
-from .kernels.record import read_kernel
-from .runs.labels import epoch_of
-from .runs.settings import SettingsError, WorkspaceSettings
-from .runs.workspace import Workspace, WorkspaceError
-from .cli_poly import add_poly_options, poly_config_fields, poly_summary
-from .cli_training import add_training_options, training_config_fields
-from .timing import mark
-from .runs import events as E
-from .training.cpu_threads import prefer_passive_wait
+from ..config import (DPD_LEARNING, EVALUATIONS, GAIN_RULES, KERNELS, LR_SCHEDULES, METRIC_PROFILES,
+                      PLATEAU_THRESHOLD_MODES, SELECTIONS, ConfigError, ExperimentConfig, default_hidden_size)
+from ..data import DatasetError
+from ..kernels.record import read_kernel
+from ..process import CTRL_C, Exit
+from ..runs import events as E
+from ..runs.labels import epoch_of
+from ..runs.settings import SettingsError, WorkspaceSettings
+from ..runs.workspace import Workspace
+from ..timing import mark
+from .checks import option_message, preflight
+from .common import Outcome
+from .flags import add_accept_option, check_dataset, with_accepted
+from .limits import add_limit_options, with_limit_options
+from .poly import add_poly_options, poly_config_fields, poly_summary
 
-# Imported inside the commands that need them, to keep `dpd-desktop --help` and `runs` fast (measured on the 2-core
-# development machine, median of 3): the trainer and run-dpd bring PyTorch (`import torch` 0.75 s here, 2-3 s on the
-# GPU machine); the window and the plots bring Qt (`import dpd_desktop.gui.app` 0.3 s: PySide6, pyqtgraph, the
-# window). `dpd-desktop --help` takes 0.2 s; these imports would also delay the Ctrl+C handler that run() installs.
+# PyTorch (the trainer) and Qt (the plots) are imported inside run_training / write_plots: see cli/entry.py.
 
 STOPPING = "stopping after the current batch (Ctrl+C again to abort)…"
-# cooperative Ctrl+C, workspace created
-TRAINING_COMMANDS = ("train-pa", "train-dpd", "demo", "resume", "loop", "finetune")
 
 
-def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
+def add_training_options(p: argparse.ArgumentParser, step: str) -> None:
+    """The options of train-pa / train-dpd (also queue add and sweep's --base), each with its default from
+    config.py's :class:`~dpd_desktop.config.ExperimentConfig`."""
     d = ExperimentConfig()
     p.add_argument("--dataset", required=True, help="split-CSV folder, single CSV, HDF5 file, or 'demo'")
     if step == "dpd":
@@ -116,79 +85,74 @@ def _add_training_options(p: argparse.ArgumentParser, step: str) -> None:
                    f"{d.device})")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads, at most the core count (default: "
                    "the workspace's, else PyTorch's)")
-    cli_limits.add_limit_options(p)
+    add_limit_options(p)
     p.add_argument("--max-train-samples", type=int, default=None,
                    help="train on the first N samples only (default: the whole training split)")
     p.add_argument("--preview-every", type=int, default=None,
                    help="live batch preview every N batches (default: none, plots once per epoch)")
     p.add_argument("--no-plots", action="store_true", help="do not write plots/*.png at the end (default: written)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (default: shown)")
-    cli_flags.add_accept_option(p)
+    add_accept_option(p)
     add_poly_options(p)
-    add_training_options(p)
+    _add_schedule_options(p)
 
 
-WORKSPACE_HELP = ("workspace folder (default: $DPD_DESKTOP_WORKSPACE or the platform's user data folder); a global "
-                  "option, placed before the sub-command")
+def _start_stop(text: str) -> list[int]:
+    try:
+        a, b = (int(t) for t in str(text).split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected START,STOP (two integers), got {text!r}") from None
+    return [a, b]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dpd-desktop", description="Neural PA modeling and DPD for measured I/Q data.",
-                                epilog="Without a sub-command the window opens. Exit status: 0 success, 1 the run "
-                                       "failed, 2 bad arguments or unusable input before a run starts, 3 cancelled, "
-                                       "130 aborted (second Ctrl+C).")
-    p.add_argument("--version", action="version", version=f"dpd-desktop {__version__}")
-    p.add_argument("--workspace", default=None, help=WORKSPACE_HELP)
-    p.add_argument("--self-test", action="store_true",
-                   help="check this installation: PyTorch, one demo epoch on the CPU, the run reopened, the window "
-                        "offscreen (into a temporary workspace unless --workspace is given); exit 0 when it passed")
-    sub = p.add_subparsers(dest="command")
-
-    def add(name: str, **kw) -> argparse.ArgumentParser:
-        sp = sub.add_parser(name, **kw)
-        # accepted after the sub-command too (same dest); SUPPRESS keeps a global --workspace when it is not given
-        sp.add_argument("--workspace", default=argparse.SUPPRESS, help=WORKSPACE_HELP)
-        return sp
-
-    g = add("gui", help="open the window (the default)")
-    g.add_argument("--dataset", default=None)
-    dm = add("demo", help="embedded demo: window with a display, else a headless run with plots")
-    dm.add_argument("--headless", action="store_true", help="force the headless demo")
-    dm.add_argument("--epochs", type=int, default=3)
-    dm.add_argument("--device", default="auto")
-    _add_training_options(add("train-pa", help="train a PA behavioral model headless"), "pa")
-    _add_training_options(add("train-dpd", help="train a DPD through a frozen PA headless (--dataset: the PA "
-                                                "run's dataset)"), "dpd")
-    r = add("run-dpd", help="write u = DPD(x) for a split or an input file")
-    r.add_argument("--run", required=True, help="DPD run id or run folder")
-    r.add_argument("--input", default=None, help="input file (CSV I,Q / HDF5 / .mat); default: --split of the "
-                   "run's dataset")
-    r.add_argument("--split", default="test", choices=("train", "val", "test"))
-    r.add_argument("--out", required=True, help="output file: .csv, .h5/.hdf5 or .mat (and FILE.meta.json beside "
-                   "it); never a file of a run folder, a dataset or the workspace")
-    r.add_argument("--overwrite", action="store_true", help="replace an existing output file")
-    r.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (default %(default)s)")
-    cli_runs.add_parser(add)
-    cli_poly.add_parser(add)
-    cli_queue.add_parser(add)  # dpd-desktop queue add|list|move|cancel|run (cli_queue.py)
-    cli_resume.add_parser(add)
-    cli_sweep.add_parser(add)  # dpd-desktop sweep SPEC.toml | --grid ... | list|show|resume|cancel (cli_sweep.py)
-    cli_inspect.add_parser(add)  # dpd-desktop inspect / import-capture (cli_inspect.py)
-    cli_arena.add_parser(add)  # dpd-desktop arena PROTOCOL (cli_arena.py)
-    cli_loop.add_parser(add)  # dpd-desktop loop / loop-dataset (cli_loop.py)
-    cli_deploy.add_parser(add)  # dpd-desktop export / finetune (cli_deploy.py)
-    no_abbreviations(p)
-    return p
+def _add_schedule_options(p: argparse.ArgumentParser) -> None:
+    d = ExperimentConfig()
+    g = p.add_argument_group("delta thresholds, schedule, learning and protocol options")
+    g.add_argument("--thx", type=float, default=d.thx,
+                   help="delta threshold on |Δx|, input units (deltagru, tres_deltagru; 0: dense; default %(default)s)")
+    g.add_argument("--thh", type=float, default=d.thh,
+                   help="delta threshold on |Δh|, state units (deltagru, tres_deltagru; 0: dense; default %(default)s)")
+    g.add_argument("--lr-schedule", choices=LR_SCHEDULES, default=d.lr_schedule,
+                   help="plateau (ReduceLROnPlateau, the reference's) or cosine to --lr-end (default %(default)s)")
+    g.add_argument("--warmup-epochs", type=int, default=d.warmup_epochs,
+                   help="linear LR warm-up, epochs (default %(default)s)")
+    g.add_argument("--plateau-threshold", type=float, default=d.plateau_threshold,
+                   help="plateau schedule: the least improvement that counts, relative or dB (see "
+                        "--plateau-threshold-mode; default %(default)s)")
+    g.add_argument("--plateau-threshold-mode", choices=PLATEAU_THRESHOLD_MODES, default=d.plateau_threshold_mode,
+                   help="rel: value < best·(1 − t), the reference's; abs: value < best − t dB (default %(default)s)")
+    g.add_argument("--power-weight", type=float, default=d.power_weight,
+                   help="weight of the output-power term of the loss (0: off; training/losses.py; default "
+                        "%(default)s)")
+    g.add_argument("--loss-window", type=_start_stop, default=None, metavar="START,STOP",
+                   help="the loss counts these samples of each frame only, [START, STOP) (default: all)")
+    g.add_argument("--no-test-every-epoch", dest="test_every_epoch", action="store_false",
+                   help="evaluate the test split for the selected checkpoint only (default: every epoch)")
+    if p.prog.endswith("train-dpd"):
+        g.add_argument("--dpd-learning", choices=DPD_LEARNING, default=d.dpd_learning,
+                       help="direct (through the frozen PA) or ila (indirect learning) (default %(default)s)")
+        g.add_argument("--gain-value", type=float, default=None,
+                       help="fixed target gain g, linear, instead of --gain-rule (default: the rule's)")
+        g.add_argument("--peak-limit", type=float, default=None,
+                       help="limit |u| of the DPD output to this magnitude, linear (default: none)")
+        g.add_argument("--selection", choices=SELECTIONS, default=d.selection,
+                       help="checkpoint selection (power-gated: output power within --power-gate-db first; default "
+                            "%(default)s)")
+        g.add_argument("--power-gate-db", type=float, default=d.power_gate_db,
+                       help="power-gated selection: accepted output power error, dB (default %(default)s)")
+        g.add_argument("--evaluation", choices=EVALUATIONS, default=d.evaluation,
+                       help="segments (the reference's) or overlap (DPD windows, continuous PA) (default "
+                            "%(default)s)")
 
 
-def no_abbreviations(parser: argparse.ArgumentParser) -> None:
-    """Refuse abbreviated options in ``parser`` and every sub-command below it (``--e 3`` was read as
-    ``--epochs 3``, or as whichever option it happened to prefix once another was added)."""
-    parser.allow_abbrev = False
-    for action in parser._actions:  # argparse keeps its sub-parsers only here
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                no_abbreviations(sub)
+def _schedule_config_fields(a) -> dict:
+    """ExperimentConfig fields from the parsed options of :func:`_add_schedule_options`."""
+    out = {k: getattr(a, k) for k in ("thx", "thh", "lr_schedule", "warmup_epochs", "plateau_threshold",
+                                      "plateau_threshold_mode", "power_weight", "loss_window", "test_every_epoch")}
+    for k in ("dpd_learning", "gain_value", "peak_limit", "selection", "power_gate_db", "evaluation"):
+        if hasattr(a, k):
+            out[k] = getattr(a, k)
+    return out
 
 
 class ConsoleObserver:
@@ -317,7 +281,7 @@ class PlotRecorder:
 def write_plots(run_dir, rec: PlotRecorder) -> None:
     """Render the default plots to ``run_dir/plots`` (offscreen Qt); a failure is reported, never fatal."""
     try:
-        from .gui.export import write_run_plots  # Qt: see the note under the imports
+        from ..gui.export import write_run_plots  # Qt: see the note under the imports
 
         paths = write_run_plots(Path(run_dir), rec.rows, rec.plots)
         print(f"plots: {len(paths)} PNG files in {Path(run_dir) / 'plots'}")
@@ -327,7 +291,8 @@ def write_plots(run_dir, rec: PlotRecorder) -> None:
         print(f"warning: plots not written ({type(exc).__name__}: {exc})", file=sys.stderr)
 
 
-def _config_from_args(a, step: str) -> ExperimentConfig:
+def config_from_args(a, step: str) -> ExperimentConfig:
+    """The :class:`~dpd_desktop.config.ExperimentConfig` of parsed :func:`add_training_options` (not validated)."""
     return ExperimentConfig(
         step=step, dataset=a.dataset, backbone=a.backbone, hidden_size=a.hidden_size, num_layers=a.num_layers,
         pa_run=getattr(a, "pa_run", None), epochs=a.epochs, batch_size=a.batch_size,
@@ -337,7 +302,7 @@ def _config_from_args(a, step: str) -> ExperimentConfig:
         max_train_samples=a.max_train_samples, preview_every=a.preview_every,
         allow_dataset_mismatch=bool(getattr(a, "allow_dataset_mismatch", False)), **poly_config_fields(a),
         metric_profile=a.metric_profile, gain_rule=getattr(a, "gain_rule", "peak"),
-        kernel=getattr(a, "kernel", "reference"), **training_config_fields(a))
+        kernel=getattr(a, "kernel", "reference"), **_schedule_config_fields(a))
 
 
 def _cancelled_before_start() -> int:
@@ -355,11 +320,11 @@ def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, q
     trainer stops after the current batch), the second aborts (130). When the handler is not installed (a call from
     Python in the main thread), it is installed for the duration of the run. ``observers`` see the run's events
     too (after the console's). ``accept_flags`` not None: the dataset's inspector flags are checked before the
-    trainer exists (cli_flags.py): an error flag is exit status 2 with no run folder unless ``accept_flags``, which
+    trainer exists (cli/flags.py): an error flag is exit status 2 with no run folder unless ``accept_flags``, which
     records the accepted flags in ``config.extra`` (config.json).
     """
-    from .training.ls_fit import make_trainer  # PyTorch: see the note under the imports
-    from .training.trainer import load_dataset_for
+    from ..training.ls_fit import make_trainer  # PyTorch: see the note under the imports
+    from ..training.trainer import load_dataset_for
 
     own_handler = not CTRL_C.installed and CTRL_C.install()
     try:
@@ -378,10 +343,10 @@ def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, q
                 print(f"error: {exc}", file=sys.stderr, flush=True)
                 return Exit.USAGE
         if accept_flags is not None:
-            accepted = cli_flags.check_dataset(dataset, workspace, accept_flags)
+            accepted = check_dataset(dataset, workspace, accept_flags)
             if accepted is None:
                 return Exit.USAGE
-            config.extra = cli_flags.with_accepted(config.extra, accepted)
+            config.extra = with_accepted(config.extra, accepted)
         if CTRL_C.pressed.is_set():
             return _cancelled_before_start()
         rec = PlotRecorder()
@@ -403,144 +368,14 @@ def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, q
     return {"succeeded": Exit.OK, "failed": Exit.FAILED, "cancelled": Exit.CANCELLED}[result.state]
 
 
-def _workspace(args) -> tuple[Workspace, bool]:
-    """The workspace of the command line and whether the user named it (--workspace or $DPD_DESKTOP_WORKSPACE)."""
-    if args.workspace:
-        return Workspace(args.workspace), True
-    return Workspace(), bool(os.environ.get("DPD_DESKTOP_WORKSPACE"))
-
-
-def _window(ws: Workspace, **kw) -> int:
-    """Open the window (Ctrl+C: :func:`dpd_desktop.gui.app.main` installs its own first action)."""
-    from .gui.app import main as gui_main  # Qt: see the note under the imports
-
-    CTRL_C.uninstall()
-    return gui_main(workspace=ws, **kw)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a command leaves: its exit status, and whether the process may end without the interpreter's teardown.
-
-    ``skip_teardown`` is set by the headless commands, after which every artifact is written and closed: the
-    teardown (module garbage collection, PyTorch's thread pools) then only delays the exit. Measured on the 2-core
-    development machine, ``train-pa --dataset demo --epochs 1``, 4 runs each way: from the run's last mark to the
-    process's end 0.38–0.65 s (median 0.55 s) with the teardown, 0.02–0.03 s with ``os._exit``.
-    """
-
-    status: int
-    skip_teardown: bool = False
-
-
-def _train(args, ws: Workspace) -> Outcome:
-    cfg = _config_from_args(args, "pa" if args.command == "train-pa" else "dpd")
+def handle(args, ws: Workspace) -> Outcome:
+    """``train-pa`` / ``train-dpd``."""
+    cfg = config_from_args(args, "pa" if args.command == "train-pa" else "dpd")
     try:
-        cli_limits.with_limit_options(cfg, args, WorkspaceSettings.load(ws.root)).validate()
+        with_limit_options(cfg, args, WorkspaceSettings.load(ws.root)).validate()
         preflight(cfg, ws)  # device, PA run: exit 2 before a dataset is read or a run folder exists
     except (ConfigError, SettingsError) as exc:
         print(f"error: {option_message(exc) if isinstance(exc, ConfigError) else exc}", file=sys.stderr)
         return Outcome(Exit.USAGE)
     return Outcome(run_training(cfg, ws, quiet=args.quiet, plots=not args.no_plots, accept_flags=args.accept_flags),
                    skip_teardown=True)
-
-
-def _run_dpd(args, ws: Workspace) -> Outcome:
-    from .export.dpd_export import DpdExportError, run_dpd  # PyTorch: see the note under the imports
-
-    try:
-        meta = run_dpd(ws, args.run, out=args.out, input_file=args.input, split=args.split, device=args.device,
-                       overwrite=args.overwrite)
-    except (DpdExportError, FileNotFoundError, ValueError) as exc:  # ValueError: OutputRefused (runs/outputs.py)
-        print(f"error: {exc}", file=sys.stderr)
-        return Outcome(Exit.USAGE)
-    print(f"wrote {meta['samples']} samples of u = DPD(x) to {args.out} (+ {args.out}.meta.json)")
-    return Outcome(Exit.OK, skip_teardown=True)
-
-
-def main(argv=None) -> int:
-    """Run the command that ``argv`` (default ``sys.argv[1:]``) names; returns its exit status (module docstring)."""
-    return execute(argv).status
-
-
-def execute(argv=None) -> Outcome:
-    """:func:`main`, also saying whether the process may skip the interpreter's teardown (:class:`Outcome`)."""
-    args = build_parser().parse_args(argv)
-    if args.self_test:
-        from .selftest import main as self_test  # PyTorch and Qt: see the note under the imports
-
-        CTRL_C.uninstall()
-        return Outcome(self_test(workspace=args.workspace), skip_teardown=True)
-    cmd = args.command or "gui"
-    if cmd not in TRAINING_COMMANDS and CTRL_C.installed:
-        # only training stops cooperatively; run-dpd and runs keep Python's default Ctrl+C (KeyboardInterrupt,
-        # exit status 3 through run(); run-dpd writes its files atomically); the window installs its own
-        pressed = CTRL_C.pressed.is_set()
-        CTRL_C.uninstall()
-        if pressed:
-            raise KeyboardInterrupt
-    try:
-        ws, named = _workspace(args)
-        ws.check(create=cmd in TRAINING_COMMANDS)
-    except WorkspaceError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return Outcome(Exit.USAGE)
-    if cmd == "gui":
-        if detect_display() is Display.NONE:
-            print(NO_DISPLAY_MESSAGE, file=sys.stderr)
-            return Outcome(Exit.USAGE)
-        return Outcome(_window(ws, dataset=getattr(args, "dataset", None)))  # no sub-command: no --dataset
-    if cmd == "demo":
-        cfg = ExperimentConfig(step="pa", dataset="demo", epochs=args.epochs, device=args.device, hidden_size=16,
-                               frame_length=100, stride=4)
-        if detect_display() is Display.SCREEN and not args.headless:
-            return Outcome(_window(ws, dataset="demo", autostart_config=cfg))
-        print("no display: running the demo headless (plots are written to the run folder)")
-        return Outcome(run_training(cfg, ws), skip_teardown=True)
-    if cmd in ("train-pa", "train-dpd"):
-        return _train(args, ws)
-    if cmd == "run-dpd":
-        return _run_dpd(args, ws)
-    if cmd == "coefficients":
-        return Outcome(cli_poly.handle(args, ws))
-    if cmd == "queue":
-        return cli_queue.handle(args, ws, named)
-    if cmd == "resume":
-        return cli_resume.handle(args, ws)
-    if cmd == "sweep":
-        return cli_sweep.handle(args, ws)
-    if cmd == "arena":
-        return cli_arena.handle(args, ws)
-    if cmd in cli_inspect.COMMANDS:
-        return Outcome(cli_inspect.handle(args, ws))
-    if cmd in cli_loop.COMMANDS:
-        return Outcome(cli_loop.handle(args, ws), skip_teardown=True)
-    if cmd in cli_deploy.COMMANDS:
-        return cli_deploy.handle(args, ws)
-    return Outcome(cli_runs.handle(args, ws, named))
-
-
-def run() -> None:
-    """Process entry point (console script ``dpd-desktop`` and ``python -m dpd_desktop``): :func:`main`, then exit.
-
-    Ctrl+C is cooperative from here on (:data:`~dpd_desktop.process.CTRL_C`: first cancels, second aborts); a
-    KeyboardInterrupt that still gets through (Python's default handler, before this point or in ``runs`` and
-    ``run-dpd``) is a plain cancel (exit status 3), never a traceback; nor is a standard output closed by its reader
-    (exit status 0). The process ends with ``os._exit`` when the command allows it (:attr:`Outcome.skip_teardown`).
-    """
-    prefer_passive_wait()  # before PyTorch loads OpenMP: waiting threads sleep (training/cpu_threads.py)
-    quiet_broken_pipe()  # `dpd-desktop … | head`: every print of every thread, not only the main one's
-    CTRL_C.install()
-    mark("cli_start")
-    try:
-        outcome = execute()
-    except KeyboardInterrupt:
-        print("\ncancelled", file=sys.stderr)
-        outcome = Outcome(Exit.CANCELLED)
-    except BrokenPipeError:  # stdout closed by its reader (`dpd-desktop runs | head`): what was wanted was read
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at the final flush
-        outcome = Outcome(Exit.OK)
-    if outcome.skip_teardown:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(int(outcome.status))
-    sys.exit(int(outcome.status))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import re
 
-from .config import ExperimentConfig
-from .runs.settings import WorkspaceSettings
+from ..config import ExperimentConfig
+from ..runs.settings import WorkspaceSettings
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([smhd]?)\s*$", re.IGNORECASE)
 _UNIT_S = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}

@@ -17,14 +17,14 @@ import json
 import sys
 from typing import Callable
 
-from . import cli_evaluate
-from .process import Exit
-from .runs import retention
-from .runs.index import RunIndex, quant_text
-from .runs.labels import dataset_label, format_duration
-from .runs.settings import SettingsError
-from .runs.states import DAMAGED, RUN_STATES, UNREADABLE
-from .runs.writer import set_pinned
+from . import evaluate as evaluate_cmd
+from ..process import Exit
+from ..runs import retention
+from ..runs.index import RunIndex, quant_text
+from ..runs.labels import dataset_label, format_duration
+from ..runs.settings import SettingsError
+from ..runs.states import DAMAGED, RUN_STATES, UNREADABLE
+from ..runs.writer import set_pinned
 
 STATE_CHOICES = (*RUN_STATES, UNREADABLE, DAMAGED)
 _SUPPRESS_WS = dict(default=argparse.SUPPRESS, help="workspace folder (a global option; accepted here too)")
@@ -187,9 +187,9 @@ def _add_report(p: argparse.ArgumentParser) -> None:
 
 def _report(args, ws) -> int:
     # report_html is imported here: it pulls numpy and SciPy's Welch (~0.6 s), which `runs list` never needs
-    from .runs.compare import CompareError
-    from .runs.outputs import OutputRefused
-    from .runs.report_html import write_report
+    from ..runs.compare import CompareError
+    from ..runs.outputs import OutputRefused
+    from ..runs.report_html import write_report
 
     folders = []
     for run in args.run:
@@ -217,13 +217,13 @@ ACTIONS: dict[str, tuple[str, Callable, Callable]] = {
     "pin": ("keep runs: retention never removes them", _add_pin, _pin),
     "unpin": ("make runs scratch again (removed once older than retention_hours)", _add_pin, _unpin),
     "clean": ("remove scratch runs older than retention_hours (settings.json, default 24 h)", _add_clean, _clean),
-    "evaluate": (cli_evaluate.HELP, cli_evaluate.add_arguments, cli_evaluate.handle),
+    "evaluate": (evaluate_cmd.HELP, evaluate_cmd.add_arguments, evaluate_cmd.handle),
     "report": ("write a self-contained HTML report of a run, or a comparison of several", _add_report, _report),
 }
 
 
 def add_parser(add: Callable[..., argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    """Register ``runs`` and its sub-actions with cli.py's ``add(name, **kw)``; returns the ``runs`` parser."""
+    """Register ``runs`` and its sub-actions with cli/entry.py's ``add(name, **kw)``; returns the ``runs`` parser."""
     p = add("runs", help="list the runs of the workspace; pin, unpin, clean (retention); evaluate (re-score); report",
             description="The runs of the workspace. Without a sub-action: the list.")
     _add_list(p, top=True)
@@ -237,8 +237,8 @@ def add_parser(add: Callable[..., argparse.ArgumentParser]) -> argparse.Argument
 
 def handle(args, ws, named: bool = False) -> int:
     """Run the ``runs`` sub-action that ``args`` names (default: list) in the workspace ``ws`` (``named``: the user
-    named it, so a missing one is an error); returns the exit status (process.Exit; cli.py wraps it in its Outcome,
-    which this module cannot import: cli.py imports it)."""
+    named it, so a missing one is an error); returns the exit status (process.Exit; cli/entry.py wraps it in its Outcome,
+    which this module cannot import: cli/entry.py imports it)."""
     args.workspace_named = named
     _, _, handler = ACTIONS[getattr(args, "runs_action", None) or "list"]
     return handler(args, ws)

@@ -20,8 +20,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import cli  # the face's shared pieces (Outcome, run_training, ...); looked up when the command runs
-from .process import Exit
+from .common import Outcome
+from .train import run_training
+from ..process import Exit
 
 COMMANDS = ("export", "finetune")
 _LUT_INTERPS = ("linear", "nearest")
@@ -71,26 +72,26 @@ def add_parser(add) -> None:
     f.add_argument("--quiet", action="store_true")
 
 
-def handle(args, ws) -> "cli.Outcome":
+def handle(args, ws) -> Outcome:
     if args.command == "export":
-        return cli.Outcome(_export(args, ws), skip_teardown=True)
+        return Outcome(_export(args, ws), skip_teardown=True)
     return _finetune(args, ws)
 
 
 def _spec(w: int, a: int, args):
-    from .quant.plan import QuantSpec  # PyTorch: see the note under cli.py's imports
+    from ..quant.plan import QuantSpec  # PyTorch: see the note under cli/entry.py's imports
 
     return QuantSpec(w, a, args.lut_bits, args.lut_interp, args.io_bits).check()
 
 
 def _export(args, ws) -> int:
-    # PyTorch: see the note under cli.py's imports
-    from .families import POLY_BACKBONES
-    from .quant.plan import QuantError
-    from .export.fixed_export import FixedExportError, export_fixed
-    from .export.onnx_export import OnnxExportError, export_onnx
-    from .export.poly_fixed import PolyFixedError, export_poly_fixed
-    from .runs.record import RecordError, RunRecord
+    # PyTorch: see the note under cli/entry.py's imports
+    from ..families import POLY_BACKBONES
+    from ..quant.plan import QuantError
+    from ..export.fixed_export import FixedExportError, export_fixed
+    from ..export.onnx_export import OnnxExportError, export_onnx
+    from ..export.poly_fixed import PolyFixedError, export_poly_fixed
+    from ..runs.record import RecordError, RunRecord
 
     try:
         rec = RunRecord.open(ws.resolve(args.run))
@@ -155,14 +156,14 @@ class _RunDir:
             self.run_dir = ev.run_dir
 
 
-def _finetune(args, ws) -> "cli.Outcome":
-    from .cli_checks import option_message, preflight
-    from .config import ConfigError
-    from .quant.plan import QuantError
-    from .export.quantized import QuantEvalError, evaluate_quantized, save_quantized
-    from .runs.record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
-    from .training.errors import TrainingError
-    from .training.qat_setup import parent_record
+def _finetune(args, ws) -> Outcome:
+    from .checks import option_message, preflight
+    from ..config import ConfigError
+    from ..quant.plan import QuantError
+    from ..export.quantized import QuantEvalError, evaluate_quantized, save_quantized
+    from ..runs.record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
+    from ..training.errors import TrainingError
+    from ..training.qat_setup import parent_record
 
     try:
         spec = _spec(args.qat[0], args.qat[1], args) if args.qat else None
@@ -175,23 +176,23 @@ def _finetune(args, ws) -> "cli.Outcome":
         ds = parent.dataset.load()
     except (QuantError, TrainingError, RecordError, DatasetChanged, DatasetUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return cli.Outcome(Exit.USAGE)
+        return Outcome(Exit.USAGE)
     except ConfigError as exc:
         print(f"error: {option_message(exc)}", file=sys.stderr)
-        return cli.Outcome(Exit.USAGE)
+        return Outcome(Exit.USAGE)
     what = f"quantisation-aware fine-tune of {parent.run_id} at {spec.label}" if spec else \
         f"float fine-tune of {parent.run_id}"
     print(f"{what}: {cfg.epochs} epochs, lr {cfg.lr:g}")
     where = _RunDir()
-    status = cli.run_training(cfg, ws, dataset=ds, quiet=args.quiet, plots=not args.no_plots, observers=[where])
+    status = run_training(cfg, ws, dataset=ds, quiet=args.quiet, plots=not args.no_plots, observers=[where])
     if status != Exit.OK or where.run_dir is None or spec is None:
-        return cli.Outcome(status, skip_teardown=True)
+        return Outcome(status, skip_teardown=True)
     try:
         doc = evaluate_quantized(where.run_dir, spec, dataset=ds)
         save_quantized(where.run_dir, doc)
     except (QuantEvalError, OSError) as exc:
         print(f"warning: the integer model was not scored: {exc}", file=sys.stderr)
-        return cli.Outcome(status, skip_teardown=True)
+        return Outcome(status, skip_teardown=True)
     print("integer model " + _metric_line(doc["metric_profile"], doc["float_metrics"]["test"],
                                           doc["metrics"]["test"], spec.label).replace("float", "float weights", 1))
-    return cli.Outcome(status, skip_teardown=True)
+    return Outcome(status, skip_teardown=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import sys
 
-from .metrics.profiles import PROFILES
-from .process import Exit
-from .runs.record import RecordError
+from ..metrics.profiles import PROFILES
+from ..process import Exit
+from ..runs.record import RecordError
 
 __all__ = ["HELP", "add_arguments", "handle"]
 
@@ -15,7 +15,7 @@ HELP = "re-score a finished run under a metric profile (no retraining)"
 
 
 def add_arguments(p) -> None:
-    """The ``runs evaluate`` arguments, on its parser (cli_runs.py ACTIONS)."""
+    """The ``runs evaluate`` arguments, on its parser (cli/runs.py ACTIONS)."""
     p.add_argument("run", help="run id (in the workspace) or run folder")
     p.add_argument("--profile", required=True, choices=PROFILES,
                    help="legacy-2.2.1 (OpenDPD 2.2.1's numbers) or corrected (metrics/profiles.py)")
@@ -40,7 +40,7 @@ def _table(doc) -> str:
 def handle(args, ws) -> int:
     """Run ``runs evaluate``; returns the exit status (0, or 2 for a run that cannot be scored)."""
     # runs.evaluate brings h5py and scipy.signal, which `dpd-desktop runs` and `--help` do not need
-    from .runs.evaluate import evaluate_run, save_evaluation
+    from ..runs.evaluate import evaluate_run, save_evaluation
 
     try:
         doc = evaluate_run(ws.resolve(args.run), args.profile)

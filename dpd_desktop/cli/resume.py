@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import sys
 
-from . import cli  # the face's shared pieces (Outcome, ConsoleObserver...); looked up when the command runs
-from .cli_limits import add_limit_options
-from .process import CTRL_C, Exit
+from .common import Outcome
+from .train import STOPPING, ConsoleObserver, PlotRecorder, write_plots
+from .limits import add_limit_options
+from ..process import CTRL_C, Exit
 
 
 def add_parser(add) -> None:
-    """Register ``resume`` with the sub-command factory ``add(name, **kw)`` of cli.build_parser."""
+    """Register ``resume`` with the sub-command factory ``add(name, **kw)`` of cli/entry.py build_parser."""
     p = add("resume", help="continue an interrupted, cancelled or failed run after its last finished epoch")
     p.add_argument("run", help="run id (in the workspace) or run folder")
     add_limit_options(p)
@@ -21,10 +22,10 @@ def add_parser(add) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def handle(args, ws) -> "cli.Outcome":
+def handle(args, ws) -> Outcome:
     """Resume ``args.run``; refusals are exit status 2 with the reason on stderr."""
-    # PyTorch: see the note under cli.py's imports
-    from .training.resume import ResumeRefused, prepare_resume, resume_trainer
+    # PyTorch: see the note under cli/entry.py's imports
+    from ..training.resume import ResumeRefused, prepare_resume, resume_trainer
 
     own_handler = not CTRL_C.installed and CTRL_C.install()
     try:
@@ -33,21 +34,21 @@ def handle(args, ws) -> "cli.Outcome":
                                   cuda_memory_fraction=args.cuda_memory_fraction, threads=args.threads)
         except ResumeRefused as exc:
             print(f"error: {exc}", file=sys.stderr, flush=True)
-            return cli.Outcome(Exit.USAGE)
+            return Outcome(Exit.USAGE)
         done = plan.state.epoch + 1
         print(f"resuming run {plan.record.run_id}: {done} of {plan.config.epochs} epochs done (last.pt)", flush=True)
-        rec = cli.PlotRecorder()
+        rec = PlotRecorder()
         rec.rows = [dict(r) for r in plan.state.history]
-        trainer = resume_trainer(plan, ws, observers=[cli.ConsoleObserver(args.quiet), rec])
-        CTRL_C.on_first(trainer.request_cancel, cli.STOPPING)
+        trainer = resume_trainer(plan, ws, observers=[ConsoleObserver(args.quiet), rec])
+        CTRL_C.on_first(trainer.request_cancel, STOPPING)
         result = trainer.run()
     finally:
         CTRL_C.on_first(None)
         if own_handler:
             CTRL_C.uninstall()
     if result.state == "succeeded" and not args.no_plots and not CTRL_C.pressed.is_set():
-        cli.write_plots(result.run_dir, rec)
+        write_plots(result.run_dir, rec)
     if result.state == "failed" and result.run_dir is None:
-        return cli.Outcome(Exit.USAGE)  # refused in the set-up, before the folder was reopened (e.g. the PA run)
+        return Outcome(Exit.USAGE)  # refused in the set-up, before the folder was reopened (e.g. the PA run)
     status = {"succeeded": Exit.OK, "failed": Exit.FAILED, "cancelled": Exit.CANCELLED}[result.state]
-    return cli.Outcome(status, skip_teardown=True)
+    return Outcome(status, skip_teardown=True)
