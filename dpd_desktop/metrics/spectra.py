@@ -229,7 +229,7 @@ def psd_db(sig, fs: float, nperseg: int) -> tuple[np.ndarray, np.ndarray]:
         sig: (N, 2) or (S, N, 2) real I/Q, or (N,) / (S, N) complex.
         fs: sample rate, Hz.
         nperseg: Welch window length; reduced to the signal length when longer. Callers cap it for plots
-            (``training.plotdata.PSD_NPERSEG_MAX`` = 2048 bins).
+            (``runs.plotdata.PSD_NPERSEG_MAX`` = 2048 bins).
 
     Returns:
         ``(freq_hz, psd_db)``: float64 arrays of ``min(nperseg, len)`` points, Hz and dB/Hz re 1 unit^2.
