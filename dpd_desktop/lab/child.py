@@ -201,7 +201,7 @@ def child_main(entry_id: int, config: dict, workspace_root: str, events_conn, co
         if opts.get("resume"):
             trainer = resume_trainer(prepare_resume(ws, opts["resume"], dataset=dataset), ws, [send, *observers])
             if faults:
-                trainer.writer = _FaultWriter(trainer.writer, faults)
+                trainer.output.writer = _FaultWriter(trainer.output.writer, faults)
         else:
             dataset.spec.require_metrics(str(dataset.source))
             writer = _FaultWriter(RunWriter(), faults) if faults else None

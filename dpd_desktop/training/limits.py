@@ -109,6 +109,37 @@ class TimeLimit:
             t.cancel()
 
 
+class StopRequest:
+    """A run's request to stop after the current batch (thread-safe): :meth:`request` (a user's Stop, a sweep's
+    pruning: the first reason given is kept) or the run's time limit (:meth:`start_clock`)."""
+
+    def __init__(self):
+        self._event = threading.Event()
+        self._reason = ""
+        self._clock: TimeLimit | None = None
+
+    def request(self, reason: str = "") -> None:
+        self._reason = self._reason or reason
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def start_clock(self, seconds: float | None) -> None:
+        """Request the stop once ``seconds`` have passed (None: never)."""
+        self._clock = TimeLimit(seconds, self.request)
+        self._clock.start()
+
+    def stop_clock(self) -> None:
+        if self._clock is not None:
+            self._clock.stop()
+
+    @property
+    def reason(self) -> str:
+        """:data:`TIME_LIMIT_REASON` when the time limit stopped the run, else the reason given ("" for none)."""
+        return TIME_LIMIT_REASON if self._clock is not None and self._clock.fired else self._reason
+
+
 def oom_error(device, epoch: int, batch: int | str, exc: BaseException) -> TrainingError:
     """The failure of an out-of-memory error at ``epoch`` (0-based), ``batch`` (0-based, or "evaluation")."""
     where = f"batch {batch}" if isinstance(batch, int) else str(batch)

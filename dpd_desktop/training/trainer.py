@@ -16,17 +16,19 @@ Differences from the reference, all deliberate:
   predictions, metrics and spectra.
 - Cancellation is checked between batches (the reference checks at epoch end only, §9.18).
 
-(The set-up steps and the epoch loop stay in this module so that the reference's RNG order reads in one place;
-evaluation, the CUDA epoch-end overlap, PA loading, devices, limits, resuming, the events and log (emitting.py), the
-record's payload and the cancelled and failed endings (endings.py) are modules of their own beside it.)
+The trainer is composed of objects with their own state: its events and log (emitting.py ``RunOutput``), its stop
+request and time limit (limits.py ``StopRequest``), its live preview (preview.py ``LivePreview``), the CUDA epoch-end
+overlap (overlap.py); the record's payload (record_payload.py) and the resume record (resume_state.py) are read
+from its fields.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
 import math
-import threading
 import time
+import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -47,9 +49,9 @@ from .dataset_checks import load_dataset_for, require_finite_gain, require_whole
 from .device import deterministic_convolutions, device_name, reference_determinism, resolve_device, seed_everything
 from .errors import Cancelled, TrainingError
 from .evaluation import Evaluator, scaled_target
-from .emitting import RECORD_EVENTS, TrainerOutput  # noqa: F401 - RECORD_EVENTS re-exported
-from .endings import RunEndings, RunResult
-from ..runs.events import BatchProgress, CheckpointReady, EpochEnded, ResultsReady, RunFinished, RunPrepared, RunStarted
+from .emitting import RunOutput
+from ..runs.events import (BatchProgress, CheckpointReady, EpochEnded, PreviewReady, ResultsReady, RunCancelled,
+                           RunFailed, RunFinished, RunPrepared, RunStarted)
 from .fast_path import make_fast_step
 from .gain import equal_power_report, target_gain
 from .losses import base_criterion, make_criterion
@@ -57,6 +59,7 @@ from .objectives import ila_loss
 from .optim import make_optimizer
 from .overlap import EpochEndOverlap, lr_may_change, optimizer_state
 from .pa_source import check_pa_run, load_pa_for_dpd
+from .preview import LivePreview
 from .qat_setup import parent_record, prepare_finetune
 from .record_payload import checkpoint_meta, history_row, results_attrs, setup_blocks
 from .report import describe_error, finite_or_none, float_map, format_row
@@ -72,7 +75,23 @@ PROGRESS_INTERVAL_S = 0.1
 OVERLAP_EPOCH_ENDS = True
 
 
-class Trainer(TrainerOutput, RunEndings):
+@dataclass
+class RunResult:
+    """Outcome of :meth:`Trainer.run`: ``state`` is "succeeded", "failed" or "cancelled"."""
+
+    state: str
+    run_id: str | None = None
+    run_dir: Path | None = None
+    best_epoch: int | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+    val_metrics: dict[str, float] = field(default_factory=dict)
+    test_metrics: dict[str, float] = field(default_factory=dict)
+    message: str = ""
+    wall_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Trainer:
     """Train one PA model or one DPD through a frozen PA; the run folder is written by a :class:`RunWriter`.
 
     Args:
@@ -99,10 +118,8 @@ class Trainer(TrainerOutput, RunEndings):
         self.use_fast_path = fast_path
         self.dataset = dataset
         self.workspace = workspace or Workspace()
-        self.observers = list(observers)
-        self.writer = writer if writer is not None else RunWriter()
-        self._cancel = threading.Event()
-        self._cancel_reason = ""  # why request_cancel was called ("" for a user's Stop / Ctrl+C)
+        self.output = RunOutput(writer if writer is not None else RunWriter(), observers)
+        self._stop = limits.StopRequest()
         # --- the run (set by _setup_run_folder)
         self.run_id: str | None = None
         self.run_dir: Path | None = None
@@ -111,6 +128,7 @@ class Trainer(TrainerOutput, RunEndings):
         # --- device and data (_setup_device, _setup_dataset, _setup_data)
         self.device: torch.device | None = None
         self.device_name: str | None = None
+        self.threads_note: str | None = None  # the CPU threads' log line (limits.apply_device_limits)
         self.fingerprint: str | None = None
         self.gain: float | None = None
         self.gain_info = None  # TargetGain (gain.py): the rule, the value, every rule's candidate
@@ -145,30 +163,25 @@ class Trainer(TrainerOutput, RunEndings):
         self.start_epoch = 0  # > 0 when resumed (resume_state.restore)
         self.elapsed_before_s = 0.0  # the TIME: column's minutes before the resume, in seconds
         self._fault: limits.FaultHook | None = None  # test hook (limits.py, read in _setup_device); None normally
-        self._time_limit: limits.TimeLimit | None = None
         self._start_time: float | None = None
         self._overlap = EpochEndOverlap()  # CUDA: epoch ends on a worker thread (see overlap.py)
-        # --- live batch preview
-        self._preview = None  # preview.BatchPreview: the frozen copy is made on the first preview
-        self._preview_every: int | None = config.preview_every
-        self._preview_failed = False
-        self._notes: list[str] = []  # log lines from other threads, logged by the training thread (atomic append)
+        self.preview = LivePreview(config.preview_every)
         self.group_member = None  # set by training/group.py TrainerGroup: this run trains together with others
 
     # ------------------------------------------------------------------ public API
+    @property
+    def observers(self) -> list:
+        """The observers of the run's events (a list that may grow while the run goes)."""
+        return self.output.observers
+
     def request_cancel(self, reason: str = "") -> None:
         """Ask the run to stop at the next batch boundary (thread-safe); ``reason`` goes into status.json."""
-        self._cancel_reason = self._cancel_reason or reason
-        self._cancel.set()
+        self._stop.request(reason)
 
-    @property
-    def cancel_requested(self) -> bool:
-        return self._cancel.is_set()
-
-    @property
-    def eval_sets(self) -> dict[str, dict[str, Any]]:
-        """The val/test segments and arrays (see :class:`Evaluator`)."""
-        return self.evaluator.sets
+    def set_preview_every(self, n: int | None) -> None:
+        """Turn the live batch preview on (every ``n`` batches) or off (None) while a run is going (thread-safe;
+        the change is logged by the training thread at the epoch's end). Raises ValueError for a bad ``n``."""
+        self.preview.set_every(n)
 
     def run(self) -> RunResult:
         """Run the whole experiment (blocking). Returns the outcome; see the class docstring."""
@@ -176,13 +189,14 @@ class Trainer(TrainerOutput, RunEndings):
         timing.mark("run_start")
         try:
             self._setup()
-            self._emit(RunStarted(
+            self.output.emit(RunStarted(
                 run_id=self.run_id, run_dir=str(self.run_dir), step=self.config.step,
                 config=self.config.to_dict(), device=str(self.device), device_name=self.device_name,
                 fast_path=self.fast_path_status, batched_loader=self.loader_status, n_params=self.n_params,
                 n_params_model=self.n_params_model,
                 n_train_frames=self.loader.n_frames, batches_per_epoch=self.loader.n_batches,
-                epochs=self.config.epochs, dataset_summary=self._dataset_summary(), setup=setup_blocks(self)))
+                epochs=self.config.epochs, dataset_summary=_dataset_summary(self.dataset),
+                setup=setup_blocks(self)))
             timing.mark("setup_done")
             work = ("least-squares fit (no frames, no batches)" if self.config.fit == "ls"
                     else f"{self.loader.n_frames} frames, {self.loader.n_batches} batches/epoch")
@@ -229,8 +243,7 @@ class Trainer(TrainerOutput, RunEndings):
         self.device_name = device_name(self.device)
         self.threads_note = limits.apply_device_limits(cfg, self.device)
         self._fault = limits.FaultHook.from_env()
-        self._time_limit = limits.TimeLimit(cfg.time_limit_s, self.request_cancel)
-        self._time_limit.start()
+        self._stop.start_clock(cfg.time_limit_s)
         timing.mark("setup_start")
 
     def _setup_dataset(self, cfg: ExperimentConfig) -> None:
@@ -267,8 +280,8 @@ class Trainer(TrainerOutput, RunEndings):
                 raise TrainingError(f"cannot start a run in the workspace {self.workspace.root}: no run folder can "
                                     f"be made in {self.workspace.runs_dir} ({exc.strerror or exc})") from exc
         try:
-            self._emit(RunPrepared(run_id=self.run_id, run_dir=str(self.run_dir), step=cfg.step,
-                                   selection_metric=self.selection_metric, config=cfg.to_dict()))
+            self.output.emit(RunPrepared(run_id=self.run_id, run_dir=str(self.run_dir), step=cfg.step,
+                                          selection_metric=self.selection_metric, config=cfg.to_dict()))
         except OSError as exc:
             if self.resume is not None or not is_disk_full(exc):
                 raise  # a resumed run's folder is never removed; another error fails the run in its folder
@@ -402,8 +415,8 @@ class Trainer(TrainerOutput, RunEndings):
             if last and member is not None:
                 member.loop_done()  # no more meetings or RNG draws: the rest runs beside the others'
             train_loss = self._mean_train_loss(epoch)  # waits for the epoch's batches on the device
-            while self._notes:
-                self._log(self._notes.pop(0))
+            while self.preview.notes:
+                self._log(self.preview.notes.pop(0))
             if not math.isfinite(train_loss):
                 self._drain()  # earlier epochs' results and checkpoints stay as written
                 raise limits.nonfinite_error(self.device, epoch, self._epoch_losses, lr)
@@ -413,7 +426,7 @@ class Trainer(TrainerOutput, RunEndings):
                 self._overlap.submit(end, epoch, lr, train_loss, te, snap, rng)
             else:
                 self._epoch_end(epoch, lr, train_loss, te, None, rng)
-            if self._cancel.is_set():
+            if self._stop.is_set():
                 self._drain()
                 raise Cancelled()
         self._drain()
@@ -462,20 +475,20 @@ class Trainer(TrainerOutput, RunEndings):
             self.best_value, self.best_epoch, self._best_state = value, epoch, model_state
             self._best_meta, self._best_row = meta, row
             self._best_evals = (val, test)  # the run's final results (_finish): the same weights
-        self._emit(CheckpointReady(epoch=epoch, row=row, is_best=is_best, model_state=model_state,
-                                   optimizer_state=opt_state,
-                                   scheduler_state=self.scheduler.state_dict(), meta=meta,
-                                   resume_state=resume_state.epoch_state(self, rng)))
+        self.output.emit(CheckpointReady(epoch=epoch, row=row, is_best=is_best, model_state=model_state,
+                                          optimizer_state=opt_state,
+                                          scheduler_state=self.scheduler.state_dict(), meta=meta,
+                                          resume_state=resume_state.epoch_state(self, rng)))
         timing.mark("checkpoint_emitted", epoch=epoch, run=self.run_id)
         seconds = time.perf_counter() - te
         row_out = dict(row, EPOCH_SECONDS=seconds)
         self._log(format_row(row))
         plots = self._plots("validation", val, "val", net)
         timing.mark("epoch_end", epoch=epoch, run=self.run_id)
-        self._emit(EpochEnded(epoch=epoch, epochs=cfg.epochs, row=row_out, is_best=is_best,
-                              best_epoch=self.best_epoch, best_value=float(self.best_value),
-                              selection_metric=self.selection_metric, epoch_seconds=seconds, plots=plots,
-                              fast_path=self.fast_path_status, fast_path_optimizer=self.fast_path_optimizer))
+        self.output.emit(EpochEnded(epoch=epoch, epochs=cfg.epochs, row=row_out, is_best=is_best,
+                                     best_epoch=self.best_epoch, best_value=float(self.best_value),
+                                     selection_metric=self.selection_metric, epoch_seconds=seconds, plots=plots,
+                                     fast_path=self.fast_path_status, fast_path_optimizer=self.fast_path_optimizer))
         # Reference §4.4/§4.7: scheduler stepped after logging/checkpointing, on the validation metric.
         self.scheduler.step(row[self.schedule_metric])
         timing.mark("epoch_end_done", epoch=epoch, run=self.run_id)
@@ -500,7 +513,7 @@ class Trainer(TrainerOutput, RunEndings):
         in_place = fast is not None and getattr(fast, "grads_in_place", True)
         t_start = time.perf_counter()
         t_last = t_start
-        cancel = self._cancel
+        stop, preview = self._stop, self.preview
         full = cfg.batch_size
         # a batch plan (the device loader) has its full batches first, only the last may be short: one length check
         n_full = (n_batches - (1 if n_batches and self.loader.batch_len(plan[-1]) != full else 0)
@@ -517,10 +530,9 @@ class Trainer(TrainerOutput, RunEndings):
                 el = now - t_start
                 if timing.TIMING_FILE:  # host progress timeline for benchmarks/startup_ab.py (off unless timing)
                     timing.mark("progress", epoch=epoch, batch=done)
-                self._emit(BatchProgress(epoch=epoch, epochs=cfg.epochs, batch=done, batches=n_batches,
-                                         elapsed_s=el, eta_s=el / done * (n_batches - done)))
-            every = self._preview_every
-            if every and done % every == 0 and not self._preview_failed:
+                self.output.emit(BatchProgress(epoch=epoch, epochs=cfg.epochs, batch=done, batches=n_batches,
+                                                elapsed_s=el, eta_s=el / done * (n_batches - done)))
+            if preview.due(done):
                 self._emit_preview(epoch, done, n_batches)
 
         # A group's member takes the batches a meeting queued for it a run at a time (training/group.py
@@ -530,12 +542,12 @@ class Trainer(TrainerOutput, RunEndings):
         b = 0
         try:
             while b < n_batches:
-                if cancel.is_set():
+                if stop.is_set():
                     raise Cancelled()
                 if b == 0:
                     timing.mark("first_batch", epoch=epoch)
                 if take is not None:
-                    every = self._preview_every  # a run stops at each preview's batch
+                    every = preview.every  # a run stops at each preview's batch
                     k = take(b, min(n_full, (b // every + 1) * every) if every else n_full)
                     if k:
                         b += k
@@ -602,9 +614,9 @@ class Trainer(TrainerOutput, RunEndings):
             if extra["power_warning"]:
                 self._log(f"WARNING: cascade RMS output with DPD differs from without DPD by "
                           f"{extra['rms_out_diff_db']:+.2f} dB (> 0.5 dB): the DPD changes the gain")
-        self._emit(ResultsReady(attrs=results_attrs(self, extra),
-                                splits={name: self.evaluator.split_results(name, ev)
-                                        for name, ev in (("val", val), ("test", test))}))
+        self.output.emit(ResultsReady(attrs=results_attrs(self, extra),
+                                       splits={name: self.evaluator.split_results(name, ev)
+                                               for name, ev in (("val", val), ("test", test))}))
         timing.mark("results_written")
         plots = self._plots("test", test, "test", self.net)
         wall = self._wall_s(t0)  # a resumed run: the time before the resume too
@@ -613,10 +625,81 @@ class Trainer(TrainerOutput, RunEndings):
                   ", ".join(f"{k} {float(v):.4f}" for k, v in test["metrics"].items()))
         res = RunResult("succeeded", self.run_id, self.run_dir, self.best_epoch, self.history,
                         float_map(val["metrics"]), float_map(test["metrics"]), wall_s=wall, extra=extra)
-        self._emit(RunFinished(run_id=self.run_id, run_dir=str(self.run_dir), best_epoch=self.best_epoch,
-                               val_metrics=res.val_metrics, test_metrics=res.test_metrics, wall_s=wall,
-                               plots=plots, extra=extra, best_value=finite_or_none(self.best_value)))
+        self.output.emit(RunFinished(run_id=self.run_id, run_dir=str(self.run_dir), best_epoch=self.best_epoch,
+                                     val_metrics=res.val_metrics, test_metrics=res.test_metrics, wall_s=wall,
+                                     plots=plots, extra=self._status_extra(extra),
+                                     best_value=finite_or_none(self.best_value)))
         return res
+
+    def _status_extra(self, extra: dict[str, Any]) -> dict[str, Any]:
+        """RunFinished's ``extra`` (status.json's fields besides the outcome): ``extra`` as it is."""
+        return extra
+
+    def _on_cancel(self, t0: float) -> RunResult:
+        try:
+            self._drain()
+        except Exception as exc:  # noqa: BLE001
+            self._log(f"epoch end failed during cancel: {exc}")
+        done = len(self.history)
+        reason = self._stop.reason
+        self._log(f"cancelled{': ' + reason if reason else ''} after {done} completed epoch(s)")
+        self.output.emit(RunCancelled(run_id=self.run_id, run_dir=str(self.run_dir), epochs_completed=done,
+                                      best_epoch=self.best_epoch, reason=reason))
+        return RunResult("cancelled", self.run_id, self.run_dir, self.best_epoch, self.history,
+                         wall_s=self._wall_s(t0), message=reason or "cancelled")
+
+    def _on_failure(self, exc: BaseException, t0: float) -> RunResult:
+        """Log and emit the failure (the record's writer first: a failure it cannot write still reaches the
+        observers) and return the failed :class:`RunResult`."""
+        if limits.is_oom(exc) and not isinstance(exc, TrainingError):  # outside a training batch (evaluation)
+            exc = limits.oom_error(self.device, len(self.history), "outside a training batch", exc)
+        msg = describe_error(exc)
+        detail = traceback.format_exc()
+        try:
+            self._drain()
+        except Exception:  # noqa: BLE001 - the first error is the one reported
+            pass
+        if self.run_dir is not None:
+            try:
+                self._log(f"FAILED: {msg}\n{detail}")
+            except OSError:  # the log cannot be written either: the status below still says "failed"
+                pass
+        event = RunFailed(run_id=self.run_id, run_dir=str(self.run_dir) if self.run_dir else None, message=msg,
+                          detail=detail, epochs_completed=len(self.history), best_epoch=self.best_epoch)
+        try:
+            self.output.writer(event)
+        except OSError:  # the folder cannot take the failure either; the event still reaches the observers
+            pass
+        self.output.notify(event)
+        return RunResult("failed", self.run_id, self.run_dir, self.best_epoch, self.history, message=msg,
+                         wall_s=self._wall_s(t0))
+
+    def _wall_s(self, t0: float) -> float:
+        """Seconds since ``t0`` (``time.perf_counter()`` at :meth:`run`'s start), plus a resumed run's time before
+        the resume."""
+        return time.perf_counter() - t0 + self.elapsed_before_s
+
+    # ------------------------------------------------------------------ log, plots, preview
+    def _log(self, text: str, level: int = logging.INFO) -> None:
+        """A line to the logger and, once the run folder exists, to the run's log."""
+        self.output.log(text, level, to_run_log=self.run_dir is not None)
+
+    def _plots(self, source: str, ev: dict[str, Any], split: str, net):
+        try:
+            return self.evaluator.plots(source, ev, split, net)
+        except Exception as exc:  # noqa: BLE001 - plots must never break training
+            self._log(f"plot data skipped: {type(exc).__name__}: {exc}")
+            return None
+
+    def _emit_preview(self, epoch: int, batch: int, n_batches: int) -> None:
+        try:
+            plots, nmse = self.preview.plots(self.net, self.evaluator.sets["val"], self.device, self.dataset.spec,
+                                             self.evaluator.signal_names())
+            self.output.emit(PreviewReady(epoch=epoch, batch=batch, batches=n_batches, plots=plots,
+                                          metrics={"NMSE": nmse}))
+        except Exception as exc:  # noqa: BLE001
+            self._log(f"preview disabled: {type(exc).__name__}: {exc}")
+            self.preview.failed = True
 
     def _drain(self, leave_group: bool = True) -> None:
         """Wait for the pending epoch end (re-raising its error, if any). A group's member first leaves the group
@@ -627,10 +710,10 @@ class Trainer(TrainerOutput, RunEndings):
         self._overlap.drain()
 
     def _teardown(self) -> None:
-        if self._time_limit is not None:
-            self._time_limit.stop()
+        self._stop.stop_clock()
         self._overlap.shutdown()
-        self.writer.close()
+        self.output.writer.close()
+
 
 # ---------------------------------------------------------------------- module helpers
 def _not_evaluated(val: dict) -> dict:
@@ -642,3 +725,10 @@ def _not_evaluated(val: dict) -> dict:
 
 def _model_of(net, step: str):
     return net if step == "pa" else net.dpd
+
+
+def _dataset_summary(ds) -> dict[str, Any]:
+    try:
+        return dict(ds.summary())
+    except Exception:  # noqa: BLE001 - summary is cosmetic
+        return {"name": ds.name}
