@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 import multiprocessing as mp
-import os
 import signal
 import threading
 from dataclasses import dataclass, field
@@ -53,7 +52,6 @@ except ImportError:  # pragma: no cover - Windows
 
 log = logging.getLogger("dpd_desktop.supervisor")
 
-FAULT_ENV = "DPD_DESKTOP_TEST_FAULT"  # the child's test hook (lab/child.py); its value is handed over at start
 POLL_S = 0.2
 #: Signals that mean "stopped from outside" (a user's kill, the out-of-memory killer): the run is interrupted.
 KILL_SIGNALS = tuple(getattr(signal, n) for n in ("SIGKILL", "SIGTERM", "SIGHUP") if hasattr(signal, n))
@@ -159,15 +157,17 @@ class Supervisor:
         observers: ``observer(entry, event)`` callables.
         queue: a :class:`RunQueue` (default: the workspace's); the supervisor closes only one it opened.
         entries: run only these entry ids (a sweep's trials, sweep/local.py); None: every entry.
+        faults: lab/faults.py ``Fault`` s handed to every child (tests).
     """
 
     def __init__(self, workspace: Workspace, lanes: Iterable[str] | None = None,
                  observers: Iterable[Callable] = (), queue: RunQueue | None = None, context=None,
-                 entries: Iterable[int] | None = None):
+                 entries: Iterable[int] | None = None, faults: Iterable = ()):
         self.workspace = workspace
         self.lanes = None if lanes is None else [device_lane(x) for x in lanes]
         self.only = None if entries is None else frozenset(int(x) for x in entries)
         self.observers = list(observers)
+        self.faults = tuple(faults)
         self._own_queue = queue is None
         self.queue = queue if queue is not None else RunQueue(workspace.root)
         self._ctx = context
@@ -256,14 +256,14 @@ class Supervisor:
         if grouped:  # one child for the group's entries (lab/group_child.py)
             proc = ctx.Process(target=_group_child_entry, name=f"dpd-queue-group-{entry.id}",
                                args=([e.id for e in entries], [e.config.to_dict() for e in entries],
-                                     str(self.workspace.root), ev_w, ct_r, os.environ.get(FAULT_ENV)))
+                                     str(self.workspace.root), ev_w, ct_r, self.faults))
         else:
             # an entry may name its own target (gui/child_plots.py: the window's run, then its PNGs), called with
             # the arguments of lab/child.py child_main
             target = getattr(entry, "child_target", None) or _child_entry
             proc = ctx.Process(target=target, name=f"dpd-queue-entry-{entry.id}",
                                args=(entry.id, entry.config.to_dict(), str(self.workspace.root), ev_w, ct_r,
-                                     os.environ.get(FAULT_ENV), getattr(entry, "child_options", None)))
+                                     self.faults, getattr(entry, "child_options", None)))
         members = {e.id: _Member(e) for e in entries}
         try:
             proc.start()

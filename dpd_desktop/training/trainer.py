@@ -105,6 +105,7 @@ class Trainer:
             continues in its own folder after its last finished epoch (the writer must be a resuming RunWriter).
         writer: the observer that writes the run folder (default: a new :class:`RunWriter`). It sees every event
             first, and its errors fail the run (other observers' errors are logged and ignored).
+        fault: a fault injected into the training batches (tests; limits.py :class:`~.limits.FaultHook`).
 
     ``run()`` never raises for run-level failures: it emits :class:`RunFailed` and returns a failed
     :class:`RunResult`. ``request_cancel()`` is thread-safe; the flag is checked between batches.
@@ -112,7 +113,7 @@ class Trainer:
 
     def __init__(self, config: ExperimentConfig, dataset=None, workspace: Workspace | None = None,
                  observers: Iterable[Callable] = (), fast_path: bool = True, writer: RunWriter | None = None,
-                 resume: resume_state.ResumeState | None = None):
+                 resume: resume_state.ResumeState | None = None, fault: limits.FaultHook | None = None):
         self.config = config
         self.resume = resume
         self.use_fast_path = fast_path
@@ -162,7 +163,7 @@ class Trainer:
         self._best_evals: tuple[dict, dict] | None = None  # the selected epoch's val and test evaluations
         self.start_epoch = 0  # > 0 when resumed (resume_state.restore)
         self.elapsed_before_s = 0.0  # the TIME: column's minutes before the resume, in seconds
-        self._fault: limits.FaultHook | None = None  # test hook (limits.py, read in _setup_device); None normally
+        self._fault = fault
         self._start_time: float | None = None
         self._overlap = EpochEndOverlap()  # CUDA: epoch ends on a worker thread (see overlap.py)
         self.preview = LivePreview(config.preview_every)
@@ -242,7 +243,6 @@ class Trainer:
         self.device = resolve_device(cfg.device)
         self.device_name = device_name(self.device)
         self.threads_note = limits.apply_device_limits(cfg, self.device)
-        self._fault = limits.FaultHook.from_env()
         self._stop.start_clock(cfg.time_limit_s)
         timing.mark("setup_start")
 
@@ -319,6 +319,8 @@ class Trainer:
         else:
             self.loader = FrameLoader(x_cpu.to(dev), y_cpu.to(dev), cfg.frame_length, cfg.stride, cfg.batch_size)
             self.loader_status = "on: whole batches gathered on the device"
+        if self._fault is not None:
+            self.loader = self._fault.wrap(self.loader)
         # the criterion is needed by the evaluator; building it draws no random numbers
         self.criterion = make_criterion(cfg)  # the reference's MSELoss/L1Loss unless a window/power term is set
         self.evaluator = Evaluator(ds, targets, cfg.step, base_criterion(self.criterion), cfg.batch_size_eval, dev,
@@ -518,7 +520,6 @@ class Trainer:
         # a batch plan (the device loader) has its full batches first, only the last may be short: one length check
         n_full = (n_batches - (1 if n_batches and self.loader.batch_len(plan[-1]) != full else 0)
                   if isinstance(plan, BatchPlan) else None)
-        fault = self._fault
         ila = cfg.step == "dpd" and cfg.dpd_learning == "ila"
         gain = self.gain
 
@@ -537,7 +538,7 @@ class Trainer:
 
         # A group's member takes the batches a meeting queued for it a run at a time (training/group.py
         # GroupStep.take_queued): 37,000 loop turns an epoch for 8 members held the GIL that the epoch ends needed.
-        take = getattr(fast, "take_queued", None) if n_full is not None and fault is None else None
+        take = getattr(fast, "take_queued", None) if n_full is not None else None
         it = None if isinstance(plan, BatchPlan) else iter(plan)
         b = 0
         try:
@@ -579,8 +580,6 @@ class Trainer:
                     opt.step()
                     loss_buf[b].copy_(loss.detach())
                 report(b + 1)
-                if fault is not None:
-                    fault.after_batch(epoch, b, loss_buf)
                 b += 1
         except torch.OutOfMemoryError as exc:
             raise limits.oom_error(self.device, epoch, b, exc) from exc
