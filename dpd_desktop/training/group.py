@@ -276,7 +276,7 @@ class TrainerGroup:
             t.start()
         for t in threads:
             t.join()
-        if timing.TIMING_FILE and self._chunk_events:  # the chunks' GPU spans, from their CUDA events
+        if timing.recording() and self._chunk_events:  # the chunks' GPU spans, from their CUDA events
             torch.cuda.synchronize()
             first = self._chunk_events[0][2][0]
             for b, n, (e0, e1) in self._chunk_events:
@@ -313,8 +313,7 @@ class TrainerGroup:
     def _meet(self, m: _Member, b: int) -> None:
         """Member ``m`` needs full batch ``b``: wait (without the baton) until every active member needs one; the
         last to arrive queues the next chunk of replays (or, without a graph, just lets everyone go on)."""
-        if timing.TIMING_FILE:
-            timing.mark("meet_arrive", batch=b)
+        timing.mark("meet_arrive", batch=b)
         self._baton.give(m)
         try:
             with self._cond:
@@ -374,13 +373,13 @@ class TrainerGroup:
                 if any(s.graph_opt is None for s in inners):  # an eager AdamW step would come after a chunk
                     raise RuntimeError("a member's AdamW update is not in the graph")
             with torch.cuda.device(inners[0].device):
-                if timing.TIMING_FILE:
+                if timing.recording():
                     t_host = time.perf_counter()
                     ev = [torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)]
                     ev[0].record()
                 replaying = True
                 self._graph.replay_steps(end - start)
-                if timing.TIMING_FILE:
+                if timing.recording():
                     ev[1].record()
                     self._chunk_events.append((start, end - start, ev))
                     timing.mark("group_meeting", batch=b, members=len(inners),

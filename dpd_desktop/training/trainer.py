@@ -37,7 +37,6 @@ import torch
 
 from .. import timing
 from ..config import ConfigError, ExperimentConfig
-from ..data import framing
 from ..data.framing import BatchPlan, FrameLoader, PlainFrameLoader, draw_dataloader_iterator_seed
 from ..kernels.dispatch import apply_kernel, kernel_summary
 from ..models import Cascade, build_model, count_parameters
@@ -100,7 +99,9 @@ class Trainer:
             ``config.dataset`` ("demo" → the embedded synthetic dataset).
         workspace: where the run folder is created (default: the platform workspace).
         observers: callables receiving every event, on the training thread (or the epoch-end worker thread).
-        fast_path: False forces eager training on CUDA (for equivalence tests and diagnosis).
+        fast_path: False forces eager training on CUDA; ``fused_step`` False keeps the autograd step in the CUDA graph
+            where the fused GRU step could run; ``batched_loader`` False trains from the per-frame DataLoader
+            (data/framing.py ``PlainFrameLoader``). Diagnostic switches (equivalence tests, benchmarks).
         resume: a checked last.pt (training/resume_state.py ``ResumeState``; training/resume.py builds it): the run
             continues in its own folder after its last finished epoch (the writer must be a resuming RunWriter).
         writer: the observer that writes the run folder (default: a new :class:`RunWriter`). It sees every event
@@ -113,10 +114,11 @@ class Trainer:
 
     def __init__(self, config: ExperimentConfig, dataset=None, workspace: Workspace | None = None,
                  observers: Iterable[Callable] = (), fast_path: bool = True, writer: RunWriter | None = None,
-                 resume: resume_state.ResumeState | None = None, fault: limits.FaultHook | None = None):
+                 resume: resume_state.ResumeState | None = None, fault: limits.FaultHook | None = None,
+                 fused_step: bool = True, batched_loader: bool = True):
         self.config = config
         self.resume = resume
-        self.use_fast_path = fast_path
+        self.use_fast_path, self.use_fused_step, self.use_batched_loader = fast_path, fused_step, batched_loader
         self.dataset = dataset
         self.workspace = workspace or Workspace()
         self.output = RunOutput(writer if writer is not None else RunWriter(), observers)
@@ -312,9 +314,9 @@ class Trainer:
         dev = self.device
         x_cpu = torch.from_numpy(np.ascontiguousarray(x_train))
         y_cpu = torch.from_numpy(np.ascontiguousarray(y_train))
-        if framing.DISABLE_BATCHED_LOADER:  # read at each run (tests switch it)
+        if not self.use_batched_loader:
             self.loader = PlainFrameLoader(x_cpu, y_cpu, cfg.frame_length, cfg.stride, cfg.batch_size, dev)
-            self.loader_status = "off: disabled by DPD_DESKTOP_DISABLE_BATCHED_LOADER=1 (per-frame DataLoader)"
+            self.loader_status = "off: disabled for this run (per-frame DataLoader)"
             self._log(f"batched loader {self.loader_status}")
         else:
             self.loader = FrameLoader(x_cpu.to(dev), y_cpu.to(dev), cfg.frame_length, cfg.stride, cfg.batch_size)
@@ -381,7 +383,8 @@ class Trainer:
         self.fast_step, self.fast_path_status = make_fast_step(
             self.net, self.criterion, self.optimizer, self.trainable, cfg.grad_clip, self.device,
             batch_shape=(cfg.batch_size, cfg.frame_length, 2), loader=self.loader,
-            enabled=self.use_fast_path and not ila and cfg.qat is None)  # fake quantisation reads formats on the host
+            enabled=self.use_fast_path and not ila and cfg.qat is None,  # fake quantisation reads formats on the host
+            fused=self.use_fused_step)
         if ila and self.device.type == "cuda" and self.fast_path_status == "off: disabled for this run":
             self.fast_path_status = "off: ILA trains eagerly (its step runs the network three times)"
         if self.fast_path_status != "on":
@@ -529,8 +532,7 @@ class Trainer:
             if now - t_last >= PROGRESS_INTERVAL_S or done == n_batches:
                 t_last = now
                 el = now - t_start
-                if timing.TIMING_FILE:  # host progress timeline for benchmarks/startup_ab.py (off unless timing)
-                    timing.mark("progress", epoch=epoch, batch=done)
+                timing.mark("progress", epoch=epoch, batch=done)  # host progress timeline (benchmarks/startup_ab.py)
                 self.output.emit(BatchProgress(epoch=epoch, epochs=cfg.epochs, batch=done, batches=n_batches,
                                                 elapsed_s=el, eta_s=el / done * (n_batches - done)))
             if preview.due(done):
