@@ -35,7 +35,7 @@ def members(ds, m, kernel, dev, fused=True):
         loader = FrameLoader(x.clone(), y.clone(), 200, 1, 64)
         torch.manual_seed(i)
         net = build_model("gru", 23).to(dev).train()
-        assert not apply_kernel(net, kernel, dev)
+        assert not apply_kernel(net, kernel, dev).notes
         trainable = [p for p in net.parameters() if p.requires_grad]
         s = CudaGraphStep(net, torch.nn.MSELoss(), trainable, 200.0, dev, loader, 64,
                           optimizer=make_adamw(trainable, lr=5e-3, weight_decay=0.01), fused=fused)

@@ -38,7 +38,7 @@ import torch
 from .. import timing
 from ..config import ConfigError, ExperimentConfig
 from ..data.framing import BatchPlan, FrameLoader, PlainFrameLoader, draw_dataloader_iterator_seed
-from ..kernels.dispatch import apply_kernel, kernel_summary
+from ..kernels.dispatch import KernelChoice, apply_kernel
 from ..models import Cascade, build_model, count_parameters
 from ..runs.record import HISTORY_COLUMNS, HISTORY_METRICS  # noqa: F401 - re-exported
 from ..runs.writer import RunWriter, discard_unstarted, is_disk_full
@@ -144,6 +144,7 @@ class Trainer:
         self.pa_info: dict[str, Any] | None = None
         self.finetune_block: tuple[str, dict] | None = None  # a fine-tune's config.json block (qat_setup.py)
         self.cudnn_note: str | None = None
+        self.kernels: KernelChoice | None = None  # the kernel dispatch's decision (kernels/dispatch.py)
         self.n_params: int | None = None
         self.n_params_model: int | None = None
         self.trainable: list = []
@@ -358,10 +359,10 @@ class Trainer:
             self.net.freeze_pa()
             self.model = dpd
         self.net.to(self.device)
-        self.kernel_notes = apply_kernel(self.net, cfg.kernel, self.device)
-        for note in self.kernel_notes:
+        self.kernels = apply_kernel(self.net, cfg.kernel, self.device)
+        for note in self.kernels.notes:
             self._log(f"kernel: {note}")
-        self._log(f"kernels ran: {kernel_summary(self.net, self.device)}")
+        self._log(f"kernels ran: {self.kernels.summary}")
         timing.mark("model_built")
         # convolutional families use deterministic cuDNN algorithms on CUDA (recorded in config.json)
         self.cudnn_note = deterministic_convolutions(self.net, self.device)

@@ -187,7 +187,7 @@ def _train(tmp_path, ds, cfg, fast_path, tag, **switches):
     t = Trainer(cfg, dataset=ds, workspace=Workspace(tmp_path / tag), fast_path=fast_path, **switches)
     r = t.run()
     assert r.state == "succeeded", r.message
-    assert t.kernel_notes == [], t.kernel_notes
+    assert t.kernels.notes == (), t.kernels.notes
     for m in t.net.modules():
         if isinstance(getattr(m, "rnn", None), nn.RNNBase):
             assert m.kernel == "fast"
@@ -244,6 +244,6 @@ def test_dpd_cascade_fast_kernel(tmp_path, ds):
 
 def test_apply_kernel_falls_back_for_large_hidden():
     net = build_model("gru", 80).to(DEV)
-    notes = apply_kernel(net, "fast", DEV)
+    notes = apply_kernel(net, "fast", DEV).notes
     assert [m.kernel for m in net.modules() if hasattr(m, "kernel")] == ["reference"]
     assert len(notes) == 1 and "hidden size 80" in notes[0], notes
