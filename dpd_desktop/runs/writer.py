@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import artifacts
+from . import events as E
 from .. import atomic
 from .owner import process_identity
 from .record import FORMAT, HISTORY_COLUMNS, PIN_FILE, QUANTIZED_FILE, SCHEMA
@@ -82,7 +83,7 @@ class RunWriter:
         self.disk_full = False  # a write found the disk full: log lines are appended from then on
 
     def __call__(self, event) -> None:
-        handler = _WRITER_HANDLERS.get(type(event).__name__)
+        handler = _WRITER_HANDLERS.get(type(event))
         if handler is not None:
             try:
                 handler(self, event)
@@ -248,7 +249,7 @@ class RunWriter:
         self.close()
 
     def _cancelled(self, ev) -> None:
-        extra = {"message": ev.reason} if getattr(ev, "reason", "") else {}
+        extra = {"message": ev.reason} if ev.reason else {}
         self.write_status("cancelled", epochs_completed=min(ev.epochs_completed, self.epochs_written),
                           best_epoch=self.best_written, **self.best_so_far, **extra)
         self.close()
@@ -341,11 +342,12 @@ def _number(v) -> float | None:
         return None
 
 
-_WRITER_HANDLERS = {"RunPrepared": RunWriter._prepared, "LogLine": RunWriter._log_line,
-                    "RunStarted": RunWriter._started, "CheckpointReady": RunWriter._checkpoint,
-                    "EpochEnded": RunWriter._epoch_ended, "ResultsReady": RunWriter._results,
-                    "RunFinished": RunWriter._finished, "RunCancelled": RunWriter._cancelled,
-                    "RunFailed": RunWriter._failed}
+#: the writer's handler of each event class it writes (the others are ignored)
+_WRITER_HANDLERS = {E.RunPrepared: RunWriter._prepared, E.LogLine: RunWriter._log_line,
+                    E.RunStarted: RunWriter._started, E.CheckpointReady: RunWriter._checkpoint,
+                    E.EpochEnded: RunWriter._epoch_ended, E.ResultsReady: RunWriter._results,
+                    E.RunFinished: RunWriter._finished, E.RunCancelled: RunWriter._cancelled,
+                    E.RunFailed: RunWriter._failed}
 
 
 def results_image(ev) -> bytes:
