@@ -22,8 +22,8 @@ from ..training.cpu_threads import prefer_passive_wait
 prefer_passive_wait()  # before PyTorch loads OpenMP below (training/cpu_threads.py); the parent usually set it already
 
 # The forkserver imports this module once (Supervisor's preload), so every child starts with PyTorch, the trainer
-# and the libraries of the first epoch end and the results file already imported: measured on the 2-core development
-# machine, `import torch` + trainer 0.99 s, and the first tiny run's lazy imports (scipy.signal, h5py) 0.5 s more.
+# and the libraries of the first epoch end and the results file already imported (what that saves each child:
+# benchmarks/results/2026-12-04-notes-training.md).
 import h5py  # noqa: F401,E402 - preloaded for the results file (see above)
 import scipy.signal  # noqa: F401,E402 - preloaded for the metrics (see above)
 

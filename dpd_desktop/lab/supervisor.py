@@ -19,11 +19,8 @@ and observers receive a :class:`~dpd_desktop.runs.events.RunFailed` for it, so t
 for an in-process failure. Then the next entry starts.
 
 Process start: the ``forkserver`` context where the platform has it, with lab/child.py (PyTorch, the trainer,
-h5py, scipy.signal) preloaded, else ``spawn``. Measured on the 2-core development machine (shared, load 10-70), a
-tiny demo run (hidden 4, frame 50, one epoch, 100 samples) from child start to its end, two rounds of 6 entries
-each way: forkserver 0.5-0.9 s per entry (plus about 3 s once, for the forkserver's own imports), spawn 3.3-6.5 s
-(each child imports PyTorch and the trainer afresh). 50 such entries under ``queue run``: 45 s, and this process's
-RSS grew by 0.5 MiB.
+h5py, scipy.signal) preloaded, else ``spawn`` (each child then imports PyTorch and the trainer afresh; figures:
+benchmarks/results/2026-12-04-notes-training.md).
 
 Observers are callables ``observer(entry, event)``: ``entry`` the :class:`~dpd_desktop.lab.queue.QueueEntry`,
 ``event`` one of :data:`~dpd_desktop.lab.event_codec.FORWARDED`, or :class:`EntryStarted` / :class:`EntryEnded`.
@@ -89,7 +86,7 @@ def process_context():
 
 
 def start_forkserver(extra_preload: Iterable[str] = ()) -> bool:
-    """Start the children's forkserver now (its imports, ~3 s, run in that process), so that the first child does
+    """Start the children's forkserver now (its imports run in that process), so that the first child does
     not wait for them; False where the children are spawned instead (no forkserver). ``extra_preload``: modules it
     imports too (only before it first starts; the window adds its PNG writer, gui/preload.py)."""
     _EXTRA_PRELOAD.extend(m for m in extra_preload if m not in _EXTRA_PRELOAD)

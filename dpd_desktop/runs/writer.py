@@ -23,8 +23,8 @@ from .record import FORMAT, HISTORY_COLUMNS, PIN_FILE, QUANTIZED_FILE, SCHEMA
 
 #: Disk space kept free for a run's last words: a file of this size is made in the run folder before its first
 #: artifact and deleted when a write finds the disk full, so that the failure's log line and status.json (and a
-#: config.json that failed) still fit; deleted at the run's end in any case. Sizes written on a failure, measured:
-#: status.json ~0.7 KB, the FAILED log line with its traceback ~3 KB (appended), config.json ~4 KB: 8 blocks of 4 KiB.
+#: config.json that failed) still fit (their sizes: benchmarks/results/2026-12-04-notes-training.md); deleted at the
+#: run's end in any case.
 RESERVE_FILE = ".space-reserve"
 RESERVE_BYTES = 32 * 1024
 #: the errors of a full disk (or a full quota)
@@ -353,8 +353,7 @@ _WRITER_HANDLERS = {E.RunPrepared: RunWriter._prepared, E.LogLine: RunWriter._lo
 def results_image(ev) -> bytes:
     """results.h5's bytes, built in memory (h5py on an io.BytesIO): root attributes, then per split the datasets x,
     target, prediction (dpd_output), psd_freq_hz, psd_prediction_db and the attributes loss and the metrics."""
-    # h5py is imported here, not at the top: its import (0.07 s alone, python -X importtime) would sit on every start-up path
-    # that imports the record (the command line's `runs`, the window); the trainer warms it on a thread.
+    # h5py imported here: 0.07 s off the record's start-up (benchmarks/results/2026-12-04-notes-training.md)
     import h5py
 
     buf = io.BytesIO()

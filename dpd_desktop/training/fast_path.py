@@ -12,7 +12,7 @@ PA model on the ``fast`` kernel captures the fused step instead (training/fused_
 kernels of ours, its own sums), equal to the eager path to float32 rounding, not bitwise.
 
 Per full batch the host only launches the graph: no host→device batch copy, no per-sample Python, no optimizer
-Python (~180 µs of host time per step on the GPU machine, benchmarks/probe_adamw_kernels.py), no synchronization.
+Python, no synchronization.
 
 Fallbacks (each returns a status "off: <reason>" that the run records in config.json and the GUI shows):
 CPU/MPS devices; the trainer's ``fast_path=False``; deterministic algorithms; unsupported

@@ -75,9 +75,6 @@ class LeastSquaresFit(Trainer):
         self.fast_step, self.fast_path_status = None, "off: least-squares fit (no training steps)"
         self.fast_path_optimizer = "none (least squares)"
 
-    def set_preview_every(self, n: int | None) -> None:
-        """Accepted for the interface; a fit has no batches to preview."""
-
     # ------------------------------------------------------------------ the fit
     def _fit_data(self, cfg: ExperimentConfig) -> tuple[np.ndarray, np.ndarray, str]:
         tr = self.dataset.train

@@ -40,7 +40,6 @@ from ..config import ConfigError, ExperimentConfig
 from ..data.framing import BatchPlan, FrameLoader, PlainFrameLoader, draw_dataloader_iterator_seed
 from ..kernels.dispatch import KernelChoice, apply_kernel
 from ..models import Cascade, build_model, count_parameters
-from ..runs.record import HISTORY_COLUMNS, HISTORY_METRICS  # noqa: F401 - re-exported
 from ..runs.writer import RunWriter, discard_unstarted, is_disk_full
 from ..runs.workspace import Workspace
 from . import limits, resume_state, rng_state
@@ -65,9 +64,7 @@ from .report import describe_error, finite_or_none, float_map, format_row
 from .schedules import make_schedule
 from .warm_imports import warm_imports_in_background
 
-__all__ = ["Trainer", "RunResult", "TrainingError", "Cancelled", "load_dataset_for", "resolve_device",
-           "seed_everything", "describe_error", "check_pa_run", "load_pa_for_dpd", "lr_may_change",
-           "HISTORY_COLUMNS", "HISTORY_METRICS"]
+__all__ = ["Trainer", "RunResult", "load_dataset_for", "check_pa_run"]
 
 PROGRESS_INTERVAL_S = 0.1
 #: CUDA: overlap an epoch's end with the next epoch's training (overlap.py); tests turn it off to compare
@@ -464,8 +461,8 @@ class Trainer:
             val = self.evaluator.evaluate("val", net)
             test = self.evaluator.evaluate("test", net) if cfg.test_every_epoch else _not_evaluated(val)
             # One host copy of the trained model's tensors per epoch (for last.pt, and best.pt when selected), and
-            # of the optimizer state: on the evaluation's stream, after the snapshot. On the training stream they
-            # waited for every batch queued since (0.2-0.5 s of a group's epoch end on the H200).
+            # of the optimizer state: on the evaluation's stream, after the snapshot (on the training stream they
+            # would wait for every batch queued since).
             model_state = {k: v.detach().to("cpu", copy=True)
                            for k, v in _model_of(net, cfg.step).state_dict().items()}
             opt_state = optimizer_state(self.optimizer, self.trainable, snap)
@@ -507,9 +504,8 @@ class Trainer:
         net.train()
         plan = self.loader.epoch()
         n_batches = len(plan)
-        # Batch losses go into one preallocated buffer on the training device (no sync per batch): keeping each
-        # batch's loss tensor alive instead costs ~1 MB of host memory per batch on CPU (the 0-dim loss keeps its
-        # reduction's allocation), i.e. ~4 GB over a DPA_160MHz epoch. With the fast path the buffer is the graph's
+        # Batch losses go into one preallocated buffer on the training device (no sync per batch; a batch's loss
+        # tensor kept alive would keep its reduction's allocation). With the fast path the buffer is the graph's
         # own: a replay writes its slot; eager batches write theirs here.
         if fast is not None:
             fast.begin_epoch(plan)
@@ -540,7 +536,7 @@ class Trainer:
                 self._emit_preview(epoch, done, n_batches)
 
         # A group's member takes the batches a meeting queued for it a run at a time (training/group.py
-        # GroupStep.take_queued): 37,000 loop turns an epoch for 8 members held the GIL that the epoch ends needed.
+        # GroupStep.take_queued): a loop turn per batch would hold the GIL that the epoch ends need.
         take = getattr(fast, "take_queued", None) if n_full is not None else None
         it = None if isinstance(plan, BatchPlan) else iter(plan)
         b = 0
@@ -561,9 +557,8 @@ class Trainer:
                 replayed = fast is not None and (b < n_full if n_full is not None
                                                  else self.loader.batch_len(idx) == full) and fast(b, idx)
                 if b == 0 and epoch == 0:
-                    # Not before: the first replay captures the graph, whose eager warm-up needs the GIL on every op,
-                    # and a concurrent import holding it slowed warm-up + capture from 0.5 s to 0.9–1.5 s on the GPU
-                    # machine (benchmarks/results/2026-11-30-gpu-epoch0.md). Once replaying, the GPU queue hides it.
+                    # Not before: the first replay captures the graph, whose eager warm-up needs the GIL on every op
+                    # (a concurrent import slows it). Once replaying, the GPU queue hides the imports.
                     warm_imports_in_background()
                 if replayed:
                     if not fast.optimizer_in_graph:

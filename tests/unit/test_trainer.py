@@ -127,7 +127,7 @@ from dpd_desktop import atomic
 from dpd_desktop.runs.workspace import process_start_ticks, read_run_record  # noqa: E402
 from dpd_desktop.training import trainer as trainer_mod  # noqa: E402
 from dpd_desktop.training import warm_imports  # noqa: E402
-from dpd_desktop.training.trainer import HISTORY_COLUMNS  # noqa: E402
+from dpd_desktop.runs.record import HISTORY_COLUMNS  # noqa: E402
 
 
 def test_warm_imports_thread_never_prints_a_traceback(monkeypatch):
