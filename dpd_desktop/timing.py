@@ -1,6 +1,6 @@
-"""Wall-clock marks for benchmarks. Production code calls :func:`mark`; the installed profiler decides what a mark
-does: nothing by default; a :class:`Recorder`, which a benchmark installs (:func:`install`; benchmarks/timed.py),
-appends one JSON line ``{"mark": name, "t": unix seconds, "th": thread name, ...}`` per mark to its file."""
+"""Wall-clock marks for benchmarks. Production code calls :func:`mark`: it does nothing unless a benchmark installed
+a :class:`Recorder` (:func:`install`; benchmarks/timed.py), which appends one JSON line ``{"mark": name, "t": unix
+seconds, "th": thread name, ...}`` per mark to its file."""
 from __future__ import annotations
 
 import json
@@ -8,19 +8,8 @@ import threading
 import time
 
 
-class Profiler:
-    """The default profiler: a mark does nothing."""
-
-    recording = False
-
-    def mark(self, name: str, **fields) -> None:
-        pass
-
-
-class Recorder(Profiler):
-    """Appends each mark to ``path`` (JSON lines, see the module docstring)."""
-
-    recording = True
+class Recorder:
+    """The profiler that records: appends each mark to ``path`` (JSON lines, see the module docstring)."""
 
     def __init__(self, path):
         self.path = str(path)
@@ -31,20 +20,20 @@ class Recorder(Profiler):
                      + "\n")
 
 
-_profiler: Profiler = Profiler()
+_profiler: Recorder | None = None  # None: marks do nothing
 
 
-def install(profiler: Profiler) -> None:
-    """Make ``profiler`` the one that every mark of this process goes to."""
+def install(profiler: Recorder | None) -> None:
+    """Send every mark of this process to ``profiler`` (None: marks do nothing again)."""
     global _profiler
     _profiler = profiler
 
 
 def mark(name: str, **fields) -> None:
-    """One mark on the installed profiler."""
-    _profiler.mark(name, **fields)
+    if _profiler is not None:
+        _profiler.mark(name, **fields)
 
 
 def recording() -> bool:
-    """Whether the installed profiler records (a benchmark's extra timing work is done only then)."""
-    return _profiler.recording
+    """Whether marks are recorded (a benchmark's extra timing work is done only then)."""
+    return _profiler is not None

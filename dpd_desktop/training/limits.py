@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import threading
 from pathlib import Path
-from typing import Callable
 
 import torch
 
@@ -24,26 +23,19 @@ OOM_REMEDY = "lower batch size or hidden size / set --cuda-memory-fraction"
 NONFINITE_REMEDY = "lower the learning rate, check the data for NaN"
 
 
-def workspace_settings(workspace) -> WorkspaceSettings:
-    """The settings of ``workspace`` (its settings.json; the defaults for an object without a ``root``).
-
-    Raises:
-        SettingsError: settings.json is unreadable or has a bad field (the message names both).
-    """
-    root = getattr(workspace, "root", None)
-    return WorkspaceSettings.load(root) if root is not None else WorkspaceSettings()
-
-
 def with_workspace_defaults(cfg: ExperimentConfig, workspace) -> ExperimentConfig:
     """A copy of ``cfg`` whose unset limits (None) take the defaults of ``workspace``'s settings (runs/settings.py
     ``WorkspaceSettings``: ``default_threads``, ``default_cuda_memory_fraction``, ``default_time_limit_s``); a run's
-    own setting wins. The device default is applied where "unset" can be told from "auto" (the command line).
+    own setting wins. The device default is applied where "unset" can be told from "auto" (the command line). An
+    object without a ``root`` has the default settings.
 
     Raises:
+        SettingsError: settings.json is unreadable or has a bad field (the message names both).
         ConfigError: a default taken from settings.json that this run cannot use (e.g. more threads than the
             machine's cores); the message names settings.json and its field.
     """
-    settings = workspace_settings(workspace)
+    root = getattr(workspace, "root", None)
+    settings = WorkspaceSettings.load(root) if root is not None else WorkspaceSettings()
     changes = {}
     for name, default in (("threads", settings.default_threads),
                           ("cuda_memory_fraction", settings.default_cuda_memory_fraction),
@@ -78,38 +70,16 @@ def apply_device_limits(cfg: ExperimentConfig, device: torch.device) -> str | No
     return note
 
 
-class TimeLimit:
-    """Calls ``cancel`` once ``seconds`` of wall clock have passed since :meth:`start` (a daemon timer thread; the
-    trainer then stops after the current batch, its ordinary cancel path). :attr:`fired` says whether it did."""
-
-    def __init__(self, seconds: float | None, cancel: Callable[[], None]):
-        self.seconds, self._cancel, self.fired = seconds, cancel, False
-        self._timer: threading.Timer | None = None
-
-    def start(self) -> None:
-        if self.seconds:
-            self._timer = threading.Timer(float(self.seconds), self._fire)
-            self._timer.daemon = True
-            self._timer.start()
-
-    def _fire(self) -> None:
-        self.fired = True
-        self._cancel()
-
-    def stop(self) -> None:
-        t, self._timer = self._timer, None
-        if t is not None:
-            t.cancel()
-
-
 class StopRequest:
     """A run's request to stop after the current batch (thread-safe): :meth:`request` (a user's Stop, a sweep's
-    pruning: the first reason given is kept) or the run's time limit (:meth:`start_clock`)."""
+    pruning: the first reason given is kept) or the run's time limit (:meth:`start_clock`: a daemon timer thread
+    requests the stop; :attr:`timed_out` says it did)."""
 
     def __init__(self):
         self._event = threading.Event()
         self._reason = ""
-        self._clock: TimeLimit | None = None
+        self._timer: threading.Timer | None = None
+        self.timed_out = False
 
     def request(self, reason: str = "") -> None:
         self._reason = self._reason or reason
@@ -119,18 +89,25 @@ class StopRequest:
         return self._event.is_set()
 
     def start_clock(self, seconds: float | None) -> None:
-        """Request the stop once ``seconds`` have passed (None: never)."""
-        self._clock = TimeLimit(seconds, self.request)
-        self._clock.start()
+        """Request the stop once ``seconds`` of wall clock have passed (None or 0: never)."""
+        if seconds:
+            self._timer = threading.Timer(float(seconds), self._time_out)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _time_out(self) -> None:
+        self.timed_out = True
+        self.request()
 
     def stop_clock(self) -> None:
-        if self._clock is not None:
-            self._clock.stop()
+        t, self._timer = self._timer, None
+        if t is not None:
+            t.cancel()
 
     @property
     def reason(self) -> str:
         """:data:`TIME_LIMIT_REASON` when the time limit stopped the run, else the reason given ("" for none)."""
-        return TIME_LIMIT_REASON if self._clock is not None and self._clock.fired else self._reason
+        return TIME_LIMIT_REASON if self.timed_out else self._reason
 
 
 def oom_error(device, epoch: int, batch: int | str, exc: BaseException) -> TrainingError:

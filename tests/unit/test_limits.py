@@ -4,7 +4,6 @@ failed with epoch, batch, device and a remedy, and best.pt stays the last finite
 import argparse
 import json
 import os
-import threading
 
 import pytest
 import torch
@@ -114,13 +113,12 @@ def test_time_limit_cancels_after_the_current_batch(tmp_path, ds):
 
 
 def test_time_limit_timer():
-    fired = threading.Event()
-    t = limits.TimeLimit(0.01, fired.set)
-    t.start()
-    assert fired.wait(10) and t.fired
-    off = limits.TimeLimit(None, fired.set)
-    off.start()
-    assert off._timer is None and not off.fired
+    t = limits.StopRequest()
+    t.start_clock(0.01)
+    assert t._event.wait(10) and t.timed_out and t.reason == limits.TIME_LIMIT_REASON
+    off = limits.StopRequest()
+    off.start_clock(None)
+    assert off._timer is None and not off.timed_out and not off.is_set()
 
 
 def _best_is_last_finite(run_dir, epoch):
