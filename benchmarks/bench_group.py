@@ -45,13 +45,13 @@ def train_args(a, kernel: str, seed: int) -> list[str]:
     return out
 
 
-def timed_env(a, env: dict, tag: str) -> dict:
-    """``--timing DIR``: the child's timing marks (dpd_desktop/timing.py) go to DIR/tag.jsonl."""
+def marks_file(a, tag: str) -> Path | None:
+    """``--timing DIR``: the child's timing marks (dpd_desktop/timing.py) go to DIR/tag.jsonl (None: no marks)."""
     if not a.timing:
-        return env
+        return None
     a.timing.mkdir(parents=True, exist_ok=True)
     (a.timing / f"{tag}.jsonl").unlink(missing_ok=True)
-    return dict(env, DPD_DESKTOP_TIMING=str(a.timing / f"{tag}.jsonl"))
+    return a.timing / f"{tag}.jsonl"
 
 
 def note_start(a, tag: str, t0: float) -> None:
@@ -63,9 +63,12 @@ def note_start(a, tag: str, t0: float) -> None:
 def lone(a, kernel: str, seed: int, work: Path, env: dict, rnd: int = 0) -> dict:
     ws = work / f"lone-{kernel}-{seed}"
     tag = f"lone-{kernel}-{seed}" + (f"-r{rnd}" if rnd else "")
-    cmd = [sys.executable, "-m", "dpd_desktop", "--workspace", str(ws), "train-pa", "--dataset", str(a.dataset),
-           *train_args(a, kernel, seed), "--no-plots", "--quiet"]
-    wall, rss, rc, t0 = run_child(cmd, timed_env(a, env, tag), log_path=work / f"{tag}.log")
+    marks = marks_file(a, tag)
+    head = ([sys.executable, "-m", "dpd_desktop"] if marks is None
+            else [sys.executable, str(ROOT / "benchmarks" / "timed.py"), str(marks), "--"])  # with its marks
+    cmd = [*head, "--workspace", str(ws), "train-pa", "--dataset", str(a.dataset), *train_args(a, kernel, seed),
+           "--no-plots", "--quiet"]
+    wall, rss, rc, t0 = run_child(cmd, env, log_path=work / f"{tag}.log")
     note_start(a, tag, t0)
     runs = sorted((ws / "runs").glob("*-pa-*"))
     return {"wall_s": wall, "rss_mib": rss, "rc": rc, "run_dir": str(runs[-1]) if runs else None,
@@ -80,7 +83,10 @@ def group(a, kernel: str, n: int, work: Path, env: dict, rnd: int = 0) -> dict:
            "--epochs", str(a.epochs), "--device", a.device, "--result", str(out)]
     if a.max_train_samples:
         cmd += ["--max-train-samples", str(a.max_train_samples)]
-    wall, rss, rc, t0 = run_child(cmd, timed_env(a, env, tag), log_path=work / f"{tag}.log")
+    marks = marks_file(a, tag)
+    if marks is not None:
+        cmd += ["--marks", str(marks)]
+    wall, rss, rc, t0 = run_child(cmd, env, log_path=work / f"{tag}.log")
     note_start(a, tag, t0)
     res = json.loads(out.read_text()) if out.exists() else {}
     return {"wall_s": wall, "rss_mib": rss, "rc": rc, **res, "log": str(work / f"{tag}.log")}
@@ -96,6 +102,8 @@ def member_main(a) -> None:
     from dpd_desktop.training.trainer import Trainer, load_dataset_for
 
     prefer_passive_wait()
+    if a.marks:
+        timing.install(timing.Recorder(a.marks))
     ds = load_dataset_for(str(a.dataset))
     ws = Workspace(a.workspace)
     seeds = [int(s) for s in a.seeds.split(",")]
@@ -165,6 +173,7 @@ def main() -> int:
     ap.add_argument("--seeds", help=argparse.SUPPRESS)
     ap.add_argument("--workspace", help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
+    ap.add_argument("--marks", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.member:
         member_main(a)

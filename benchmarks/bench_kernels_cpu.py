@@ -68,7 +68,7 @@ def child(kernel: str, threads: str, batches: int) -> None:
         from dpd_desktop.kernels.dispatch import apply_kernel
         from dpd_desktop.models import build_model
         net = build_model("gru", H, 1)
-        assert apply_kernel(net, "fast", "cpu") == []
+        assert apply_kernel(net, "fast", "cpu").notes == ()
         forward = net
     params = [p for p in net.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=5e-3, weight_decay=0.01, betas=(0.9, 0.999), eps=1e-8)

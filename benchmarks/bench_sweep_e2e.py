@@ -43,8 +43,9 @@ def _options(a, step: str, pa_run: str | None) -> list[str]:
 
 
 def _run(cmd: list[str], env: dict, log: Path, timing_dir: Path | None) -> dict:
-    if timing_dir is not None:
-        env = dict(env, DPD_DESKTOP_TIMING=str(timing_dir / (log.stem + ".jsonl")))
+    if timing_dir is not None:  # `python -m dpd_desktop ARGS` through benchmarks/timed.py, children's marks too
+        marks = timing_dir / (log.stem + ".jsonl")
+        cmd = [cmd[0], str(ROOT / "benchmarks" / "timed.py"), str(marks), "--children", "--", *cmd[3:]]
     wall, rss, rc, _ = run_child(cmd, env, log_path=log)
     return {"wall_s": wall, "rss_mib": rss, "rc": rc, "log": str(log)}
 

@@ -10,7 +10,7 @@
 
 Runs headless and GUI alternately, each in a fresh process (so that neither inherits the other's thread pools), with
 PyTorch imported and the data loaded before timing, and prints the median wall times (run start → finished), the
-ratio GUI / headless, and per run the trainer's epoch starts (DPD_DESKTOP_TIMING marks). Both modes end with the
+ratio GUI / headless, and per run the trainer's epoch starts (timing marks, benchmarks/timed.py). Both modes end with the
 run's plots written as PNGs (the command line writes them after the run, the window when the run finishes).
 
 ``--path window`` (default): where the window trains it (a CPU run in a child process, a CUDA run on a QThread:
@@ -46,15 +46,15 @@ def main():
                     help="GUI mode: where the window trains (default), or forced into a child process or a QThread")
     ap.add_argument("--screenshot", default=None, help="GUI mode: save the window after the run to this PNG")
     ap.add_argument("--mode", default=None, choices=("gui", "headless"), help=argparse.SUPPRESS)
+    ap.add_argument("--marks", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.mode is None:
         heads, guis = [], []
         for i in range(a.repeats):
             for mode, acc in (("headless", heads), ("gui", guis)):
                 timing = Path(tempfile.mkdtemp(prefix="gui-overhead-t-")) / "marks.jsonl"
-                r = subprocess.run([sys.executable, __file__, *sys.argv[1:], "--mode", mode],
-                                   capture_output=True, text=True,
-                                   env=dict(os.environ, DPD_DESKTOP_TIMING=str(timing)))
+                r = subprocess.run([sys.executable, __file__, *sys.argv[1:], "--mode", mode, "--marks", str(timing)],
+                                   capture_output=True, text=True)
                 if r.returncode != 0:
                     sys.exit(f"{mode} run failed:\n{r.stderr[-3000:]}")
                 acc.append(float(r.stdout.strip().splitlines()[-1]))
@@ -68,6 +68,9 @@ def main():
         return
     # Qt and our package only in the child modes (the parent only starts them): after QT_QPA_PLATFORM is set
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from timed import record_to  # benchmarks/timed.py
+
+    record_to(a.marks, children=True)  # the window's child runs record too
     from PySide6.QtCore import QEventLoop, QTimer
 
     from dpd_desktop.config import ExperimentConfig
@@ -144,7 +147,7 @@ def warm_forkserver() -> None:
 
 
 def marks_summary(path) -> str:
-    """Epoch starts and the end of the run, in seconds from the run's start (the trainer's DPD_DESKTOP_TIMING marks)."""
+    """Epoch starts and the end of the run, in seconds from the run's start (the trainer's timing marks)."""
     if not Path(path).exists():
         return "no timing marks"
     marks = [json.loads(line) for line in open(path)]

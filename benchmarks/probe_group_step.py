@@ -21,14 +21,13 @@ from dpd_desktop.data import load_dataset  # noqa: E402
 from dpd_desktop.data.framing import FrameLoader  # noqa: E402
 from dpd_desktop.kernels.dispatch import apply_kernel  # noqa: E402
 from dpd_desktop.models import build_model  # noqa: E402
-from dpd_desktop.training import fused_step  # noqa: E402
 from dpd_desktop.training.fast_path import CudaGraphStep  # noqa: E402
 from dpd_desktop.training.group import _capture  # noqa: E402
 from dpd_desktop.training.optim import make_adamw  # noqa: E402
 from cuda_timing import replay_us  # noqa: E402 - benchmarks/cuda_timing.py (this script's folder)
 
 
-def members(ds, m, kernel, dev):
+def members(ds, m, kernel, dev, fused=True):
     out = []
     x = torch.from_numpy(ds.train.x).to(dev)
     y = torch.from_numpy(ds.train.y).to(dev)
@@ -36,10 +35,10 @@ def members(ds, m, kernel, dev):
         loader = FrameLoader(x.clone(), y.clone(), 200, 1, 64)
         torch.manual_seed(i)
         net = build_model("gru", 23).to(dev).train()
-        assert not apply_kernel(net, kernel, dev)
+        assert not apply_kernel(net, kernel, dev).notes
         trainable = [p for p in net.parameters() if p.requires_grad]
         s = CudaGraphStep(net, torch.nn.MSELoss(), trainable, 200.0, dev, loader, 64,
-                          optimizer=make_adamw(trainable, lr=5e-3, weight_decay=0.01))
+                          optimizer=make_adamw(trainable, lr=5e-3, weight_decay=0.01), fused=fused)
         plan = loader.epoch()
         s.begin_epoch(plan)
         out.append(s)
@@ -91,8 +90,8 @@ def main():
     res = {}
     for kernel in a.kernels.split(","):
         for m in [int(v) for v in a.sizes.split(",")]:
-            fused_step.DISABLED = kernel == "fast-autograd"
-            steps = members(ds, m, "fast" if kernel.startswith("fast") else kernel, dev)
+            steps = members(ds, m, "fast" if kernel.startswith("fast") else kernel, dev,
+                            fused=kernel != "fast-autograd")
             gg = _capture(steps)
             g = gg.graphs[1]
             us = timed(g, steps, a.n)

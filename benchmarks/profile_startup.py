@@ -43,10 +43,11 @@ def main():
     timing = "/tmp/prof-timing.jsonl"
     if os.path.exists(timing):
         os.unlink(timing)
-    env = dict(os.environ, PYTHONPATH=str(ROOT), DPD_DESKTOP_TIMING=timing)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     t0 = time.time()
-    subprocess.run([sys.executable, "-m", "dpd_desktop", "--workspace", "/tmp/prof-ws", "train-pa", "--dataset",
-                    a.dataset, "--epochs", "2", "--device", "cuda", "--no-plots", "--quiet"], env=env, check=True)
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "timed.py"), timing, "--", "--workspace",
+                    "/tmp/prof-ws", "train-pa", "--dataset", a.dataset, "--epochs", "2", "--device", "cuda",
+                    "--no-plots", "--quiet"], env=env, check=True)
     print(f"whole 2-epoch run: {time.time() - t0:.2f} s")
     for line in open(timing):
         m = json.loads(line)

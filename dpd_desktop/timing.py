@@ -1,18 +1,39 @@
-"""Wall-clock marks for benchmarks: with ``DPD_DESKTOP_TIMING=PATH`` each mark appends one JSON line
-``{"mark": name, "t": unix seconds, "th": thread name, ...}`` to PATH (read once at import). Without it, :func:`mark` does nothing.
-Used by benchmarks/bench_gpu.py and benchmarks/profile_startup.py for "process start → first batch" breakdowns."""
+"""Wall-clock marks for benchmarks. Production code calls :func:`mark`: it does nothing unless a benchmark installed
+a :class:`Recorder` (:func:`install`; benchmarks/timed.py), which appends one JSON line ``{"mark": name, "t": unix
+seconds, "th": thread name, ...}`` per mark to its file."""
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 
-TIMING_FILE = os.environ.get("DPD_DESKTOP_TIMING")
+
+class Recorder:
+    """The profiler that records: appends each mark to ``path`` (JSON lines, see the module docstring)."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def mark(self, name: str, **fields) -> None:
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"mark": name, "t": time.time(), "th": threading.current_thread().name, **fields})
+                     + "\n")
 
 
-def mark(name: str, **kw) -> None:
-    """Append one mark (no-op unless ``DPD_DESKTOP_TIMING`` is set)."""
-    if TIMING_FILE:
-        with open(TIMING_FILE, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"mark": name, "t": time.time(), "th": threading.current_thread().name, **kw}) + "\n")
+_profiler: Recorder | None = None  # None: marks do nothing
+
+
+def install(profiler: Recorder | None) -> None:
+    """Send every mark of this process to ``profiler`` (None: marks do nothing again)."""
+    global _profiler
+    _profiler = profiler
+
+
+def mark(name: str, **fields) -> None:
+    if _profiler is not None:
+        _profiler.mark(name, **fields)
+
+
+def recording() -> bool:
+    """Whether marks are recorded (a benchmark's extra timing work is done only then)."""
+    return _profiler is not None

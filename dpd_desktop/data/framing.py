@@ -11,7 +11,6 @@ its default ``RandomSampler`` — the short final batch included (verified by te
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,8 +19,6 @@ import torch
 from torch.utils.data import DataLoader
 
 from .segments import segment, unsegment  # noqa: F401 - re-exported (the evaluation segments' owner)
-
-DISABLE_BATCHED_LOADER = os.environ.get("DPD_DESKTOP_DISABLE_BATCHED_LOADER") == "1"
 
 
 def n_frames(n_samples: int, frame_length: int, stride: int) -> int:
@@ -151,7 +148,7 @@ class _FrameViews:
 
 
 class PlainFrameLoader:
-    """Diagnostic fallback (``DPD_DESKTOP_DISABLE_BATCHED_LOADER=1``): a standard ``DataLoader`` over per-frame
+    """Diagnostic fallback (the trainer's ``batched_loader=False``): a standard ``DataLoader`` over per-frame
     views of the CPU series, default collation (one stack per batch), pinned memory on CUDA and one host→device
     copy per batch. Same order, RNG use and batch values as :class:`FrameLoader` (tests/unit/test_loader.py);
     slower.

@@ -21,14 +21,8 @@ on the weight gradients.
 Shapes (batch first, as in :mod:`dpd_desktop.kernels`): x ``(B, T, I)``, h0/c0 ``(B, H)``, output ``(B, T, H)``.
 Any floating dtype runs (float64 for ``torch.autograd.gradcheck``); the dispatcher sends float32 only.
 
-Measured on the 2-core machine (GRU-23, batch 64, frame 200, 1 thread, CPU time, shared machine): the GRU forward +
-backward 11.2-12.4 ms against nn.GRU's 26.8-28.4 ms; a whole training batch (+ head, loss, clip, AdamW) 9.5-10.7 ms
-against 26.5-33 ms (benchmarks/bench_kernels_cpu.py; benchmarks/results/2026-12-01-kernels-cpu.md). Compiling did
-not pay and is not used: the forward loop as TorchScript 3.88 ms against 3.75 ms in Python; the GRU step under
-``torch.compile`` (inductor, C++) 7.2 ms a sequence against 4.2 ms eager, after 24 s of compiling (a compiled call
-costs more than the 5 ops it replaces). Layouts tried: batch-major ``(T, B, 4H)`` (gate blocks strided by 4H: a
-broadcast product 8.5 µs, a strided sigmoid 7.3 µs) and feature-major ``(4H, T, B)`` (rows 51 KB apart, no
-prefetch) both lost to the time-major ``(T, rows, B)`` below.
+Its speed against nn.GRU, and the compiling and layouts tried (TorchScript, ``torch.compile``, batch-major and
+feature-major layouts lost to the time-major one below): benchmarks/results/2026-12-04-notes-training.md.
 """
 from __future__ import annotations
 
@@ -43,9 +37,7 @@ __all__ = ["gru_sequence", "lstm_sequence", "unsupported"]
 
 def unsupported(rnn: nn.RNNBase) -> str | None:
     """Why this backend should not run ``rnn`` (None: it runs it). Every GRU runs; an LSTM stays on PyTorch's own
-    when oneDNN (mkldnn) runs it: its fused LSTM is faster than this one on the CPU (LSTM-23, batch 64, frame 200,
-    forward + backward + AdamW, 1 thread: oneDNN 6.7-7.1 ms, this kernel 13.6-15 ms, PyTorch without oneDNN
-    27-31 ms; benchmarks/results/2026-12-01-kernels-cpu.md)."""
+    when oneDNN (mkldnn) runs it: its fused LSTM is faster than this one on the CPU."""
     if isinstance(rnn, nn.LSTM) and _mkldnn_lstm():
         return "PyTorch's oneDNN LSTM is faster than the fast kernel on the CPU"
     return None
@@ -77,14 +69,12 @@ def _unblocks(g: Tensor, order: tuple[int, ...], hidden: int) -> Tensor:
 # it (elementwise ops run over H·B contiguous values) and a step touches one contiguous stretch of memory. The weight
 # gradients permute the gate gradients to ``(rows, T·B)`` once and take one GEMM over all steps.
 #
-# Workspaces. The buffers of a shape and the per-step views into them (``unbind``: ~0.45 µs a view, 9-10 views a step)
-# are made once and reused: a :class:`_Workspace` is leased by a forward and returns to the pool when the autograd
-# node that saved it is freed (after its backward, or when the graph is dropped), so two live sequences never share
-# one. Measured on GRU-23, batch 64, frame 200, 1 thread: views made per call cost ~1.5 ms of a ~9 ms forward +
-# backward, and fresh buffers ~250 page faults per call.
+# Workspaces. The buffers of a shape and the per-step views into them (``unbind``) are made once and reused: a
+# :class:`_Workspace` is leased by a forward and returns to the pool when the autograd node that saved it is freed
+# (after its backward, or when the graph is dropped), so two live sequences never share one.
 _POOL: dict[tuple, list["_Workspace"]] = {}
 _POOL_LOCK = threading.Lock()
-_POOL_MAX = 4  # free workspaces kept (a GRU-23 batch-64 frame-200 one is 10 MB, 18 MB once it did a backward)
+_POOL_MAX = 4  # free workspaces kept
 NO_GRAD_CHUNK = 256  # steps per workspace without autograd (evaluation: 2,560-sample segments run in 10 chunks)
 
 

@@ -29,10 +29,8 @@ _FUNCS = ("gru_fwd", "gru_bwd", "lstm_fwd", "lstm_bwd", "gru_fwd_m", "gru_bwd_m"
 
 def slices(hidden: int, gates: int) -> int:
     """k-slices per hidden unit (rnn.cu's KS): the threads that share one unit's matrix-vector products, each with
-    its slice of the recurrent weights in registers. Measured on an H200 (benchmarks/results/2026-12-01-kernels-h200-b.md,
-    training step at batch 64): 8 units: 1 slice 129.5 µs (GRU) / 141.9 µs (LSTM) against 4 slices 148.5 / 152.1;
-    23 units: 2 slices (two warps) 143.4 / 160.2 against 1 slice 156.6 / 183.7; 64 units: 2 slices (four warps)
-    250.4 / 238.0 against 4 slices (eight warps) 269.7 / 276.3."""
+    its slice of the recurrent weights in registers (chosen from the H200's timings:
+    benchmarks/results/2026-12-04-notes-training.md)."""
     return 1 if hidden <= 16 else 2
 
 

@@ -1,13 +1,21 @@
-"""The dispatch of the ``kernel`` setting: which recurrence runs each recurrent module (see the package docstring)."""
+"""The dispatch of the ``kernel`` setting: which recurrence runs each recurrent module (see the package docstring).
+
+:func:`apply_kernel` decides once per network: it tells each recurrent module which kernel to run (the module's
+``kernel`` attribute, which its forward passes to :func:`run_recurrent`) and returns the decision
+(:class:`KernelChoice`), from which the run's log and record are written.
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from . import cpu_rnn, cuda_rnn
-from .record import DEFAULT_KERNEL, module_key
+from .record import DEFAULT_KERNEL, kernel_block, module_key
 
-__all__ = ["DEFAULT_KERNEL", "apply_kernel", "kernels_used", "run_recurrent", "unsupported_reason"]
+__all__ = ["DEFAULT_KERNEL", "KernelChoice", "apply_kernel", "run_recurrent", "unsupported_reason"]
 
 
 def _backend(device):
@@ -23,16 +31,6 @@ def unsupported_reason(rnn: nn.RNNBase, device) -> str | None:
     if any(p.dtype != torch.float32 for p in rnn.parameters()):
         return "the fast kernels are float32 only"
     return _backend(device).unsupported(rnn)
-
-
-def kernel_summary(net: nn.Module, device) -> str:
-    """Which kernel each recurrent module of ``net`` runs (after :func:`apply_kernel`), for the run's log, keyed as
-    :func:`kernels_used` keys them, e.g. ``"model: GRU on fast (cpu_rnn)"``, ``"dpd: GRU on fast (cuda_rnn); pa: GRU
-    on reference"``; ``"no recurrent layer"`` for the other families."""
-    backend = _backend(device).__name__.rsplit(".", 1)[-1]
-    parts = [f"{module_key(name)}: {type(m.rnn).__name__} on {m.kernel}"
-             + (f" ({backend})" if m.kernel == "fast" else "") for name, m in _recurrent_modules(net)]
-    return "; ".join(parts) or "no recurrent layer"
 
 
 def run_recurrent(rnn: nn.RNNBase, x: Tensor, h0: Tensor, kernel: str = DEFAULT_KERNEL) -> Tensor:
@@ -82,21 +80,39 @@ def _chunked(rnn: nn.RNNBase, x: Tensor, h0: Tensor, lstm: bool) -> Tensor:
     return torch.cat(pieces, dim=1)
 
 
-def apply_kernel(net: nn.Module, kernel: str, device) -> list[str]:
-    """Set ``kernel`` on every module of ``net`` that has a ``kernel`` attribute and an ``rnn`` (a cascade's DPD and
-    PA both); a module the fast kernels cannot run stays on ``reference`` (a backbone's own ``kernel_note()`` is
-    asked first). Returns the notes to log, one per
-    fallback with its reason (none for ``reference``), each starting with the module's ``kernels_used`` key
-    (``model``, ``dpd``, ``pa``)."""
-    notes = []
+@dataclass(frozen=True)
+class KernelChoice:
+    """:func:`apply_kernel`'s decision for one network. ``requested``: the setting; ``used``: the kernel of each
+    recurrent module, keyed by kernels/record.py ``module_key`` (``model``; ``dpd``, ``pa``); ``notes``: one line per
+    module that fell back to ``reference``, with the reason; ``summary``: the log line, e.g. ``"dpd: GRU on fast
+    (cuda_rnn); pa: GRU on reference"`` (``"no recurrent layer"`` for the other families)."""
+
+    requested: str
+    used: dict[str, str]
+    notes: tuple[str, ...]
+    summary: str
+
+    def block(self) -> dict[str, Any]:
+        """config.json's ``device.kernel`` block (kernels/record.py)."""
+        return kernel_block(self.requested, self.used, self.notes)
+
+
+def apply_kernel(net: nn.Module, kernel: str, device) -> KernelChoice:
+    """Set the kernel of every module of ``net`` that has a ``kernel`` attribute and an ``rnn`` (a cascade's DPD
+    and PA both): ``kernel``, or ``reference`` for a module the fast kernels cannot run (a backbone's own
+    ``kernel_note()`` is asked first). Returns the decision."""
+    used, notes, parts = {}, [], []
+    backend = _backend(device).__name__.rsplit(".", 1)[-1]
     for name, module in _recurrent_modules(net):
         own = getattr(module, "kernel_note", None)  # a backbone that knows why it cannot run fast (delta thresholds)
         reason = None if kernel == "reference" else (own() if callable(own) else None) or unsupported_reason(
             module.rnn, device)
-        module.kernel = kernel if reason is None else "reference"
+        key, rnn, module.kernel = module_key(name), type(module.rnn).__name__, kernel if reason is None else "reference"
+        used[key] = module.kernel
+        parts.append(f"{key}: {rnn} on {module.kernel}" + (f" ({backend})" if module.kernel == "fast" else ""))
         if reason is not None:
-            notes.append(f"{module_key(name)}: {type(module.rnn).__name__} runs on the reference kernel ({reason})")
-    return notes
+            notes.append(f"{key}: {rnn} runs on the reference kernel ({reason})")
+    return KernelChoice(kernel, used, tuple(notes), "; ".join(parts) or "no recurrent layer")
 
 
 def _recurrent_modules(net: nn.Module):
@@ -105,8 +121,3 @@ def _recurrent_modules(net: nn.Module):
         if hasattr(module, "kernel") and isinstance(getattr(module, "rnn", None), nn.RNNBase):
             yield name, module
 
-
-def kernels_used(net: nn.Module) -> dict[str, str]:
-    """The kernel each recurrent module of ``net`` runs on (after :func:`apply_kernel`), keyed as
-    kernels/record.py ``module_key`` names them (``model``; ``dpd``, ``pa``); {} when ``net`` has none."""
-    return {module_key(name): module.kernel for name, module in _recurrent_modules(net)}

@@ -27,8 +27,7 @@ import torch
 
 from ..atomic import atomic_write_bytes
 
-# cuda.bindings (the optional extra dpd-desktop[cuda]) is imported on first use, not here: its driver and nvrtc
-# modules take ~55 ms to import (python -X importtime, 2-core CPU), and every run imports this package (models).
+# cuda.bindings imported on first use: ~55 ms off every run (benchmarks/results/2026-12-04-notes-training.md)
 driver = nvrtc = None
 _IMPORT_ERROR: str | None = None
 

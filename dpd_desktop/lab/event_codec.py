@@ -19,7 +19,9 @@ from ..runs import events as E
 #: RunWriter writes them; RunPrepared is small and names the run folder at once).
 FORWARDED = (E.RunPrepared, E.RunStarted, E.BatchProgress, E.EpochEnded, E.PreviewReady, E.RunFinished,
              E.RunFailed, E.RunCancelled)
+#: the classes that travel, by their name on the wire
 _CLASSES = {c.__name__: c for c in (*FORWARDED, E.PlotData)}
+_NAMES = {c: name for name, c in _CLASSES.items()}
 _DTYPES = {"float32", "float64", "int32", "int64", "complex64", "complex128", "bool", "uint8"}
 
 
@@ -29,9 +31,9 @@ class CodecError(ValueError):
 
 def _pack(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        name = type(obj).__name__
-        if name not in _CLASSES:
-            raise CodecError(f"cannot encode {name}")
+        name = _NAMES.get(type(obj))
+        if name is None:
+            raise CodecError(f"cannot encode {type(obj).__name__}")
         return {"__dc__": name, "f": {f.name: _pack(getattr(obj, f.name)) for f in dataclasses.fields(obj)}}
     if isinstance(obj, np.ndarray):
         a = np.ascontiguousarray(obj)

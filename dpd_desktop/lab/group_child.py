@@ -7,8 +7,8 @@ and run folder, as in lab/child.py; its forwarded events go to the supervisor pr
 supervisor's requests: ``ENTRY MESSAGE`` for one member (``3 cancel:pruned by the sweep at epoch 1`` cancels
 entry 3 only; ``4 preview:2``), a bare ``MESSAGE`` for every member; when the pipe closes (the supervisor is gone)
 every member cancels itself. A member whose trainer cannot be built fails alone (its RunFailed); a dataset that
-cannot be loaded fails every member. The test hook ``DPD_DESKTOP_TEST_FAULT`` applies per entry, as in
-lab/child.py (``3:kill@epoch:0`` kills the group's process after entry 3's first epoch).
+cannot be loaded fails every member. Test faults (lab/faults.py) apply per entry (``3:kill@epoch:0`` kills the
+group's process after entry 3's first epoch).
 """
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ from ..training.ls_fit import make_trainer
 from ..training.report import describe_error
 from ..training.trainer import load_dataset_for
 from . import event_codec
-from .child import SUPERVISOR_GONE, _FaultWriter, parse_faults
+from .child import SUPERVISOR_GONE
+from .faults import FaultWriter, faults_of
 from ..runs.workspace import Workspace
 from ..runs.writer import RunWriter
 
@@ -110,7 +111,7 @@ def _listen(control, members: _Members) -> None:
 
 
 def group_child_main(entry_ids: list[int], configs: list[dict], workspace_root: str, events_conn, control_conn,
-                     fault_spec: str | None = None) -> list | None:
+                     faults=()) -> list | None:
     """The whole life of a group's child (the target of the supervisor's process): the members' runs, then return
     their RunResults in order (None when the dataset could not be loaded: every member failed)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -139,8 +140,8 @@ def group_child_main(entry_ids: list[int], configs: list[dict], workspace_root: 
     trainers, built = [], []
     for eid, cfg in zip(entry_ids, cfgs):
         try:
-            faults = parse_faults(fault_spec, eid)
-            writer = _FaultWriter(RunWriter(), faults) if faults else None
+            mine = faults_of(faults, eid)
+            writer = FaultWriter(RunWriter(), mine) if mine else None
             trainers.append(make_trainer(cfg, dataset=dataset, workspace=ws, observers=[sends[eid]], writer=writer))
             built.append(eid)
         except Exception as exc:  # noqa: BLE001 - this member fails alone

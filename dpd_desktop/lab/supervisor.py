@@ -19,11 +19,8 @@ and observers receive a :class:`~dpd_desktop.runs.events.RunFailed` for it, so t
 for an in-process failure. Then the next entry starts.
 
 Process start: the ``forkserver`` context where the platform has it, with lab/child.py (PyTorch, the trainer,
-h5py, scipy.signal) preloaded, else ``spawn``. Measured on the 2-core development machine (shared, load 10-70), a
-tiny demo run (hidden 4, frame 50, one epoch, 100 samples) from child start to its end, two rounds of 6 entries
-each way: forkserver 0.5-0.9 s per entry (plus about 3 s once, for the forkserver's own imports), spawn 3.3-6.5 s
-(each child imports PyTorch and the trainer afresh). 50 such entries under ``queue run``: 45 s, and this process's
-RSS grew by 0.5 MiB.
+h5py, scipy.signal) preloaded, else ``spawn`` (each child then imports PyTorch and the trainer afresh; figures:
+benchmarks/results/2026-12-04-notes-training.md).
 
 Observers are callables ``observer(entry, event)``: ``entry`` the :class:`~dpd_desktop.lab.queue.QueueEntry`,
 ``event`` one of :data:`~dpd_desktop.lab.event_codec.FORWARDED`, or :class:`EntryStarted` / :class:`EntryEnded`.
@@ -33,7 +30,6 @@ from __future__ import annotations
 
 import logging
 import multiprocessing as mp
-import os
 import signal
 import threading
 from dataclasses import dataclass, field
@@ -53,7 +49,6 @@ except ImportError:  # pragma: no cover - Windows
 
 log = logging.getLogger("dpd_desktop.supervisor")
 
-FAULT_ENV = "DPD_DESKTOP_TEST_FAULT"  # the child's test hook (lab/child.py); its value is handed over at start
 POLL_S = 0.2
 #: Signals that mean "stopped from outside" (a user's kill, the out-of-memory killer): the run is interrupted.
 KILL_SIGNALS = tuple(getattr(signal, n) for n in ("SIGKILL", "SIGTERM", "SIGHUP") if hasattr(signal, n))
@@ -91,7 +86,7 @@ def process_context():
 
 
 def start_forkserver(extra_preload: Iterable[str] = ()) -> bool:
-    """Start the children's forkserver now (its imports, ~3 s, run in that process), so that the first child does
+    """Start the children's forkserver now (its imports run in that process), so that the first child does
     not wait for them; False where the children are spawned instead (no forkserver). ``extra_preload``: modules it
     imports too (only before it first starts; the window adds its PNG writer, gui/preload.py)."""
     _EXTRA_PRELOAD.extend(m for m in extra_preload if m not in _EXTRA_PRELOAD)
@@ -159,15 +154,17 @@ class Supervisor:
         observers: ``observer(entry, event)`` callables.
         queue: a :class:`RunQueue` (default: the workspace's); the supervisor closes only one it opened.
         entries: run only these entry ids (a sweep's trials, sweep/local.py); None: every entry.
+        faults: lab/faults.py ``Fault`` s handed to every child (tests).
     """
 
     def __init__(self, workspace: Workspace, lanes: Iterable[str] | None = None,
                  observers: Iterable[Callable] = (), queue: RunQueue | None = None, context=None,
-                 entries: Iterable[int] | None = None):
+                 entries: Iterable[int] | None = None, faults: Iterable = ()):
         self.workspace = workspace
         self.lanes = None if lanes is None else [device_lane(x) for x in lanes]
         self.only = None if entries is None else frozenset(int(x) for x in entries)
         self.observers = list(observers)
+        self.faults = tuple(faults)
         self._own_queue = queue is None
         self.queue = queue if queue is not None else RunQueue(workspace.root)
         self._ctx = context
@@ -256,14 +253,14 @@ class Supervisor:
         if grouped:  # one child for the group's entries (lab/group_child.py)
             proc = ctx.Process(target=_group_child_entry, name=f"dpd-queue-group-{entry.id}",
                                args=([e.id for e in entries], [e.config.to_dict() for e in entries],
-                                     str(self.workspace.root), ev_w, ct_r, os.environ.get(FAULT_ENV)))
+                                     str(self.workspace.root), ev_w, ct_r, self.faults))
         else:
             # an entry may name its own target (gui/child_plots.py: the window's run, then its PNGs), called with
             # the arguments of lab/child.py child_main
             target = getattr(entry, "child_target", None) or _child_entry
             proc = ctx.Process(target=target, name=f"dpd-queue-entry-{entry.id}",
                                args=(entry.id, entry.config.to_dict(), str(self.workspace.root), ev_w, ct_r,
-                                     os.environ.get(FAULT_ENV), getattr(entry, "child_options", None)))
+                                     self.faults, getattr(entry, "child_options", None)))
         members = {e.id: _Member(e) for e in entries}
         try:
             proc.start()

@@ -16,14 +16,15 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import artifacts
+from . import events as E
 from .. import atomic
 from .owner import process_identity
 from .record import FORMAT, HISTORY_COLUMNS, PIN_FILE, QUANTIZED_FILE, SCHEMA
 
 #: Disk space kept free for a run's last words: a file of this size is made in the run folder before its first
 #: artifact and deleted when a write finds the disk full, so that the failure's log line and status.json (and a
-#: config.json that failed) still fit; deleted at the run's end in any case. Sizes written on a failure, measured:
-#: status.json ~0.7 KB, the FAILED log line with its traceback ~3 KB (appended), config.json ~4 KB: 8 blocks of 4 KiB.
+#: config.json that failed) still fit (their sizes: benchmarks/results/2026-12-04-notes-training.md); deleted at the
+#: run's end in any case.
 RESERVE_FILE = ".space-reserve"
 RESERVE_BYTES = 32 * 1024
 #: the errors of a full disk (or a full quota)
@@ -82,7 +83,7 @@ class RunWriter:
         self.disk_full = False  # a write found the disk full: log lines are appended from then on
 
     def __call__(self, event) -> None:
-        handler = _WRITER_HANDLERS.get(type(event).__name__)
+        handler = _WRITER_HANDLERS.get(type(event))
         if handler is not None:
             try:
                 handler(self, event)
@@ -248,7 +249,7 @@ class RunWriter:
         self.close()
 
     def _cancelled(self, ev) -> None:
-        extra = {"message": ev.reason} if getattr(ev, "reason", "") else {}
+        extra = {"message": ev.reason} if ev.reason else {}
         self.write_status("cancelled", epochs_completed=min(ev.epochs_completed, self.epochs_written),
                           best_epoch=self.best_written, **self.best_so_far, **extra)
         self.close()
@@ -341,18 +342,18 @@ def _number(v) -> float | None:
         return None
 
 
-_WRITER_HANDLERS = {"RunPrepared": RunWriter._prepared, "LogLine": RunWriter._log_line,
-                    "RunStarted": RunWriter._started, "CheckpointReady": RunWriter._checkpoint,
-                    "EpochEnded": RunWriter._epoch_ended, "ResultsReady": RunWriter._results,
-                    "RunFinished": RunWriter._finished, "RunCancelled": RunWriter._cancelled,
-                    "RunFailed": RunWriter._failed}
+#: the writer's handler of each event class it writes (the others are ignored)
+_WRITER_HANDLERS = {E.RunPrepared: RunWriter._prepared, E.LogLine: RunWriter._log_line,
+                    E.RunStarted: RunWriter._started, E.CheckpointReady: RunWriter._checkpoint,
+                    E.EpochEnded: RunWriter._epoch_ended, E.ResultsReady: RunWriter._results,
+                    E.RunFinished: RunWriter._finished, E.RunCancelled: RunWriter._cancelled,
+                    E.RunFailed: RunWriter._failed}
 
 
 def results_image(ev) -> bytes:
     """results.h5's bytes, built in memory (h5py on an io.BytesIO): root attributes, then per split the datasets x,
     target, prediction (dpd_output), psd_freq_hz, psd_prediction_db and the attributes loss and the metrics."""
-    # h5py is imported here, not at the top: its import (0.07 s alone, python -X importtime) would sit on every start-up path
-    # that imports the record (the command line's `runs`, the window); the trainer warms it on a thread.
+    # h5py imported here: 0.07 s off the record's start-up (benchmarks/results/2026-12-04-notes-training.md)
     import h5py
 
     buf = io.BytesIO()

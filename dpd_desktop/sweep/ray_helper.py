@@ -14,9 +14,6 @@ Standard output: the executor's events (ray_executor.py: ``cluster``, ``warning`
 (Ray's logs) goes to standard error. Exit status (process.py ``Exit``): 0 the sweep ran (whatever its trials'
 states), 2 refused by the security policy or bad input, 1 another failure. SIGINT is ignored: a terminal's Ctrl+C
 reaches the whole process group, and the window decides what it means (it sends ``stop``).
-
-Test hook ``DPD_DESKTOP_TEST_RAY_DAMAGE`` (read by the helper only): ``N:FILE[,N:FILE...]`` replaces the bytes of
-FILE returned by trial N with text that is not that file's format, as a broken cluster would.
 """
 from __future__ import annotations
 
@@ -38,26 +35,7 @@ from .ray_executor import (DEFAULT_TRIALS_PER_GPU, RayExecutor, RemoteEpoch, che
                            trial_to_dict)
 from .ray_security import OVERRIDE_FLAG, RaySecurityError
 
-DAMAGE_ENV = "DPD_DESKTOP_TEST_RAY_DAMAGE"
 _STDERR_TAIL_LINES = 200
-
-
-def parse_damage(spec: str | None) -> dict[int, list[str]]:
-    """``N:FILE,...`` (see the module docstring) as {trial number: [file names]}. Raises ValueError."""
-    out: dict[int, list[str]] = {}
-    for item in filter(None, (s.strip() for s in (spec or "").split(","))):
-        n, sep, name = item.partition(":")
-        if not sep or not n.isdigit() or not name:
-            raise ValueError(f"{DAMAGE_ENV}: cannot read {item!r} (expected N:FILE)")
-        out.setdefault(int(n), []).append(name)
-    return out
-
-
-def _damage_hook(spec: dict[int, list[str]]):
-    def hook(trial: Trial, files: dict[str, bytes]) -> dict[str, bytes]:
-        names = spec.get(trial.number, [])
-        return {k: (b"{damaged by " + DAMAGE_ENV.encode() + b"\n" if k in names else v) for k, v in files.items()}
-    return hook
 
 
 # ---------------------------------------------------------------------------------------------------- the helper
@@ -100,8 +78,9 @@ def _listen(stop: threading.Event, executor: RayExecutor) -> None:
     stop.set()  # end of input: the window is gone
 
 
-def helper_main(argv: Sequence[str] | None = None) -> int:
-    """The helper process (module docstring); returns its exit status."""
+def helper_main(argv: Sequence[str] | None = None, returned_files_hook=None) -> int:
+    """The helper process (module docstring); returns its exit status. ``returned_files_hook``: the
+    RayExecutor's (tests damage returned files with it)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     p = argparse.ArgumentParser(prog="python -m dpd_desktop.sweep.ray_helper")
     p.add_argument("--workspace", required=True)
@@ -114,7 +93,6 @@ def helper_main(argv: Sequence[str] | None = None) -> int:
     try:
         first = sys.stdin.readline()
         trials = [trial_from_dict(t) for t in json.loads(first)["trials"]]
-        damage = parse_damage(os.environ.get(DAMAGE_ENV))
     except (ValueError, KeyError, TypeError) as exc:
         wire.send({"event": "error", "kind": "failed", "message": f"cannot read the trials on standard input: {exc}"})
         return int(Exit.USAGE)
@@ -126,7 +104,7 @@ def helper_main(argv: Sequence[str] | None = None) -> int:
 
     executor = RayExecutor(args.address, Workspace(args.workspace), allow_unauthenticated=args.allow_unauthenticated,
                            trials_per_gpu=args.trials_per_gpu, num_cpus=args.num_cpus, on_event=wire.send,
-                           returned_files_hook=_damage_hook(damage) if damage else None)
+                           returned_files_hook=returned_files_hook)
     threading.Thread(target=_listen, args=(stop, executor), name="dpd-ray-helper-stdin", daemon=True).start()
     try:
         executor.run(trials, done, stop)
@@ -164,12 +142,14 @@ class RayHelperClient:
     def start(cls, address: str, trials: Sequence[Trial], workspace: Workspace | str | Path, *,
               allow_unauthenticated: bool = False, num_cpus: int | None = None,
               trials_per_gpu: int = DEFAULT_TRIALS_PER_GPU, env: Mapping[str, str] | None = None,
-              python: str | None = None) -> "RayHelperClient":
+              command: Sequence[str] | None = None) -> "RayHelperClient":
         """Start the helper for ``trials`` on the cluster at ``address`` (or ``"local"``), importing the runs into
-        ``workspace``. ``env``: variables added to the helper's environment (a cluster's token settings)."""
+        ``workspace``. ``env``: variables added to the helper's environment (a cluster's token settings).
+        ``command``: what runs the helper, before its arguments (default: this interpreter's ``-m
+        dpd_desktop.sweep.ray_helper``; a test's own helper script)."""
         check_not_bundled()  # RuntimeError in the packaged app: it holds no Ray (ray_executor.IN_BUNDLE)
         root = workspace.root if isinstance(workspace, Workspace) else Path(workspace)
-        cmd = [python or sys.executable, "-m", "dpd_desktop.sweep.ray_helper", "--workspace", str(root),
+        cmd = [*(command or (sys.executable, "-m", "dpd_desktop.sweep.ray_helper")), "--workspace", str(root),
                "--address", address, "--trials-per-gpu", str(int(trials_per_gpu))]
         if allow_unauthenticated:
             cmd.append(OVERRIDE_FLAG)

@@ -1,17 +1,10 @@
 """CPU threads of a run and the OpenMP wait policy (no PyTorch import here: :func:`prefer_passive_wait` must run
 before PyTorch is imported).
 
-Measured (issue 14; 2-core machine shared with other jobs; torch 2.13 with libgomp; one GRU-23 training batch of
-64 frames of 200, forward + backward + AdamW; medians, benchmarks/results/2026-12-01-kernels-cpu.md):
-
-* OpenMP's default wait policy spins: a thread that reaches a barrier first burns its core until the other one
-  arrives, so when other processes want the cores every parallel region waits for a descheduled thread. Reference
-  kernel, 2 threads: 28.4-29.1 ms idle; 128 ms beside one busy process (1 thread: 28.6 ms); 1,153 ms on the
-  machine at load 5-9. With ``OMP_WAIT_POLICY=PASSIVE`` (waiting threads sleep): 32.8 ms idle, 32.7 ms beside one
-  busy process, 48 ms at load 5-9. GOMP_SPINCOUNT=1000/10000/100000 at load 5-9: 71/204/292 ms.
-* The fast kernel's recurrence is serial (its per-step ops are below PyTorch's parallel grain size); only its
-  whole-sequence ops and GEMMs use a second thread. Idle / beside one busy process (load ~1.4): 1 thread
-  10.5 / 11.4 ms; 2 threads PASSIVE 13.1 / 14.0 ms; 2 threads spinning 11.3 / 24.8 ms.
+OpenMP's default wait policy spins: a thread that reaches a barrier first burns its core until the other one
+arrives, so when other processes want the cores every parallel region waits for a descheduled thread. The fast
+kernel's recurrence is serial (its per-step ops are below PyTorch's parallel grain size). The measurements:
+benchmarks/results/2026-12-04-notes-training.md.
 
 So :func:`prefer_passive_wait` sets ``OMP_WAIT_POLICY=PASSIVE`` (unless the user set it) at the process entries
 (``dpd_desktop.cli.entry.run``, which the window and the command line start from, and the queue's child module, which the
@@ -19,8 +12,8 @@ forkserver imports before PyTorch): libgomp reads it once, when PyTorch loads it
 run whose threads are not set (``threads`` None, no workspace default) 1 thread on the fast kernel and PyTorch's
 default (what it had before any run set one) on the reference one, so that reference runs keep OpenDPD's thread
 count and its numbers. The rule depends on the run's settings only, never on the load: the thread count changes the
-last bits of a run (PyTorch's reductions split by thread; measured on a 2-epoch demo run: test NMSE -3.4018147 with
-1 thread, -3.401815 with 2), and a run is reproducible from its config.json (``training.torch_threads``).
+last bits of a run (PyTorch's reductions split by thread), and a run is reproducible from its config.json
+(``training.torch_threads``).
 """
 from __future__ import annotations
 

@@ -3,9 +3,8 @@ on a background thread, while the GPU is idle.
 
 A run whose full batches train through the fused step (training/fused_step.py) uses the eager path only for its
 short last batch, at the end of epoch 0: there the first eager step of the process loads what it needs (cuBLAS, the
-recurrent kernels' autograd path, clipping) and, behind a queue of fused steps, first waits for that queue. Measured
-on the H200 (benchmarks/results/2026-12-01-group-h200.md, GRU-23 PA): that first step took 0.67 s after 2,000
-queued steps, against 0.275 s on an idle GPU and 4 ms once loaded. :func:`start` (at the fast path's set-up) does
+recurrent kernels' autograd path, clipping) and, behind a queue of fused steps, first waits for that queue
+(figures: benchmarks/results/2026-12-04-notes-training.md). :func:`start` (at the fast path's set-up) does
 it on a thread, beside the rest of the set-up — in a group, beside the other members' set-ups; :func:`wait` (before
 a capture) joins it. It draws no random numbers and touches none of the run's tensors but the training series,
 which it only reads; a failure only means the loading happens later, where it did before.

@@ -12,10 +12,10 @@ PA model on the ``fast`` kernel captures the fused step instead (training/fused_
 kernels of ours, its own sums), equal to the eager path to float32 rounding, not bitwise.
 
 Per full batch the host only launches the graph: no host→device batch copy, no per-sample Python, no optimizer
-Python (~180 µs of host time per step on the GPU machine, benchmarks/probe_adamw_kernels.py), no synchronization.
+Python, no synchronization.
 
 Fallbacks (each returns a status "off: <reason>" that the run records in config.json and the GUI shows):
-CPU/MPS devices; ``DPD_DESKTOP_DISABLE_CUDA_GRAPH=1`` (read once at import); deterministic algorithms; unsupported
+CPU/MPS devices; the trainer's ``fast_path=False``; deterministic algorithms; unsupported
 model types or losses; dropout; module hooks; non-float32 parameters; autocast; capture failure or out of memory
 during capture (the run continues eagerly). The optimizer alone falls back to an eager step after each replay
 when its captured update is not bitwise equal to torch's here (recorded as ``fast_path_optimizer``). A short final
@@ -24,7 +24,6 @@ batch runs eagerly with gradients zeroed in place, so the captured buffers stay 
 from __future__ import annotations
 
 import logging
-import os
 
 import torch
 
@@ -36,7 +35,6 @@ from .optim import GraphAdamW
 
 log = logging.getLogger("dpd_desktop.fast_path")
 
-DISABLE_CUDA_GRAPH = os.environ.get("DPD_DESKTOP_DISABLE_CUDA_GRAPH") == "1"
 WARMUP_ITERS = 2
 
 
@@ -44,8 +42,6 @@ def eligibility(net, criterion, optimizer, trainable, device) -> str | None:
     """Return None when the fast path may be used, else the reason it may not (plain words)."""
     if device.type != "cuda":
         return f"{device.type.upper()} device (CUDA graphs need a CUDA GPU)"
-    if DISABLE_CUDA_GRAPH:
-        return "disabled by DPD_DESKTOP_DISABLE_CUDA_GRAPH=1"
     if torch.are_deterministic_algorithms_enabled():
         return "deterministic mode is on"
     if type(net) is CoreModel:
@@ -96,10 +92,11 @@ class CudaGraphStep:
     DataLoader fallback): each replay first copies the batch into static input/target buffers.
 
     ``batch``: the loader's batch handle — (B,) int64 CUDA frame indices, or the ``(x, y)`` CPU batch of the plain
-    loader; B must be the captured batch size.
+    loader; B must be the captured batch size. ``fused``: False keeps the autograd step in the graph where the fused
+    GRU step (training/fused_step.py) could run.
     """
 
-    def __init__(self, net, criterion, trainable, clip, device, loader, batch_size, optimizer=None):
+    def __init__(self, net, criterion, trainable, clip, device, loader, batch_size, optimizer=None, fused=True):
         self.net, self.criterion, self.trainable = net, criterion, list(trainable)
         self.clip, self.device, self.loader, self.batch_size = clip, device, loader, batch_size
         self.optimizer = optimizer
@@ -125,6 +122,7 @@ class CudaGraphStep:
         self.captures = 0
         # the fused GRU step (training/fused_step.py) when this step can use it, decided at the first capture
         self.fused: fused_step.FusedGRUStep | None = None
+        self.fused_allowed = fused
         self.fused_reason: str | None = None
 
     @property
@@ -314,8 +312,10 @@ class CudaGraphStep:
         return True
 
 
-def make_fast_step(net, criterion, optimizer, trainable, clip, device, *, batch_shape, loader, enabled=True):
-    """Build the fast step for a run, or explain why there is none.
+def make_fast_step(net, criterion, optimizer, trainable, clip, device, *, batch_shape, loader, enabled=True,
+                   fused=True):
+    """Build the fast step for a run, or explain why there is none (``enabled`` False: none; ``fused`` False: the
+    autograd step where the fused GRU step could run).
 
     Returns ``(step, status)``: ``step`` is a :class:`CudaGraphStep` (capture happens at the first full batch)
     or None; ``status`` is "on" or "off: <reason>".
@@ -325,7 +325,8 @@ def make_fast_step(net, criterion, optimizer, trainable, clip, device, *, batch_
         reason = 'disabled for this run'
     if reason is not None:
         return None, f"off: {reason}"
-    step = CudaGraphStep(net, criterion, trainable, clip, device, loader, batch_shape[0], optimizer=optimizer)
-    if fused_step.model_eligibility(net, criterion) is None:  # its eager path: only the short last batch
+    step = CudaGraphStep(net, criterion, trainable, clip, device, loader, batch_shape[0], optimizer=optimizer,
+                         fused=fused)
+    if fused and fused_step.model_eligibility(net, criterion) is None:  # its eager path: only the short last batch
         eager_warmup.start(step)
     return step, "on"

@@ -16,12 +16,10 @@ relative there), and AdamW's (1 - beta) factors are formed in float32 in the ker
 float64 (the second moment differs by ~1e-5 relative): not bitwise.
 
 Used by the CUDA fast path for a lone run (training/fast_path.py) and by a group of runs (training/group.py), so a
-group member and its lone twin run the same kernels. ``DPD_DESKTOP_DISABLE_FUSED_STEP=1`` (read at import) keeps
-the autograd step inside the graph.
+group member and its lone twin run the same kernels. The trainer's ``fused_step=False`` keeps the autograd step
+inside the graph.
 """
 from __future__ import annotations
-
-import os
 
 import torch
 
@@ -30,7 +28,6 @@ from ..kernels.nvrtc import FLOAT, INT, POINTER
 from ..models import CoreModel
 from ..models.gru import GRUBackbone
 
-DISABLED = os.environ.get("DPD_DESKTOP_DISABLE_FUSED_STEP") == "1"
 SOURCE = "gru_step.cu"
 NPTR = 32  # pointers per model in the table (gru_step.cu P_*)
 HEAD_ROWS = 64  # rows per head block (gru_step.cu HEAD_ROWS)
@@ -40,8 +37,6 @@ _FUNCS = ("head", "reduce", "update", "advance")
 
 def model_eligibility(net, crit) -> str | None:
     """The model and loss part of :func:`eligibility` (known at set-up, before the optimizer's placement)."""
-    if DISABLED:
-        return "disabled by DPD_DESKTOP_DISABLE_FUSED_STEP=1"
     if type(net) is not CoreModel or type(net.backbone) is not GRUBackbone:
         return "not a GRU PA model"
     if net.backbone.kernel != "fast":
@@ -53,6 +48,8 @@ def model_eligibility(net, crit) -> str | None:
 
 def eligibility(step) -> str | None:
     """None when ``step`` (a CudaGraphStep after ``prepare_capture``) can train through the fused step, else why not."""
+    if not step.fused_allowed:
+        return "disabled for this run"
     reason = model_eligibility(step.net, step.criterion)
     if reason is not None:
         return reason

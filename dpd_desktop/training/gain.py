@@ -97,8 +97,7 @@ def small_signal_gain(x: np.ndarray, y: np.ndarray, fraction: float = SMALL_SIGN
 
 
 #: gain_candidates per dataset object (an IQDataset is frozen and never changed in place): the members of a sweep
-#: group share one loaded dataset, and the small-signal gain's sort of the training split (46 ms of a set-up's 79 ms
-#: for DPA_160MHz on the 2-core development machine) would otherwise run once per member, under the group's baton
+#: group share one loaded dataset, whose small-signal gain's sort would otherwise run once per member
 _CANDIDATES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 

@@ -21,19 +21,14 @@ theirs (a cancel stops a member's batch loop within two chunks; a member that st
 its pending epoch end, trainer.py ``_drain``). Chunks are counted from the host's position: nothing waits for the GPU
 between meetings, so the host may run ahead by as much as the GPU's launch queue holds, and the replays queued for a
 member that stopped still run. For the same reason a member's live batch preview (``preview_every``) shows the
-weights after the batches queued so far, not after its batch. A failure of the group graph at a meeting (a capture again, without a member that
-left, out of memory) turns every member to eager training, as a lone run falls back: the batches queued at earlier
-meetings ran in it and count as replayed (``GroupStep.ran_to``); only a failure while a chunk's launches go in fails
-the members' runs (which of its batches ran is not known). An epoch end that overlaps training waits
-for the next meeting (it then runs while the group trains); the last epoch's end runs after the member left, beside
-the others'. A run with a time limit never joins a group (:func:`group_key`): the members share one wall clock.
+weights after the batches queued so far, not after its batch. A failure of the group graph at a meeting (a capture
+again, without a member that left, out of memory) turns every member to eager training, as a lone run falls back:
+the batches queued at earlier meetings ran in it and count as replayed (``GroupStep.ran_to``); only a failure while a
+chunk's launches go in fails the members' runs (which of its batches ran is not known). An epoch end that overlaps
+training waits for the next meeting (it then runs while the group trains); the last epoch's end runs after the
+member left, beside the others'. A run with a time limit never joins a group (:func:`group_key`): the members share one wall clock.
 
-Speed (benchmarks/results/2026-12-01-group-h200.md, H200, GRU-23 at batch 64, frame 200): the fused step of 8
-members takes 1.50× one member's (177 / 118 µs); the branch-per-member graph 2.3× (fast, autograd step) and 2.6×
-(reference, 4 members). Whole processes of 4 epochs on DPA_160MHz: 8 fast trials in 1.31× one trial's time, 4
-reference trials in 2.36×. What it took besides the kernels: 16 steps per graph launch (:data:`STEPS_PER_GRAPH`),
-the queue a chunk ahead, the members taking their queued batches a run at a time (:meth:`GroupStep.take_queued`),
-and the epoch ends' work off the training stream and the GIL (trainer.py, evaluation.py, eager_warmup.py).
+Speed: benchmarks/results/2026-12-04-notes-training.md.
 
 Elsewhere (CPU, no fast path) the members still take turns batch by batch and train eagerly: no speed-up, the same
 numbers (the CPU tests of the isolation).
@@ -61,12 +56,10 @@ log = logging.getLogger("dpd_desktop.group")
 
 #: full batches between meetings of the members, the queue one such chunk ahead (a cancel stops a member's loop
 #: within two chunks; see the module docstring for the GPU's side). Each meeting hands the baton to every member in
-#: turn, and a busy thread (an epoch end's evaluation) can hold the GIL meanwhile: at 128 the meetings of 8 fast
-#: members took 45-80 ms instead of 22 ms while the evaluations ran (benchmarks/results/2026-12-01-group-h200.md).
+#: turn, while a busy thread (an epoch end's evaluation) may hold the GIL: fewer, longer chunks.
 CHUNK = 512
-#: training steps per CUDA graph launch of the fused step (training/fused_step.py). The GPU's launch queue holds a
-#: bounded number of launches: with one step per launch a meeting's 512 replays filled it and the leader waited in
-#: ``replay()`` while the GPU ran, leaving the GPU a short queue while the members went through their 512 batches.
+#: training steps per CUDA graph launch of the fused step (training/fused_step.py): the GPU's launch queue holds a
+#: bounded number of launches, which one step per launch fills before a meeting's replays are all queued.
 STEPS_PER_GRAPH = 16
 
 
@@ -276,7 +269,7 @@ class TrainerGroup:
             t.start()
         for t in threads:
             t.join()
-        if timing.TIMING_FILE and self._chunk_events:  # the chunks' GPU spans, from their CUDA events
+        if timing.recording() and self._chunk_events:  # the chunks' GPU spans, from their CUDA events
             torch.cuda.synchronize()
             first = self._chunk_events[0][2][0]
             for b, n, (e0, e1) in self._chunk_events:
@@ -313,8 +306,7 @@ class TrainerGroup:
     def _meet(self, m: _Member, b: int) -> None:
         """Member ``m`` needs full batch ``b``: wait (without the baton) until every active member needs one; the
         last to arrive queues the next chunk of replays (or, without a graph, just lets everyone go on)."""
-        if timing.TIMING_FILE:
-            timing.mark("meet_arrive", batch=b)
+        timing.mark("meet_arrive", batch=b)
         self._baton.give(m)
         try:
             with self._cond:
@@ -374,13 +366,13 @@ class TrainerGroup:
                 if any(s.graph_opt is None for s in inners):  # an eager AdamW step would come after a chunk
                     raise RuntimeError("a member's AdamW update is not in the graph")
             with torch.cuda.device(inners[0].device):
-                if timing.TIMING_FILE:
+                if timing.recording():
                     t_host = time.perf_counter()
                     ev = [torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)]
                     ev[0].record()
                 replaying = True
                 self._graph.replay_steps(end - start)
-                if timing.TIMING_FILE:
+                if timing.recording():
                     ev[1].record()
                     self._chunk_events.append((start, end - start, ev))
                     timing.mark("group_meeting", batch=b, members=len(inners),

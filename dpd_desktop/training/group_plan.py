@@ -13,7 +13,7 @@ __all__ = ["MAY_DIFFER", "DEFAULT_SIZE", "group_key", "default_group_size", "pla
 MAY_DIFFER = frozenset({"seed", "lr", "lr_end", "decay_factor", "patience", "weight_decay", "grad_clip", "name",
                         "preview_every", "lr_schedule", "warmup_epochs", "plateau_threshold",
                         "plateau_threshold_mode"})
-#: default group sizes on a CUDA device (measured on the H200: benchmarks/results/…-group-h200.md)
+#: default group sizes on a CUDA device (benchmarks/results/2026-12-04-notes-training.md)
 DEFAULT_SIZE = {"fast": 8, "reference": 4}
 
 

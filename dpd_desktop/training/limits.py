@@ -1,19 +1,12 @@
 """A run's resource limits and the failures they explain: CPU threads, the CUDA memory ceiling, the wall-clock limit,
-CUDA out-of-memory and a non-finite training loss; the workspace's defaults for the limits; the fault hook that lets
-CPU tests inject an out-of-memory error or a NaN loss.
-
-Fault hook (tests only): the environment variable ``DPD_DESKTOP_FAULT``, read here once per run
-(:meth:`FaultHook.from_env`), holds ``oom@E:B`` (raise ``torch.cuda.OutOfMemoryError`` at epoch E, batch B, both
-0-based) or ``nan@E:B`` (the training loss of epoch E, batch B becomes NaN). Unset: no hook, nothing checked.
+CUDA out-of-memory and a non-finite training loss; the workspace's defaults for the limits; the fault that tests
+give a trainer to inject an out-of-memory error or a NaN loss (:class:`FaultHook`).
 """
 from __future__ import annotations
 
 import dataclasses
-import os
-import re
 import threading
 from pathlib import Path
-from typing import Callable
 
 import torch
 
@@ -22,7 +15,6 @@ from ..runs.settings import FILE_NAME as SETTINGS_FILE, WorkspaceSettings
 from . import cpu_threads
 from .errors import TrainingError
 
-FAULT_ENV = "DPD_DESKTOP_FAULT"
 TIME_LIMIT_REASON = "time limit"
 #: PyTorch's thread count when this module is imported (before any run set one): a CPU run that sets none and runs
 #: the reference kernel goes back to it, whatever an earlier run in this process (the window's) set.
@@ -31,26 +23,19 @@ OOM_REMEDY = "lower batch size or hidden size / set --cuda-memory-fraction"
 NONFINITE_REMEDY = "lower the learning rate, check the data for NaN"
 
 
-def workspace_settings(workspace) -> WorkspaceSettings:
-    """The settings of ``workspace`` (its settings.json; the defaults for an object without a ``root``).
-
-    Raises:
-        SettingsError: settings.json is unreadable or has a bad field (the message names both).
-    """
-    root = getattr(workspace, "root", None)
-    return WorkspaceSettings.load(root) if root is not None else WorkspaceSettings()
-
-
 def with_workspace_defaults(cfg: ExperimentConfig, workspace) -> ExperimentConfig:
     """A copy of ``cfg`` whose unset limits (None) take the defaults of ``workspace``'s settings (runs/settings.py
     ``WorkspaceSettings``: ``default_threads``, ``default_cuda_memory_fraction``, ``default_time_limit_s``); a run's
-    own setting wins. The device default is applied where "unset" can be told from "auto" (the command line).
+    own setting wins. The device default is applied where "unset" can be told from "auto" (the command line). An
+    object without a ``root`` has the default settings.
 
     Raises:
+        SettingsError: settings.json is unreadable or has a bad field (the message names both).
         ConfigError: a default taken from settings.json that this run cannot use (e.g. more threads than the
             machine's cores); the message names settings.json and its field.
     """
-    settings = workspace_settings(workspace)
+    root = getattr(workspace, "root", None)
+    settings = WorkspaceSettings.load(root) if root is not None else WorkspaceSettings()
     changes = {}
     for name, default in (("threads", settings.default_threads),
                           ("cuda_memory_fraction", settings.default_cuda_memory_fraction),
@@ -85,28 +70,44 @@ def apply_device_limits(cfg: ExperimentConfig, device: torch.device) -> str | No
     return note
 
 
-class TimeLimit:
-    """Calls ``cancel`` once ``seconds`` of wall clock have passed since :meth:`start` (a daemon timer thread; the
-    trainer then stops after the current batch, its ordinary cancel path). :attr:`fired` says whether it did."""
+class StopRequest:
+    """A run's request to stop after the current batch (thread-safe): :meth:`request` (a user's Stop, a sweep's
+    pruning: the first reason given is kept) or the run's time limit (:meth:`start_clock`: a daemon timer thread
+    requests the stop; :attr:`timed_out` says it did)."""
 
-    def __init__(self, seconds: float | None, cancel: Callable[[], None]):
-        self.seconds, self._cancel, self.fired = seconds, cancel, False
+    def __init__(self):
+        self._event = threading.Event()
+        self._reason = ""
         self._timer: threading.Timer | None = None
+        self.timed_out = False
 
-    def start(self) -> None:
-        if self.seconds:
-            self._timer = threading.Timer(float(self.seconds), self._fire)
+    def request(self, reason: str = "") -> None:
+        self._reason = self._reason or reason
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def start_clock(self, seconds: float | None) -> None:
+        """Request the stop once ``seconds`` of wall clock have passed (None or 0: never)."""
+        if seconds:
+            self._timer = threading.Timer(float(seconds), self._time_out)
             self._timer.daemon = True
             self._timer.start()
 
-    def _fire(self) -> None:
-        self.fired = True
-        self._cancel()
+    def _time_out(self) -> None:
+        self.timed_out = True
+        self.request()
 
-    def stop(self) -> None:
+    def stop_clock(self) -> None:
         t, self._timer = self._timer, None
         if t is not None:
             t.cancel()
+
+    @property
+    def reason(self) -> str:
+        """:data:`TIME_LIMIT_REASON` when the time limit stopped the run, else the reason given ("" for none)."""
+        return TIME_LIMIT_REASON if self.timed_out else self._reason
 
 
 def oom_error(device, epoch: int, batch: int | str, exc: BaseException) -> TrainingError:
@@ -132,25 +133,46 @@ def is_oom(exc: BaseException) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class FaultHook:
-    """An injected fault (tests): ``kind`` "oom" or "nan" at ``epoch``, ``batch`` (0-based). See the module doc."""
+    """A fault injected into a run (tests: ``Trainer(config, fault=FaultHook("oom", 1, 2))``) when batch ``batch``
+    of epoch ``epoch`` (both 0-based, counted from the first epoch the trainer runs) is gathered: ``kind`` "oom"
+    raises ``torch.cuda.OutOfMemoryError``; "nan" makes that batch's input NaN (its loss is NaN). Raises ValueError
+    for another kind."""
 
     kind: str
     epoch: int
     batch: int
 
-    @classmethod
-    def from_env(cls) -> "FaultHook | None":
-        text = os.environ.get(FAULT_ENV, "").strip()
-        if not text:
-            return None
-        m = re.fullmatch(r"(oom|nan)@(\d+):(\d+)", text)
-        if not m:
-            raise TrainingError(f"{FAULT_ENV}={text!r}: expected oom@EPOCH:BATCH or nan@EPOCH:BATCH")
-        return cls(m.group(1), int(m.group(2)), int(m.group(3)))
+    def __post_init__(self):
+        if self.kind not in ("oom", "nan"):
+            raise ValueError(f"fault kind {self.kind!r}: expected 'oom' or 'nan'")
 
-    def after_batch(self, epoch: int, batch: int, losses: torch.Tensor) -> None:
-        """Called after each trained batch while the hook is set: raise the OOM or poison the batch's loss."""
-        if epoch == self.epoch and batch == self.batch:
-            if self.kind == "oom":
-                raise torch.cuda.OutOfMemoryError("CUDA out of memory (injected by " + FAULT_ENV + ")")
-            losses[batch] = float("nan")
+    def wrap(self, loader) -> "_FaultyLoader":
+        """``loader`` (data/framing.py) with this fault in its ``gather``."""
+        return _FaultyLoader(loader, self)
+
+
+class _FaultyLoader:
+    """A loader whose ``gather`` of the fault's batch fails (see :class:`FaultHook`); everything else is the
+    loader's."""
+
+    def __init__(self, loader, fault: FaultHook):
+        self._loader, self._fault = loader, fault
+        self._epoch, self._batch = -1, 0
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+    def epoch(self):
+        self._epoch, self._batch = self._epoch + 1, 0
+        return self._loader.epoch()
+
+    def gather(self, idx):
+        xb, yb = self._loader.gather(idx)
+        hit = (self._epoch, self._batch) == (self._fault.epoch, self._fault.batch)
+        self._batch += 1
+        if hit and self._fault.kind == "oom":
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (injected by a test fault)")
+        return (torch.full_like(xb, float("nan")), yb) if hit else (xb, yb)

@@ -23,7 +23,6 @@ status.json's ``fit`` field. No random number is drawn by the fit.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from typing import Any
@@ -34,7 +33,7 @@ from ..config import ConfigError, ExperimentConfig
 from ..models import Cascade, build_model, count_parameters
 from ..models.poly import basis, fit_least_squares
 from .errors import Cancelled, TrainingError
-from ..runs.events import CheckpointReady, EpochEnded, RunFinished
+from ..runs.events import CheckpointReady, EpochEnded
 from .record_payload import checkpoint_meta, history_row
 from .trainer import Trainer
 
@@ -76,9 +75,6 @@ class LeastSquaresFit(Trainer):
         self.fast_step, self.fast_path_status = None, "off: least-squares fit (no training steps)"
         self.fast_path_optimizer = "none (least squares)"
 
-    def set_preview_every(self, n: int | None) -> None:
-        """Accepted for the interface; a fit has no batches to preview."""
-
     # ------------------------------------------------------------------ the fit
     def _fit_data(self, cfg: ExperimentConfig) -> tuple[np.ndarray, np.ndarray, str]:
         tr = self.dataset.train
@@ -98,7 +94,7 @@ class LeastSquaresFit(Trainer):
         pa = self.net.pa if cfg.step == "dpd" else None
         table, best = [], None
         for k, m in grid:
-            if self._cancel.is_set():
+            if self._stop.is_set():
                 raise Cancelled()
             cfg.poly_order, cfg.memory_depth = k, m
             spec = cfg.poly_spec()
@@ -154,14 +150,14 @@ class LeastSquaresFit(Trainer):
         self.best_value, self.best_epoch, self._best_state = value, 0, state
         meta = {**checkpoint_meta(self, 0, row),
                 "coefficients_float64": [[float(c.real), float(c.imag)] for c in self._w64]}
-        self._emit(CheckpointReady(epoch=0, row=row, is_best=True, model_state=state, optimizer_state={},
-                                   scheduler_state={}, meta=meta))
+        self.output.emit(CheckpointReady(epoch=0, row=row, is_best=True, model_state=state, optimizer_state={},
+                                          scheduler_state={}, meta=meta))
         seconds = time.perf_counter() - te
         plots = self._plots("validation", val, "val", self.net)
-        self._emit(EpochEnded(epoch=0, epochs=1, row=dict(row, EPOCH_SECONDS=seconds), is_best=True, best_epoch=0,
-                              best_value=float(value), selection_metric=self.selection_metric,
-                              epoch_seconds=seconds, plots=plots, fast_path=self.fast_path_status,
-                              fast_path_optimizer=self.fast_path_optimizer))
+        self.output.emit(EpochEnded(epoch=0, epochs=1, row=dict(row, EPOCH_SECONDS=seconds), is_best=True,
+                                    best_epoch=0, best_value=float(value), selection_metric=self.selection_metric,
+                                    epoch_seconds=seconds, plots=plots, fast_path=self.fast_path_status,
+                                    fast_path_optimizer=self.fast_path_optimizer))
 
     def _train_loss(self) -> float:
         """The training loss of the fitted model on the fitted samples, in the criterion's terms (MSE or L1 over the
@@ -172,12 +168,9 @@ class LeastSquaresFit(Trainer):
         both = np.concatenate([resid.real, resid.imag])
         return float(np.mean(both ** 2) if cfg.loss == "l2" else np.mean(np.abs(both)))
 
-    # ------------------------------------------------------------------ events
-    def _emit(self, event) -> None:
-        """The trainer's, with the fit's diagnostics added to the final status (status.json ``fit``)."""
-        if isinstance(event, RunFinished) and self.fit_info is not None:
-            event = dataclasses.replace(event, extra={**event.extra, "fit": _plain(self.fit_info)})
-        super()._emit(event)
+    def _status_extra(self, extra: dict[str, Any]) -> dict[str, Any]:
+        """The trainer's, with the fit's diagnostics (status.json ``fit``)."""
+        return extra if self.fit_info is None else {**extra, "fit": _plain(self.fit_info)}
 
 
 def _plain(info: dict[str, Any]) -> dict[str, Any]:

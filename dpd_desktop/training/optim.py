@@ -1,13 +1,12 @@
 """AdamW and ReduceLROnPlateau with PyTorch's exact arithmetic, without ``torch.optim``'s start-up cost.
 
 Constructing any ``torch.optim.Optimizer`` imports ``torch._dynamo`` (``add_param_group`` and ``step`` are wrapped
-by ``torch._disable_dynamo``), which costs 1.4 s on a 2-core CPU and about 4 s on the GPU machine before the first
-batch can run (benchmarks/profile_cuda_init.py). The reference trains with ``torch.optim.AdamW`` (default
-implementation choice: the multi-tensor "foreach" kernels on CUDA, the per-tensor loop on CPU) and
-``ReduceLROnPlateau`` (reference §4.3–§4.4). These classes call the very same update functions of
-``torch.optim.adam`` (``_multi_tensor_adam`` / ``_single_tensor_adam``, decoupled weight decay) with the same
-arguments, so the parameters, optimizer state and learning rates are bitwise identical to ``torch.optim``'s
-(tests/unit/test_optim.py checks this step by step). Where those functions are missing or their signature
+by ``torch._disable_dynamo``): seconds before the first batch can run (benchmarks/results/2026-12-04-notes-training.md).
+The reference trains with ``torch.optim.AdamW`` (default implementation choice: the multi-tensor "foreach" kernels
+on CUDA, the per-tensor loop on CPU) and ``ReduceLROnPlateau`` (reference §4.3–§4.4). These classes call the very
+same update functions of ``torch.optim.adam`` (``_multi_tensor_adam`` / ``_single_tensor_adam``, decoupled weight
+decay) with the same arguments, so the parameters, optimizer state and learning rates are bitwise identical to
+``torch.optim``'s (tests/unit/test_optim.py checks this step by step). Where those functions are missing or their signature
 differs (another torch release), :func:`make_optimizer` falls back to ``torch.optim.AdamW`` itself and says so.
 """
 from __future__ import annotations

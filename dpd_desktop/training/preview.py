@@ -18,6 +18,36 @@ from ..runs.events import PlotData
 from ..runs.plotdata import build_plot_data
 
 
+class LivePreview:
+    """A run's live batch preview: its period ``every`` (batches; None: off), which another thread may change
+    (:meth:`set_every`: one attribute, read at each batch boundary), the :class:`BatchPreview` made at the first
+    preview, and whether a preview failed (no more are tried)."""
+
+    def __init__(self, every: int | None):
+        self.every = every
+        self.failed = False
+        self.shadow: BatchPreview | None = None
+        self.notes: list[str] = []  # log lines of other threads, for the training thread to log
+
+    def set_every(self, n: int | None) -> None:
+        """Raises ValueError unless ``n`` is a positive integer or None."""
+        if n is not None and (not isinstance(n, int) or n < 1):
+            raise ValueError(f"preview_every: expected a positive integer or None, got {n!r}")
+        self.every = n
+        self.notes.append(f"live batch preview: {'every %d batches' % n if n else 'off'}")
+
+    def due(self, batch: int) -> bool:
+        """Whether a preview is due after ``batch`` batches."""
+        every = self.every
+        return bool(every) and batch % every == 0 and not self.failed
+
+    def plots(self, net, val_set, device, spec, names: tuple[str, str]) -> tuple[PlotData, float]:
+        """:meth:`BatchPreview.plots` of the live ``net`` (the shadow copy is made at the first call)."""
+        if self.shadow is None:
+            self.shadow = BatchPreview(net, val_set, device)
+        return self.shadow.plots(net, spec, names)
+
+
 class BatchPreview:
     """Shadow model for previews. ``run(live_net) -> (1, N, 2) float32 numpy`` prediction of val segment 0."""
 

@@ -9,10 +9,8 @@ from typing import Any
 
 import torch
 
-from ..kernels.dispatch import kernels_used
 from ..models.cost import model_cost
 from ..runs.artifacts import delta_fields
-from ..kernels.record import kernel_block
 from ..runs.record import HISTORY_METRICS, DatasetRef
 from .device import cudnn_settings, versions
 
@@ -31,7 +29,7 @@ def setup_blocks(tr) -> dict[str, Any]:
                    "fast_path": tr.fast_path_status, "fast_path_optimizer": tr.fast_path_optimizer,
                    "batched_loader": tr.loader_status, "cudnn": cudnn_settings(tr.cudnn_note),
                    # the kernel setting, what ran each recurrent module, why any fell back (kernels/record.py)
-                   "kernel": kernel_block(cfg.kernel, kernels_used(tr.net), getattr(tr, "kernel_notes", ()))},
+                   "kernel": tr.kernels.block()},
         "versions": versions(),
         "training": {"n_frames": tr.loader.n_frames, "batches_per_epoch": tr.loader.n_batches,
                      "torch_threads": torch.get_num_threads(), "optimizer": tr.optimizer_impl},

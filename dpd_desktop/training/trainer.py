@@ -16,17 +16,19 @@ Differences from the reference, all deliberate:
   predictions, metrics and spectra.
 - Cancellation is checked between batches (the reference checks at epoch end only, §9.18).
 
-(The set-up steps and the epoch loop stay in this module so that the reference's RNG order reads in one place;
-evaluation, the CUDA epoch-end overlap, PA loading, devices, limits, resuming, the events and log (emitting.py), the
-record's payload and the cancelled and failed endings (endings.py) are modules of their own beside it.)
+The trainer is composed of objects with their own state: its events and log (emitting.py ``RunOutput``), its stop
+request and time limit (limits.py ``StopRequest``), its live preview (preview.py ``LivePreview``), the CUDA epoch-end
+overlap (overlap.py); the record's payload (record_payload.py) and the resume record (resume_state.py) are read
+from its fields.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
 import math
-import threading
 import time
+import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -35,11 +37,9 @@ import torch
 
 from .. import timing
 from ..config import ConfigError, ExperimentConfig
-from ..data import framing
 from ..data.framing import BatchPlan, FrameLoader, PlainFrameLoader, draw_dataloader_iterator_seed
-from ..kernels.dispatch import apply_kernel, kernel_summary
+from ..kernels.dispatch import KernelChoice, apply_kernel
 from ..models import Cascade, build_model, count_parameters
-from ..runs.record import HISTORY_COLUMNS, HISTORY_METRICS  # noqa: F401 - re-exported
 from ..runs.writer import RunWriter, discard_unstarted, is_disk_full
 from ..runs.workspace import Workspace
 from . import limits, resume_state, rng_state
@@ -47,9 +47,9 @@ from .dataset_checks import load_dataset_for, require_finite_gain, require_whole
 from .device import deterministic_convolutions, device_name, reference_determinism, resolve_device, seed_everything
 from .errors import Cancelled, TrainingError
 from .evaluation import Evaluator, scaled_target
-from .emitting import RECORD_EVENTS, TrainerOutput  # noqa: F401 - RECORD_EVENTS re-exported
-from .endings import RunEndings, RunResult
-from ..runs.events import BatchProgress, CheckpointReady, EpochEnded, ResultsReady, RunFinished, RunPrepared, RunStarted
+from .emitting import RunOutput
+from ..runs.events import (BatchProgress, CheckpointReady, EpochEnded, PreviewReady, ResultsReady, RunCancelled,
+                           RunFailed, RunFinished, RunPrepared, RunStarted)
 from .fast_path import make_fast_step
 from .gain import equal_power_report, target_gain
 from .losses import base_criterion, make_criterion
@@ -57,22 +57,37 @@ from .objectives import ila_loss
 from .optim import make_optimizer
 from .overlap import EpochEndOverlap, lr_may_change, optimizer_state
 from .pa_source import check_pa_run, load_pa_for_dpd
+from .preview import LivePreview
 from .qat_setup import parent_record, prepare_finetune
 from .record_payload import checkpoint_meta, history_row, results_attrs, setup_blocks
 from .report import describe_error, finite_or_none, float_map, format_row
 from .schedules import make_schedule
 from .warm_imports import warm_imports_in_background
 
-__all__ = ["Trainer", "RunResult", "TrainingError", "Cancelled", "load_dataset_for", "resolve_device",
-           "seed_everything", "describe_error", "check_pa_run", "load_pa_for_dpd", "lr_may_change",
-           "HISTORY_COLUMNS", "HISTORY_METRICS"]
+__all__ = ["Trainer", "RunResult", "load_dataset_for", "check_pa_run"]
 
 PROGRESS_INTERVAL_S = 0.1
 #: CUDA: overlap an epoch's end with the next epoch's training (overlap.py); tests turn it off to compare
 OVERLAP_EPOCH_ENDS = True
 
 
-class Trainer(TrainerOutput, RunEndings):
+@dataclass
+class RunResult:
+    """Outcome of :meth:`Trainer.run`: ``state`` is "succeeded", "failed" or "cancelled"."""
+
+    state: str
+    run_id: str | None = None
+    run_dir: Path | None = None
+    best_epoch: int | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+    val_metrics: dict[str, float] = field(default_factory=dict)
+    test_metrics: dict[str, float] = field(default_factory=dict)
+    message: str = ""
+    wall_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Trainer:
     """Train one PA model or one DPD through a frozen PA; the run folder is written by a :class:`RunWriter`.
 
     Args:
@@ -81,11 +96,14 @@ class Trainer(TrainerOutput, RunEndings):
             ``config.dataset`` ("demo" → the embedded synthetic dataset).
         workspace: where the run folder is created (default: the platform workspace).
         observers: callables receiving every event, on the training thread (or the epoch-end worker thread).
-        fast_path: False forces eager training on CUDA (for equivalence tests and diagnosis).
+        fast_path: False forces eager training on CUDA; ``fused_step`` False keeps the autograd step in the CUDA graph
+            where the fused GRU step could run; ``batched_loader`` False trains from the per-frame DataLoader
+            (data/framing.py ``PlainFrameLoader``). Diagnostic switches (equivalence tests, benchmarks).
         resume: a checked last.pt (training/resume_state.py ``ResumeState``; training/resume.py builds it): the run
             continues in its own folder after its last finished epoch (the writer must be a resuming RunWriter).
         writer: the observer that writes the run folder (default: a new :class:`RunWriter`). It sees every event
             first, and its errors fail the run (other observers' errors are logged and ignored).
+        fault: a fault injected into the training batches (tests; limits.py :class:`~.limits.FaultHook`).
 
     ``run()`` never raises for run-level failures: it emits :class:`RunFailed` and returns a failed
     :class:`RunResult`. ``request_cancel()`` is thread-safe; the flag is checked between batches.
@@ -93,16 +111,15 @@ class Trainer(TrainerOutput, RunEndings):
 
     def __init__(self, config: ExperimentConfig, dataset=None, workspace: Workspace | None = None,
                  observers: Iterable[Callable] = (), fast_path: bool = True, writer: RunWriter | None = None,
-                 resume: resume_state.ResumeState | None = None):
+                 resume: resume_state.ResumeState | None = None, fault: limits.FaultHook | None = None,
+                 fused_step: bool = True, batched_loader: bool = True):
         self.config = config
         self.resume = resume
-        self.use_fast_path = fast_path
+        self.use_fast_path, self.use_fused_step, self.use_batched_loader = fast_path, fused_step, batched_loader
         self.dataset = dataset
         self.workspace = workspace or Workspace()
-        self.observers = list(observers)
-        self.writer = writer if writer is not None else RunWriter()
-        self._cancel = threading.Event()
-        self._cancel_reason = ""  # why request_cancel was called ("" for a user's Stop / Ctrl+C)
+        self.output = RunOutput(writer if writer is not None else RunWriter(), observers)
+        self._stop = limits.StopRequest()
         # --- the run (set by _setup_run_folder)
         self.run_id: str | None = None
         self.run_dir: Path | None = None
@@ -111,6 +128,7 @@ class Trainer(TrainerOutput, RunEndings):
         # --- device and data (_setup_device, _setup_dataset, _setup_data)
         self.device: torch.device | None = None
         self.device_name: str | None = None
+        self.threads_note: str | None = None  # the CPU threads' log line (limits.apply_device_limits)
         self.fingerprint: str | None = None
         self.gain: float | None = None
         self.gain_info = None  # TargetGain (gain.py): the rule, the value, every rule's candidate
@@ -123,6 +141,7 @@ class Trainer(TrainerOutput, RunEndings):
         self.pa_info: dict[str, Any] | None = None
         self.finetune_block: tuple[str, dict] | None = None  # a fine-tune's config.json block (qat_setup.py)
         self.cudnn_note: str | None = None
+        self.kernels: KernelChoice | None = None  # the kernel dispatch's decision (kernels/dispatch.py)
         self.n_params: int | None = None
         self.n_params_model: int | None = None
         self.trainable: list = []
@@ -144,31 +163,26 @@ class Trainer(TrainerOutput, RunEndings):
         self._best_evals: tuple[dict, dict] | None = None  # the selected epoch's val and test evaluations
         self.start_epoch = 0  # > 0 when resumed (resume_state.restore)
         self.elapsed_before_s = 0.0  # the TIME: column's minutes before the resume, in seconds
-        self._fault: limits.FaultHook | None = None  # test hook (limits.py, read in _setup_device); None normally
-        self._time_limit: limits.TimeLimit | None = None
+        self._fault = fault
         self._start_time: float | None = None
         self._overlap = EpochEndOverlap()  # CUDA: epoch ends on a worker thread (see overlap.py)
-        # --- live batch preview
-        self._preview = None  # preview.BatchPreview: the frozen copy is made on the first preview
-        self._preview_every: int | None = config.preview_every
-        self._preview_failed = False
-        self._notes: list[str] = []  # log lines from other threads, logged by the training thread (atomic append)
+        self.preview = LivePreview(config.preview_every)
         self.group_member = None  # set by training/group.py TrainerGroup: this run trains together with others
 
     # ------------------------------------------------------------------ public API
+    @property
+    def observers(self) -> list:
+        """The observers of the run's events (a list that may grow while the run goes)."""
+        return self.output.observers
+
     def request_cancel(self, reason: str = "") -> None:
         """Ask the run to stop at the next batch boundary (thread-safe); ``reason`` goes into status.json."""
-        self._cancel_reason = self._cancel_reason or reason
-        self._cancel.set()
+        self._stop.request(reason)
 
-    @property
-    def cancel_requested(self) -> bool:
-        return self._cancel.is_set()
-
-    @property
-    def eval_sets(self) -> dict[str, dict[str, Any]]:
-        """The val/test segments and arrays (see :class:`Evaluator`)."""
-        return self.evaluator.sets
+    def set_preview_every(self, n: int | None) -> None:
+        """Turn the live batch preview on (every ``n`` batches) or off (None) while a run is going (thread-safe;
+        the change is logged by the training thread at the epoch's end). Raises ValueError for a bad ``n``."""
+        self.preview.set_every(n)
 
     def run(self) -> RunResult:
         """Run the whole experiment (blocking). Returns the outcome; see the class docstring."""
@@ -176,13 +190,14 @@ class Trainer(TrainerOutput, RunEndings):
         timing.mark("run_start")
         try:
             self._setup()
-            self._emit(RunStarted(
+            self.output.emit(RunStarted(
                 run_id=self.run_id, run_dir=str(self.run_dir), step=self.config.step,
                 config=self.config.to_dict(), device=str(self.device), device_name=self.device_name,
                 fast_path=self.fast_path_status, batched_loader=self.loader_status, n_params=self.n_params,
                 n_params_model=self.n_params_model,
                 n_train_frames=self.loader.n_frames, batches_per_epoch=self.loader.n_batches,
-                epochs=self.config.epochs, dataset_summary=self._dataset_summary(), setup=setup_blocks(self)))
+                epochs=self.config.epochs, dataset_summary=_dataset_summary(self.dataset),
+                setup=setup_blocks(self)))
             timing.mark("setup_done")
             work = ("least-squares fit (no frames, no batches)" if self.config.fit == "ls"
                     else f"{self.loader.n_frames} frames, {self.loader.n_batches} batches/epoch")
@@ -228,9 +243,7 @@ class Trainer(TrainerOutput, RunEndings):
         self.device = resolve_device(cfg.device)
         self.device_name = device_name(self.device)
         self.threads_note = limits.apply_device_limits(cfg, self.device)
-        self._fault = limits.FaultHook.from_env()
-        self._time_limit = limits.TimeLimit(cfg.time_limit_s, self.request_cancel)
-        self._time_limit.start()
+        self._stop.start_clock(cfg.time_limit_s)
         timing.mark("setup_start")
 
     def _setup_dataset(self, cfg: ExperimentConfig) -> None:
@@ -267,8 +280,8 @@ class Trainer(TrainerOutput, RunEndings):
                 raise TrainingError(f"cannot start a run in the workspace {self.workspace.root}: no run folder can "
                                     f"be made in {self.workspace.runs_dir} ({exc.strerror or exc})") from exc
         try:
-            self._emit(RunPrepared(run_id=self.run_id, run_dir=str(self.run_dir), step=cfg.step,
-                                   selection_metric=self.selection_metric, config=cfg.to_dict()))
+            self.output.emit(RunPrepared(run_id=self.run_id, run_dir=str(self.run_dir), step=cfg.step,
+                                          selection_metric=self.selection_metric, config=cfg.to_dict()))
         except OSError as exc:
             if self.resume is not None or not is_disk_full(exc):
                 raise  # a resumed run's folder is never removed; another error fails the run in its folder
@@ -299,13 +312,15 @@ class Trainer(TrainerOutput, RunEndings):
         dev = self.device
         x_cpu = torch.from_numpy(np.ascontiguousarray(x_train))
         y_cpu = torch.from_numpy(np.ascontiguousarray(y_train))
-        if framing.DISABLE_BATCHED_LOADER:  # read at each run (tests switch it)
+        if not self.use_batched_loader:
             self.loader = PlainFrameLoader(x_cpu, y_cpu, cfg.frame_length, cfg.stride, cfg.batch_size, dev)
-            self.loader_status = "off: disabled by DPD_DESKTOP_DISABLE_BATCHED_LOADER=1 (per-frame DataLoader)"
+            self.loader_status = "off: disabled for this run (per-frame DataLoader)"
             self._log(f"batched loader {self.loader_status}")
         else:
             self.loader = FrameLoader(x_cpu.to(dev), y_cpu.to(dev), cfg.frame_length, cfg.stride, cfg.batch_size)
             self.loader_status = "on: whole batches gathered on the device"
+        if self._fault is not None:
+            self.loader = self._fault.wrap(self.loader)
         # the criterion is needed by the evaluator; building it draws no random numbers
         self.criterion = make_criterion(cfg)  # the reference's MSELoss/L1Loss unless a window/power term is set
         self.evaluator = Evaluator(ds, targets, cfg.step, base_criterion(self.criterion), cfg.batch_size_eval, dev,
@@ -341,10 +356,10 @@ class Trainer(TrainerOutput, RunEndings):
             self.net.freeze_pa()
             self.model = dpd
         self.net.to(self.device)
-        self.kernel_notes = apply_kernel(self.net, cfg.kernel, self.device)
-        for note in self.kernel_notes:
+        self.kernels = apply_kernel(self.net, cfg.kernel, self.device)
+        for note in self.kernels.notes:
             self._log(f"kernel: {note}")
-        self._log(f"kernels ran: {kernel_summary(self.net, self.device)}")
+        self._log(f"kernels ran: {self.kernels.summary}")
         timing.mark("model_built")
         # convolutional families use deterministic cuDNN algorithms on CUDA (recorded in config.json)
         self.cudnn_note = deterministic_convolutions(self.net, self.device)
@@ -366,7 +381,8 @@ class Trainer(TrainerOutput, RunEndings):
         self.fast_step, self.fast_path_status = make_fast_step(
             self.net, self.criterion, self.optimizer, self.trainable, cfg.grad_clip, self.device,
             batch_shape=(cfg.batch_size, cfg.frame_length, 2), loader=self.loader,
-            enabled=self.use_fast_path and not ila and cfg.qat is None)  # fake quantisation reads formats on the host
+            enabled=self.use_fast_path and not ila and cfg.qat is None,  # fake quantisation reads formats on the host
+            fused=self.use_fused_step)
         if ila and self.device.type == "cuda" and self.fast_path_status == "off: disabled for this run":
             self.fast_path_status = "off: ILA trains eagerly (its step runs the network three times)"
         if self.fast_path_status != "on":
@@ -402,8 +418,8 @@ class Trainer(TrainerOutput, RunEndings):
             if last and member is not None:
                 member.loop_done()  # no more meetings or RNG draws: the rest runs beside the others'
             train_loss = self._mean_train_loss(epoch)  # waits for the epoch's batches on the device
-            while self._notes:
-                self._log(self._notes.pop(0))
+            while self.preview.notes:
+                self._log(self.preview.notes.pop(0))
             if not math.isfinite(train_loss):
                 self._drain()  # earlier epochs' results and checkpoints stay as written
                 raise limits.nonfinite_error(self.device, epoch, self._epoch_losses, lr)
@@ -413,7 +429,7 @@ class Trainer(TrainerOutput, RunEndings):
                 self._overlap.submit(end, epoch, lr, train_loss, te, snap, rng)
             else:
                 self._epoch_end(epoch, lr, train_loss, te, None, rng)
-            if self._cancel.is_set():
+            if self._stop.is_set():
                 self._drain()
                 raise Cancelled()
         self._drain()
@@ -445,8 +461,8 @@ class Trainer(TrainerOutput, RunEndings):
             val = self.evaluator.evaluate("val", net)
             test = self.evaluator.evaluate("test", net) if cfg.test_every_epoch else _not_evaluated(val)
             # One host copy of the trained model's tensors per epoch (for last.pt, and best.pt when selected), and
-            # of the optimizer state: on the evaluation's stream, after the snapshot. On the training stream they
-            # waited for every batch queued since (0.2-0.5 s of a group's epoch end on the H200).
+            # of the optimizer state: on the evaluation's stream, after the snapshot (on the training stream they
+            # would wait for every batch queued since).
             model_state = {k: v.detach().to("cpu", copy=True)
                            for k, v in _model_of(net, cfg.step).state_dict().items()}
             opt_state = optimizer_state(self.optimizer, self.trainable, snap)
@@ -462,20 +478,20 @@ class Trainer(TrainerOutput, RunEndings):
             self.best_value, self.best_epoch, self._best_state = value, epoch, model_state
             self._best_meta, self._best_row = meta, row
             self._best_evals = (val, test)  # the run's final results (_finish): the same weights
-        self._emit(CheckpointReady(epoch=epoch, row=row, is_best=is_best, model_state=model_state,
-                                   optimizer_state=opt_state,
-                                   scheduler_state=self.scheduler.state_dict(), meta=meta,
-                                   resume_state=resume_state.epoch_state(self, rng)))
+        self.output.emit(CheckpointReady(epoch=epoch, row=row, is_best=is_best, model_state=model_state,
+                                          optimizer_state=opt_state,
+                                          scheduler_state=self.scheduler.state_dict(), meta=meta,
+                                          resume_state=resume_state.epoch_state(self, rng)))
         timing.mark("checkpoint_emitted", epoch=epoch, run=self.run_id)
         seconds = time.perf_counter() - te
         row_out = dict(row, EPOCH_SECONDS=seconds)
         self._log(format_row(row))
         plots = self._plots("validation", val, "val", net)
         timing.mark("epoch_end", epoch=epoch, run=self.run_id)
-        self._emit(EpochEnded(epoch=epoch, epochs=cfg.epochs, row=row_out, is_best=is_best,
-                              best_epoch=self.best_epoch, best_value=float(self.best_value),
-                              selection_metric=self.selection_metric, epoch_seconds=seconds, plots=plots,
-                              fast_path=self.fast_path_status, fast_path_optimizer=self.fast_path_optimizer))
+        self.output.emit(EpochEnded(epoch=epoch, epochs=cfg.epochs, row=row_out, is_best=is_best,
+                                     best_epoch=self.best_epoch, best_value=float(self.best_value),
+                                     selection_metric=self.selection_metric, epoch_seconds=seconds, plots=plots,
+                                     fast_path=self.fast_path_status, fast_path_optimizer=self.fast_path_optimizer))
         # Reference §4.4/§4.7: scheduler stepped after logging/checkpointing, on the validation metric.
         self.scheduler.step(row[self.schedule_metric])
         timing.mark("epoch_end_done", epoch=epoch, run=self.run_id)
@@ -488,9 +504,8 @@ class Trainer(TrainerOutput, RunEndings):
         net.train()
         plan = self.loader.epoch()
         n_batches = len(plan)
-        # Batch losses go into one preallocated buffer on the training device (no sync per batch): keeping each
-        # batch's loss tensor alive instead costs ~1 MB of host memory per batch on CPU (the 0-dim loss keeps its
-        # reduction's allocation), i.e. ~4 GB over a DPA_160MHz epoch. With the fast path the buffer is the graph's
+        # Batch losses go into one preallocated buffer on the training device (no sync per batch; a batch's loss
+        # tensor kept alive would keep its reduction's allocation). With the fast path the buffer is the graph's
         # own: a replay writes its slot; eager batches write theirs here.
         if fast is not None:
             fast.begin_epoch(plan)
@@ -500,12 +515,11 @@ class Trainer(TrainerOutput, RunEndings):
         in_place = fast is not None and getattr(fast, "grads_in_place", True)
         t_start = time.perf_counter()
         t_last = t_start
-        cancel = self._cancel
+        stop, preview = self._stop, self.preview
         full = cfg.batch_size
         # a batch plan (the device loader) has its full batches first, only the last may be short: one length check
         n_full = (n_batches - (1 if n_batches and self.loader.batch_len(plan[-1]) != full else 0)
                   if isinstance(plan, BatchPlan) else None)
-        fault = self._fault
         ila = cfg.step == "dpd" and cfg.dpd_learning == "ila"
         gain = self.gain
 
@@ -515,27 +529,25 @@ class Trainer(TrainerOutput, RunEndings):
             if now - t_last >= PROGRESS_INTERVAL_S or done == n_batches:
                 t_last = now
                 el = now - t_start
-                if timing.TIMING_FILE:  # host progress timeline for benchmarks/startup_ab.py (off unless timing)
-                    timing.mark("progress", epoch=epoch, batch=done)
-                self._emit(BatchProgress(epoch=epoch, epochs=cfg.epochs, batch=done, batches=n_batches,
-                                         elapsed_s=el, eta_s=el / done * (n_batches - done)))
-            every = self._preview_every
-            if every and done % every == 0 and not self._preview_failed:
+                timing.mark("progress", epoch=epoch, batch=done)  # host progress timeline (benchmarks/startup_ab.py)
+                self.output.emit(BatchProgress(epoch=epoch, epochs=cfg.epochs, batch=done, batches=n_batches,
+                                                elapsed_s=el, eta_s=el / done * (n_batches - done)))
+            if preview.due(done):
                 self._emit_preview(epoch, done, n_batches)
 
         # A group's member takes the batches a meeting queued for it a run at a time (training/group.py
-        # GroupStep.take_queued): 37,000 loop turns an epoch for 8 members held the GIL that the epoch ends needed.
-        take = getattr(fast, "take_queued", None) if n_full is not None and fault is None else None
+        # GroupStep.take_queued): a loop turn per batch would hold the GIL that the epoch ends need.
+        take = getattr(fast, "take_queued", None) if n_full is not None else None
         it = None if isinstance(plan, BatchPlan) else iter(plan)
         b = 0
         try:
             while b < n_batches:
-                if cancel.is_set():
+                if stop.is_set():
                     raise Cancelled()
                 if b == 0:
                     timing.mark("first_batch", epoch=epoch)
                 if take is not None:
-                    every = self._preview_every  # a run stops at each preview's batch
+                    every = preview.every  # a run stops at each preview's batch
                     k = take(b, min(n_full, (b // every + 1) * every) if every else n_full)
                     if k:
                         b += k
@@ -545,9 +557,8 @@ class Trainer(TrainerOutput, RunEndings):
                 replayed = fast is not None and (b < n_full if n_full is not None
                                                  else self.loader.batch_len(idx) == full) and fast(b, idx)
                 if b == 0 and epoch == 0:
-                    # Not before: the first replay captures the graph, whose eager warm-up needs the GIL on every op,
-                    # and a concurrent import holding it slowed warm-up + capture from 0.5 s to 0.9–1.5 s on the GPU
-                    # machine (benchmarks/results/2026-11-30-gpu-epoch0.md). Once replaying, the GPU queue hides it.
+                    # Not before: the first replay captures the graph, whose eager warm-up needs the GIL on every op
+                    # (a concurrent import slows it). Once replaying, the GPU queue hides the imports.
                     warm_imports_in_background()
                 if replayed:
                     if not fast.optimizer_in_graph:
@@ -567,8 +578,6 @@ class Trainer(TrainerOutput, RunEndings):
                     opt.step()
                     loss_buf[b].copy_(loss.detach())
                 report(b + 1)
-                if fault is not None:
-                    fault.after_batch(epoch, b, loss_buf)
                 b += 1
         except torch.OutOfMemoryError as exc:
             raise limits.oom_error(self.device, epoch, b, exc) from exc
@@ -602,9 +611,9 @@ class Trainer(TrainerOutput, RunEndings):
             if extra["power_warning"]:
                 self._log(f"WARNING: cascade RMS output with DPD differs from without DPD by "
                           f"{extra['rms_out_diff_db']:+.2f} dB (> 0.5 dB): the DPD changes the gain")
-        self._emit(ResultsReady(attrs=results_attrs(self, extra),
-                                splits={name: self.evaluator.split_results(name, ev)
-                                        for name, ev in (("val", val), ("test", test))}))
+        self.output.emit(ResultsReady(attrs=results_attrs(self, extra),
+                                       splits={name: self.evaluator.split_results(name, ev)
+                                               for name, ev in (("val", val), ("test", test))}))
         timing.mark("results_written")
         plots = self._plots("test", test, "test", self.net)
         wall = self._wall_s(t0)  # a resumed run: the time before the resume too
@@ -613,10 +622,81 @@ class Trainer(TrainerOutput, RunEndings):
                   ", ".join(f"{k} {float(v):.4f}" for k, v in test["metrics"].items()))
         res = RunResult("succeeded", self.run_id, self.run_dir, self.best_epoch, self.history,
                         float_map(val["metrics"]), float_map(test["metrics"]), wall_s=wall, extra=extra)
-        self._emit(RunFinished(run_id=self.run_id, run_dir=str(self.run_dir), best_epoch=self.best_epoch,
-                               val_metrics=res.val_metrics, test_metrics=res.test_metrics, wall_s=wall,
-                               plots=plots, extra=extra, best_value=finite_or_none(self.best_value)))
+        self.output.emit(RunFinished(run_id=self.run_id, run_dir=str(self.run_dir), best_epoch=self.best_epoch,
+                                     val_metrics=res.val_metrics, test_metrics=res.test_metrics, wall_s=wall,
+                                     plots=plots, extra=self._status_extra(extra),
+                                     best_value=finite_or_none(self.best_value)))
         return res
+
+    def _status_extra(self, extra: dict[str, Any]) -> dict[str, Any]:
+        """RunFinished's ``extra`` (status.json's fields besides the outcome): ``extra`` as it is."""
+        return extra
+
+    def _on_cancel(self, t0: float) -> RunResult:
+        try:
+            self._drain()
+        except Exception as exc:  # noqa: BLE001
+            self._log(f"epoch end failed during cancel: {exc}")
+        done = len(self.history)
+        reason = self._stop.reason
+        self._log(f"cancelled{': ' + reason if reason else ''} after {done} completed epoch(s)")
+        self.output.emit(RunCancelled(run_id=self.run_id, run_dir=str(self.run_dir), epochs_completed=done,
+                                      best_epoch=self.best_epoch, reason=reason))
+        return RunResult("cancelled", self.run_id, self.run_dir, self.best_epoch, self.history,
+                         wall_s=self._wall_s(t0), message=reason or "cancelled")
+
+    def _on_failure(self, exc: BaseException, t0: float) -> RunResult:
+        """Log and emit the failure (the record's writer first: a failure it cannot write still reaches the
+        observers) and return the failed :class:`RunResult`."""
+        if limits.is_oom(exc) and not isinstance(exc, TrainingError):  # outside a training batch (evaluation)
+            exc = limits.oom_error(self.device, len(self.history), "outside a training batch", exc)
+        msg = describe_error(exc)
+        detail = traceback.format_exc()
+        try:
+            self._drain()
+        except Exception:  # noqa: BLE001 - the first error is the one reported
+            pass
+        if self.run_dir is not None:
+            try:
+                self._log(f"FAILED: {msg}\n{detail}")
+            except OSError:  # the log cannot be written either: the status below still says "failed"
+                pass
+        event = RunFailed(run_id=self.run_id, run_dir=str(self.run_dir) if self.run_dir else None, message=msg,
+                          detail=detail, epochs_completed=len(self.history), best_epoch=self.best_epoch)
+        try:
+            self.output.writer(event)
+        except OSError:  # the folder cannot take the failure either; the event still reaches the observers
+            pass
+        self.output.notify(event)
+        return RunResult("failed", self.run_id, self.run_dir, self.best_epoch, self.history, message=msg,
+                         wall_s=self._wall_s(t0))
+
+    def _wall_s(self, t0: float) -> float:
+        """Seconds since ``t0`` (``time.perf_counter()`` at :meth:`run`'s start), plus a resumed run's time before
+        the resume."""
+        return time.perf_counter() - t0 + self.elapsed_before_s
+
+    # ------------------------------------------------------------------ log, plots, preview
+    def _log(self, text: str, level: int = logging.INFO) -> None:
+        """A line to the logger and, once the run folder exists, to the run's log."""
+        self.output.log(text, level, to_run_log=self.run_dir is not None)
+
+    def _plots(self, source: str, ev: dict[str, Any], split: str, net):
+        try:
+            return self.evaluator.plots(source, ev, split, net)
+        except Exception as exc:  # noqa: BLE001 - plots must never break training
+            self._log(f"plot data skipped: {type(exc).__name__}: {exc}")
+            return None
+
+    def _emit_preview(self, epoch: int, batch: int, n_batches: int) -> None:
+        try:
+            plots, nmse = self.preview.plots(self.net, self.evaluator.sets["val"], self.device, self.dataset.spec,
+                                             self.evaluator.signal_names())
+            self.output.emit(PreviewReady(epoch=epoch, batch=batch, batches=n_batches, plots=plots,
+                                          metrics={"NMSE": nmse}))
+        except Exception as exc:  # noqa: BLE001
+            self._log(f"preview disabled: {type(exc).__name__}: {exc}")
+            self.preview.failed = True
 
     def _drain(self, leave_group: bool = True) -> None:
         """Wait for the pending epoch end (re-raising its error, if any). A group's member first leaves the group
@@ -627,10 +707,10 @@ class Trainer(TrainerOutput, RunEndings):
         self._overlap.drain()
 
     def _teardown(self) -> None:
-        if self._time_limit is not None:
-            self._time_limit.stop()
+        self._stop.stop_clock()
         self._overlap.shutdown()
-        self.writer.close()
+        self.output.writer.close()
+
 
 # ---------------------------------------------------------------------- module helpers
 def _not_evaluated(val: dict) -> dict:
@@ -642,3 +722,10 @@ def _not_evaluated(val: dict) -> dict:
 
 def _model_of(net, step: str):
     return net if step == "pa" else net.dpd
+
+
+def _dataset_summary(ds) -> dict[str, Any]:
+    try:
+        return dict(ds.summary())
+    except Exception:  # noqa: BLE001 - summary is cosmetic
+        return {"name": ds.name}

@@ -6,10 +6,8 @@ import threading
 
 from .. import timing
 
-#: Python's GIL switch interval while the warm imports run (default 5 ms; restored after). The training loop then
-#: gets the GIL back within ~50 µs of asking: with the fast kernel its host time per replay is close to the GPU's
-#: step, and at 5 ms per hand-over epoch 0 of a fast PA run took 2.0 s against 1.1 s for epoch 1 on the GPU machine
-#: (benchmarks/results/2026-12-01-kernels-h200-b.md).
+#: Python's GIL switch interval while the warm imports run (default 5 ms; restored after): the training loop gets the
+#: GIL back within ~50 µs of asking (benchmarks/results/2026-12-04-notes-training.md).
 WARM_IMPORT_SWITCH_S = 5e-5
 _lock = threading.Lock()
 _running = False  # a warm-up thread is at work

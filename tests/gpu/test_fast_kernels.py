@@ -18,7 +18,6 @@ from dpd_desktop.kernels.dispatch import apply_kernel, run_recurrent, unsupporte
 from dpd_desktop.kernels import cuda_rnn, nvrtc
 from dpd_desktop.models import build_model
 from dpd_desktop.runs.workspace import Workspace
-from dpd_desktop.training import fused_step
 from dpd_desktop.training.trainer import Trainer
 from test_fast_path_equivalence import _assert_same  # tests/gpu (rootdir import mode, like tests/'s helpers)
 
@@ -184,11 +183,11 @@ def ds():
 SKIP_COLS = {"TIME:", "EPOCH_SECONDS"}
 
 
-def _train(tmp_path, ds, cfg, fast_path, tag):
-    t = Trainer(cfg, dataset=ds, workspace=Workspace(tmp_path / tag), fast_path=fast_path)
+def _train(tmp_path, ds, cfg, fast_path, tag, **switches):
+    t = Trainer(cfg, dataset=ds, workspace=Workspace(tmp_path / tag), fast_path=fast_path, **switches)
     r = t.run()
     assert r.state == "succeeded", r.message
-    assert t.kernel_notes == [], t.kernel_notes
+    assert t.kernels.notes == (), t.kernels.notes
     for m in t.net.modules():
         if isinstance(getattr(m, "rnn", None), nn.RNNBase):
             assert m.kernel == "fast"
@@ -200,12 +199,11 @@ def _same(tf, rf, te, re_):
 
 
 @pytest.mark.parametrize("backbone", ["gru", "dgru", "lstm", "tres_gru"])
-def test_family_fast_kernel_graph_equals_eager(tmp_path, ds, backbone, monkeypatch):
+def test_family_fast_kernel_graph_equals_eager(tmp_path, ds, backbone):
     # the autograd step in the graph (a GRU PA normally takes the fused step: the next test)
-    monkeypatch.setattr(fused_step, "DISABLED", True)
     cfg = ExperimentConfig(step="pa", dataset="demo", backbone=backbone, hidden_size=12, epochs=2, frame_length=50,
                            stride=1, batch_size=64, device="cuda", seed=0, kernel="fast")
-    tf, rf = _train(tmp_path, ds, cfg, True, "graph")
+    tf, rf = _train(tmp_path, ds, cfg, True, "graph", fused_step=False)
     assert tf.fast_step.fused is None
     te, re_ = _train(tmp_path, ds, cfg, False, "eager")
     _same(tf, rf, te, re_)
@@ -246,6 +244,6 @@ def test_dpd_cascade_fast_kernel(tmp_path, ds):
 
 def test_apply_kernel_falls_back_for_large_hidden():
     net = build_model("gru", 80).to(DEV)
-    notes = apply_kernel(net, "fast", DEV)
+    notes = apply_kernel(net, "fast", DEV).notes
     assert [m.kernel for m in net.modules() if hasattr(m, "kernel")] == ["reference"]
     assert len(notes) == 1 and "hidden size 80" in notes[0], notes

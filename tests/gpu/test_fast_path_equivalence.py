@@ -28,9 +28,9 @@ def ds():
     return make_demo_dataset(seed=1, n_train=3000, n_val=4096, n_test=4096)
 
 
-def _run(tmp_path, ds, cfg, fast, tag):
+def _run(tmp_path, ds, cfg, fast, tag, **switches):
     ws = Workspace(tmp_path / tag)
-    t = Trainer(cfg, dataset=ds, workspace=ws, fast_path=fast)
+    t = Trainer(cfg, dataset=ds, workspace=ws, fast_path=fast, **switches)
     res = t.run()
     assert res.state == "succeeded", res.message
     return t, res
@@ -134,16 +134,13 @@ def test_preview_keeps_graph_and_numbers(tmp_path, ds, recwarn):
     _assert_same(t, r, te, re_)
 
 
-def test_plain_loader_copy_mode(tmp_path, ds, monkeypatch):
-    """DPD_DESKTOP_DISABLE_BATCHED_LOADER=1: the graph copies each batch into static buffers; same numbers."""
-    from dpd_desktop.data import framing
-
-    monkeypatch.setattr(framing, "DISABLE_BATCHED_LOADER", True)
+def test_plain_loader_copy_mode(tmp_path, ds):
+    """The plain loader (batched_loader=False): the graph copies each batch into static buffers; same numbers."""
     cfg = ExperimentConfig(step="pa", dataset="demo", backbone="gru", hidden_size=12, epochs=2, frame_length=50,
                            stride=1, device="cuda")
-    tf, rf = _run(tmp_path, ds, cfg, True, "fast")
+    tf, rf = _run(tmp_path, ds, cfg, True, "fast", batched_loader=False)
     assert not tf.fast_step.index_mode
-    te, re_ = _run(tmp_path, ds, cfg, False, "eager")
+    te, re_ = _run(tmp_path, ds, cfg, False, "eager", batched_loader=False)
     _assert_same(tf, rf, te, re_)
 
 

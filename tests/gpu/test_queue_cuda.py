@@ -9,7 +9,8 @@ import torch
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.lab.queue import RunQueue
 from dpd_desktop.runs.record import RunRecord
-from dpd_desktop.lab.supervisor import FAULT_ENV, EntryEnded, EntryStarted, Supervisor
+from dpd_desktop.lab.faults import parse_faults
+from dpd_desktop.lab.supervisor import EntryEnded, EntryStarted, Supervisor
 from dpd_desktop.runs.workspace import Workspace
 
 pytestmark = [pytest.mark.gpu,
@@ -19,15 +20,14 @@ TINY = ExperimentConfig(step="pa", dataset="demo", hidden_size=8, frame_length=5
                         device="cuda:0")
 
 
-def test_cuda_and_cpu_lanes_side_by_side_and_a_segfault_on_cuda(tmp_path, monkeypatch):
-    monkeypatch.setenv(FAULT_ENV, "1:segfault@epoch:0")
+def test_cuda_and_cpu_lanes_side_by_side_and_a_segfault_on_cuda(tmp_path):
     ws = Workspace(tmp_path)
     order = []
     with RunQueue(ws.root) as q:
         q.add(TINY), q.add(replace(TINY, seed=1)), q.add(replace(TINY, device="cpu", epochs=2))
         ends = Supervisor(ws, queue=q, observers=[
             lambda e, ev: isinstance(ev, (EntryStarted, EntryEnded)) and order.append((type(ev).__name__, e.id))
-        ]).run()
+        ], faults=parse_faults("1:segfault@epoch:0")).run()
         entries = {e.id: e for e in q.entries()}
     assert order[:2] == [("EntryStarted", 1), ("EntryStarted", 3)]  # cuda:0 and cpu at once
     assert {e.entry_id: (e.state, e.message) for e in ends} == {

@@ -16,7 +16,6 @@ from dpd_desktop.gui.child_worker import ChildTrainingWorker, rows_before_resume
 from dpd_desktop.gui.worker import TrainingWorker
 from dpd_desktop.lab.interactive import InteractiveEntry, SingleRunQueue, child_options, reloadable
 from dpd_desktop.runs.record import RunRecord
-from dpd_desktop.lab.supervisor import FAULT_ENV
 
 from gui_fakes import FakeDataset
 
@@ -70,7 +69,9 @@ def test_a_real_run_goes_to_a_child_and_its_rows_equal_history_csv(make_window, 
 @pytest.mark.parametrize("action, state, words", [("kill", "interrupted", "SIGKILL"),
                                                    ("segfault", "failed", "SIGSEGV")])
 def test_a_dead_child_leaves_the_run_ended_and_the_window_up(make_window, qtbot, monkeypatch, action, state, words):
-    monkeypatch.setenv(FAULT_ENV, f"{action}@epoch:0")
+    from child_faults import inject_child_faults  # tests/child_faults.py
+
+    inject_child_faults(monkeypatch, f"{action}@epoch:0")
     w = make_window()
     w.set_dataset(make_demo_dataset(**DEMO), "demo")
     w.set_form_from_config(_config(epochs=3))

@@ -8,7 +8,6 @@ from dataclasses import replace
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.lab.queue import RunQueue
 from dpd_desktop.runs.record import RunRecord
-from dpd_desktop.lab.supervisor import FAULT_ENV
 
 TINY = ExperimentConfig(step="pa", dataset="demo", hidden_size=4, frame_length=50, epochs=2, max_train_samples=200,
                         device="cpu", threads=1)
@@ -35,8 +34,7 @@ def _run(window, panel, qtbot):
     return ended
 
 
-def test_two_entries_run_in_order_and_the_panel_shows_their_states(make_window, qtbot, workspace, monkeypatch):
-    monkeypatch.setenv(FAULT_ENV, "")
+def test_two_entries_run_in_order_and_the_panel_shows_their_states(make_window, qtbot, workspace):
     w = make_window()
     panel = _queue_two(w, qtbot)
     started = []
@@ -59,7 +57,9 @@ def test_two_entries_run_in_order_and_the_panel_shows_their_states(make_window, 
 
 def test_segfaulting_entry_fails_with_the_signal_and_the_next_succeeds(make_window, qtbot, workspace, monkeypatch,
                                                                      tmp_path):
-    monkeypatch.setenv(FAULT_ENV, "1:segfault@epoch:0")
+    from child_faults import inject_child_faults  # tests/child_faults.py
+
+    inject_child_faults(monkeypatch, "1:segfault@epoch:0")
     w = make_window()
     panel = _queue_two(w, qtbot)
     ended = _run(w, panel, qtbot)
@@ -106,8 +106,7 @@ def test_move_and_cancel_buttons_and_entries_added_elsewhere(make_window, qtbot,
     assert len(panel.states()) == 3
 
 
-def test_closing_the_window_stops_the_queue_and_its_running_entry(make_window, qtbot, workspace, monkeypatch):
-    monkeypatch.setenv(FAULT_ENV, "")
+def test_closing_the_window_stops_the_queue_and_its_running_entry(make_window, qtbot, workspace):
     w = make_window()
     w._dataset_ref = "demo"
     w.set_form_from_config(replace(TINY, epochs=500))

@@ -23,9 +23,11 @@ TINY_TRAIN = ["train-pa", "--dataset", "demo", "--epochs", "50", "--device", "cp
               "--frame-length", "40", "--stride", "40"]
 
 
-def _spawn(ws: Path, *args: str, **env_vars: str) -> subprocess.Popen:
+def _spawn(ws: Path, *args: str, marks: Path | None = None, **env_vars: str) -> subprocess.Popen:
+    """``dpd-desktop --workspace WS ARGS`` (``marks``: through benchmarks/timed.py, its timing marks to that file)."""
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", **env_vars)
-    return subprocess.Popen([sys.executable, "-m", "dpd_desktop", "--workspace", str(ws), *args], cwd=ROOT, env=env,
+    head = ["-m", "dpd_desktop"] if marks is None else [str(ROOT / "benchmarks" / "timed.py"), str(marks), "--"]
+    return subprocess.Popen([sys.executable, *head, "--workspace", str(ws), *args], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -49,7 +51,7 @@ def test_ctrl_c_at_any_moment_is_a_plain_cancel(tmp_path, delay):
     """SIGINT once the handler is installed — while torch imports, while the data loads or while training: exit 3,
     no traceback; a run folder, when one was made, says cancelled and has a history.csv."""
     timing = tmp_path / "t.jsonl"
-    proc = _spawn(tmp_path, *TINY_TRAIN, DPD_DESKTOP_TIMING=str(timing))
+    proc = _spawn(tmp_path, *TINY_TRAIN, marks=timing)
     _wait_for_handler(proc, timing)
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
@@ -328,7 +330,7 @@ def test_ctrl_c_closes_the_window(tmp_path):
     """Qt's event loop keeps Python from running signal handlers: the window still closes on Ctrl+C (exit 0, one
     line), where it used to ignore it."""
     timing = tmp_path / "t.jsonl"
-    proc = _spawn(tmp_path, "gui", XDG_CONFIG_HOME=str(tmp_path / "config"), DPD_DESKTOP_TIMING=str(timing))
+    proc = _spawn(tmp_path, "gui", marks=timing, XDG_CONFIG_HOME=str(tmp_path / "config"))
     _wait_for_handler(proc, timing, mark="gui_ctrl_c_ready")  # the window is up, its handler installed
     assert proc.poll() is None, proc.communicate()
     proc.send_signal(signal.SIGINT)
@@ -343,7 +345,7 @@ def test_second_ctrl_c_quits_the_window_at_once(tmp_path):
     after the first quits at once, status 130 as the shell reports it: our abort (exit 130, one line) while the
     window is still closing, or SIGINT's default action when the second one finds Python already finalizing."""
     timing = tmp_path / "t.jsonl"
-    proc = _spawn(tmp_path, "gui", XDG_CONFIG_HOME=str(tmp_path / "config"), DPD_DESKTOP_TIMING=str(timing))
+    proc = _spawn(tmp_path, "gui", marks=timing, XDG_CONFIG_HOME=str(tmp_path / "config"))
     _wait_for_handler(proc, timing, mark="gui_ctrl_c_ready")  # the window is up, its handler installed
     assert proc.poll() is None, proc.communicate()
     proc.send_signal(signal.SIGINT)

@@ -108,8 +108,8 @@ def test_families_fast_equal_reference_to_float32_rounding(backbone, layers):
     outs, grads = [], []
     for kernel in ("reference", "fast"):
         net.zero_grad(set_to_none=True)
-        notes = apply_kernel(net, kernel, "cpu")
-        assert notes == [] and net.backbone.kernel == kernel
+        notes = apply_kernel(net, kernel, "cpu").notes
+        assert notes == () and net.backbone.kernel == kernel
         xi = x.clone().requires_grad_()
         y = net(xi)
         y.pow(2).sum().backward()
@@ -124,11 +124,11 @@ def test_lstm_stays_on_onednn_with_the_reason_and_runs_fast_without_it(monkeypat
     lstm = build_model("lstm", 8, 1)
     if torch.backends.mkldnn.is_available():
         assert "oneDNN" in unsupported_reason(lstm.backbone.rnn, "cpu")
-        notes = apply_kernel(lstm, "fast", "cpu")
+        notes = apply_kernel(lstm, "fast", "cpu").notes
         assert lstm.backbone.kernel == "reference" and len(notes) == 1 and "oneDNN" in notes[0]
     monkeypatch.setattr(torch.backends.mkldnn, "enabled", False)
     assert unsupported_reason(lstm.backbone.rnn, "cpu") is None
-    assert apply_kernel(lstm, "fast", "cpu") == [] and lstm.backbone.kernel == "fast"
+    assert apply_kernel(lstm, "fast", "cpu").notes == () and lstm.backbone.kernel == "fast"
     assert unsupported_reason(build_model("gru", 8, 1).backbone.rnn, "cpu") is None
 
 

@@ -14,7 +14,7 @@ from fake_kernels import STUB_REASON, gru_steps, install, install_stub, lstm_ste
 
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
-from dpd_desktop.kernels.dispatch import apply_kernel, kernels_used, run_recurrent
+from dpd_desktop.kernels.dispatch import apply_kernel, run_recurrent
 from dpd_desktop.models import Cascade, build_model
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.training.trainer import Trainer
@@ -74,7 +74,8 @@ def test_fast_mode_calls_the_backend_for_every_layer_and_matches_reference(monke
     x, h0 = _inputs(h=5, layers=layers)
     y_ref = net.backbone(x, h0)
     assert fake.calls == []  # the default is reference
-    assert apply_kernel(net, "fast", "cpu") == [] and kernels_used(net) == {"model": "fast"}
+    choice = apply_kernel(net, "fast", "cpu")
+    assert choice.notes == () and choice.used == {"model": "fast"}
     y_fast = net.backbone(x, h0)
     kind = "lstm" if family == "lstm" else "gru"
     assert [k for k, _ in fake.calls] == [kind] * layers
@@ -92,7 +93,8 @@ def test_reference_mode_never_calls_the_backend_and_is_nn_recurrence_bitwise(mon
     fake = install(monkeypatch)
     torch.manual_seed(4)
     net = build_model(family, 6, 2)
-    assert apply_kernel(net, "reference", "cpu") == [] and kernels_used(net) == {"model": "reference"}
+    choice = apply_kernel(net, "reference", "cpu")
+    assert choice.notes == () and choice.used == {"model": "reference"}
     rnn = net.backbone.rnn
     f = torch.randn(3, 20, rnn.input_size)
     h0 = torch.randn(2, 3, 6)
@@ -109,8 +111,8 @@ def test_cascade_fast_mode_runs_the_dpd_and_the_frozen_pa_through_the_backend(mo
     torch.manual_seed(5)
     dpd, pa = build_model("gru", 4, 1), build_model("lstm", 6, 1)
     net = Cascade(dpd, pa).freeze_pa()
-    assert apply_kernel(net, "fast", "cpu") == []
-    assert kernels_used(net) == {"dpd": "fast", "pa": "fast"}
+    choice = apply_kernel(net, "fast", "cpu")
+    assert choice.notes == () and choice.used == {"dpd": "fast", "pa": "fast"}
     net(torch.randn(2, 25, 2) * 0.4).pow(2).mean().backward()
     assert fake.saw(dpd.backbone.rnn.weight_hh_l0) == 1 and fake.saw(pa.backbone.rnn.weight_hh_l0) == 1
     assert dpd.backbone.rnn.weight_hh_l0.grad is not None and pa.backbone.rnn.weight_hh_l0.grad is None
@@ -119,16 +121,17 @@ def test_cascade_fast_mode_runs_the_dpd_and_the_frozen_pa_through_the_backend(mo
 def test_a_refused_module_falls_back_alone_with_its_reason(monkeypatch):
     install(monkeypatch, refuse=lambda rnn: "hidden 6 is not built" if rnn.hidden_size == 6 else None)
     net = Cascade(build_model("gru", 4, 1), build_model("gru", 6, 1))
-    notes = apply_kernel(net, "fast", "cpu")
-    assert notes == ["pa: GRU runs on the reference kernel (hidden 6 is not built)"]
-    assert kernels_used(net) == {"dpd": "fast", "pa": "reference"}
+    choice = apply_kernel(net, "fast", "cpu")
+    assert choice.notes == ("pa: GRU runs on the reference kernel (hidden 6 is not built)",)
+    assert choice.used == {"dpd": "fast", "pa": "reference"}
     assert net.dpd.backbone.kernel == "fast" and net.pa.backbone.kernel == "reference"
 
 
 @pytest.mark.parametrize("family", ["rvtdcnn", "mp"])
 def test_families_without_recurrence_have_no_kernel_to_choose(family):
     net = build_model(family, 5, 1)
-    assert apply_kernel(net, "fast", "cpu") == [] and kernels_used(net) == {}
+    choice = apply_kernel(net, "fast", "cpu")
+    assert choice.notes == () and choice.used == {} and choice.summary == "no recurrent layer"
 
 
 # ------------------------------------------------------------------------------------------------ training runs

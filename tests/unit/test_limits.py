@@ -1,10 +1,9 @@
 """Limits (issue 10 point 5): threads, CUDA memory ceiling, wall-clock limit, device; the defaults of settings.json;
-CUDA out-of-memory and a non-finite loss injected on the CPU (DPD_DESKTOP_FAULT, training/limits.py) end the run
+CUDA out-of-memory and a non-finite loss injected on the CPU (training/limits.py FaultHook) end the run
 failed with epoch, batch, device and a remedy, and best.pt stays the last finite best."""
 import argparse
 import json
 import os
-import threading
 
 import pytest
 import torch
@@ -114,13 +113,12 @@ def test_time_limit_cancels_after_the_current_batch(tmp_path, ds):
 
 
 def test_time_limit_timer():
-    fired = threading.Event()
-    t = limits.TimeLimit(0.01, fired.set)
-    t.start()
-    assert fired.wait(10) and t.fired
-    off = limits.TimeLimit(None, fired.set)
-    off.start()
-    assert off._timer is None and not off.fired
+    t = limits.StopRequest()
+    t.start_clock(0.01)
+    assert t._event.wait(10) and t.timed_out and t.reason == limits.TIME_LIMIT_REASON
+    off = limits.StopRequest()
+    off.start_clock(None)
+    assert off._timer is None and not off.timed_out and not off.is_set()
 
 
 def _best_is_last_finite(run_dir, epoch):
@@ -130,9 +128,8 @@ def _best_is_last_finite(run_dir, epoch):
     assert all(torch.equal(state[k], last["best"]["model"][k]) and torch.isfinite(state[k]).all() for k in state)
 
 
-def test_injected_oom_fails_with_epoch_batch_device_and_remedy(tmp_path, ds, monkeypatch):
-    monkeypatch.setenv(limits.FAULT_ENV, "oom@1:2")
-    res = Trainer(cfg(), dataset=ds, workspace=Workspace(tmp_path)).run()
+def test_injected_oom_fails_with_epoch_batch_device_and_remedy(tmp_path, ds):
+    res = Trainer(cfg(), dataset=ds, workspace=Workspace(tmp_path), fault=limits.FaultHook("oom", 1, 2)).run()
     assert res.state == "failed"
     want = "out of memory on cpu at epoch 1, batch 2: lower batch size or hidden size / set --cuda-memory-fraction"
     assert res.message.startswith(want), res.message
@@ -142,9 +139,8 @@ def test_injected_oom_fails_with_epoch_batch_device_and_remedy(tmp_path, ds, mon
     _best_is_last_finite(res.run_dir, 0)
 
 
-def test_injected_nan_loss_fails_and_keeps_the_last_finite_best(tmp_path, ds, monkeypatch):
-    monkeypatch.setenv(limits.FAULT_ENV, "nan@2:3")
-    res = Trainer(cfg(epochs=4), dataset=ds, workspace=Workspace(tmp_path)).run()
+def test_injected_nan_loss_fails_and_keeps_the_last_finite_best(tmp_path, ds):
+    res = Trainer(cfg(epochs=4), dataset=ds, workspace=Workspace(tmp_path), fault=limits.FaultHook("nan", 2, 3)).run()
     assert res.state == "failed"
     assert res.message.startswith("training diverged on cpu at epoch 2, batch 3: the training loss is nan (lr 0.005); "
                                   "lower the learning rate, check the data for NaN"), res.message
@@ -154,10 +150,9 @@ def test_injected_nan_loss_fails_and_keeps_the_last_finite_best(tmp_path, ds, mo
     _best_is_last_finite(res.run_dir, 1)  # val NMSE improves at epoch 1 at this lr
 
 
-def test_a_bad_fault_hook_is_refused(monkeypatch):
-    monkeypatch.setenv(limits.FAULT_ENV, "segv@1")
-    with pytest.raises(limits.TrainingError, match="oom@EPOCH:BATCH"):
-        limits.FaultHook.from_env()
+def test_a_bad_fault_hook_is_refused():
+    with pytest.raises(ValueError, match="'segv': expected 'oom' or 'nan'"):
+        limits.FaultHook("segv", 1, 0)
 
 
 def test_the_window_says_a_run_stopped_at_its_time_limit():

@@ -123,9 +123,11 @@ def test_second_ctrl_c_aborts_at_once_during_a_long_call():
 
 
 def _start_training(ws: Path, timing: Path, args=LONG_TRAIN) -> subprocess.Popen:
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", DPD_DESKTOP_TIMING=str(timing))
-    return subprocess.Popen([sys.executable, "-m", "dpd_desktop", "--workspace", str(ws), *args], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """``dpd-desktop --workspace WS ARGS`` through benchmarks/timed.py: its timing marks go to ``timing``."""
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    return subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "timed.py"), str(timing), "--",
+                             "--workspace", str(ws), *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def _wait_for_mark(proc: subprocess.Popen, timing: Path, name: str, timeout: float = 120) -> None:

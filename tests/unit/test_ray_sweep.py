@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import signal
+import sys
 import time
 import threading
 from pathlib import Path
@@ -31,7 +32,7 @@ from dpd_desktop.runs.record import RunRecord
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.sweep.executor import Trial, TrialEnd
 from dpd_desktop.sweep.ray_executor import RayExecutor, add_ray_arguments, executor_for, task_resources
-from dpd_desktop.sweep.ray_helper import DAMAGE_ENV, RayHelperClient, parse_damage
+from dpd_desktop.sweep.ray_helper import RayHelperClient
 from dpd_desktop.sweep.ray_security import (OVERRIDE_FLAG, LocalCluster, RaySecurityError, check_address,
                                             check_cluster_auth_mode, fetch_auth_mode, is_loopback,
                                             split_address)
@@ -40,6 +41,7 @@ from dpd_desktop.training.dataset_checks import load_dataset_for
 from dpd_desktop.training.ls_fit import make_trainer
 
 import same_run  # tests/same_run.py
+from ray_damaged_helper import parse_damage  # tests/ray_damaged_helper.py
 
 REMOTE = "203.0.113.7:6379"  # TEST-NET-3 (RFC 5737): never a real host
 NO_TOKEN_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_AUTH_TOKEN": "", "RAY_AUTH_TOKEN_PATH": ""}
@@ -63,11 +65,13 @@ def demo():
     return load_dataset_for("demo")
 
 
-def sweep(cluster, trials, root: Path, env=None, stop_after_epoch: bool = False, started_first: int = 0):
-    """Run ``trials`` through the helper; returns (ends by trial number, other events, exit status, client).
-    ``stop_after_epoch``: stop at the first epoch event that comes once ``started_first`` trials have started (a
-    Ray worker can start late on a busy machine)."""
-    client = RayHelperClient.start(cluster.address, trials, root, env={**cluster.env, **(env or {})})
+def sweep(cluster, trials, root: Path, env=None, stop_after_epoch: bool = False, started_first: int = 0,
+          command=None):
+    """Run ``trials`` through the helper (``command``: RayHelperClient.start's); returns (ends by trial number,
+    other events, exit status, client). ``stop_after_epoch``: stop at the first epoch event that comes once
+    ``started_first`` trials have started (a Ray worker can start late on a busy machine)."""
+    client = RayHelperClient.start(cluster.address, trials, root, env={**cluster.env, **(env or {})},
+                                   command=command)
     ends: dict[int, TrialEnd] = {}
     events: list[dict] = []
     stopped = False
@@ -140,7 +144,8 @@ def test_dpd_trial_trains_through_the_shipped_pa_run(cluster, demo, tmp_path):
 
 def test_a_malformed_returned_file_fails_only_its_trial(cluster, tmp_path):
     trials = [Trial("ray-damage", i, tiny(i)) for i in range(4)]
-    ends, _, rc, client = sweep(cluster, trials, tmp_path, env={DAMAGE_ENV: "1:config.json,2:best.pt"})
+    damaged = [sys.executable, str(Path(__file__).parents[1] / "ray_damaged_helper.py"), "1:config.json,2:best.pt"]
+    ends, _, rc, client = sweep(cluster, trials, tmp_path, command=damaged)
     assert rc == 0, client.stderr_tail
     assert {n: e.state for n, e in ends.items()} == {0: "succeeded", 1: "failed", 2: "failed", 3: "succeeded"}
     assert ends[1].run_dir is None and "config.json" in ends[1].message and "not valid JSON" in ends[1].message
@@ -372,7 +377,7 @@ def test_task_resources_give_a_gpu_fraction_to_cuda_trials_only():
 def test_parse_damage_reads_the_test_hook():
     assert parse_damage("1:config.json,2:best.pt,1:status.json") == {1: ["config.json", "status.json"],
                                                                       2: ["best.pt"]}
-    with pytest.raises(ValueError, match=DAMAGE_ENV):
+    with pytest.raises(ValueError, match="cannot read 'x:config.json'"):
         parse_damage("x:config.json")
 
 

@@ -271,9 +271,10 @@ def test_a_writer_error_fails_the_run_and_status_says_failed(tmp_path, demo):
             raise OSError(28, "No space left on device")
 
     import dpd_desktop.runs.writer as writer
+    from dpd_desktop.runs.events import CheckpointReady
 
     handlers = dict(writer._WRITER_HANDLERS)
-    writer._WRITER_HANDLERS["CheckpointReady"] = Broken._checkpoint
+    writer._WRITER_HANDLERS[CheckpointReady] = Broken._checkpoint
     try:
         res = Trainer(ExperimentConfig(step="pa", hidden_size=4, **BASE), dataset=demo,
                       workspace=Workspace(tmp_path)).run()

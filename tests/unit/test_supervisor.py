@@ -13,10 +13,10 @@ import pytest
 from dpd_desktop.cli.entry import main as cli_main
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.lab import event_codec
-from dpd_desktop.lab.child import FaultSpecError, parse_faults
+from dpd_desktop.lab.faults import FaultSpecError, faults_of, parse_faults
 from dpd_desktop.lab.queue import RunQueue
 from dpd_desktop.runs.record import RunRecord
-from dpd_desktop.lab.supervisor import FAULT_ENV, EntryEnded, EntryStarted, Supervisor, exit_reason, rss_bytes
+from dpd_desktop.lab.supervisor import EntryEnded, EntryStarted, Supervisor, exit_reason, rss_bytes
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.runs.writer import mark_dead_run
 from dpd_desktop.runs import events as E
@@ -25,37 +25,36 @@ TINY = ExperimentConfig(step="pa", dataset="demo", hidden_size=4, frame_length=5
                         device="cpu", threads=1)
 
 
-def _run_queue(ws, configs, fault="", monkeypatch=None, after=None, observers=()):
-    """Queue ``configs`` (``after``: {index: index of the PA entry} for DPD entries) and run them all."""
-    if monkeypatch is not None:
-        monkeypatch.setenv(FAULT_ENV, fault)
+def _run_queue(ws, configs, fault="", after=None, observers=()):
+    """Queue ``configs`` (``after``: {index: index of the PA entry} for DPD entries) and run them all, the children
+    given the faults of ``fault`` (lab/faults.py)."""
     with RunQueue(ws.root) as q:
         ids = []
         for i, cfg in enumerate(configs):
             dep = (after or {}).get(i)
             ids.append(q.add(cfg, after=ids[dep] if dep is not None else None).id)
-        ends = Supervisor(ws, queue=q, observers=observers).run()
+        ends = Supervisor(ws, queue=q, observers=observers, faults=parse_faults(fault)).run()
         return ids, ends, {e.id: e for e in q.entries()}
 
 
-def test_crashing_children_end_their_entries_and_the_next_ones_run(tmp_path, monkeypatch):
+def test_crashing_children_end_their_entries_and_the_next_ones_run(tmp_path):
     ws = Workspace(tmp_path)
     seen = []
     dpd = replace(TINY, step="dpd", pa_run=None, epochs=1)
     ids, ends, entries = _run_queue(
         ws, [TINY, TINY, TINY, TINY, TINY, TINY, dpd],
         fault="1:segfault@epoch:1;3:kill@epoch:0;4:raise@batch:1;5:exit@start;6:oom@epoch:0",
-        monkeypatch=monkeypatch, after={6: 1}, observers=[lambda e, ev: seen.append((e.id, type(ev).__name__))])
+        after={6: 1}, observers=[lambda e, ev: seen.append((e.id, type(ev).__name__))])
     assert [(e.entry_id, e.state) for e in ends] == [
         (1, "failed"), (2, "succeeded"), (3, "interrupted"), (4, "failed"), (5, "failed"), (6, "failed"),
         (7, "succeeded")]
     assert [e.message for e in ends] == [
         "process ended by signal SIGSEGV", "",
         "process ended by signal SIGKILL (a kill, or the system's out-of-memory killer)",
-        "RuntimeError: test fault (DPD_DESKTOP_TEST_FAULT): raise at batch:1",
+        "RuntimeError: test fault: raise at batch:1",
         "process exited with status 70 before reporting an outcome",
         "the computer ran out of memory: reduce the batch size, the frame length or the hidden size "
-        "(test fault (DPD_DESKTOP_TEST_FAULT) at epoch:0)", ""]
+        "(test fault at epoch:0)", ""]
     # the DPD entry trained through the PA run of entry 2
     assert entries[7].config.pa_run == entries[2].run_id
     assert RunRecord.open(ws.resolve(entries[7].run_id)).config.pa_run == entries[2].run_id
@@ -79,7 +78,7 @@ def test_crashing_children_end_their_entries_and_the_next_ones_run(tmp_path, mon
     assert "RunFailed" not in [name for i, name in seen if i == 3]  # interrupted is not a failure
 
 
-def test_cancel_of_a_running_entry_stops_its_child_after_the_batch(tmp_path, monkeypatch):
+def test_cancel_of_a_running_entry_stops_its_child_after_the_batch(tmp_path):
     ws = Workspace(tmp_path)
     long = replace(TINY, epochs=200)
 
@@ -90,7 +89,6 @@ def test_cancel_of_a_running_entry_stops_its_child_after_the_batch(tmp_path, mon
             if isinstance(ev, E.EpochEnded) and entry.id == 1:
                 q.cancel(1)
 
-        monkeypatch.setenv(FAULT_ENV, "")
         ends = Supervisor(ws, queue=q, observers=[cancel_on_first_epoch]).run()
         rec = RunRecord.open(ws.resolve(q.get(1).run_id))
     assert [(e.entry_id, e.state) for e in ends] == [(1, "cancelled"), (2, "succeeded")]
@@ -118,13 +116,14 @@ def test_exit_reason_table():
 
 
 def test_fault_spec_parsing():
-    assert [(f.action, f.point, f.n) for f in parse_faults("segfault@epoch:1;2:raise@batch:3", 2)] == [
+    assert [(f.action, f.point, f.n) for f in faults_of(parse_faults("segfault@epoch:1;2:raise@batch:3"), 2)] == [
         ("segfault", "epoch", 1), ("raise", "batch", 3)]
-    assert [(f.action, f.point) for f in parse_faults("2:raise@batch:3;exit@start", 1)] == [("exit", "start")]
-    assert parse_faults("", 1) == [] and parse_faults(None, 1) == []
+    assert [(f.action, f.point) for f in faults_of(parse_faults("2:raise@batch:3;exit@start"), 1)] == [
+        ("exit", "start")]
+    assert parse_faults("") == () and parse_faults(None) == ()
     for bad in ("explode@epoch:1", "segfault", "segfault@epoch", "raise@minute:3"):
-        with pytest.raises(FaultSpecError, match=f"DPD_DESKTOP_TEST_FAULT: cannot read"):
-            parse_faults(bad, 1)
+        with pytest.raises(FaultSpecError, match="test fault: cannot read"):
+            parse_faults(bad)
 
 
 def test_event_codec_round_trip_is_exact_and_refuses_other_types():
@@ -173,21 +172,20 @@ def test_mark_dead_run_claims_no_more_than_the_disk_holds(tmp_path):
     assert (d / "status.json").read_text() == before
 
 
-def test_lanes_run_side_by_side(tmp_path, monkeypatch):
+def test_lanes_run_side_by_side(tmp_path):
     """Two lanes (cpu and auto, which is the CPU here): the second entry starts before the first ends."""
     ws = Workspace(tmp_path)
     order = []
     ids, ends, _ = _run_queue(ws, [replace(TINY, epochs=6), replace(TINY, device="auto", epochs=6)],
-                              monkeypatch=monkeypatch, observers=[lambda e, ev: isinstance(ev, (EntryStarted, EntryEnded)) and
+                              observers=[lambda e, ev: isinstance(ev, (EntryStarted, EntryEnded)) and
                                          order.append((type(ev).__name__, e.id))])
     assert order[:2] == [("EntryStarted", 1), ("EntryStarted", 2)]
     assert sorted(e.state for e in ends) == ["succeeded", "succeeded"]
 
 
-def test_fifty_tiny_runs_leave_the_supervisor_memory_as_it_was(tmp_path, monkeypatch, capsys):
+def test_fifty_tiny_runs_leave_the_supervisor_memory_as_it_was(tmp_path, capsys):
     """Issue 10: a 50-run queue of tiny runs under `queue run` (its supervisor in this process) grows this
     process by less than 100 MB."""
-    monkeypatch.setenv(FAULT_ENV, "")
     cfg = replace(TINY, epochs=1, max_train_samples=100)
     with RunQueue(tmp_path) as q:
         for seed in range(50):

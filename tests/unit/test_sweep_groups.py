@@ -18,7 +18,8 @@ from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.runs import artifacts
 from dpd_desktop.lab.queue import QUEUE_FILE, RunQueue
 from dpd_desktop.runs.record import RunRecord
-from dpd_desktop.lab.supervisor import FAULT_ENV, EntryStarted, Supervisor
+from dpd_desktop.lab.faults import parse_faults
+from dpd_desktop.lab.supervisor import EntryStarted, Supervisor
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.sweep.executor import Trial
 from dpd_desktop.sweep.local import LocalExecutor
@@ -147,13 +148,13 @@ def test_a_grouped_sweep_cancelled_mid_way_keeps_its_finished_trials_and_resumes
         assert RunRecord.open(ws.resolve(t["attempts"][0])).state == "cancelled"
 
 
-def test_a_killed_group_child_ends_its_unfinished_entries_and_the_next_group_runs(tmp_path, monkeypatch, launches):
+def test_a_killed_group_child_ends_its_unfinished_entries_and_the_next_group_runs(tmp_path, launches):
     ws = Workspace(tmp_path)
-    monkeypatch.setenv(FAULT_ENV, "1:kill@epoch:0")  # entry 1, the first member of group A: SIGKILL
+    kill = parse_faults("1:kill@epoch:0")  # entry 1, the first member of group A: SIGKILL
     seen = []
     with RunQueue(ws.root) as q:
         ids = [q.add(replace(TINY, seed=i), group="A" if i < 2 else "B").id for i in range(4)]
-        ends = Supervisor(ws, queue=q, observers=[lambda e, ev: seen.append((e.id, ev))]).run()
+        ends = Supervisor(ws, queue=q, observers=[lambda e, ev: seen.append((e.id, ev))], faults=kill).run()
         entries = {e.id: e for e in q.entries()}
     assert launches == [[1, 2], [3, 4]]
     pids = {i: ev.pid for i, ev in seen if isinstance(ev, EntryStarted)}

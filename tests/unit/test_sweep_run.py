@@ -174,17 +174,17 @@ def test_sweep_cancel_from_another_process_and_an_interrupted_sweep(tmp_path, ca
 
 
 def test_a_killed_trial_fails_the_sweep_alone_and_resume_reruns_it(tmp_path, monkeypatch):
-    from dpd_desktop.lab.supervisor import FAULT_ENV
+    from child_faults import inject_child_faults  # tests/child_faults.py
 
     ws = Workspace(tmp_path)
     info = _grid(ws, seed=[0, 1])
-    monkeypatch.setenv(FAULT_ENV, "1:kill@epoch:0")  # queue entry 1 = trial 0: SIGKILL after its first epoch
-    assert cli_main(["--workspace", str(tmp_path), "sweep", "resume", info.id]) == 1
+    with monkeypatch.context() as m:
+        inject_child_faults(m, "1:kill@epoch:0")  # queue entry 1 = trial 0: SIGKILL after its first epoch
+        assert cli_main(["--workspace", str(tmp_path), "sweep", "resume", info.id]) == 1
     first = SweepStore(tmp_path).open(info.id)
     assert [t["state"] for t in first.trials] == ["interrupted", "succeeded"]  # the other trial ran on
     assert first.state == "failed" and first.doc["message"].startswith("1 of 2 trials done; the others did not")
     killed = first.trials[0]["run_id"]
-    monkeypatch.delenv(FAULT_ENV)
     assert cli_main(["--workspace", str(tmp_path), "sweep", "resume", info.id]) == 0
     final = SweepStore(tmp_path).open(info.id)
     assert [t["state"] for t in final.trials] == ["succeeded"] * 2

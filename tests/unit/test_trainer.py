@@ -105,14 +105,11 @@ def test_frame_longer_than_training_split(tmp_path):
     assert res.state == "failed" and "frame_length" in res.message
 
 
-def test_plain_loader_switch_gives_identical_history(tmp_path, ds, monkeypatch):
-    import dpd_desktop.data.framing as framing
-
+def test_plain_loader_switch_gives_identical_history(tmp_path, ds):
     ref = Trainer(cfg(), dataset=ds, workspace=Workspace(tmp_path / "a")).run()
-    monkeypatch.setattr(framing, "DISABLE_BATCHED_LOADER", True)
-    t = Trainer(cfg(), dataset=ds, workspace=Workspace(tmp_path / "b"))
+    t = Trainer(cfg(), dataset=ds, workspace=Workspace(tmp_path / "b"), batched_loader=False)
     res = t.run()
-    assert t.loader_status.startswith("off: disabled by DPD_DESKTOP_DISABLE_BATCHED_LOADER")
+    assert t.loader_status == "off: disabled for this run (per-frame DataLoader)"
     keys = [k for k in res.history[0] if k != "TIME:"]
     assert [[r[k] for k in keys] for r in res.history] == [[r[k] for k in keys] for r in ref.history]
     assert json.loads((res.run_dir / "config.json").read_text())["device"]["batched_loader"].startswith("off")
@@ -130,7 +127,7 @@ from dpd_desktop import atomic
 from dpd_desktop.runs.workspace import process_start_ticks, read_run_record  # noqa: E402
 from dpd_desktop.training import trainer as trainer_mod  # noqa: E402
 from dpd_desktop.training import warm_imports  # noqa: E402
-from dpd_desktop.training.trainer import HISTORY_COLUMNS  # noqa: E402
+from dpd_desktop.runs.record import HISTORY_COLUMNS  # noqa: E402
 
 
 def test_warm_imports_thread_never_prints_a_traceback(monkeypatch):
