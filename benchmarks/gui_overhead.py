@@ -88,7 +88,7 @@ def main():
     if a.mode == "headless":
         # as `dpd-desktop train-pa` runs it: trainer on the main thread, plot data recorded, PNGs written at the end
         # (the window writes the same PNGs when a run finishes)
-        from dpd_desktop.cli.entry import PlotRecorder, write_plots
+        from dpd_desktop.cli.train import PlotRecorder, write_plots
 
         t = time.perf_counter()
         rec = PlotRecorder()
