@@ -18,7 +18,7 @@ def import_torch_first(platform: str = sys.platform, importer=None) -> bool:
 
     On Windows some PyTorch builds fail to load their DLLs once Qt's are loaded (pytorch#166628: ``import torch``
     after ``import PySide6`` raises an OSError from c10.dll), so there torch is imported before any Qt module. On
-    Linux and macOS the window imports torch after it is shown (gui/preload.py), which saves ~1 s of start-up.
+    Linux and macOS the window imports torch after it is shown (gui/preload.py).
     ``importer``: ``importlib.import_module`` unless given (tests).
     """
     if platform != "win32":
