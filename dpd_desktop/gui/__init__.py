@@ -1,16 +1,12 @@
 """The Qt face of DPD Desktop (PySide6 + pyqtgraph). The core (data, models, training, runs) never imports Qt.
 
 Entry points: :func:`dpd_desktop.gui.app.main` (the window), :func:`dpd_desktop.gui.export.write_run_plots`
-(headless PNGs at the end of a run), :func:`dpd_desktop.gui.screenshot.render_main_window`.
+(headless PNGs at the end of a run), :func:`dpd_desktop.gui.screenshot.render_main_window`. Importing the package
+imports no Qt (the Qt-free session model and the command line import modules of this package).
 """
 from __future__ import annotations
 
 import sys
-
-__all__ = ["main", "write_run_plots"]
-
-# The two entry points import their modules when called, not at the top: importing the package must not import Qt
-# (the Qt-free session model and the command line import modules of this package).
 
 
 def import_torch_first(platform: str = sys.platform, importer=None) -> bool:
@@ -18,7 +14,7 @@ def import_torch_first(platform: str = sys.platform, importer=None) -> bool:
 
     On Windows some PyTorch builds fail to load their DLLs once Qt's are loaded (pytorch#166628: ``import torch``
     after ``import PySide6`` raises an OSError from c10.dll), so there torch is imported before any Qt module. On
-    Linux and macOS the window imports torch after it is shown (gui/preload.py), which saves ~1 s of start-up.
+    Linux and macOS the window imports torch after it is shown (gui/preload.py).
     ``importer``: ``importlib.import_module`` unless given (tests).
     """
     if platform != "win32":
@@ -34,16 +30,3 @@ def import_torch_first(platform: str = sys.platform, importer=None) -> bool:
 # Every Qt module of the window is a submodule of this package, so this runs before any of them.
 import_torch_first()
 
-
-def main(argv=None, dataset=None, autostart_config=None, workspace=None) -> int:
-    """See :func:`dpd_desktop.gui.app.main`."""
-    from .app import main as _main
-
-    return _main(argv, dataset=dataset, autostart_config=autostart_config, workspace=workspace)
-
-
-def write_run_plots(run_dir, history_rows, plots):
-    """See :func:`dpd_desktop.gui.export.write_run_plots`."""
-    from .export import write_run_plots as _w
-
-    return _w(run_dir, history_rows, plots)

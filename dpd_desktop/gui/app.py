@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None, dataset=None, autostart_config=None, wor
             win.set_dataset(dataset)
         if autostart_config is not None:
             ref = "demo" if str(dataset) == "demo" else (
-                str(dataset) if isinstance(dataset, (str, os.PathLike)) else win._dataset_ref)
+                str(dataset) if isinstance(dataset, (str, os.PathLike)) else win.data.ref)
             autostart_config = dataclasses.replace(autostart_config, dataset=ref)
     win.show()
     if autostart_config is not None:  # start_run queues the run while the dataset is still loading

@@ -110,13 +110,14 @@ class DatasetFlags(QObject):
     def _resume_start(self) -> None:
         """A start that waited for these checks goes on (and asks, when they found an error)."""
         w = self.window
-        if w.session.state == "queued" and w._loader is None and w._dataset is self._dataset:
+        if w.session.state == "queued" and w.data.loader is None and w.data.dataset is self._dataset:
             w.start_run(w.session.config)
 
     def check_start(self) -> str:
         """For a start on the loaded dataset: ``"wait"`` while its checks run, ``"refuse"`` when it has an
         error-level flag and the user answered No, else ``"start"``."""
-        if not self.enabled or self.window._dataset is None or self.window._dataset is not self._dataset:
+        dataset = self.window.data.dataset
+        if not self.enabled or dataset is None or dataset is not self._dataset:
             return START
         if self.pending:
             return WAIT

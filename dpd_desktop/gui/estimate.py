@@ -1,35 +1,16 @@
 """The run-time estimate shown beside Start, and suggested epochs/stride for a dataset (Qt-free).
 
-A small calibrated model, not a promise. One epoch trains every frame once: ``frames = (N_train - F) // stride + 1``
-frames of ``F`` samples, ``frames * F`` sample-steps (forward, backward and the AdamW update per sample of a frame),
-then evaluates val and test once (inference and their metrics). Once per run: the run's start in its child process
-(the dataset read again), the set-up, the results.
+A small calibrated model, not a promise. An epoch trains ``frames = (N_train - F) // stride + 1`` frames of ``F``
+samples (``frames * F`` sample-steps) and evaluates val and test once; once per run come the child's start (the
+dataset read again), the set-up and the results. Per epoch [s], CPU: ``frames * F * CPU_S_PER_SAMPLE_STEP *
+model_factor + N_eval * CPU_EVAL_S_PER_SAMPLE + CPU_EPOCH_S``, plus ``CPU_RUN_S + (N_train + N_eval) *
+CPU_RUN_S_PER_SAMPLE`` once, on an idle machine (:attr:`Estimate.seconds`) and × :data:`CPU_BUSY_FACTOR` with one
+other busy process (:attr:`Estimate.seconds_busy`). CUDA: :data:`CUDA_S_PER_BATCH` per batch of 64 frames of 200
+samples, scaled by the frame length. :func:`model_factor`: the family's factor × ``0.7 + 0.3 * work(H) / work(23)``
+with ``work(H) = H * (H + 2)``; a DPD step adds its frozen PA's. MP/GMP are a least-squares fit: seconds.
 
-On the CPU the run's time depends on what else the machine runs as much as on the model: on the 2-core development
-machine one other busy process makes a run 1.7-2.1× longer. The estimate is therefore a range, from the idle
-machine (:attr:`Estimate.seconds`) to one other busy process (:attr:`Estimate.seconds_busy`). The previous model,
-one figure at 6 µs per sample-step with the evaluation at a fifth of a sample-step, left runs 25-60 % longer than
-it said on the shared machine (its evaluation share was too small and the machine's load was not in it).
-
-Measured with ``benchmarks/estimate_calibration.py --fit`` (each case Start → banner in the window, the run in its
-child process, OMP_WAIT_POLICY=PASSIVE as there; figures and validation in
-benchmarks/results/2026-12-02-estimate-calibration.md):
-
-* idle (load average ≤ 2 with the run's own two threads): :data:`CPU_S_PER_SAMPLE_STEP` = 5 µs per GRU-23 PA
-  sample-step (fits 4.5-5.6), :data:`CPU_EVAL_S_PER_SAMPLE` = 2 µs per val+test sample and epoch and
-  :data:`CPU_EPOCH_S` = 0.2 s per epoch (checkpoint, history, plot data: epochs of few frames), :data:`CPU_RUN_S`
-  = 0.4 s + :data:`CPU_RUN_S_PER_SAMPLE` = 3 µs per sample of the dataset once;
-* one other busy process (``--busy 1``): all of it × :data:`CPU_BUSY_FACTOR` = 2 (the fit: 9.9 µs per sample-step).
-
-The model's cost relative to a GRU-23 PA (:func:`model_factor`): the hidden size as ``0.7 + 0.3 * work(H) /
-work(23)`` with ``work(H) = H * (H + 2)`` (GRU-8 and -16 measured 0.63 and 0.90, the formula 0.74 and 0.85), the
-family's :data:`CPU_FAMILY_FACTOR` (PyTorch's CPU LSTM runs a fused oneDNN kernel, its GRU none: an LSTM trains
-3-7× faster than a GRU of its size), and a DPD step trains through the frozen PA as well: the DPD's factor plus the
-PA's (a GRU-23 PA unless told; measured 1.58 for a GRU-15 DPD through a GRU-8 PA, the model 1.57).
-
-CUDA: :data:`CUDA_S_PER_BATCH` = 0.54 ms per batch of 64 frames of 200 samples (README: DPA_160MHz steady epoch
-2.5 s on one H200 for 4,605 batches), scaled by the frame length; one figure (not calibrated here: no GPU).
-MP/GMP are a least-squares fit: seconds.
+The constants are fitted by ``benchmarks/estimate_calibration.py --fit``
+(benchmarks/results/2026-12-02-estimate-calibration.md); the CUDA figure is the README's DPA_160MHz epoch on an H200.
 """
 from __future__ import annotations
 
@@ -45,8 +26,8 @@ CPU_RUN_S_PER_SAMPLE = 3.0e-6
 CPU_BUSY_FACTOR = 2.0
 CUDA_S_PER_BATCH = 0.54e-3
 EVAL_FRACTION = 0.2  # CUDA: evaluation cost per val/test sample, relative to one training sample-step
-#: a family's training cost relative to a GRU of the same size, on the CPU (measured) and on CUDA (the extra layers
-#: per step; not measured here)
+#: a family's training cost relative to a GRU of the same size, on the CPU (fitted) and on CUDA (the extra layers
+#: per step)
 CPU_FAMILY_FACTOR = {"gru": 1.0, "lstm": 0.3, "dgru": 1.2, "tres_gru": 1.5, "rvtdcnn": 0.65}
 FAMILY_FACTOR = {"gru": 1.0, "lstm": 1.3, "dgru": 1.5, "tres_gru": 2.0, "rvtdcnn": 1.0}
 #: the hidden size of the PA a DPD step trains through, when the estimate is not told (the reference's PA size)

@@ -1,6 +1,7 @@
-"""The form's state in the window (a part of :class:`~dpd_desktop.gui.main_window.MainWindow`): the run-time
-estimate beside Start (:mod:`.estimate`), suggested epochs/stride when a dataset loads, and the form, step and dataset
-saved in QSettings at close and restored at the next start (values coerced back to their types; odd ones ignored).
+"""The form's state in the window: the config the form and the toolbar's step, PA run and preview tick describe,
+the run-time estimate beside Start (:mod:`.estimate`), suggested epochs/stride when a dataset loads, and the form,
+step and dataset saved in QSettings at close and restored at the next start (values coerced back to their types;
+odd ones ignored).
 """
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ import dataclasses
 import math
 import os
 import sys
-from typing import Any
+from typing import Any, Callable
 
-from ..config import ExperimentConfig
+from PySide6.QtCore import Qt
+
+from ..config import ExperimentConfig, default_hidden_size
 from .estimate import estimate_run, suggest_cpu_defaults
-from .widgets.poly_form import parse_int_list
+from .run_control import validate_config
 from .session import format_duration
+from .widgets.poly_form import parse_int_list
 
 #: Form fields saved in QSettings under ``form/<name>``, with their types.
 SAVED_FIELDS: dict[str, type] = {"backbone": str, "hidden_size": int, "num_layers": int, "epochs": int,
@@ -75,26 +79,116 @@ def duration_range(low: float, high: float) -> str:
 
 
 class FormState:
-    """Estimate, suggested defaults and saved form values of the window."""
+    """The form's config, estimate, suggested defaults and saved values.
+
+    Args:
+        form: the ConfigForm. bar: the window's Actions (``step_pa``, ``step_dpd``, ``pa_run_combo``,
+        ``preview_check``, ``estimate_label``). data: the DatasetController (``dataset``, ``ref``). session: the
+        Session (``step``, ``pa_run_available``). settings: QSettings. workspace: lists the PA runs (or None).
+        status: ``status(text, ms)``.
+    """
+
+    def __init__(self, form, bar, data, session, settings, workspace, status: Callable[[str, int], None]):
+        self.form, self.bar, self.data, self.session = form, bar, data, session
+        self._settings, self.workspace, self._status = settings, workspace, status
+        self._form_chosen = False
+        self._suggested: tuple[int, int] | None = None  # (epochs, stride) last suggested for a dataset
+
+    # ------------------------------------------------------------------------------------------------ config
+    def config(self, validate: bool = True) -> ExperimentConfig:
+        """The ExperimentConfig the form describes. Raises :class:`ConfigError` (shown next to the form)."""
+        step = "dpd" if self.bar.step_dpd.isChecked() else "pa"
+        overrides: dict[str, Any] = {
+            "step": step,
+            "preview_every": self.form.preview_period if self.bar.preview_check.isChecked() else None,
+        }
+        if step == "dpd":
+            overrides["pa_run"] = self.bar.pa_run_combo.currentData()
+        if self.data.ref:
+            overrides["dataset"] = self.data.ref
+        cfg = self.form.config(**overrides)
+        if validate:
+            validate_config(cfg)
+        return cfg
+
+    def set_config(self, cfg: ExperimentConfig) -> None:
+        """Fill the toolbar and forms from ``cfg``."""
+        # The step first: switching it may put that step's default hidden size in the form, which cfg then overrides.
+        (self.bar.step_dpd if cfg.step == "dpd" else self.bar.step_pa).setChecked(True)
+        self.form.set_config(cfg)
+        combo = self.bar.pa_run_combo
+        if cfg.pa_run:
+            i = combo.findData(cfg.pa_run)
+            if i < 0:
+                if combo.count() == 1 and combo.itemData(0) is None:
+                    combo.clear()
+                combo.addItem(str(cfg.pa_run), cfg.pa_run)
+                i = combo.count() - 1
+            combo.setCurrentIndex(i)
+        self.bar.preview_check.setChecked(cfg.preview_every is not None)
+        self.sync_pa_runs()
+        self.mark_chosen()  # a dataset load keeps these epochs and stride
+
+    def on_step_toggled(self, dpd: bool) -> None:
+        new, old = ("dpd", "pa") if dpd else ("pa", "dpd")
+        # A hidden size the user has not edited (still the other step's default) becomes this step's default
+        # (config.default_hidden_size: the reference command line's PA 23, DPD 15), as on the command line.
+        if self.form.hidden_size.value() == default_hidden_size(old):
+            self.form.hidden_size.setValue(default_hidden_size(new))
+        if dpd:
+            self.refresh_pa_runs()
+        self.session.update(step=new)
+        self.update_estimate()
+
+    def sync_pa_runs(self) -> None:
+        combo = self.bar.pa_run_combo
+        self.session.update(pa_run_available=combo.count() > 0 and combo.itemData(0) is not None)
+
+    def refresh_pa_runs(self) -> None:
+        """Fill the DPD combo with PA runs from the workspace (newest first as the workspace lists them)."""
+        combo = self.bar.pa_run_combo
+        current = combo.currentData()
+        combo.clear()
+        runs = []
+        if self.workspace is not None:
+            try:
+                runs = list(self.workspace.list_runs(step="pa"))
+            except Exception as exc:  # noqa: BLE001
+                self._status(f"Could not list PA runs: {exc}", 8000)
+        # Usable: succeeded runs, and cancelled ones that kept a best checkpoint.
+        runs = [r for r in runs if getattr(r, "status", None) == "succeeded" or
+                (getattr(r, "status", None) == "cancelled" and getattr(r, "best_epoch", None) is not None)]
+        for rec in runs:
+            best = getattr(rec, "best_epoch", None)
+            size = "" if str(rec.backbone) in ("mp", "gmp") else f"-{rec.hidden_size}"  # MP/GMP: orders, no H
+            label = f"{rec.run_id} · {str(rec.backbone).upper()}{size}"
+            if getattr(rec, "status", None):
+                label += f" · {rec.status}"
+            if best is not None:
+                label += f" · ep {best}"
+            combo.addItem(label, rec.run_id)
+            combo.setItemData(combo.count() - 1, str(rec.run_dir), Qt.ItemDataRole.ToolTipRole)
+        if not runs:
+            combo.addItem("(no PA run yet — train a PA first)", None)
+        i = combo.findData(current) if current is not None else -1
+        combo.setCurrentIndex(i if i >= 0 else 0)
+        self.sync_pa_runs()
 
     # ------------------------------------------------------------------------------------------------ estimate
-    def _estimate_on_cuda(self, device: str) -> bool:
-        return on_cuda(device)
-
     def update_estimate(self, *_) -> None:
         """Recompute the estimate beside Start from the dataset and the form."""
-        label = self.estimate_label
-        ds = self._dataset
+        label = self.bar.estimate_label
+        ds = self.data.dataset
         if ds is None:
             label.setText("≈ —")
             label.setToolTip("Estimated run time: load a dataset first (the estimate needs its size)")
             return
-        cfg = self.form.config(step="dpd" if self.step_dpd.isChecked() else "pa")
+        cfg = self.form.config(step="dpd" if self.bar.step_dpd.isChecked() else "pa")
         n_train = len(ds.train.x)
         if cfg.max_train_samples:
             n_train = min(n_train, int(cfg.max_train_samples))
         n_eval = len(ds.val.x) + len(ds.test.x)
-        cuda = self._estimate_on_cuda(str(cfg.device))
+        cuda = on_cuda(str(cfg.device))
         est = estimate_run(n_train, n_eval, backbone=cfg.backbone, hidden_size=cfg.hidden_size, epochs=cfg.epochs,
                            batch_size=cfg.batch_size, frame_length=cfg.frame_length, stride=cfg.stride,
                            step=cfg.step, cuda=cuda)
@@ -115,14 +209,14 @@ class FormState:
                          "progress read-out gives the measured pace once running.")
 
     # ------------------------------------------------------------------------------------------------ defaults
-    def _suggest_defaults(self, dataset) -> None:
+    def suggest_defaults(self, dataset) -> None:
         """Epochs and stride for the loaded dataset on the CPU (:func:`~.estimate.suggest_cpu_defaults`), applied
         only to fields the user has not chosen: still the config's defaults (unless they came from the user, see
-        :meth:`mark_form_chosen`) or the window's own last suggestion."""
-        if self._estimate_on_cuda(str(self.form.device.currentData())):
+        :meth:`mark_chosen`) or the window's own last suggestion."""
+        if on_cuda(str(self.form.device.currentData())):
             return
         base = ExperimentConfig()
-        untouched = set() if getattr(self, "_form_chosen", False) else {(base.epochs, base.stride)}
+        untouched = set() if self._form_chosen else {(base.epochs, base.stride)}
         if self._suggested is not None:
             untouched.add(self._suggested)
         current = (self.form.epochs.value(), self.form.stride.value())
@@ -132,17 +226,17 @@ class FormState:
         self._suggested = (s["epochs"], s["stride"])
         self.form.epochs.setValue(s["epochs"])
         self.form.stride.setValue(s["stride"])
-        self.statusBar().showMessage(f"Suggested for {getattr(dataset, 'name', 'this dataset')} on the CPU: "
-                                     f"{s['epochs']} epochs, stride {s['stride']}", 8000)
+        self._status(f"Suggested for {getattr(dataset, 'name', 'this dataset')} on the CPU: "
+                     f"{s['epochs']} epochs, stride {s['stride']}", 8000)
 
-    def mark_form_chosen(self) -> None:
+    def mark_chosen(self) -> None:
         """The form's values are the user's (restored from the last session, or a run's settings): a dataset load
         no longer replaces epochs and stride with a suggestion, even where they equal the config's defaults."""
         self._form_chosen = True
         self._suggested = None
 
     # ------------------------------------------------------------------------------------------------ saved form
-    def save_form_settings(self) -> None:
+    def save(self) -> None:
         """Write the form's values, the step, the preview tick and the dataset to QSettings."""
         st = self._settings
         cfg = self.form.config()
@@ -154,10 +248,10 @@ class FormState:
             value = (w.currentData() if name == "fit" else w.isChecked() if name == "poly_odd_only" else
                      w.text() if name in ("grid_k", "grid_m") else w.value())
             st.setValue(f"form/{name}", value)
-        st.setValue("form/step", "dpd" if self.step_dpd.isChecked() else "pa")
-        st.setValue("form/preview", bool(self.preview_check.isChecked()))
-        if self._dataset_ref:
-            st.setValue("form/dataset", str(self._dataset_ref))
+        st.setValue("form/step", "dpd" if self.bar.step_dpd.isChecked() else "pa")
+        st.setValue("form/preview", bool(self.bar.preview_check.isChecked()))
+        if self.data.ref:
+            st.setValue("form/dataset", str(self.data.ref))
 
     def saved_form(self) -> tuple[ExperimentConfig, dict[str, Any]]:
         """The config saved at the last close (defaults for values missing, not of their type or out of their field's
@@ -206,24 +300,3 @@ class FormState:
         if name == "lr":
             return w.minimum() <= value <= w.maximum()
         return w.minimum() <= value <= w.maximum() and (name in ("seed", "cross_lag", "cross_lead") or value >= 1)
-
-    def restore_last_session(self) -> bool:
-        """Fill the form, step and preview tick from QSettings and load the saved dataset in the background;
-        False when nothing was saved."""
-        scheme = coerce(self._settings.value("window/scheme"), str)
-        if scheme in ("light", "dark"):
-            self.set_color_scheme(scheme)
-        if not self._settings.contains("form/epochs") and not self._settings.contains("form/dataset"):
-            return False
-        cfg, other = self.saved_form()
-        self.set_form_from_config(cfg)
-        if "preview_every" in other:
-            self.form.preview_every.setValue(int(other["preview_every"]))
-        self.preview_check.setChecked(bool(other.get("preview", False)))
-        self.mark_form_chosen()  # the user's values: the dataset load below keeps them
-        ds = other.get("dataset")
-        if ds == "demo":
-            self.load_demo()
-        elif ds:
-            self.open_dataset(ds)
-        return True

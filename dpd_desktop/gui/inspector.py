@@ -190,8 +190,8 @@ def _frame_length(window) -> int | None:
 
 
 def open_inspector(window) -> InspectorDialog | None:
-    """Open the inspector on ``window._dataset`` and start its job; None when no dataset is loaded."""
-    ds = getattr(window, "_dataset", None)
+    """Open the inspector on ``window.dataset`` and start its job; None when no dataset is loaded."""
+    ds = window.dataset
     if ds is None:
         window.statusBar().showMessage("Load a dataset first (Open dataset… or Demo data)", 5000)
         return None

@@ -1,30 +1,26 @@
 """The window's background jobs and the one registry that holds them while they run.
 
-A job runs off the GUI thread (the global thread pool, or its own QThread for the training worker), reports back
+A job runs off the GUI thread (the global thread pool, or its own QThread: gui/worker.py), reports back
 through Qt signals, and offers ``request_stop()`` (cooperative: the job stops at its next check point),
 ``wait(ms) -> bool`` and ``is_done()``. :meth:`JobRegistry.shutdown` asks every live job to stop and waits for
 them at most a given time in total (superqt's worker pattern: stop at each check point, a bounded wait when the
 application quits); jobs still running then are kept referenced in :data:`ORPHANS` (a destroyed running QThread
 aborts the process) and named in a warning.
 
-Jobs: :class:`DatasetLoader` (a dataset file/folder or the demo), :class:`DpdExportJob` (Run DPD…),
-:class:`PlotSaveJob` (PNG encoding and writing) and :class:`dpd_desktop.gui.worker.TrainingWorker`.
+Jobs: :class:`PoolJob` subclasses (:class:`DatasetLoader` here, Run DPD's in gui/model_exports.py, …), the run
+workers of gui/worker.py and the PNG process of gui/run_plots.py.
 """
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 import traceback
 import warnings
-from pathlib import Path
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from ..data import load_dataset, make_demo_dataset
-from ..runs.record import RunRecord
-from .export import save_images
 
 log = logging.getLogger(__name__)
 
@@ -110,95 +106,6 @@ class DatasetLoader(PoolJob):
             self.signals.loaded.emit(ds, self.source)
 
 
-# ---------------------------------------------------------------------------------------------------- Run DPD…
-class _DpdExportSignals(QObject):
-    done = Signal(object)  # the metadata dict of run_dpd
-    failed = Signal(object, str)  # exception, traceback text
-
-
-class DpdExportJob(PoolJob):
-    """Runs :func:`dpd_desktop.export.dpd_export.run_dpd` (u = DPD(x) of a DPD run, written to ``out``).
-
-    ``dataset`` (the window's loaded dataset) is passed on only when it is the run's dataset (same fingerprint);
-    otherwise run_dpd reloads the dataset recorded in the run's config.json. The DPD runs on the run's own device
-    type when it is available (so that u is bit for bit the scored one), else on the CPU. A stop requested before
-    the job begins skips it; run_dpd itself has no check point.
-    """
-
-    name = "Run DPD"
-
-    def __init__(self, workspace, run_dir: str | os.PathLike, out: str | os.PathLike, split: str = "test",
-                 dataset=None, input_file: str | os.PathLike | None = None, overwrite: bool = False):
-        super().__init__()
-        self.workspace = workspace
-        self.overwrite = overwrite  # the save dialog asked before replacing an existing file
-        self.run_dir = str(run_dir)
-        self.out = str(out)
-        self.split = split
-        self.dataset = dataset
-        self.input_file = str(input_file) if input_file is not None else None  # a waveform file instead of a split
-        self.signals = _DpdExportSignals()
-
-    @staticmethod
-    def _device(recorded: dict) -> str:
-        """The run's own device type when this machine has it (so that u is bit for bit the scored one), else cpu."""
-        import torch  # imported by then (below); the window's import path stays free of torch (gui/preload.py)
-
-        dev = str(recorded.get("device", "cpu"))
-        return "cuda" if dev.startswith("cuda") and torch.cuda.is_available() else "cpu"
-
-    def work(self) -> None:
-        if self.stop_requested:
-            return
-        try:
-            from .preload import wait_for_core
-
-            wait_for_core()  # never import torch on two threads at once
-            from ..export.dpd_export import run_dpd  # PyTorch (~1 s): kept off the window's import path
-
-            record = RunRecord.open(self.run_dir)
-            ds = self.dataset
-            want = record.dataset.fingerprint
-            if ds is not None and not (want and callable(getattr(ds, "fingerprint", None))
-                                       and ds.fingerprint() == want):
-                ds = None
-            meta = run_dpd(self.workspace, self.run_dir, out=self.out, split=self.split,
-                           device=self._device(record.device), dataset=ds, input_file=self.input_file,
-                           overwrite=self.overwrite)
-        except Exception as exc:  # noqa: BLE001 - shown to the user in plain words
-            self.signals.failed.emit(exc, traceback.format_exc())
-            return
-        self.signals.done.emit(meta)
-
-
-# ---------------------------------------------------------------------------------------------------- PNG writer
-class _PlotSaveSignals(QObject):
-    done = Signal(object)  # list of written paths
-    failed = Signal(object)  # the exception
-
-
-class PlotSaveJob(PoolJob):
-    """Encodes and writes rendered plot images (``[(file name, QImage), ...]``) as PNGs, so that the GUI thread
-    never waits for the disk (:func:`dpd_desktop.gui.export.save_images`, atomic writes). A stop request does not
-    interrupt it: the images of a finished run land (each file is written atomically)."""
-
-    name = "plot PNG writer"
-
-    def __init__(self, images, out_dir: str | os.PathLike):
-        super().__init__()
-        self.images = images
-        self.out_dir = Path(out_dir)
-        self.signals = _PlotSaveSignals()
-
-    def work(self) -> None:
-        try:
-            paths = save_images(self.images, self.out_dir)
-        except Exception as exc:  # noqa: BLE001 - shown in the status bar
-            self.signals.failed.emit(exc)
-            return
-        self.signals.done.emit(paths)
-
-
 # ---------------------------------------------------------------------------------------------------- the registry
 class JobRegistry:
     """The live background jobs of one window. Jobs are added when they start and dropped when they end."""
@@ -207,7 +114,7 @@ class JobRegistry:
         self._jobs: list = []
 
     def add(self, job):
-        """Register ``job`` (a PoolJob or a TrainingWorker); returns it."""
+        """Register ``job`` (``request_stop``, ``wait``, ``is_done``); returns it."""
         self._jobs.append(job)
         return job
 

@@ -21,13 +21,14 @@ def fallback_text(kernel: KernelRun) -> str | None:
     return f"Kernel fast fell back: {why}."
 
 
-def show_run_kernel(window, ev, device_text: str, device_tip: str) -> KernelRun:
-    """Put ``device_text · kernel <label>`` on the window's device line, the kernel's description in its tooltip
-    (after ``device_tip``), and the fallback reason in an info banner when fast fell back; returns the kernel."""
+def show_run_kernel(device_label, banner, ev, device_text: str, device_tip: str) -> KernelRun:
+    """Put ``device_text · kernel <label>`` on the status bar's ``device_label``, the kernel's description in its
+    tooltip (after ``device_tip``), and the fallback reason in an info ``banner`` when fast fell back; returns the
+    kernel."""
     kernel = kernel_of_start(ev)
-    window.device_label.setText(f"{device_text} · kernel {kernel.label}")
-    window.device_label.setToolTip(f"{device_tip}\n{kernel.describe()}")
+    device_label.setText(f"{device_text} · kernel {kernel.label}")
+    device_label.setToolTip(f"{device_tip}\n{kernel.describe()}")
     text = fallback_text(kernel)
     if text is not None:
-        window.banner.show_message("info", text, run_dir=getattr(ev, "run_dir", None))
+        banner.show_message("info", text, run_dir=getattr(ev, "run_dir", None))
     return kernel

@@ -1,31 +1,49 @@
-"""The window's plot area (a part of :class:`~dpd_desktop.gui.main_window.MainWindow`): the banner, the dataset and
-config column, the five plot panels with their shared legend, the progress read-out and the epoch table; drawing
-PlotData (latest value wins on a single-shot timer), exporting a plot, and writing a run's PNGs off the GUI thread.
+"""The window's plot area: the banner, the dataset and config column, the five plot panels with their shared legend,
+the progress read-out and the epoch table; it draws what a run sends (PlotData: latest value wins on a single-shot
+timer, one panel per event-loop pass; epoch rows) and exports the current plot.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtWidgets import (QFileDialog, QGridLayout, QHBoxLayout, QLabel, QMessageBox, QProgressBar, QScrollArea,
                                QSizePolicy, QSplitter, QVBoxLayout, QWidget)
 
-from .. import timing
 from ..runs.outputs import OutputRefused, check_output, suggested_output
-from .export import iter_run_plots
-from .jobs import PlotSaveJob
 from .panels import AMAMPanel, AMPMPanel, LearningPanel, PSDPanel, TimeDomainPanel
 from .panels.base import PlotPanel, ordered
-from .run_plots import PlotsProcess
 from .widgets import ConfigForm, DatasetSummary, EpochTable, OutcomeBanner, SignalLegend
 
 
-class PlotArea:
-    """Builds the central widget and draws into it."""
+class PlotArea(QObject):
+    """The central widget (:attr:`central`) and its drawing.
 
-    def _build_central(self) -> None:
-        central = QWidget()
+    Args:
+        preview_warning: the toolbar's live-preview warning, shown above the plots.
+        settings: QSettings (the export dialog's last folder).
+        workspace: the run workspace (the output rule of exports), or None.
+        status: ``status(text, ms)`` shows a transient message.
+    """
+
+    WIDGETS = ("banner", "dataset_box", "form", "left_panel", "learning_panel", "psd_panel", "amam_panel",
+               "ampm_panel", "time_panel", "signal_legend", "panels", "progress_bar", "progress_label",
+               "epoch_table", "right_splitter", "main_splitter", "plot_sinks")
+
+    def __init__(self, preview_warning: QLabel, settings, workspace, status: Callable[[str, int], None],
+                 parent: QWidget | None = None):
+        super().__init__(parent)
+        self._settings, self.workspace, self._status = settings, workspace, status
+        self.history_rows: list[dict] = []  # the shown run's epoch rows
+        self.last_plots = None  # the PlotData drawn last
+        self._pending = None  # (PlotData, label) to draw when the timer fires
+        self._draw_queue: list = []
+        self._timer = QTimer(self, singleShot=True, interval=30)
+        self._timer.timeout.connect(self.flush)
+
+        central = self.central = QWidget(parent)
         outer = QVBoxLayout(central)
         outer.setContentsMargins(6, 6, 6, 0)
         outer.setSpacing(6)
@@ -73,9 +91,8 @@ class PlotArea:
         grid.addWidget(self.amam_panel, 1, 2)
         grid.addWidget(self.time_panel, 2, 1)
         grid.addWidget(self.ampm_panel, 2, 2)
-        # the PSD's row higher than the time domain's: its ACLR read-out takes lines under the plot. At 1280×800 with
-        # a DPD run's banner every panel sat at its minimum height and the PSD's plot kept 30 px; the lower row may
-        # shrink further (its plots have no read-out), and gives the PSD row the height.
+        # the PSD's row higher than the time domain's: its ACLR read-out takes lines under the plot; the lower row
+        # may shrink further (its plots have no read-out)
         for panel in (self.time_panel, self.ampm_panel):
             panel.setMinimumHeight(150)
         grid.setRowStretch(1, 3)
@@ -83,9 +100,9 @@ class PlotArea:
         for c, s in enumerate((3, 4, 3)):  # the PSD column the widest: its read-out wraps less
             grid.setColumnStretch(c, s)
         for p in self.panels:
-            p.activated.connect(self._set_current_panel)
-        self._current_panel: PlotPanel = self.learning_panel
-        self._set_current_panel(self.learning_panel)
+            p.activated.connect(self.set_current_panel)
+        self.current_panel: PlotPanel = self.learning_panel
+        self.set_current_panel(self.learning_panel)
 
         # -- progress + epoch table
         bottom = QWidget()
@@ -112,7 +129,7 @@ class PlotArea:
         pl.setSpacing(4)
         # "Live batch preview"'s warning, right under the toolbar's tick, only while it is ticked (as the banner,
         # it takes the plots' height, never moves the form)
-        pl.addWidget(self.preview_warning, 0, Qt.AlignmentFlag.AlignRight)
+        pl.addWidget(preview_warning, 0, Qt.AlignmentFlag.AlignRight)
         pl.addWidget(self.banner)
         pl.addWidget(grid_w, 1)
         right = QSplitter(Qt.Orientation.Vertical)
@@ -133,29 +150,30 @@ class PlotArea:
         split.setChildrenCollapsible(False)
         self.main_splitter = split
         outer.addWidget(split, 1)
-        self.setCentralWidget(central)
 
-    def _set_current_panel(self, panel: PlotPanel) -> None:
-        self._current_panel = panel
+    def set_current_panel(self, panel: PlotPanel) -> None:
+        """The plot of Ctrl+E (framed in the palette's highlight)."""
+        self.current_panel = panel
         for p in self.panels:
             p.setStyleSheet("border: 1px solid palette(highlight);" if p is panel
                             else "border: 1px solid transparent;")
 
-    @property
-    def current_panel(self) -> PlotPanel:
-        return self._current_panel
+    def apply_palette(self) -> None:
+        for p in self.panels:
+            p.apply_palette()
+        self.set_current_panel(self.current_panel)  # its frame's palette(highlight), set again
 
     def export_current_plot(self, path: str | os.PathLike | None = None, overwrite: bool = False) -> Path | None:
         """Save the current plot (the one last clicked) as PNG; asks for a file name unless ``path`` is given.
 
         The output rule (runs/outputs.py) applies: never a file of a run folder (the run's own plots/*.png
         included), a dataset or the workspace; an existing file only with ``overwrite`` (the dialog asks)."""
-        panel = self._current_panel
+        panel, parent = self.current_panel, self.central.window()
         if path is None:
             suggested = str(suggested_output(f"{panel.file_stem}.png",
                                              self._settings.value("paths/last_export_dir", "", type=str),
-                                             workspace=getattr(self, "workspace", None)))
-            path, _ = QFileDialog.getSaveFileName(self, f"Export {panel.title} as PNG", suggested, "PNG (*.png)")
+                                             workspace=self.workspace))
+            path, _ = QFileDialog.getSaveFileName(parent, f"Export {panel.title} as PNG", suggested, "PNG (*.png)")
             if not path:
                 return None
             if not path.lower().endswith(".png"):
@@ -163,68 +181,84 @@ class PlotArea:
             overwrite = True  # the dialog asked before replacing a file
             self._settings.setValue("paths/last_export_dir", str(Path(path).parent))
         try:
-            check_output(path, overwrite=overwrite, suffixes=(".png",), workspace=getattr(self, "workspace", None),
-                         option="")
+            check_output(path, overwrite=overwrite, suffixes=(".png",), workspace=self.workspace, option="")
         except OutputRefused as exc:
-            QMessageBox.warning(self, "Not exported", str(exc))
+            QMessageBox.warning(parent, "Not exported", str(exc))
             return None
         try:
             out = panel.export_png(path, width=max(1200, panel.width()))
         except Exception as exc:  # noqa: BLE001
-            QMessageBox.warning(self, "Export failed", f"Could not write {path}: {exc}")
+            QMessageBox.warning(parent, "Export failed", f"Could not write {path}: {exc}")
             return None
-        self.statusBar().showMessage(f"Saved {panel.title} to {out}", 6000)
+        self._status(f"Saved {panel.title} to {out}", 6000)
         return out
 
-    def _reset_run_views(self) -> None:
-        """Forget the previous run's drawing: data, signal legend, zoom (axes back to auto range), table, best."""
-        self._plot_timer.stop()
+    def reset(self) -> None:
+        """Forget the shown run's drawing: data, signal legend, zoom (axes back to auto range), table, rows."""
+        self._timer.stop()
         self._draw_queue = []
         for p in self.panels:
             p.clear_data()
             p.reset_view()
         self.signal_legend.set_signals([])
         self.epoch_table.clear_rows()
-        self._history_rows = []
-        self._last_plots = None
-        self._pending_plots = None
-        self._pending_progress = None
-        self.best_label.setText("")
-        self._power_caveat = None  # the DPD output-power caveat of the shown run (gui/run_control.py)
-        self.set_title_run(None)
+        self.history_rows = []
+        self.last_plots = None
+        self._pending = None
         self._offer_sinks(None, "")
+
+    def add_rows(self, rows, seconds, best: int | None = None) -> None:
+        """Show history rows (history.csv's) in the table and the learning curves; ``seconds``: each epoch's
+        duration; ``best`` marks the selected epoch."""
+        for i, row in enumerate(rows):
+            ep = row.get("EPOCH", i)
+            ep = int(ep) if isinstance(ep, (int, float)) else i
+            self.history_rows.append(dict(row))
+            self.epoch_table.append_row(row, is_best=(ep == best), epoch=ep, seconds=seconds[i])
+            self.learning_panel.append_row(row, is_best=(ep == best))
+        if best is not None:
+            self.learning_panel.set_best_epoch(best)
+            self.epoch_table.mark_best_epoch(best)
+
+    def add_epoch(self, ev) -> None:
+        """An EpochEnded: its row in the table and the learning curves, its plots queued."""
+        row = dict(ev.row)
+        self.history_rows.append(row)
+        self.epoch_table.append_row(row, is_best=ev.is_best, epoch=ev.epoch, seconds=ev.epoch_seconds)
+        if not ev.is_best:
+            self.epoch_table.mark_best_epoch(ev.best_epoch)
+        self.learning_panel.append_row(row, is_best=ev.is_best)
+        self.learning_panel.set_best_epoch(ev.best_epoch)
+        if ev.plots is not None:
+            self.queue(ev.plots, f"validation · epoch {ev.epoch}")
+
+    def mark_best(self, epoch) -> None:
+        self.epoch_table.mark_best_epoch(epoch)
+        self.learning_panel.set_best_epoch(epoch)
 
     def _offer_sinks(self, plots, label: str) -> None:
         for sink in self.plot_sinks:
             try:
                 sink(plots, label)
             except Exception as exc:  # noqa: BLE001 - one view's failure must not stop the others
-                self.statusBar().showMessage(f"could not show the plots: {exc}", 8000)
+                self._status(f"could not show the plots: {exc}", 8000)
 
-    def _on_preview_ready(self, ev) -> None:
-        if not self.preview_check.isChecked():
-            return
-        self._queue_plots(ev.plots, f"preview · epoch {ev.epoch} · batch {ev.batch:,}/{ev.batches:,}")
-        nmse = ev.metrics.get("NMSE") if ev.metrics else None
-        if nmse is not None:
-            self.statusBar().showMessage(f"Preview NMSE {nmse:.2f} dB (epoch {ev.epoch}, batch {ev.batch:,})", 3000)
-
-    def _queue_plots(self, plots, label: str) -> None:
+    def queue(self, plots, label: str) -> None:
         """Latest value wins: only the newest PlotData is drawn when the timer fires."""
-        self._pending_plots = (plots, label)
-        if not self._plot_timer.isActive():
-            self._plot_timer.start()
+        self._pending = (plots, label)
+        if not self._timer.isActive():
+            self._timer.start()
 
-    def _flush_plots(self) -> None:
+    def flush(self) -> None:
         """Draw the newest pending PlotData one data panel per event-loop pass (a zero timer between panels): each
-        pass sets one panel's data and the repaint that follows paints that panel alone (the four at once stalled
-        the loop 220-230 ms on the 2-core machine, bench_gui_responsiveness.py --part ticks). Newer data arriving
+        pass sets one panel's data and the repaint that follows paints that panel alone. Newer data arriving
         meanwhile restarts the sequence with it."""
-        pending, self._pending_plots = self._pending_plots, None
+        self._timer.stop()
+        pending, self._pending = self._pending, None
         if pending is None:
             return
         plots, label = pending
-        self._last_plots = plots
+        self.last_plots = plots
         self.signal_legend.set_signals(ordered(plots.psd.keys(), plots.target_name, plots.pred_name))
         self._draw_queue = [(p, plots, label) for p in (self.psd_panel, self.amam_panel, self.ampm_panel,
                                                         self.time_panel)]
@@ -232,133 +266,31 @@ class PlotArea:
         self._offer_sinks(plots, label)
 
     def _draw_next(self) -> None:
-        queue = getattr(self, "_draw_queue", None)
-        if not queue or self._pending_plots is not None:
+        if not self._draw_queue or self._pending is not None:
             return  # done, or newer data is pending (its own flush starts again)
-        panel, plots, label = queue.pop(0)
-        self._draw_panel(panel, plots, label)
-        if queue:
+        self._draw_panel(*self._draw_queue.pop(0))
+        if self._draw_queue:
             QTimer.singleShot(0, self._draw_next)
 
     def finish_drawing(self) -> None:
         """Draw now what is pending or queued (a run's end: ``runEnded`` promises its final plots)."""
-        if self._pending_plots is not None:
-            self._plot_timer.stop()
-            self._flush_plots()
-        queue = getattr(self, "_draw_queue", None) or []
-        while queue:
-            self._draw_panel(*queue.pop(0))
+        if self._pending is not None:
+            self.flush()
+        while self._draw_queue:
+            self._draw_panel(*self._draw_queue.pop(0))
 
     def _draw_panel(self, panel, plots, label: str) -> None:
         try:
             panel.update_from(plots, label)
             panel.settle_ranges()  # one paint of the panel, not two (PlotPanel.settle_ranges)
         except Exception as exc:  # noqa: BLE001 - a malformed PlotData must not kill the run view
-            self.statusBar().showMessage(f"{panel.title}: could not draw ({exc})", 8000)
+            self._status(f"{panel.title}: could not draw ({exc})", 8000)
 
     def show_plots(self, plots, label: str = "") -> None:
         """Draw one PlotData in every data panel now (GUI thread; arrays are small)."""
-        self._last_plots = plots
+        self.last_plots = plots
         self._draw_queue = []
         self.signal_legend.set_signals(ordered(plots.psd.keys(), plots.target_name, plots.pred_name))
         for p in (self.psd_panel, self.amam_panel, self.ampm_panel, self.time_panel):
             self._draw_panel(p, plots, label)
         self._offer_sinks(plots, label)
-
-    def _write_plots(self, run_dir: str, plots) -> None:
-        """Render the run's default plots here (pyqtgraph needs the GUI thread); each image is encoded and written
-        on a pool thread as soon as it is rendered, overlapping the next panel's rendering. ``plotsWritten`` gets
-        the paths (in panel order) once all are on disk, or the first error."""
-        out_dir = Path(run_dir) / "plots"
-        names: list[str] = []
-        written: dict[str, Path] = {}
-        state: dict = {"rendered": False, "reported": False}
-
-        def report(result) -> None:
-            if state["reported"]:
-                return
-            state["reported"] = True
-            try:
-                if isinstance(result, Exception):
-                    self._plots_failed(result)
-                else:
-                    timing.mark("gui_png_written")
-                    self.statusBar().showMessage(f"Wrote {len(result)} plots to {out_dir}", 6000)
-                    self.plotsWritten.emit(result)
-            except RuntimeError:  # the window was deleted meanwhile: the files are written, nothing to show
-                pass
-
-        def finished(result, job) -> None:
-            self.jobs.discard(job)
-            if isinstance(result, Exception):
-                report(result)
-                return
-            written.update((p.name, p) for p in result)
-            if state["rendered"] and len(written) == len(names):
-                report([written[n] for n in names])
-
-        def submit(name: str, image) -> None:
-            names.append(name)
-            job = PlotSaveJob([(name, image)], out_dir)
-            self.jobs.add(job)
-            job.signals.done.connect(lambda result, job=job: finished(result, job))
-            job.signals.failed.connect(lambda exc, job=job: finished(exc, job))
-            job.submit()
-
-        # One panel per event-loop pass (a zero timer between them), so that the window stays responsive while the
-        # five PNGs render: 839 ms in one go on the 2-core machine before (bench_gui_responsiveness.py --part ticks).
-        timing.mark("gui_png_render_start")
-        steps = iter_run_plots(self._history_rows, plots)
-
-        def step(then_next: bool = True) -> bool:
-            """Render the next panel; False when all are done (or rendering failed)."""
-            try:
-                name, image = next(steps)
-            except StopIteration:
-                timing.mark("gui_png_rendered")
-                state["rendered"] = True
-                self._png_step = None
-                if len(written) == len(names):  # every save already reported back while rendering
-                    report([written[n] for n in names])
-                return False
-            except Exception as exc:  # noqa: BLE001 - the run itself succeeded; say so and move on
-                self._png_step = None
-                report(exc)
-                return False
-            submit(name, image)
-            if then_next:
-                QTimer.singleShot(0, self, lambda: self._png_step is step and step())
-            return True
-
-        self._png_step = step
-        step()
-
-    def _write_plots_apart(self, run_dir: str) -> None:
-        """Write the run's PNGs in a process of their own (gui/run_plots.py: a QProcess, nothing on the GUI
-        thread but its start); ``plotsWritten`` as for :meth:`_write_plots`."""
-        job = PlotsProcess(run_dir, self)
-
-        def ended(result, job=job) -> None:
-            self.jobs.discard(job)
-            if isinstance(result, Exception):
-                self._plots_failed(result)
-                return
-            timing.mark("gui_png_written")
-            self.statusBar().showMessage(f"Wrote {len(result)} plots to {Path(run_dir) / 'plots'}", 6000)
-            self.plotsWritten.emit(result)
-
-        job.written.connect(ended)
-        job.failed.connect(lambda text: ended(OSError(text)))
-        self.jobs.add(job)
-        timing.mark("gui_png_render_start")
-        job.start()
-
-    def _finish_png_rendering(self) -> None:
-        """Render the PNGs still to come now (the window is closing: they land before its jobs are waited for)."""
-        step = getattr(self, "_png_step", None)
-        while step is not None and self._png_step is step and step(then_next=False):
-            pass
-
-    def _plots_failed(self, exc: Exception) -> None:
-        self.statusBar().showMessage(f"Could not write the plot PNGs: {exc}", 10000)
-        self.plotsWritten.emit(exc)

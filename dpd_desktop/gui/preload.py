@@ -1,11 +1,10 @@
 """The core's PyTorch modules, imported on a pool thread once the window has painted.
 
-The window's own import path is free of torch (measured on the 2-core development machine: the window painted 2.5 s
-after process start with torch imported first, ~1.2 s without; benchmarks/bench_window_startup.py). Run DPD's
-module (``runs.dpd_export``, with the model registry) is imported here behind the window, and the forkserver of the
-run's child process (lab/supervisor.py ``start_forkserver``: PyTorch and the trainer preloaded in that process,
-~3 s) is started first, so the first Start does not pay for them either. Code that needs them on another thread
-calls :func:`wait_for_core` first, so that two threads never import torch at the same time.
+The window's own import path is free of torch. Run DPD's module (``export.dpd_export``, with the model registry) is
+imported here behind the window, and the forkserver of the runs' child processes (lab/supervisor.py
+``start_forkserver``: PyTorch and the trainer preloaded in that process) is started first, so the first Start does
+not pay for them either. Code that needs them on another thread calls :func:`wait_for_core` first, so that two
+threads never import torch at the same time.
 
 On Windows torch is imported before Qt instead (``dpd_desktop.gui.import_torch_first``); the preload then finds it
 imported and only adds the core's modules.
@@ -24,22 +23,13 @@ from .jobs import PoolJob
 
 log = logging.getLogger("dpd_desktop.gui")
 
-#: What the preload imports, in order: torch and Run DPD's module (the model registry, h5py). The trainer and the
-#: libraries of an epoch end (scipy.signal, scipy.fft) are no longer among them: the window's runs train in a child
-#: process (gui/child_worker.py) whose forkserver has them; imported here they held the GIL of the window's process
-#: for another 0.5-2 s behind the first paint (0.1 s trainer, 2.0 s scipy and h5py measured on the loaded 2-core
-#: machine), the time in which an early Start's first events arrive. A run that trains in this process (the tests'
-#: fakes, an in-memory dataset) imports them on its own thread, after :func:`wait_for_core`.
+#: What the preload imports, in order: torch and Run DPD's module (the model registry, h5py); the trainer is the
+#: child processes' (their forkserver preloads it), never imported in the window's process.
 CORE_MODULES = ("torch", "dpd_desktop.export.dpd_export")
 
 _lock = threading.Lock()
 _job: "CorePreloadJob | None" = None
 
-
-#: What the window's forkserver imports besides the trainer: the PNG writer its children use after a run
-#: (gui/child_plots.py: Qt's widgets and pyqtgraph). Measured on the GPU machine (DPA_160MHz, GRU-23, 4 epochs,
-#: benchmarks/gui_overhead.py --path child): see benchmarks/results/2026-12-01-gpu-gui-overhead-child.md.
-CHILD_PRELOAD = ("dpd_desktop.gui.export",)
 
 
 class _PreloadSignals(QObject):
@@ -65,8 +55,8 @@ class CorePreloadJob(PoolJob):
 
         t0 = time.perf_counter()
         if self.forkserver:
-            try:  # first: the first Start's child comes from it (gui/child_worker.py), its imports run over there
-                start_forkserver(CHILD_PRELOAD)
+            try:  # first: the first Start's child comes from it (gui/worker.py), its imports run over there
+                start_forkserver()
             except Exception:  # noqa: BLE001 - the first run's start starts it again (and reports a failure)
                 log.warning("the children's forkserver did not start:\n%s", traceback.format_exc())
         try:

@@ -4,7 +4,7 @@ Buttons: Add current form to queue, Move up / Move down, Cancel (a queued entry:
 current batch), Run queue / Stop queue. The queue is the one the command line's ``dpd-desktop queue`` uses
 (``<workspace>/queue.sqlite``): entries added there show up here. While the queue runs, the toolbar's Stop stops the
 followed entry and the plots, the epoch table and the progress read-out follow it
-(:class:`~dpd_desktop.gui.queue_worker.QueueWorker` emits the signals of the interactive run); an interactive Start
+(:class:`~dpd_desktop.gui.worker.QueueWorker` emits the signals of the window's own run); an interactive Start
 waits until the queue has stopped. Reading the queue here is one short SQLite query (milliseconds) on a timer.
 """
 from __future__ import annotations
@@ -18,14 +18,14 @@ from PySide6.QtWidgets import (QAbstractItemView, QDockWidget, QFrame, QHBoxLayo
 
 from ..config import ConfigError
 from ..lab.queue import QUEUE_FILE, QueueError, RunQueue
-from .queue_worker import QueueWorker
+from .worker import QueueWorker
 
 COLUMNS = ("#", "State", "Experiment", "Device", "Run", "Message")
 STATE_COLORS = {"succeeded": "#2e7d32", "failed": "#c62828", "cancelled": "#b26a00", "interrupted": "#b26a00",
                 "running": "#1565c0"}
 REFRESH_MS = 2000
-#: px: the buttons, the header and a row (125 px, and 170 before, left the plots of a 1280×800 window too little
-#: height under a DPD run's banner); the dock scrolls, and its splitter gives it more
+#: px: the buttons, the header and a row (a 1280×800 window's plots keep their height under a DPD run's banner);
+#: the dock scrolls, and its splitter gives it more
 DOCK_HEIGHT = 96
 DOCK_MIN_HEIGHT = 20
 
@@ -225,21 +225,17 @@ class QueuePanel(QWidget):
         w = self.window
         if self.worker is not None or self.queue() is None:
             return False
-        if w._worker is not None or w.session.is_live:
+        if w.runs.worker is not None or w.session.is_live:
             self._say("A run is going: the queue starts when it has ended.", error=True)
             return False
         worker = QueueWorker(w.workspace)
-        for sig, slot in ((worker.started, w._on_run_started), (worker.batchProgress, w._on_batch_progress),
-                          (worker.epochEnded, w._on_epoch_ended), (worker.previewReady, w._on_preview_ready),
-                          (worker.finished, w._on_run_finished), (worker.failed, w._on_run_failed),
-                          (worker.cancelled, w._on_run_cancelled)):
-            sig.connect(slot)
+        w.runs.follow(worker)
         worker.entryStarted.connect(self._on_entry_started)
         worker.entryEnded.connect(self._on_entry_ended)
         worker.queueFailed.connect(self._on_queue_failed)
         worker.done.connect(self._on_done)
         self.worker = worker
-        w._worker = w.jobs.add(worker)  # the toolbar's Stop and the preview toggle reach the followed entry
+        w.runs.worker = w.jobs.add(worker)  # the toolbar's Stop and the preview toggle reach the followed entry
         self._say("Queue running…")
         self._update_buttons()
         worker.start()
@@ -257,7 +253,7 @@ class QueuePanel(QWidget):
         if followed:
             w.banner.setVisible(False)
             w.form.clear_error()
-            w._reset_run_views()
+            w.reset_run_views()
             w.session.start(entry.config)
         self._say(f"Entry {entry.id} running: {entry.label()} on {entry.device}.")
         self.refresh()
@@ -273,7 +269,7 @@ class QueuePanel(QWidget):
                                       run_dir=end.run_dir)
             elif w.session.is_live:  # no outcome event reached the window (should not happen)
                 w.session.on_worker_done()
-            w.runEnded.emit(w.session.state)
+            w.runs.run_ended(w.session.state, end.run_dir)
         self._say(f"Entry {end.entry_id} {end.state}" + (f": {end.message}" if end.message else "."))
         self.refresh()
 
@@ -288,8 +284,8 @@ class QueuePanel(QWidget):
         if worker is not None:
             worker.wait(2000)
             w.jobs.discard(worker)
-            if w._worker is worker:
-                w._worker = None
+            if w.runs.worker is worker:
+                w.runs.worker = None
         if not self.status.text().startswith("The queue stopped"):
             self._say("Queue stopped." if worker is not None and worker._stop else "Queue done.")
         self.refresh()

@@ -1,8 +1,7 @@
 """The window's Resume action: continue the current/last run when it was cancelled, interrupted or failed, in its own
 run folder, after its last finished epoch (the core's training/resume.py; the numbers are those of an uninterrupted
-run). The checks (last.pt, dataset fingerprint) and the loading run in the run's child process (or, for the tests'
-fake trainers, on the training worker's thread); a refusal reaches the banner as the "could not start" failure, in
-the core's words."""
+run). The checks (last.pt, dataset fingerprint) and the loading run in the run's child process; a refusal reaches
+the banner as the "could not start" failure, in the core's words."""
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, Slot
@@ -40,7 +39,7 @@ class ResumeControl(QObject):
 
     def can_resume(self) -> bool:
         s, w = self.window.session, self.window
-        return s.state in RESUMABLE and bool(s.run_dir) and s.config is not None and w._worker is None
+        return s.state in RESUMABLE and bool(s.run_dir) and s.config is not None and w.runs.worker is None
 
     def _render(self, *_) -> None:
         self.action.setEnabled(self.can_resume())
@@ -51,8 +50,9 @@ class ResumeControl(QObject):
             return False
         w = self.window
         cfg = w.session.config
-        dataset = w._dataset if w._dataset is not None and same_dataset(w._dataset_ref, cfg.dataset) else None
-        worker = w._launch_worker(cfg, dataset, resume=w.session.run_dir)
+        data = w.data
+        dataset = data.dataset if data.dataset is not None and same_dataset(data.ref, cfg.dataset) else None
+        worker = w.runs.launch(cfg, dataset, resume=w.session.run_dir)
         self._worker = worker
         worker.started.connect(self._on_started)  # queued to this GUI-thread object, before any epoch row
         w.statusBar().showMessage(f"Resuming {w.session.run_dir}…", 3000)
@@ -62,10 +62,7 @@ class ResumeControl(QObject):
     def _on_started(self, ev) -> None:
         """Show the epochs done before the resume in the epoch table and the learning curves."""
         w, rows = self.window, (self._worker.resumed_rows if self._worker is not None else [])
-        for r, seconds in zip(rows, history.epoch_seconds(rows)):
-            w._history_rows.append(r)
-            w.epoch_table.append_row(r, epoch=int(r["EPOCH"]), seconds=seconds)
-            w.learning_panel.append_row(r)
+        w.plots.add_rows(rows, history.epoch_seconds(rows))
         w.session.epochs_done = len(rows)
 
 

@@ -91,14 +91,6 @@ class RFView(QWidget):
         if self._queue:
             QTimer.singleShot(0, self._next)
 
-    def draw_now(self, plots, label: str = "") -> None:
-        """Draw ``plots`` in every panel at once (tests, screenshots)."""
-        self._pending, self._queue = None, []
-        for p in self.panels:
-            p.update_from(plots, label)
-            p.settle_ranges()
-            self.draws += 1
-
 
 def show_rf_plots(window, on: bool = True) -> None:
     """Show (or hide) the RF plots' dock of ``window`` (what View ▸ RF plots does)."""
@@ -170,7 +162,7 @@ def install_rf_view(window) -> RFView:
         window.rf_button = button
 
     def make_current(panel) -> None:
-        window._set_current_panel(panel)  # noqa: SLF001 - the window's current-plot tracking (frames its own)
+        window.plots.set_current_panel(panel)  # the window's current-plot tracking (frames its own)
         view.highlight(panel)
 
     for p in view.panels:
@@ -181,6 +173,6 @@ def install_rf_view(window) -> RFView:
     window.plot_sinks.append(view.offer)
     window.rf_dock = dock
     window.rf_toggle = toggle
-    if getattr(window, "_last_plots", None) is not None:
-        view.offer(window._last_plots)  # noqa: SLF001
+    if window.plots.last_plots is not None:
+        view.offer(window.plots.last_plots)
     return view

@@ -2,12 +2,10 @@
 
     python -m dpd_desktop.gui.run_plots RUN_DIR      # prints the PNG paths written, one per line
 
-The window uses it after a run that trained in a child process (gui/child_worker.py): rendering the five panels
-took 80-160 ms of the GUI thread per panel and the PNG encoding held the GIL on a pool thread (the event loop's
-longest stalls, 250-280 ms, came after the PNGs: benchmarks/results/2026-12-01-window-startup-responsiveness.md).
-Here the window only starts a :class:`QProcess` (no thread, no GIL) and hears its end. The plots are drawn from
-what the run folder holds (runs/replay.py: history.csv, results.h5 — the test split of the selected checkpoint, as
-the live run's final plots — and status.json's selected epoch), each PNG written atomically.
+The window starts it after a run succeeded (its own or a followed queue entry): it renders nothing itself, only starts
+a :class:`QProcess` and hears its end. The plots are drawn (gui/export.py ``write_run_plots``) from what the run
+folder holds (runs/replay.py: history.csv, results.h5 — the test split of the selected checkpoint, as the live run's
+final plots — and status.json's selected epoch).
 
 Exit status 0 with the paths on stdout; 1 with the reason on stderr (the window shows it in its status bar).
 """

@@ -57,11 +57,10 @@ def show_reopened(window, replay) -> None:
     dev = rec.device
     window.device_label.setText(f"{device_text(dev)} · kernel {kernel.label}")
     window.device_label.setToolTip(f"as recorded in {rec.config_path}\n{kernel.describe()}")
-    window._show_fast_path(dev.get("fast_path") or "—")  # noqa: SLF001 - the window's own status-bar helper
+    window.menus.show_fast_path(dev.get("fast_path") or "—")
     window.run_folder_label.setText(f"run {rec.run_dir}")
     window.run_folder_label.setToolTip(str(rec.run_dir))
     profile = rec.metric_profile
-    window._metric_profile = profile  # noqa: SLF001 - the live run's best line reads it too
     window.epoch_table.set_metric_profile(profile)
     window.best_label.setText(best_text(rec.selection_metric, rec.best_value, rec.best_epoch, profile))
     window.psd_panel.set_power_change(replay.power_change_db)

@@ -66,8 +66,6 @@ COLUMNS: tuple[tuple[str, Any, Any], ...] = (
     ("time", lambda r: r.wall_s, lambda r: "" if r.wall_s is None else format_duration(r.wall_s)),
     ("group", lambda r: r.run_group, lambda r: r.run_group or ""),  # a loop's iterations, a sweep's trials (runs/index.py)
 )
-_STATE_COL = 4
-_STEP_COL = 1
 STATE_FILTERS = ("all", *RUN_STATES, DAMAGED, UNREADABLE)
 
 
@@ -377,18 +375,10 @@ def _alive(widget) -> bool:
 
 def show_replay(window, replay) -> None:
     """Put a replayed run into the window's panels and epoch table (GUI thread; the arrays are small)."""
-    window._reset_run_views()  # noqa: SLF001 - the window's own reset of panels, table and cached plots
+    window.reset_run_views()
     best = replay.best_epoch
-    seconds = history.epoch_seconds(replay.history)  # from history.csv's TIME: column
-    for i, row in enumerate(replay.history):
-        ep = row.get("EPOCH", i)
-        ep = int(ep) if isinstance(ep, (int, float)) else i
-        window._history_rows.append(dict(row))  # noqa: SLF001 - PNG export of the shown run reads them
-        window.epoch_table.append_row(row, is_best=(ep == best), epoch=ep, seconds=seconds[i])
-        window.learning_panel.append_row(row, is_best=(ep == best))
-    if best is not None:
-        window.learning_panel.set_best_epoch(best)
-        window.epoch_table.mark_best_epoch(best)
+    # durations from history.csv's TIME: column
+    window.plots.add_rows(replay.history, history.epoch_seconds(replay.history), best)
     if replay.plots is not None:
         window.show_plots(replay.plots, f"test · saved run, epoch {best}")
     rec = replay.record
@@ -402,7 +392,7 @@ def show_replay(window, replay) -> None:
         text += " " + "; ".join(n[0].upper() + n[1:] for n in replay.notes) + "."
     # the title and status bar describe this run now; a DPD's output-power change stands beside its ACLR
     show_reopened(window, replay)
-    window._power_caveat = caveat = power_caveat(replay.power_change_db)  # noqa: SLF001 - Run DPD repeats it
+    window.session.power_caveat = caveat = power_caveat(replay.power_change_db)  # Run DPD repeats it
     if caveat:
         text += "\n" + caveat
     window.banner.show_message("warning" if rec.state == DAMAGED or caveat else "info", text,

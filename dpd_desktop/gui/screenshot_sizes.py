@@ -81,7 +81,7 @@ def render_sizes(dataset: str, out_dir: str | Path, epochs: int = 4, timeout_s: 
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, copy)
         window.open_dataset(copy)
     _wait(window.datasetLoaded, timeout_s)
-    base = dict(dataset=window._dataset_ref, backbone="gru", epochs=epochs, frame_length=50, stride=2, device="cpu",
+    base = dict(dataset=window.data.ref, backbone="gru", epochs=epochs, frame_length=50, stride=2, device="cpu",
                 batch_size=64)
     pa = _run(window, ExperimentConfig(step="pa", hidden_size=16, **base), timeout_s)
     window.step_dpd.setChecked(True)

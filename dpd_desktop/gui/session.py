@@ -115,8 +115,8 @@ def controls(s: SessionState) -> Controls:
 
 
 def is_dpd_run(run_dir: str) -> bool:
-    """:func:`dpd_desktop.export.dpd_export.is_dpd_run`, imported when a run ends: that module brings PyTorch
-    (~1 s), which the window imports behind its first paint (gui/preload.py)."""
+    """:func:`dpd_desktop.export.dpd_export.is_dpd_run`, imported when a run ends: that module brings PyTorch,
+    which the window imports behind its first paint (gui/preload.py)."""
     from ..export.dpd_export import is_dpd_run as check
 
     return check(run_dir)
@@ -205,6 +205,7 @@ class Session:
         self.sec_per_epoch: float | None = None
         self.lr: float | None = None
         self.progress = 0.0  # fraction of the run done, 0..1
+        self.power_caveat: str | None = None  # the DPD's output-power caveat of the run shown (power_caveat)
         self._text = IDLE_TEXT
         self._busy_checks: list[Callable[[], str | None]] = []
 
@@ -290,6 +291,7 @@ class Session:
         self.epochs_done = 0
         self.sec_per_epoch = self.lr = None
         self.progress = 0.0
+        self.power_caveat = None
 
     def queue(self, config=None) -> bool:
         """A start that waits for its dataset: → ``queued``. False (nothing changes) while a run is live."""

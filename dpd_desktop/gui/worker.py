@@ -1,53 +1,32 @@
-"""The training run of the window, on its own QThread (the other background jobs are in :mod:`.jobs`).
+"""Training followed from a QThread: the supervisor (lab/supervisor.py) trains each run in a child process
+(lab/child.py), and the workers here turn its observer calls into Qt signals queued to the GUI thread.
 
-The trainer calls its observers on the training thread; :class:`TrainingWorker` turns each event into a Qt signal
-(queued to the GUI thread, which never trains). Progress is throttled (latest value wins, at most ~10 per second,
-the last batch of an epoch always passes); epoch rows, outcomes and previews are forwarded as they come.
+:class:`RunWorker` is the window's Start (one run, :meth:`Supervisor.run_entry`); :class:`QueueWorker` runs the
+workspace's queue and follows its first running entry. Both emit the same signals, each carrying the event
+dataclass of runs/events.py; progress is throttled (latest value wins, at most ~10 per second, an epoch's last
+batch always passes). With ``request_stop``, ``wait`` and ``is_done`` they are jobs of
+:class:`~dpd_desktop.gui.jobs.JobRegistry`.
 """
 from __future__ import annotations
 
 import threading
 import time
 import traceback
-from typing import Any, Callable
+from typing import Callable
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
 
+from ..config import ExperimentConfig
+from ..lab.queue import QueueEntry, device_lane
+from ..lab.supervisor import EntryEnded, EntryStarted, Supervisor
 from ..runs.events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunFailed, RunFinished,
-                               RunStarted)
+                           RunStarted)
+from ..runs.record import DatasetRef, RecordError, RunRecord
 
-TrainerFactory = Callable[..., Any]
-
-
-def default_trainer_factory(config, dataset=None, workspace=None, observers=()):
-    """Build the real :class:`dpd_desktop.training.trainer.Trainer`."""
-    # Imported here, not at the top: the trainer brings torch (~1.1 s measured), which the window must not wait
-    # for at start-up; gui/preload.py imports it behind the first paint, and a run started before that waits here
-    # (on the training thread) instead of importing torch on a second thread at the same time.
-    from .preload import wait_for_core
-
-    wait_for_core()
-    from ..training.ls_fit import make_trainer
-
-    return make_trainer(config, dataset=dataset, workspace=workspace, observers=list(observers))
-
-
-class ResumeFactory:
-    """A trainer factory for :class:`TrainingWorker` that resumes ``run_dir`` (training/resume.py); after it ran
-    (on the worker thread), :attr:`rows` holds the history rows of the epochs done before."""
-
-    def __init__(self, run_dir: str):
-        self.run_dir = run_dir
-        self.rows: list[dict] = []
-
-    def __call__(self, config, dataset=None, workspace=None, observers=()):
-        # Imported here, not at the top: the core's trainer brings torch (~1.1 s measured, see above); this runs on
-        # the training thread.
-        from ..training.resume import prepare_resume, resume_trainer
-
-        plan = prepare_resume(workspace, self.run_dir, dataset=dataset)
-        self.rows = [dict(r) for r in plan.state.history]
-        return resume_trainer(plan, workspace, observers)
+_SIGNAL_OF = {RunStarted: "started", EpochEnded: "epochEnded", PreviewReady: "previewReady",
+              RunFinished: "finished", RunFailed: "failed", RunCancelled: "cancelled"}
+#: the id of the window's one entry (the child's fault hook may name it: ``1:kill@epoch:0``)
+ENTRY_ID = 1
 
 
 def start_on_thread(worker, name: str) -> QThread:
@@ -96,10 +75,11 @@ class ThreadJob(QObject):
         self.done.emit()
 
 
-class RunSignals(ThreadJob):
-    """The signals of a worker that follows one training run (every one carries the event dataclass)."""
+class SupervisorWorker(ThreadJob):
+    """A :class:`~dpd_desktop.lab.supervisor.Supervisor` on its own QThread; the followed run's events as signals.
 
-    name = "training run"
+    ``supervisor_factory(workspace, observers=[...], **kw)`` builds the supervisor (tests pass one that trains
+    in this process)."""
 
     started = Signal(object)  # RunStarted
     batchProgress = Signal(object)  # BatchProgress (throttled)
@@ -108,109 +88,219 @@ class RunSignals(ThreadJob):
     finished = Signal(object)  # RunFinished
     failed = Signal(object)  # RunFailed
     cancelled = Signal(object)  # RunCancelled
-    interrupted = Signal(object)  # EntryEnded (state "interrupted"): a child process's kill (gui/child_worker.py)
-    plotsWritten = Signal(object)  # the PNG paths a child wrote after a succeeded run, or an OSError (child_worker)
     done = Signal()
 
     PROGRESS_MIN_INTERVAL_S = 0.1
 
+    def __init__(self, workspace, supervisor_factory: Callable = Supervisor, parent: QObject | None = None):
+        super().__init__(parent)
+        self.workspace = workspace
+        self._factory = supervisor_factory
+        self._lock = threading.Lock()
+        self._sup = None
+        self._stop = False
+        self._last_progress_t = 0.0
 
-class TrainingWorker(RunSignals):
-    """Runs ``Trainer.run()`` on its own QThread and forwards the trainer's events as signals.
+    def request_stop(self) -> None:
+        """Stop (safe from any thread): the running children stop after their current batch, none starts."""
+        with self._lock:
+            self._stop = True
+            sup = self._sup
+        if sup is not None:
+            sup.request_stop()
 
-    Every signal carries the event dataclass (``Signal(object)``). ``done`` is emitted last, whatever the outcome.
-    Use :meth:`start` to launch, :meth:`request_cancel` to stop cooperatively (thread-safe) and :meth:`wait` for a
-    bounded join; with ``request_stop``/``is_done`` it is a job of :class:`dpd_desktop.gui.jobs.JobRegistry`.
+    def _supervise(self, **kw):
+        """Build the supervisor (this thread) and return it; stopped already when a stop came first."""
+        sup = self._factory(self.workspace, observers=[self._observe], **kw)
+        with self._lock:
+            self._sup = sup
+            stop = self._stop
+        if stop:
+            sup.request_stop()
+        return sup
+
+    def _send(self, entry_id: int | None, message: str) -> None:
+        with self._lock:
+            sup = self._sup
+        if sup is not None:
+            sup.send(entry_id, message)
+
+    def _forward(self, ev) -> None:
+        """Emit the signal of ``ev`` (BatchProgress throttled); other events are ignored."""
+        if isinstance(ev, BatchProgress):
+            now = time.monotonic()
+            if ev.batch >= ev.batches or now - self._last_progress_t >= self.PROGRESS_MIN_INTERVAL_S:
+                self._last_progress_t = now
+                self.batchProgress.emit(ev)
+            return
+        name = _SIGNAL_OF.get(type(ev))
+        if name is not None:
+            getattr(self, name).emit(ev)
+
+    def _observe(self, entry, ev) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class RunWorker(SupervisorWorker):
+    """The window's run: ``config`` on the loaded ``dataset`` (None: the config's, or for a ``resume`` — a run
+    folder — the run's recorded one) in a child process.
+
+    A child that ends without an outcome gets its final status.json from the supervisor: the window hears
+    ``failed`` (RunFailed, "process ended by signal SIGSEGV") or :attr:`interrupted` (a kill: the
+    :class:`~dpd_desktop.lab.supervisor.EntryEnded` with state ``interrupted``). ``resumed_rows``: for a resume,
+    the history rows of the epochs done before it, set before ``started`` is emitted.
     """
 
+    name = "training run"
     THREAD_NAME = "dpd-training"
-    # ``interrupted`` and ``plotsWritten`` never fire here: no child process, and the window renders this run's
-    # PNGs itself (plot_area._write_plots)
 
-    def __init__(self, config, dataset=None, workspace=None, trainer_factory: TrainerFactory | None = None,
-                 parent: QObject | None = None):
-        super().__init__(parent)
+    interrupted = Signal(object)  # EntryEnded (state "interrupted"): the child was killed
+
+    def __init__(self, config: ExperimentConfig, dataset=None, workspace=None, resume: str | None = None,
+                 supervisor_factory: Callable = Supervisor, parent: QObject | None = None):
+        super().__init__(workspace, supervisor_factory, parent)
         self.config = config
         self.dataset = dataset
-        self.workspace = workspace
-        self._factory = trainer_factory or default_trainer_factory
-        self._lock = threading.Lock()
-        self._trainer = None
-        self._cancel = False
-        self._last_progress_t = 0.0
+        self.resume = resume
+        self._preview: tuple[int | None] | None = None
         self._outcome_emitted = False
-        self.result = None
-
-    # -- control (GUI thread) -------------------------------------------------------------------------------------
-    def request_cancel(self) -> None:
-        """Ask the trainer to stop at the next batch boundary (safe from any thread)."""
-        with self._lock:
-            self._cancel = True
-            trainer = self._trainer
-        if trainer is not None:
-            trainer.request_cancel()
-
-    request_stop = request_cancel
+        self.resumed_rows: list[dict] = []
+        self.end: EntryEnded | None = None
 
     @property
     def cancel_requested(self) -> bool:
-        return self._cancel
+        return self._stop
 
-    @property
-    def resumed_rows(self) -> list[dict]:
-        """For a resume (:class:`ResumeFactory`): the history rows of the epochs done before it, once built."""
-        return list(getattr(self._factory, "rows", []) or [])
+    request_cancel = SupervisorWorker.request_stop
 
     def set_preview_every(self, n: int | None) -> None:
-        """Forward a live change of the preview period if the trainer supports it (``set_preview_every``)."""
+        """A live change of the preview period, sent to the child (applied at its next batch)."""
         with self._lock:
-            trainer = self._trainer
-        setter = getattr(trainer, "set_preview_every", None)
-        if callable(setter):
-            setter(n)
+            self._preview = (n,)  # sent again when RunStarted arrives: a send before the child runs is lost
+        self._send(ENTRY_ID, f"preview:{int(n)}" if n else "preview:off")
 
-    # -- the run (worker thread) ----------------------------------------------------------------------------------
     @Slot()
     def run(self) -> None:
         try:
-            trainer = self._factory(self.config, dataset=self.dataset, workspace=self.workspace,
-                                    observers=[self._observe])
-            with self._lock:
-                self._trainer = trainer
-                cancel = self._cancel
-            if cancel:
-                trainer.request_cancel()
-            self.result = trainer.run()
-        except Exception as exc:  # the trainer reports its own failures; this catches construction errors
+            # the DatasetRef hashes the whole dataset (its fingerprint): here, not on the GUI thread
+            entry = QueueEntry(id=ENTRY_ID, position=0, config=self.config, device=device_lane(self.config.device),
+                               state="running")
+            options = child_options(self.dataset, resume=self.resume)
+            self._supervise().run_entry(entry, options)
+        except Exception as exc:  # noqa: BLE001 - the run's own failures come from the child
             if not self._outcome_emitted:
                 self._outcome_emitted = True
-                self.failed.emit(RunFailed(run_id=None, run_dir=None,
-                                           message=f"The run could not start: {exc}",
+                self.failed.emit(RunFailed(run_id=None, run_dir=None, message=f"The run could not start: {exc}",
                                            detail=traceback.format_exc()))
         finally:
             with self._lock:
-                self._trainer = None
+                self._sup = None
             self._end()
 
-    def _observe(self, event) -> None:
-        """The trainer's observer: runs on the training thread, only emits signals."""
-        if isinstance(event, BatchProgress):
-            now = time.monotonic()
-            if event.batch >= event.batches or now - self._last_progress_t >= self.PROGRESS_MIN_INTERVAL_S:
-                self._last_progress_t = now
-                self.batchProgress.emit(event)
-        elif isinstance(event, EpochEnded):
-            self.epochEnded.emit(event)
-        elif isinstance(event, PreviewReady):
-            self.previewReady.emit(event)
-        elif isinstance(event, RunStarted):
-            self.started.emit(event)
-        elif isinstance(event, RunFinished):
+    def _observe(self, entry, ev) -> None:
+        """The supervisor's observer (this worker's thread): only emits signals."""
+        if isinstance(ev, EntryEnded):
+            self.end = ev
+            if ev.state == "interrupted" and not self._outcome_emitted:
+                self._outcome_emitted = True
+                self.interrupted.emit(ev)
+            return
+        if isinstance(ev, RunStarted):
+            with self._lock:
+                preview = self._preview
+            if preview is not None:
+                self._send(ENTRY_ID, f"preview:{int(preview[0])}" if preview[0] else "preview:off")
+            if self.resume:
+                self.resumed_rows = rows_before_resume(ev.run_dir)
+        elif isinstance(ev, (RunFinished, RunFailed, RunCancelled)):
+            if self._outcome_emitted:
+                return
             self._outcome_emitted = True
-            self.finished.emit(event)
-        elif isinstance(event, RunFailed):
-            self._outcome_emitted = True
-            self.failed.emit(event)
-        elif isinstance(event, RunCancelled):
-            self._outcome_emitted = True
-            self.cancelled.emit(event)
+        self._forward(ev)
+
+
+class QueueWorker(SupervisorWorker):
+    """Runs the workspace's queue (``lanes``: the device lanes served, None: all) until no entry is ready, and
+    follows its first running entry (the run signals); ``entryStarted`` / ``entryEnded`` carry every entry's.
+
+    :meth:`request_cancel` stops the followed entry after its current batch (the toolbar's Stop);
+    :meth:`request_stop` stops the queue: the running entries stop after their batch and none starts.
+    """
+
+    name = "run queue"
+    THREAD_NAME = "dpd-queue"
+
+    entryStarted = Signal(object, bool)  # QueueEntry, followed by the window
+    entryEnded = Signal(object, object, bool)  # QueueEntry, EntryEnded, followed
+    queueFailed = Signal(str)  # the supervisor itself stopped on an error (e.g. a damaged queue file)
+
+    def __init__(self, workspace, lanes=None, supervisor_factory: Callable = Supervisor,
+                 parent: QObject | None = None):
+        super().__init__(workspace, supervisor_factory, parent)
+        self.lanes = lanes
+        self.followed: int | None = None
+
+    def request_cancel(self) -> None:
+        """Stop the followed entry after its current batch; the queue goes on (safe from any thread)."""
+        with self._lock:
+            entry = self.followed
+        if entry is not None:
+            self._send(entry, "cancel")
+
+    def set_preview_every(self, n: int | None) -> None:
+        self._send(None, f"preview:{n}" if n else "preview:off")
+
+    @Slot()
+    def run(self) -> None:
+        try:
+            self._supervise(lanes=self.lanes).run(watch=False)
+        except Exception as exc:  # noqa: BLE001 - shown by the panel; the window stays
+            self.queueFailed.emit(f"{exc}\n{traceback.format_exc(limit=3)}" if not isinstance(exc, ValueError)
+                                  else str(exc))
+        finally:
+            with self._lock:
+                self._sup = None
+            self._end()
+
+    def _observe(self, entry, ev) -> None:
+        """The supervisor's observer (worker thread): only emits signals."""
+        if isinstance(ev, EntryStarted):
+            with self._lock:
+                follow = self.followed is None
+                if follow:
+                    self.followed = entry.id
+            self.entryStarted.emit(entry, follow)
+            return
+        followed = entry.id == self.followed
+        if isinstance(ev, EntryEnded):
+            if followed:
+                with self._lock:
+                    self.followed = None
+            self.entryEnded.emit(entry, ev, followed)
+        elif followed:
+            self._forward(ev)
+
+
+def child_options(dataset=None, resume: str | None = None) -> dict:
+    """The ``options`` of lab/child.py ``child_main``: ``dataset``, the DatasetRef block of the window's loaded
+    ``dataset`` (the child reloads the folder or regenerates the demo and checks the fingerprint; computing it
+    hashes the data: call it off the GUI thread), and ``resume``, a run folder to continue."""
+    opts: dict = {}
+    if dataset is not None:
+        opts["dataset"] = DatasetRef.from_dataset(dataset).to_dict()
+    if resume:
+        opts["resume"] = str(resume)
+    return opts
+
+
+def rows_before_resume(run_dir) -> list[dict]:
+    """The history rows of a resumed run up to the epoch it resumed from (config.json's last ``resumes`` entry): the
+    child may have appended the resumed run's first rows by the time its RunStarted is read here."""
+    try:
+        rec = RunRecord.open(run_dir)
+        resumes = rec.doc.get("resumes") or []
+        last = int(resumes[-1]["from_epoch"]) if resumes else None
+        rows = [dict(r) for r in rec.history()]
+    except (RecordError, OSError, ValueError, KeyError, TypeError):
+        return []
+    return [r for r in rows if last is None or int(r["EPOCH"]) <= last]

@@ -92,7 +92,7 @@ def child_main(entry_id: int, config: dict, workspace_root: str, events_conn, co
                faults=(), options: dict | None = None, observers=()):
     """The child's whole life (the target of the supervisor's process): one run, then return.
 
-    ``options`` (the window's interactive run, lab/interactive.py; None for a queue entry): ``dataset``, the
+    ``options`` (the window's own run, gui/worker.py; None for a queue entry): ``dataset``, the
     :class:`~dpd_desktop.runs.record.DatasetRef` block of the window's loaded dataset (reloaded or regenerated here,
     its fingerprint checked); ``resume``, a run folder to continue (training/resume.py) instead of a new run.
     ``observers``: more observers of the trainer's events (in this process). ``faults``: lab/faults.py ``Fault`` s

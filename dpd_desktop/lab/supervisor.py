@@ -124,6 +124,7 @@ class _Member:
     outcome: object = None
     cancel_sent: bool = False
     ended: bool = False  # its queue entry is final (a group's member ends on its outcome, before the child exits)
+    queued: bool = True  # False: an entry of :meth:`Supervisor.run_entry`, in no queue
 
 
 @dataclass
@@ -166,12 +167,19 @@ class Supervisor:
         self.observers = list(observers)
         self.faults = tuple(faults)
         self._own_queue = queue is None
-        self.queue = queue if queue is not None else RunQueue(workspace.root)
+        self._queue = queue
         self._ctx = context
         self._stop = threading.Event()
         self._children: dict[int, _Child] = {}
         self._lock = threading.Lock()
         self.ended: list[EntryEnded] = []
+
+    @property
+    def queue(self) -> RunQueue:
+        """The queue given, else the workspace's (opened on first use: :meth:`run_entry` opens none)."""
+        if self._queue is None:
+            self._queue = RunQueue(self.workspace.root)
+        return self._queue
 
     # ------------------------------------------------------------------------------------------------ control
     def request_stop(self) -> None:
@@ -226,6 +234,23 @@ class Supervisor:
                 self.queue.close()
         return list(self.ended)
 
+    def run_entry(self, entry: QueueEntry, options: dict | None = None) -> EntryEnded:
+        """Run ``entry``, which is in no queue (the window's own run), in a child as :meth:`run` runs a claimed one,
+        and return its end; ``options`` go to lab/child.py ``child_main``. After a :meth:`request_stop` it ends
+        ``cancelled`` without a child."""
+        try:
+            if self._stop.is_set():
+                end = EntryEnded(entry.id, "cancelled", "cancelled before the run started")
+                self.ended.append(end)
+                self._notify(entry, end)
+                return end
+            self._launch([entry], options=options, queued=False)
+            while children := self._distinct_children():
+                self._poll(children)
+        finally:
+            self._stop_children()
+        return self.ended[-1]
+
     def _distinct_children(self) -> list[_Child]:
         """The running children, each once (a group's child is filed under each of its entries)."""
         with self._lock:
@@ -243,7 +268,7 @@ class Supervisor:
             else:
                 self._launch([entry])
 
-    def _launch(self, entries: list[QueueEntry]) -> None:
+    def _launch(self, entries: list[QueueEntry], options: dict | None = None, queued: bool = True) -> None:
         ctx = self._ctx or process_context()
         self._ctx = ctx
         entry = entries[0]
@@ -255,13 +280,10 @@ class Supervisor:
                                args=([e.id for e in entries], [e.config.to_dict() for e in entries],
                                      str(self.workspace.root), ev_w, ct_r, self.faults))
         else:
-            # an entry may name its own target (gui/child_plots.py: the window's run, then its PNGs), called with
-            # the arguments of lab/child.py child_main
-            target = getattr(entry, "child_target", None) or _child_entry
-            proc = ctx.Process(target=target, name=f"dpd-queue-entry-{entry.id}",
+            proc = ctx.Process(target=_child_entry, name=f"dpd-queue-entry-{entry.id}",
                                args=(entry.id, entry.config.to_dict(), str(self.workspace.root), ev_w, ct_r,
-                                     self.faults, getattr(entry, "child_options", None)))
-        members = {e.id: _Member(e) for e in entries}
+                                     self.faults, options))
+        members = {e.id: _Member(e, queued=queued) for e in entries}
         try:
             proc.start()
         except Exception as exc:  # noqa: BLE001 - the entries fail; the queue goes on
@@ -294,7 +316,8 @@ class Supervisor:
                 self._reap(c)
             else:
                 for m in c.members.values():
-                    if not (m.cancel_sent or m.ended) and (self._stop.is_set() or self.queue.cancel_requested(m.entry.id)):
+                    if not (m.cancel_sent or m.ended) and (
+                            self._stop.is_set() or (m.queued and self.queue.cancel_requested(m.entry.id))):
                         m.cancel_sent = True
                         self.send(m.entry.id, "cancel")
 
@@ -318,7 +341,8 @@ class Supervisor:
             return
         if isinstance(ev, (E.RunPrepared, E.RunStarted)) and m.run_dir is None:
             m.run_id, m.run_dir = ev.run_id, ev.run_dir
-            self.queue.set_run(m.entry.id, ev.run_id, ev.run_dir)
+            if m.queued:
+                self.queue.set_run(m.entry.id, ev.run_id, ev.run_dir)
         elif isinstance(ev, (E.RunFinished, E.RunFailed, E.RunCancelled)):
             m.outcome = ev
         self._notify(m.entry, ev)
@@ -360,7 +384,7 @@ class Supervisor:
 
     def _end_member(self, c: _Child, m: _Member, state: str, message: str) -> None:
         m.ended = True  # the child stays filed under its entries until it is reaped (its lane is busy until then)
-        entry = self.queue.finish(m.entry.id, state, message)
+        entry = self.queue.finish(m.entry.id, state, message) if m.queued else m.entry
         end = EntryEnded(entry.id, state, message, m.run_dir)
         self.ended.append(end)
         self._notify(entry, end)

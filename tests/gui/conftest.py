@@ -1,4 +1,5 @@
-"""GUI test fixtures: offscreen Qt, settings and workspace redirected into tmp_path, fakes for the trainer."""
+"""GUI test fixtures: offscreen Qt, settings and workspace redirected into tmp_path, fakes for the trainer (trained
+in this process through gui_fakes.InThreadSupervisor, the window's ``supervisor_factory``)."""
 from __future__ import annotations
 
 import os
@@ -7,7 +8,7 @@ os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
 import pytest
 
-from gui_fakes import FakeWorkspace  # noqa: E402
+from gui_fakes import FakeWorkspace, InThreadSupervisor  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -54,14 +55,18 @@ def workspace(tmp_path):
 
 @pytest.fixture
 def make_window(qtbot, settings, workspace):
-    """Factory for a shown MainWindow; at teardown it checks that no training thread is left running."""
+    """Factory for a shown MainWindow; at teardown it checks that no training thread is left running.
+
+    ``trainer_factory(config, dataset=, workspace=, observers=)``: train with it in this process (on the run
+    worker's thread) instead of in a child process."""
     from dpd_desktop.gui.main_window import MainWindow
 
     windows = []
 
     def _make(trainer_factory=None, ws=None, write_plots=False, inspect=False, **kw):
-        w = MainWindow(workspace=ws if ws is not None else workspace, trainer_factory=trainer_factory,
-                       settings=settings, **kw)
+        if trainer_factory is not None:
+            kw["supervisor_factory"] = InThreadSupervisor.factory(trainer_factory)
+        w = MainWindow(workspace=ws if ws is not None else workspace, settings=settings, **kw)
         w.write_plots_on_finish = write_plots
         # the fakes' all-zero datasets would be flagged: only the flags' own tests inspect (test_dataset_flags.py)
         w.dataset_flags.enabled = inspect
@@ -73,7 +78,7 @@ def make_window(qtbot, settings, workspace):
 
     yield _make
     for w in windows:
-        if w._worker is not None:
+        if w.runs.worker is not None:
             ended = w.shutdown(5000)
             assert ended, "training thread still running at teardown"
-        assert w._worker is None
+        assert w.runs.worker is None

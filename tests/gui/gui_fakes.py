@@ -8,8 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
+from dpd_desktop.lab.supervisor import EntryEnded, EntryStarted
 from dpd_desktop.runs.events import (BatchProgress, EpochEnded, PlotData, RunCancelled, RunFailed, RunFinished,
-                                         RunStarted)
+                                     RunStarted)
+from dpd_desktop.runs.record import DatasetRef
 
 
 def make_plotdata(seed: int = 0, source: str = "validation", k: int = 1500, scale: float = 1.0) -> PlotData:
@@ -112,6 +114,70 @@ def fake_factory(**kw):
     return factory
 
 
+class InThreadSupervisor:
+    """The window's test seam (``MainWindow(supervisor_factory=InThreadSupervisor.factory(trainer_factory))``): in
+    place of lab/supervisor.py's Supervisor, trains the window's entry with ``trainer_factory(config, dataset=,
+    workspace=, observers=)`` on the calling thread (the window's run worker) and hands the trainer's events to the
+    observers as the supervisor does (``observer(entry, event)``, then EntryEnded). The trainer gets the demo
+    dataset regenerated from the entry's options, as the child would (None for other datasets). ``send`` and
+    ``request_stop`` reach the trainer as the child's control pipe does."""
+
+    def __init__(self, trainer_factory, workspace, observers=(), **_kw):
+        self.trainer_factory, self.workspace, self.observers = trainer_factory, workspace, list(observers)
+        self._lock = threading.Lock()
+        self._trainer = None
+        self._stop = False
+
+    @classmethod
+    def factory(cls, trainer_factory):
+        return lambda workspace, observers=(), **kw: cls(trainer_factory, workspace, observers, **kw)
+
+    def request_stop(self) -> None:
+        self.send(None, "cancel")
+
+    def send(self, entry_id, message: str) -> None:
+        with self._lock:
+            trainer = self._trainer
+            self._stop = self._stop or message == "cancel"
+        if trainer is None:
+            return
+        if message == "cancel":
+            trainer.request_cancel()
+        elif message.startswith("preview:") and hasattr(trainer, "set_preview_every"):
+            n = message.split(":", 1)[1]
+            trainer.set_preview_every(int(n) if n.isdigit() else None)
+
+    def run_entry(self, entry, options=None):
+        outcome = []
+
+        def notify(ev):
+            if isinstance(ev, (RunFinished, RunFailed, RunCancelled)):
+                outcome.append(ev)
+            for o in self.observers:
+                o(entry, ev)
+
+        ref = (options or {}).get("dataset")
+        notify(EntryStarted(entry.id, None))
+        try:
+            dataset = DatasetRef.from_record(ref, schema=2).load() if ref and ref.get("kind") == "demo" else None
+            trainer = self.trainer_factory(entry.config, dataset=dataset, workspace=self.workspace,
+                                           observers=[notify])
+        except Exception as exc:  # noqa: BLE001 - as the child reports it
+            notify(RunFailed(run_id=None, run_dir=None, message=f"the run could not start: {exc}"))
+        else:
+            with self._lock:
+                self._trainer = trainer
+                stop = self._stop
+            if stop:
+                trainer.request_cancel()
+            trainer.run()
+        state = {RunFinished: "succeeded", RunCancelled: "cancelled"}.get(type(outcome[0]), "failed") \
+            if outcome else "failed"
+        end = EntryEnded(entry.id, state, "", getattr(outcome[0], "run_dir", None) if outcome else None)
+        notify(end)
+        return end
+
+
 @dataclass
 class FakeRunRecord:
     run_id: str
@@ -153,3 +219,6 @@ class FakeDataset:
         self.source = "demo"
         self.spec = _Spec()
         self.train, self.val, self.test = (_S(k) for k in n)
+
+    def fingerprint(self) -> str:
+        return f"fake-{self.name}"

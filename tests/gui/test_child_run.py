@@ -1,8 +1,8 @@
-"""The window's real run trains in a child process (gui/child_worker.py, lab/interactive.py; pytest-qt,
-offscreen): a tiny demo run's rows in the window equal its history.csv, a killed or segfaulting child leaves the run
-``interrupted`` / ``failed`` in status.json and in the window, which stays up; Stop, "Preview every" and Resume reach
-the child; after a child run the child writes the PNGs (gui/child_plots.py); a queued run's are rendered by a process of
-their own (gui/run_plots.py)."""
+"""The window's run trains in a child process through the supervisor (gui/worker.py, lab/supervisor.py
+``run_entry``; pytest-qt, offscreen): a tiny demo run's rows in the window equal its history.csv, a killed or
+segfaulting child leaves the run ``interrupted`` / ``failed`` in status.json and in the window, which stays up; Stop,
+"Preview every" and Resume reach the child; on every device; after a run its PNGs are rendered by a process of their
+own (gui/run_plots.py)."""
 from __future__ import annotations
 
 import json
@@ -12,12 +12,11 @@ import pytest
 
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
-from dpd_desktop.gui.child_worker import ChildTrainingWorker, rows_before_resume
-from dpd_desktop.gui.worker import TrainingWorker
-from dpd_desktop.lab.interactive import InteractiveEntry, SingleRunQueue, child_options, reloadable
+from dpd_desktop.gui.worker import RunWorker, child_options, rows_before_resume
+from dpd_desktop.lab.queue import QUEUE_FILE, QueueEntry
+from dpd_desktop.lab.supervisor import Supervisor
 from dpd_desktop.runs.record import RunRecord
-
-from gui_fakes import FakeDataset
+from dpd_desktop.runs.workspace import Workspace
 
 DEMO = dict(seed=3, n_train=2048, n_val=1024, n_test=1024, nperseg=256)
 
@@ -40,15 +39,15 @@ def test_a_real_run_goes_to_a_child_and_its_rows_equal_history_csv(make_window, 
     w.set_form_from_config(_config(epochs=2))
     with qtbot.waitSignal(w.runEnded, timeout=120_000) as blocker:
         assert w.start_run()
-        assert isinstance(w._worker, ChildTrainingWorker)
+        assert isinstance(w.runs.worker, RunWorker)
     assert blocker.args == ["succeeded"], w.banner.message + "\n" + w.banner.detail.toPlainText()
     rec = RunRecord.open(w.session.run_dir)
     assert rec.state == "succeeded"
     history = rec.history()
     assert [int(r["EPOCH"]) for r in history] == [0, 1]
     # the rows the window received are the rows on disk, value for value (numbers as history.csv writes them)
-    assert len(w._history_rows) == 2
-    for got, want in zip(w._history_rows, history):
+    assert len(w.plots.history_rows) == 2
+    for got, want in zip(w.plots.history_rows, history):
         for key, value in want.items():
             if key == "TIME:":
                 continue
@@ -60,7 +59,7 @@ def test_a_real_run_goes_to_a_child_and_its_rows_equal_history_csv(make_window, 
     for p in w.panels:
         assert p.has_data(), p.title
     # the child trained on the window's dataset: the recorded fingerprint is the loaded one's
-    assert rec.dataset.fingerprint == w._dataset.fingerprint()
+    assert rec.dataset.fingerprint == w.data.dataset.fingerprint()
     assert rec.dataset.demo["n_train"] == DEMO["n_train"]
     # Run DPD needs a finished DPD run: a PA run leaves it off, the session knows the run folder
     assert w.session.state == "succeeded" and not w.act_run_dpd.isEnabled()
@@ -83,7 +82,7 @@ def test_a_dead_child_leaves_the_run_ended_and_the_window_up(make_window, qtbot,
     rec = RunRecord.open(w.session.run_dir)
     assert rec.state == state and words in rec.status_doc.get("message", "")
     assert len(rec.history()) == 1  # epoch 0 was on disk when the child died
-    assert w._worker is None and w.act_start.isEnabled()
+    assert w.runs.worker is None and w.act_start.isEnabled()
     assert w.resume_control.action.isEnabled()  # interrupted and failed runs can be resumed
 
 
@@ -94,8 +93,8 @@ def test_stop_preview_and_resume_reach_the_child(make_window, qtbot, workspace, 
     w.set_dataset(ds, "demo")
     w.set_form_from_config(cfg)
     w.start_run()
-    worker = w._worker
-    assert isinstance(worker, ChildTrainingWorker)
+    worker = w.runs.worker
+    assert isinstance(worker, RunWorker)
     previews = []
     w.preview_check.setChecked(True)  # during the run: "Preview every" reaches the child
     w.form.preview_every.setValue(5)
@@ -110,44 +109,42 @@ def test_stop_preview_and_resume_reach_the_child(make_window, qtbot, workspace, 
     assert 1 <= done < 6 and RunRecord.open(run_dir).state == "cancelled"
     with qtbot.waitSignal(w.runEnded, timeout=120_000) as blocker:
         assert w.resume_control.resume()
-        assert isinstance(w._worker, ChildTrainingWorker)
+        assert isinstance(w.runs.worker, RunWorker)
     assert blocker.args == ["succeeded"], w.banner.message + "\n" + w.banner.detail.toPlainText()
     assert w.session.run_dir == run_dir and w.epoch_table.rowCount() == 6
     rows = RunRecord.open(run_dir).history()
     assert [int(r["EPOCH"]) for r in rows] == list(range(6))
-    assert [int(r["EPOCH"]) for r in w._history_rows] == list(range(6))  # the rows before the resume, once
+    assert [int(r["EPOCH"]) for r in w.plots.history_rows] == list(range(6))  # the rows before the resume, once
 
 
-def test_the_in_process_path_stays_for_fakes_and_in_memory_data(make_window, workspace):
-    from gui_fakes import fake_factory
+def test_a_fake_trainer_takes_the_same_path(make_window, qtbot):
+    from gui_fakes import FakeDataset, fake_factory
 
-    w = make_window(trainer_factory=fake_factory())
+    factory = fake_factory()
+    w = make_window(trainer_factory=factory)
     w.set_dataset(FakeDataset())
-    assert w.start_run(_config())
-    assert isinstance(w._worker, TrainingWorker)
-    assert w.shutdown(5000)
-    assert not reloadable(FakeDataset()) and not reloadable(None)
-    assert reloadable(make_demo_dataset(**DEMO))
+    with qtbot.waitSignal(w.runEnded, timeout=20_000) as blocker:
+        assert w.start_run(_config())
+        assert isinstance(w.runs.worker, RunWorker)  # the window's one worker, its supervisor the tests' seam
+    assert blocker.args == ["succeeded"] and len(factory.created) == 1
 
 
-def test_single_run_queue_and_child_options():
+def test_child_options_and_an_entry_in_no_queue(tmp_path):
     ds = make_demo_dataset(**DEMO)
     opts = child_options(ds, resume="/x/run")
     assert opts["resume"] == "/x/run" and opts["dataset"]["kind"] == "demo"
     assert opts["dataset"]["fingerprint"] == ds.fingerprint() and opts["dataset"]["demo"]["seed"] == 3
-    q = SingleRunQueue(InteractiveEntry(_config()))
-    assert q.recover() == []
-    e = q.claim_next()
-    assert e.state == "running" and e.device == "cpu" and q.claim_next() is None
-    q.set_run(e.id, "r1", "/runs/r1")
-    assert not q.cancel_requested(e.id)
-    q.request_cancel()
-    assert q.cancel_requested(e.id)
-    end = q.finish(e.id, "cancelled", "stopped")
-    assert (end.state, end.run_id, end.message) == ("cancelled", "r1", "stopped")
-    q2 = SingleRunQueue(InteractiveEntry(_config()))
-    q2.request_cancel()
-    assert q2.claim_next() is None and q2.entry.state == "cancelled"
+    assert child_options(None) == {}
+    # Supervisor.run_entry: stopped before its start, the entry ends cancelled without a child; no queue file
+    ws = Workspace(tmp_path / "ws")
+    seen = []
+    sup = Supervisor(ws, observers=[lambda e, ev: seen.append((e.id, ev))])
+    sup.request_stop()
+    entry = QueueEntry(id=1, position=0, config=_config(), device="cpu", state="running")
+    end = sup.run_entry(entry, opts)
+    assert (end.entry_id, end.state, end.message) == (1, "cancelled", "cancelled before the run started")
+    assert seen == [(1, end)] and sup.ended == [end]
+    assert not (ws.root / QUEUE_FILE).exists()
 
 
 def test_rows_before_resume_keep_the_epochs_up_to_the_resume(tmp_path):
@@ -165,25 +162,26 @@ def test_rows_before_resume_keep_the_epochs_up_to_the_resume(tmp_path):
     assert rows_before_resume(tmp_path / "missing") == []
 
 
-def test_after_a_child_run_the_child_writes_the_pngs(make_window, qtbot, monkeypatch):
-    from dpd_desktop.gui import plot_area
+def test_after_a_run_a_process_of_their_own_writes_the_pngs(make_window, qtbot, monkeypatch):
+    from dpd_desktop.gui import export
 
     rendered_here = []
-    monkeypatch.setattr(plot_area, "iter_run_plots", lambda *a, **k: rendered_here.append(1) or iter(()))
+    monkeypatch.setattr(export, "write_run_plots", lambda *a, **k: rendered_here.append(1))
     w = make_window(write_plots=True)
     w.set_dataset(make_demo_dataset(**DEMO), "demo")
     w.set_form_from_config(_config(epochs=1))
     with qtbot.waitSignal(w.plotsWritten, timeout=120_000) as blocker:
         assert w.start_run()
-        assert w._worker.write_plots
     paths = blocker.args[0]
     assert not isinstance(paths, Exception), paths
     names = sorted(p.name for p in paths)
     assert names == ["amam.png", "ampm.png", "learning_curves.png", "psd.png", "time_domain.png"]
     for p in paths:
         assert p.parent == Path(w.session.run_dir) / "plots" and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert rendered_here == []  # nothing rendered on the GUI thread
-    qtbot.waitUntil(lambda: w._worker is None, timeout=30_000)
+        assert p.stat().st_size > 2000
+    assert not [p for p in paths[0].parent.iterdir() if p.suffix != ".png"]  # no temp files left
+    assert rendered_here == []  # nothing rendered in the window's process
+    assert w.runs.worker is None and len(w.jobs) == 0
 
 
 def test_run_plots_main_writes_the_pngs_of_a_run_folder(make_window, qtbot, tmp_path, capsys):
@@ -200,22 +198,16 @@ def test_run_plots_main_writes_the_pngs_of_a_run_folder(make_window, qtbot, tmp_
     assert "were not written" in capsys.readouterr().err
 
 
-def test_a_cuda_run_trains_in_the_window_process_and_a_cpu_run_in_a_child(make_window, qtbot, monkeypatch):
-    """Where the window trains (gui/run_control.py ``_launch_worker``): a CUDA run on a QThread of its process (the
-    child's start would cost more than the 3 % the window may add there), a CPU run in a child; ``child_on_cuda``
-    sends a CUDA run to the child too. CUDA is faked as present: the run then fails to start on this machine, in
-    whichever worker it went to."""
-    import dpd_desktop.gui.run_control as rc
-
-    monkeypatch.setattr(rc, "on_cuda", lambda device: device != "cpu")
+def test_every_device_trains_in_a_child(make_window, qtbot):
+    """One path on every device (gui/run_control.py ``launch``): a CUDA run goes to a child as a CPU run does (on a
+    machine without CUDA its child reports the failure)."""
     w = make_window()
     w.set_dataset(make_demo_dataset(**DEMO), "demo")
     kinds = []
-    for device, child_on_cuda in (("cuda", False), ("auto", False), ("cpu", False), ("cuda", True)):
-        w.child_on_cuda = child_on_cuda
+    for device in ("cuda", "auto", "cpu"):
         w.set_form_from_config(_config(device=device, epochs=1))
         with qtbot.waitSignal(w.runEnded, timeout=120_000):
             assert w.start_run()
-            kinds.append(type(w._worker))
-        qtbot.waitUntil(lambda: w._worker is None, timeout=30_000)
-    assert kinds == [TrainingWorker, TrainingWorker, ChildTrainingWorker, ChildTrainingWorker]
+            kinds.append(type(w.runs.worker))
+        qtbot.waitUntil(lambda: w.runs.worker is None, timeout=30_000)
+    assert kinds == [RunWorker, RunWorker, RunWorker]

@@ -45,11 +45,11 @@ def test_stop_and_quit_leaves_a_cancelled_readable_run_and_exits_cleanly(make_wi
     w = make_window(demo_kwargs=DEMO)
     _start(w, qtbot, epochs=500, epochs_done=1)
     run_id = w.session.run_id
-    worker = w._worker
+    worker = w.runs.worker
     orphans = len(jobs.ORPHANS)
     w.close()
     assert len(asked) == 1 and asked[0][0].startswith(f"the PA run {run_id} (epoch ")
-    assert not w.isVisible() and w._worker is None and worker.is_done() and len(jobs.ORPHANS) == orphans
+    assert not w.isVisible() and w.runs.worker is None and worker.is_done() and len(jobs.ORPHANS) == orphans
     rec = RunRecord.open(w.workspace.runs_dir / run_id)
     assert rec.state == "cancelled" and rec.status_doc["epochs_completed"] >= 1
     assert len(rec.history()) == rec.status_doc["epochs_completed"]
@@ -61,9 +61,9 @@ def test_cancel_leaves_the_run_going_and_the_window_open(make_window, qtbot, ans
     asked = answer(close_prompt.CANCEL)
     w = make_window(demo_kwargs=DEMO)
     _start(w, qtbot, epochs=500)
-    worker = w._worker
+    worker = w.runs.worker
     w.close()
-    assert len(asked) == 1 and w.isVisible() and w.state == "running" and w._worker is worker
+    assert len(asked) == 1 and w.isVisible() and w.state == "running" and w.runs.worker is worker
     assert not worker.is_done() and not w.session.cancel_requested
     with qtbot.waitSignal(w.runEnded, timeout=60_000):
         w.stop_run()

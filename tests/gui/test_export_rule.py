@@ -30,7 +30,7 @@ def shown(make_window, qtbot, tmp_path, monkeypatch):
     w = make_window()
     w.show_plots(make_plotdata(), "validation")
     w.session.run_dir = str(run)
-    w._set_current_panel(w.psd_panel)
+    w.plots.set_current_panel(w.psd_panel)
     asked, warned = [], []
     answer = {"path": ""}
 

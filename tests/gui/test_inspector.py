@@ -106,4 +106,4 @@ def test_import_dialog_shows_the_error(make_window, qtbot, tmp_path):
     dlg.start()
     qtbot.waitUntil(lambda: "Not imported" in dlg.message.text(), timeout=10000)
     assert "none.csv: not found" in dlg.message.text()
-    assert dlg.isVisible() and w._dataset is None
+    assert dlg.isVisible() and w.data.dataset is None

@@ -128,12 +128,12 @@ def test_close_mid_run_leaves_no_job_and_a_bounded_wait(make_window, qtbot):
     w.set_dataset(FakeDataset())
     w.start_run(ExperimentConfig(epochs=50, hidden_size=8, frame_length=50, stride=8, device="cpu"))
     qtbot.waitUntil(lambda: w.progress_label.text().startswith("Epoch 0 of 0–49 · batch"), timeout=5000)
-    worker = w._worker
+    worker = w.runs.worker
     # the run's worker; the start-up's PyTorch preload may still be running beside it on a busy machine
     names = sorted(getattr(j, "name", type(j).__name__) for j in w.jobs.active())
     assert worker in w.jobs.active() and set(names) <= {"training run", "PyTorch preload"}, names
     assert w.shutdown(3000)
-    assert len(w.jobs) == 0 and w._worker is None and worker.is_done()
+    assert len(w.jobs) == 0 and w.runs.worker is None and worker.is_done()
     assert worker not in jobs.ORPHANS
 
 

@@ -19,6 +19,7 @@ from dpd_desktop.lab.queue import RunQueue
 from dpd_desktop.runs.record import RunRecord
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.runs.events import RunStarted
+from dpd_desktop.training.ls_fit import make_trainer
 from dpd_desktop.training.trainer import Trainer
 
 FELL_BACK = f"model: GRU runs on the reference kernel ({STUB_REASON})"
@@ -88,15 +89,15 @@ def test_the_device_line_names_the_kernel_that_ran(make_window):
     shown = []
     original = w.banner.show_message
     w.banner.show_message = lambda kind, text, **kw: (shown.append((kind, text)), original(kind, text, **kw))
-    w._on_run_started(_started({"requested": "reference", "used": {"model": "reference"}, "ran": "reference",
+    w.runs._on_run_started(_started({"requested": "reference", "used": {"model": "reference"}, "ran": "reference",
                                 "notes": []}))
     assert w.device_label.text() == "cpu · kernel reference" and shown == []
     assert "Kernel setting: reference" in w.device_label.toolTip() and "batched loader: on" in w.device_label.toolTip()
-    w._on_run_started(_started({"requested": "fast", "used": {"model": "fast"}, "ran": "fast", "notes": []},
+    w.runs._on_run_started(_started({"requested": "fast", "used": {"model": "fast"}, "ran": "fast", "notes": []},
                                kernel="fast"))
     assert w.device_label.text() == "cpu · kernel fast" and shown == []
     assert "Ran: model fast." in w.device_label.toolTip()
-    w._on_run_started(_started({"requested": "fast", "used": {"model": "reference"}, "ran": "reference",
+    w.runs._on_run_started(_started({"requested": "fast", "used": {"model": "reference"}, "ran": "reference",
                                 "notes": [FELL_BACK]}, kernel="fast"))
     assert w.device_label.text() == "cpu · kernel fast → reference"
     assert f"Fell back: {FELL_BACK}" in w.device_label.toolTip()
@@ -112,8 +113,8 @@ def test_a_start_event_without_a_kernel_block_reads_as_its_setting():
 
 def test_a_real_fast_run_on_the_stub_shows_the_fallback(make_window, qtbot, monkeypatch):
     install_stub(monkeypatch)
-    w = make_window()
-    w.train_in_child = False  # the stub is installed in this process (a child would run the real CPU kernel)
+    # the stub is installed in this process (a child would run the real CPU kernel): the real trainer here
+    w = make_window(trainer_factory=lambda cfg, observers=(), **kw: make_trainer(cfg, observers=list(observers), **kw))
     w.set_dataset(make_demo_dataset(n_train=3000, n_val=4096, n_test=4096), "demo")
     w.set_form_from_config(_tiny(kernel="fast"))
     shown = []

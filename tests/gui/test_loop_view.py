@@ -4,7 +4,6 @@ and a PNG of the view for a person to look at (LOOP_VIEW_PNG, when set, names wh
 from __future__ import annotations
 
 import os
-import threading
 
 import numpy as np
 import pytest

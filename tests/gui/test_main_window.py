@@ -12,7 +12,6 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 
 from dpd_desktop.config import ExperimentConfig
-from dpd_desktop.gui.jobs import PlotSaveJob
 from dpd_desktop.gui.main_window import PREVIEW_WARNING, MainWindow
 from dpd_desktop.gui.panels import AMAMPanel, AMPMPanel, LearningPanel, PSDPanel, TimeDomainPanel
 
@@ -245,11 +244,11 @@ def test_close_mid_run_requests_cancel_and_waits(make_window, qtbot):
     w.set_dataset(FakeDataset())
     w.start_run(_tiny_config(epochs=50))
     qtbot.waitUntil(lambda: w.state == "running" and bool(factory.created), timeout=5000)
-    worker = w._worker
+    worker = w.runs.worker
     t0 = time.monotonic()
     w.close()
     assert time.monotonic() - t0 < 5.5
-    assert w._worker is None
+    assert w.runs.worker is None
     assert not worker.thread.isRunning()
     assert factory.created[0]._cancel.is_set()
 
@@ -259,12 +258,12 @@ def test_preview_events_drawn_only_when_ticked(make_window, qtbot):
 
     w = make_window()
     ev = PreviewReady(epoch=0, batch=10, batches=100, plots=make_plotdata(), metrics={"NMSE": -25.0})
-    w._on_preview_ready(ev)
+    w.runs._on_preview_ready(ev)
     qtbot.wait(80)
     assert not w.psd_panel.has_data()
     w.preview_check.setChecked(True)
     for i in range(5):  # a burst: only the newest is drawn
-        w._on_preview_ready(dataclasses.replace(ev, batch=10 * (i + 1)))
+        w.runs._on_preview_ready(dataclasses.replace(ev, batch=10 * (i + 1)))
     qtbot.waitUntil(w.psd_panel.has_data, timeout=2000)
     assert "batch 50/100" in w.psd_panel._plots[0].titleLabel.text
 
@@ -293,38 +292,22 @@ def test_write_run_plots(tmp_path, qtbot):
     assert [p.name for p in write_run_plots(tmp_path / "run2", rows, None)] == ["learning_curves.png"]
 
 
-def test_window_writes_run_plots_off_the_gui_thread(make_window, qtbot, tmp_path, monkeypatch):
-    """After a run the window renders its PNGs on the GUI thread but encodes and writes each on a pool thread as
-    soon as it is rendered (the GUI thread never waits for the disk); plotsWritten reports the paths once all are
-    written, or the error when the folder cannot be written (then the status bar says so)."""
-    import threading
+def test_a_run_folder_that_cannot_be_drawn_reports_its_error(make_window, qtbot, tmp_path, monkeypatch):
+    """The window writes a run's PNGs in a process of their own (gui/run_plots.py; nothing rendered in the window's
+    process): plotsWritten gets the error when the run folder cannot be drawn, and the status bar says so (the
+    paths of a real run: tests/gui/test_child_run.py)."""
+    from dpd_desktop.gui import export
 
-    from dpd_desktop.gui import jobs
-
-    threads = []
-    real_save = jobs.save_images
-
-    def recording_save(images, out_dir):
-        threads.append(threading.current_thread())
-        return real_save(images, out_dir)
-
-    monkeypatch.setattr(jobs, "save_images", recording_save)
+    rendered_here = []
+    monkeypatch.setattr(export, "write_run_plots", lambda *a, **k: rendered_here.append(1))
     w = make_window(write_plots=True)
-    w._history_rows = [make_row(e, 3) for e in range(3)]
-    with qtbot.waitSignal(w.plotsWritten, timeout=20000) as sig:
-        w._write_plots(str(tmp_path / "run"), make_plotdata(source="validation"))
-    assert sorted(p.name for p in sig.args[0]) == sorted(["learning_curves.png", "psd.png", "amam.png", "ampm.png",
-                                                          "time_domain.png"])
-    assert all(p.stat().st_size > 2000 for p in sig.args[0])
-    assert len(threads) == 5 and threading.main_thread() not in threads  # one pool job per image
-    assert w.jobs.active(PlotSaveJob) == []
-
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("x")
-    with qtbot.waitSignal(w.plotsWritten, timeout=20000) as sig:
-        w._write_plots(str(blocked), None)
-    assert isinstance(sig.args[0], OSError)
+    with qtbot.waitSignal(w.plotsWritten, timeout=60_000) as sig:
+        w.runs.write_run_plots(str(blocked))
+    assert isinstance(sig.args[0], OSError) and "were not written" in str(sig.args[0])
     assert "Could not write the plot PNGs" in w.statusBar().currentMessage()
+    assert rendered_here == [] and len(w.jobs) == 0
 
 
 def test_window_geometry_saved_to_its_settings_and_restored(make_window, settings, qtbot):
@@ -425,7 +408,6 @@ def test_real_pa_then_dpd_from_the_window(make_window, qtbot):
 
 @pytest.mark.dataset
 def test_open_measured_dataset_folder(make_window, qtbot):
-    from pathlib import Path
 
     folder = DATASETS / "DPA_200MHz"
     if not folder.is_dir():

@@ -74,7 +74,6 @@ def test_the_form_offers_mp_and_gmp_with_their_orders(make_window, qtbot):
 
 def test_an_mp_run_in_the_window_and_its_coefficients_export(make_window, qtbot, ds, tmp_path):
     w = make_window()
-    w.train_in_child = False  # the real least-squares fit on the window's run thread (seconds)
     w.set_dataset(ds, "demo")
     w.set_form_from_config(ExperimentConfig(step="pa", dataset="demo", backbone="mp", fit="ls", poly_order=5,
                                             memory_depth=3, device="cpu", frame_length=40, stride=8))

@@ -115,10 +115,11 @@ def test_an_epoch_end_paints_each_panel_once(make_window, qtbot):
 
     def epoch_end(e):
         row = make_row(e, 10)
-        w._on_epoch_ended(EpochEnded(epoch=e, epochs=10, row=row, is_best=True, best_epoch=e, best_value=-20.0,
-                                     selection_metric="VAL_NMSE", epoch_seconds=1.0, plots=plots))
-        w._plot_timer.stop()
-        w._flush_plots()
+        w.runs._on_epoch_ended(EpochEnded(epoch=e, epochs=10, row=row, is_best=True, best_epoch=e,
+                                          best_value=-20.0, selection_metric="VAL_NMSE", epoch_seconds=1.0,
+                                          plots=plots))
+        w.plots._timer.stop()
+        w.plots.flush()
         for _ in range(20):
             QApplication.processEvents()
 

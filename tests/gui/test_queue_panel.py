@@ -1,4 +1,4 @@
-"""The window's queue panel (gui/queue_panel.py, gui/queue_worker.py): entries from the form, run in child processes
+"""The window's queue panel (gui/queue_panel.py, gui/worker.py QueueWorker): entries from the form, run in child processes
 in order, the plots following the running entry; a segfaulting entry fails with the signal named, the next one
 succeeds, the window stays."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ TINY = ExperimentConfig(step="pa", dataset="demo", hidden_size=4, frame_length=5
 
 
 def _queue_two(window, qtbot):
-    window._dataset_ref = "demo"  # the form's dataset: the demo (as after File → Demo data)
+    window.data.ref = "demo"  # the form's dataset: the demo (as after File → Demo data)
     window.set_form_from_config(TINY)
     panel = window.queue_panel
     first = panel.add_current_form()
@@ -51,7 +51,7 @@ def test_two_entries_run_in_order_and_the_panel_shows_their_states(make_window, 
     assert w.epoch_table.rowCount() == 2
     assert w.state == "succeeded" and w.session.run_dir == str(recs[1].run_dir)
     assert panel.table.item(1, 4).text() == runs[1]
-    assert w._worker is None and len(w.jobs) == 0
+    assert w.runs.worker is None and len(w.jobs) == 0
     assert w.act_start.isEnabled()
 
 
@@ -108,14 +108,14 @@ def test_move_and_cancel_buttons_and_entries_added_elsewhere(make_window, qtbot,
 
 def test_closing_the_window_stops_the_queue_and_its_running_entry(make_window, qtbot, workspace):
     w = make_window()
-    w._dataset_ref = "demo"
+    w.data.ref = "demo"
     w.set_form_from_config(replace(TINY, epochs=500))
     panel = w.queue_panel
     panel.add_current_form(), panel.add_current_form()
     with qtbot.waitSignal(w.epoch_table.model().rowsInserted, timeout=120_000):
         assert panel.run_queue()
     w.close()
-    assert w._worker is None and len(w.jobs) == 0  # the queue's thread ended within the close's wait
+    assert w.runs.worker is None and len(w.jobs) == 0  # the queue's thread ended within the close's wait
     with RunQueue(workspace.root) as q:
         first, second = q.entries()
         rec = RunRecord.open(workspace.resolve(first.run_id))

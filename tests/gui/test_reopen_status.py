@@ -100,4 +100,4 @@ def test_dpd_output_power_caveat_on_reopen_and_after_run_dpd(make_window, runs, 
     assert "output power with DPD +1.39 dB" in w.psd_panel.aclr_text
     # another dataset: the run and its caveat go
     w.set_dataset(FakeDataset(name="other"), "/data/other")
-    assert w.psd_panel.aclr_text == "" and w._power_caveat is None
+    assert w.psd_panel.aclr_text == "" and w.session.power_caveat is None

@@ -3,7 +3,6 @@ runs the core says are due, before anything goes; "Remove now" removes exactly t
 them, "Not now" leaves everything."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

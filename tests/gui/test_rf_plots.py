@@ -114,7 +114,7 @@ def test_the_rf_dock_draws_only_when_shown_then_compression_pin_pout_and_ccdf(ma
                           equal_nan=True)
 
     # a new run clears the RF plots with the others
-    w._reset_run_views()
+    w.reset_run_views()
     assert all(not p.has_data() for p in view.panels)
 
 
@@ -132,7 +132,6 @@ def test_rf_panels_follow_a_live_run_and_export(make_window, qtbot, demo, monkey
     plots = rf_plots(demo)
     monkeypatch.setattr(gui_fakes, "make_plotdata", lambda *a, **k: plots)
     w = make_window(trainer_factory=gui_fakes.fake_factory(batches=2, batch_delay=0.0))
-    w.train_in_child = False
     show_rf_plots(w)
     w.set_dataset(gui_fakes.FakeDataset(), "fake")
     with qtbot.waitSignal(w.runEnded, timeout=20000):

@@ -12,7 +12,7 @@ def test_saved_epochs_and_stride_survive_the_restart_and_the_dataset_load(make_w
     w.form.device.setCurrentIndex(w.form.device.findData("cpu"))
     w.form.epochs.setValue(7)
     w.form.stride.setValue(3)
-    w._dataset_ref = "demo"
+    w.data.ref = "demo"
     w.close()
     w2 = make_window()
     w2.load_demo = lambda: w2.set_dataset(FakeDataset(n=(61_440, 16_384, 16_384)), "demo")
@@ -24,7 +24,7 @@ def test_saved_epochs_and_stride_survive_the_restart_and_the_dataset_load(make_w
 def test_saved_values_equal_to_the_defaults_are_kept_too(make_window, settings):
     w = make_window()
     w.form.device.setCurrentIndex(w.form.device.findData("cpu"))
-    w._dataset_ref = "demo"  # epochs 150, stride 1: the config's defaults, saved as the user left them
+    w.data.ref = "demo"  # epochs 150, stride 1: the config's defaults, saved as the user left them
     w.close()
     w2 = make_window()
     w2.load_demo = lambda: w2.set_dataset(FakeDataset(n=(61_440, 16_384, 16_384)), "demo")
@@ -315,7 +315,7 @@ def test_a_window_narrowed_to_1280_after_drawing_fits_its_panels_again(make_wind
     w.set_dataset(FakeDataset(name="DPA_200MHz"))
     w.step_dpd.setChecked(True)
     w.show_plots(_dpd_like_plotdata(), "test · selected epoch 3")
-    w.finish_drawing()
+    w.plots.finish_drawing()
     qtbot.wait(100)
     w.resize(1280, 800)
     qtbot.waitUntil(lambda: w.width() == 1280, timeout=2000)

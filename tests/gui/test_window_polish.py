@@ -199,14 +199,15 @@ def test_preview_psd_shows_aclr(qtbot):
 
 
 def test_preview_every_changes_during_a_run(make_window, qtbot):
-    w = make_window(trainer_factory=fake_factory(batches=10_000, batch_delay=0.005))
+    factory = fake_factory(batches=10_000, batch_delay=0.005)
+    w = make_window(trainer_factory=factory)
     w.set_dataset(FakeDataset())
     w.preview_check.setChecked(True)
     seen = []
     with qtbot.waitSignal(w.runEnded, timeout=20_000):
         assert w.start_run()
-        qtbot.waitUntil(lambda: w._worker is not None and w._worker._trainer is not None, timeout=5000)
-        w._worker._trainer.set_preview_every = seen.append
+        qtbot.waitUntil(lambda: w.session.run_id is not None, timeout=5000)  # the trainer runs (RunStarted)
+        factory.created[0].set_preview_every = seen.append
         assert w.form.preview_every.isEnabled() and not w.form.epochs.isEnabled()
         w.form.preview_every.setValue(37)
         w.stop_run()
@@ -229,7 +230,7 @@ def test_output_power_change_beside_aclr(make_window, qtbot):
     assert "(output power +0.20 dB with DPD)" in finished_message(ev2) and "changes" not in finished_message(ev2)
     w = make_window()
     w.session.start(_tiny())
-    w._on_run_finished(ev)
+    w.runs._on_run_finished(ev)
     assert w.banner.kind == "warning"
     assert "output power with DPD -1.39 dB" in w.psd_panel.aclr_text
 
@@ -241,7 +242,7 @@ def test_form_step_and_dataset_restored_after_a_restart(make_window, settings, q
     w.step_dpd.setChecked(True)
     w.preview_check.setChecked(True)
     w.form.preview_every.setValue(33)
-    w._dataset_ref = str(tmp_path)  # an existing folder
+    w.data.ref = str(tmp_path)  # an existing folder
     w.close()
     w2 = make_window()
     opened = []

@@ -53,7 +53,7 @@ def test_linux_window_paints_before_torch_is_imported_then_preloads_it():
     assert out["torch_after_build"] is False
     assert out["torch_at_first_paint"] is False
     assert out["torch_after_preload"] is True
-    # the trainer is the child process's (gui/child_worker.py): its forkserver runs, started by the preload
+    # the trainer is the child process's (gui/worker.py): its forkserver runs, started by the preload
     assert out["trainer_after_preload"] is False
     assert isinstance(out["forkserver_pid"], int) and out["forkserver_pid"] > 0
     # the static tooltip first, the model registry's description once the core is loaded
@@ -78,25 +78,6 @@ def test_about_box_names_torch_version_without_importing_it(make_window):
 
     w = make_window()
     assert f"PyTorch {metadata.version('torch')}" in w.about_text()
-
-
-def test_a_run_started_during_the_preload_waits_for_it(monkeypatch):
-    """The trainer factory waits for the preload before it imports the trainer (never two threads importing torch
-    at once)."""
-    from dpd_desktop.gui import preload, worker
-    from dpd_desktop.training import ls_fit
-
-    calls = []
-
-    class RunningPreload:
-        def wait(self, ms):
-            calls.append(("preload waited", ms))
-            return True
-
-    monkeypatch.setattr(preload, "_job", RunningPreload())
-    monkeypatch.setattr(ls_fit, "make_trainer", lambda cfg, **kw: calls.append(("trainer built", cfg)) or "T")
-    assert worker.default_trainer_factory("cfg", observers=()) == "T"
-    assert calls == [("preload waited", 120_000), ("trainer built", "cfg")]
 
 
 def test_start_checks_the_config_by_hand_while_the_preload_imports_torch(monkeypatch):

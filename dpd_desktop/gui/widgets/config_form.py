@@ -53,7 +53,7 @@ FIELD_LABELS = {
 def registry_labels() -> dict[str, tuple[str, str]]:
     """Family → (label, description) from the model registry; {} when it cannot be imported.
 
-    Not called while the form is built: dpd_desktop.models imports torch (~1.1 s measured), which the window imports
+    Not called while the form is built: dpd_desktop.models imports torch, which the window imports
     behind its first paint (gui/preload.py); :meth:`ConfigForm.apply_registry_labels` runs once it has.
     """
     try:

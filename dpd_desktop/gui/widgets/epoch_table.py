@@ -1,8 +1,7 @@
 """The epoch table: one row per epoch, ★ on the selected (best) epoch.
 
-A QTableView on a model that keeps the numbers in one float array (no item object per cell): 10,000 epochs cost a
-few MB and an append costs the same at the first epoch and the ten-thousandth
-(benchmarks/bench_gui_responsiveness.py --part many-epochs; the QTableWidget before it held 90,000 items, +105 MB).
+A QTableView on a model that keeps the numbers in one float array (no item object per cell): an append costs the
+same at the first epoch and the ten-thousandth.
 """
 from __future__ import annotations
 

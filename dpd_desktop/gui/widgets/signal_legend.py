@@ -10,8 +10,8 @@ from .. import theme
 
 class SignalLegend(QWidget):
     """"Signals:" and a colored line swatch with each signal's name (measured y, predicted ŷ, input x, error, ...),
-    in one label that wraps between entries when the plots are narrow (a DPD run's six signals, side by side, were
-    wider than the two data columns at 1280 px and pushed the plots out of the window)."""
+    in one label that wraps between entries when the plots are narrow (a DPD run's six signals side by side are
+    wider than the two data columns at 1280 px)."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
