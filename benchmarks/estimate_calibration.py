@@ -119,7 +119,7 @@ class WindowRunner:
         loop.exec()
         w.stateChanged.disconnect()
         assert w.state == "succeeded", w.banner.message
-        while w._worker is not None:  # noqa: SLF001 - the child's PNGs and exit: the next Start needs it gone
+        while w.runs.worker is not None:  # noqa: SLF001 - the child's PNGs and exit: the next Start needs it gone
             self.app.processEvents(self.QEventLoop.ProcessEventsFlag.AllEvents, 50)
         return marks["end"] - t, w.session.run_dir
 

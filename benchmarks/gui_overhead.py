@@ -1,9 +1,6 @@
 """GUI overhead: the same PA run driven from the window (default per-epoch plots) vs headless.
 
     QT_QPA_PLATFORM=offscreen python benchmarks/gui_overhead.py --dataset demo --epochs 3 --repeats 2
-    # the window's run in a child process (its default, gui/child_worker.py) or on a QThread of its process:
-    python benchmarks/gui_overhead.py --dataset demo --epochs 3 --path child      # (default)
-    python benchmarks/gui_overhead.py --dataset demo --epochs 3 --path thread
     # the headline PA run on the GPU machine (DPA_160MHz, GRU-23, frame 200, stride 1, 4 epochs):
     python3 benchmarks/gui_overhead.py --dataset .ref/datasets/DPA_160MHz --hidden 23 --frame 200 --stride 1 \
         --epochs 4 --device cuda --repeats 2
@@ -13,9 +10,8 @@ PyTorch imported and the data loaded before timing, and prints the median wall t
 ratio GUI / headless, and per run the trainer's epoch starts (timing marks, benchmarks/timed.py). Both modes end with the
 run's plots written as PNGs (the command line writes them after the run, the window when the run finishes).
 
-``--path window`` (default): where the window trains it (a CPU run in a child process, a CUDA run on a QThread:
-gui/run_control.py ``_launch_worker``); ``--path child`` forces the child, ``--path thread`` the QThread. In a child
-the run trains in a child of the forkserver, which the window starts
+The window trains every run in a child process through the supervisor (gui/worker.py ``RunWorker``), a child of
+the forkserver, which the window starts
 behind its first paint; here it is started and ready before timing (as it is by the time a user presses Start),
 so the GUI time holds what the child path adds: the child's start, its reload of the dataset (the headless run has
 it loaded before timing), the events' decoding.
@@ -42,8 +38,6 @@ def main():
     ap.add_argument("--stride", type=int, default=4)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--path", default="window", choices=("window", "child", "thread"),
-                    help="GUI mode: where the window trains (default), or forced into a child process or a QThread")
     ap.add_argument("--screenshot", default=None, help="GUI mode: save the window after the run to this PNG")
     ap.add_argument("--mode", default=None, choices=("gui", "headless"), help=argparse.SUPPRESS)
     ap.add_argument("--marks", default=None, help=argparse.SUPPRESS)
@@ -62,7 +56,7 @@ def main():
                 if status:
                     print(f"  GUI {status[-1]}", flush=True)
                 print(f"  {mode}: {marks_summary(timing)}", flush=True)
-            print(f"repeat {i}: headless {heads[-1]:.2f} s, GUI ({a.path}) {guis[-1]:.2f} s", flush=True)
+            print(f"repeat {i}: headless {heads[-1]:.2f} s, GUI {guis[-1]:.2f} s", flush=True)
         h, g = statistics.median(heads), statistics.median(guis)
         print(f"median headless {h:.2f} s, GUI {g:.2f} s, GUI / headless = {g / h:.3f}")
         return
@@ -103,10 +97,7 @@ def main():
         return
     ensure_app([])
     win = MainWindow(workspace=Workspace(tmp))
-    win.train_in_child = a.path != "thread"
-    win.child_on_cuda = a.path == "child"
-    if win.train_in_child:
-        warm_forkserver()
+    warm_forkserver()
     win.resize(1600, 1000)
     win.show()
     win.set_dataset(ds)
@@ -137,10 +128,9 @@ def main():
 def warm_forkserver() -> None:
     """Start the children's forkserver and wait until it forks (its imports done), as the window's preload has
     done by the time a user presses Start (gui/preload.py)."""
-    from dpd_desktop.gui.preload import CHILD_PRELOAD
     from dpd_desktop.lab.supervisor import process_context, start_forkserver
 
-    if start_forkserver(CHILD_PRELOAD):
+    if start_forkserver():
         p = process_context().Process(target=time.sleep, args=(0,))
         p.start()
         p.join()
