@@ -185,7 +185,7 @@ class RunControl:
         self.run_folder_label.setToolTip(str(ev.run_dir))
         if ev.dataset_summary and self._dataset is None:
             self.dataset_box.set_fields(describe_summary(ev.dataset_summary))
-        self._metric_profile = (ev.config or {}).get("metric_profile", "legacy-2.2.1")
+        self._metric_profile = (ev.config or {}).get("metric_profile", ExperimentConfig.metric_profile)
         self.epoch_table.set_metric_profile(self._metric_profile)
         self.session.on_started(ev)
         self.statusBar().showMessage(f"Run {ev.run_id} started: {ev.n_train_frames:,} training frames", 5000)
@@ -212,7 +212,7 @@ class RunControl:
         self.learning_panel.set_best_epoch(ev.best_epoch)
         name, unit = history.metric_label(ev.selection_metric)
         self.best_label.setText(f"best {name} {history.fmt(ev.best_value)} {unit} (ep {ev.best_epoch}) · metrics: "
-                                f"{getattr(self, '_metric_profile', 'legacy-2.2.1')}")
+                                f"{getattr(self, '_metric_profile', ExperimentConfig.metric_profile)}")
         self.session.on_epoch(ev)
         if ev.plots is not None:
             self._queue_plots(ev.plots, f"validation · epoch {ev.epoch}")

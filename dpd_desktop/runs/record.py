@@ -436,9 +436,9 @@ class RunRecord:
 
     @property
     def metric_profile(self) -> str:
-        """The metric profile the run's numbers follow (config.json ``experiment.metric_profile``; runs recorded
-        before profiles existed computed ``legacy-2.2.1``)."""
-        return self._exp("metric_profile", "legacy-2.2.1")
+        """The metric profile the run's numbers follow (config.json ``experiment.metric_profile``; a run recorded
+        before profiles existed: the default)."""
+        return self._exp("metric_profile", ExperimentConfig.metric_profile)
 
     @property
     def kernel(self) -> KernelRun:

@@ -167,7 +167,7 @@ class SweepSpec:
 
     @property
     def step(self) -> str:
-        return self.base.get("step", "pa")
+        return self.base.get("step", ExperimentConfig.step)
 
     def base_config(self) -> ExperimentConfig:
         return ExperimentConfig.from_dict(dict(self.base))
@@ -260,7 +260,7 @@ def parse_spec(raw: dict, source: str) -> SweepSpec:
         raise SweepSpecError(source, "space", "nothing to search: give at least one field")
     if len({p.key for p in space}) != len(space):
         raise SweepSpecError(source, "space", "a field is given twice (an alias and its name)")
-    step = base.get("step", "pa")
+    step = base.get("step", ExperimentConfig.step)
     metric = sw.get("metric", DEFAULT_METRIC[step])
     if metric not in METRICS:
         raise SweepSpecError(source, "sweep.metric", f"expected one of {METRICS}, got {metric!r}")
@@ -294,7 +294,7 @@ def _base(raw: dict, source: str) -> dict:
         raise SweepSpecError(source, f"base.{exc.field}", str(exc).split(": ", 1)[-1]) from exc
     except TypeError as exc:
         raise SweepSpecError(source, "base", str(exc)) from exc
-    ds = base.get("dataset", "demo")
+    ds = base.get("dataset", ExperimentConfig.dataset)
     if ds != "demo" and not Path(ds).expanduser().exists():
         raise SweepSpecError(source, "base.dataset", f"{ds}: no such file or folder")
     return base
@@ -475,7 +475,7 @@ def base_table(base: ExperimentConfig) -> dict:
     a dataset folder as an absolute path."""
     raw_base = {k: v for k, v in base.to_dict().items() if k not in ("extra", "name")
                 and v != _FIELDS[k].default}
-    if raw_base.get("dataset", "demo") != "demo":
+    if raw_base.get("dataset") not in (None, "demo"):
         raw_base["dataset"] = str(Path(raw_base["dataset"]).expanduser().resolve())
     return raw_base
 

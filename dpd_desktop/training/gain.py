@@ -129,7 +129,7 @@ def _gain_candidates(ds) -> tuple[dict[str, float], dict[str, Any]]:
     return cands, ss
 
 
-def target_gain(ds, rule: str = "peak", value: float | None = None) -> TargetGain:
+def target_gain(ds, rule: str, value: float | None = None) -> TargetGain:
     """The DPD target gain of ``ds`` under ``rule`` (module docstring). ``peak`` is ``float(ds.gain)`` exactly.
     ``value`` (``gain_value``): that g instead, recorded as rule ``fixed`` (the rules' candidates beside it).
 
