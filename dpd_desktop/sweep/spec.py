@@ -182,7 +182,7 @@ class SweepSpec:
     def from_dict(cls, d: dict) -> "SweepSpec":
         return cls(name=d["name"], search=d["search"], base=dict(d["base"]),
                    space=tuple(Param.from_dict(p) for p in d["space"]), trials=d.get("trials"),
-                   seed=int(d.get("seed", 0)), metric=d.get("metric", "VAL_NMSE"),
+                   seed=int(d.get("seed", cls.seed)), metric=d.get("metric", cls.metric),
                    devices=tuple(d.get("devices") or ()), optuna=dict(d.get("optuna") or {}),
                    source=d.get("source", "sweep.json"),
                    group_size=parse_group_size(d.get("group_size", AUTO), "sweep.json", "spec.group_size"))
@@ -240,7 +240,7 @@ def parse_spec(raw: dict, source: str) -> SweepSpec:
     name = sw.get("name", "sweep")
     if not isinstance(name, str) or not name.strip():
         raise SweepSpecError(source, "sweep.name", f"expected a non-empty string, got {name!r}")
-    seed = sw.get("seed", 0)
+    seed = sw.get("seed", SweepSpec.seed)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= 2**32 - 1:
         raise SweepSpecError(source, "sweep.seed", f"expected an integer from 0 to 2**32 - 1, got {seed!r}")
     trials = sw.get("trials")
