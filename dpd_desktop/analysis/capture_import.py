@@ -36,6 +36,7 @@ import numpy as np
 
 from ..data import DatasetError, DatasetSpec, IQDataset, Split, load_dataset, save_split_csv
 from ..data.csv_parse import parse_iq_csv
+from ..metrics.transfer import as_complex
 from ..runs.artifacts import file_sha256
 from ..runs.outputs import OutputRefused, check_output
 from . import estimators as est
@@ -77,7 +78,7 @@ def _to_complex(a: np.ndarray, path: Path, where: str) -> np.ndarray:
         if a.ndim == 1:
             return a.astype(np.complex128)
     elif a.dtype.kind in "fiu" and a.ndim == 2 and a.shape[1] == 2:
-        return a[:, 0].astype(np.float64) + 1j * a[:, 1].astype(np.float64)
+        return as_complex(a)
     raise CaptureImportError(f"{path.name}: {where} has shape {a.shape} and dtype {a.dtype}; expected a complex "
                              "vector (N,) or a real N×2 I/Q matrix")
 

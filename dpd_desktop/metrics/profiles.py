@@ -50,6 +50,7 @@ from . import compute_metrics
 from .aclr import aclr_db
 from .nmse import as_segments
 from .spectra import DB_FLOOR, welch_psd  # noqa: F401 - DB_FLOOR re-exported
+from .transfer import as_complex
 
 __all__ = ["PROFILES", "PROFILE_NOTES", "check_profile", "compute_profile_metrics",
            "corrected_aclr", "corrected_metrics", "inband_error_db", "pooled_nmse_db", "profile_aclr",
@@ -85,8 +86,7 @@ def _flat_valid(a, name: str, n_valid: int | None) -> np.ndarray:
     n = arr.shape[0] if n_valid is None else int(n_valid)
     if not 1 <= n <= arr.shape[0]:
         raise ValueError(f"{name}: n_valid must be from 1 to the {arr.shape[0]} samples given, got {n_valid!r}")
-    a64 = arr[:n].astype(np.float64)
-    return a64[:, 0] + 1j * a64[:, 1]
+    return as_complex(arr[:n])
 
 
 def _db(ratio: float) -> float:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .transfer import as_complex
+
 __all__ = [
     "ChannelBins",
     "channel_bins",
@@ -144,8 +146,7 @@ def _to_complex_sequence(sig) -> np.ndarray:
     else:
         if a.ndim not in (2, 3) or a.shape[-1] != 2:
             raise ValueError(f"real signal must be (N, 2) or (S, N, 2) I/Q, got shape {a.shape}")
-        a = a.astype(np.float64).reshape(-1, 2)
-        z = a[:, 0] + 1j * a[:, 1]
+        z = as_complex(a).reshape(-1)
     if z.size < 2:
         raise ValueError(f"signal needs at least 2 samples for a PSD, got {z.size}")
     return z
