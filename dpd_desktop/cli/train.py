@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 from ..config import (DPD_LEARNING, EVALUATIONS, GAIN_RULES, KERNELS, LOSSES, LR_SCHEDULES, METRIC_PROFILES,
@@ -20,7 +19,7 @@ from ..runs import events as E
 from ..runs.labels import epoch_of
 from ..runs.settings import SettingsError, WorkspaceSettings
 from ..runs.workspace import Workspace
-from ..timing import mark
+from ..timing import Throttle, mark
 from .checks import option_message, preflight
 from .common import Outcome
 from .flags import add_accept_option, check_dataset, with_accepted
@@ -168,7 +167,7 @@ class ConsoleObserver:
         self.header_done = False
         self.profile = ExperimentConfig.metric_profile
         self.tty = sys.stderr.isatty()
-        self.last_line = 0.0
+        self._lines = Throttle(10.0)  # without a terminal: a progress line every 10 s
 
     def __call__(self, ev) -> None:
         if isinstance(ev, E.RunStarted):
@@ -215,8 +214,7 @@ class ConsoleObserver:
         if self.tty:
             sys.stderr.write("\r" + text)
             sys.stderr.flush()
-        elif time.monotonic() - self.last_line > 10 or ev.batch == ev.batches:
-            self.last_line = time.monotonic()
+        elif self._lines.ready(final=ev.batch == ev.batches):
             print(text, file=sys.stderr, flush=True)
 
     def _epoch_row(self, ev) -> None:

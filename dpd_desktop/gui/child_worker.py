@@ -15,12 +15,12 @@ the window hears ``failed`` (RunFailed, "process ended by signal SIGSEGV") or :a
 from __future__ import annotations
 
 import threading
-import time
 import traceback
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Slot
 
+from ..timing import Throttle
 from ..lab.interactive import ENTRY_ID, InteractiveEntry, SingleRunQueue, child_options
 from ..runs.record import RecordError, RunRecord
 from ..lab.supervisor import EntryEnded, Supervisor
@@ -57,7 +57,7 @@ class ChildTrainingWorker(RunSignals):
         self._sup: Supervisor | None = None
         self._cancel = False
         self._preview: tuple[bool, int | None] | None = None
-        self._last_progress_t = 0.0
+        self._progress = Throttle(self.PROGRESS_MIN_INTERVAL_S)
         self._outcome_emitted = False
         self.resumed_rows: list[dict] = []
         self.end: EntryEnded | None = None
@@ -123,9 +123,7 @@ class ChildTrainingWorker(RunSignals):
                 self.plotsWritten.emit(written_plots(ev.run_dir))
             return
         if isinstance(ev, BatchProgress):
-            now = time.monotonic()
-            if ev.batch >= ev.batches or now - self._last_progress_t >= self.PROGRESS_MIN_INTERVAL_S:
-                self._last_progress_t = now
+            if self._progress.ready(final=ev.batch >= ev.batches):
                 self.batchProgress.emit(ev)
             return
         if isinstance(ev, RunStarted):

@@ -10,11 +10,11 @@ window follows — the first running one — so that the panels follow a queued 
 from __future__ import annotations
 
 import threading
-import time
 import traceback
 
 from PySide6.QtCore import QObject, Signal, Slot
 
+from ..timing import Throttle
 from ..lab.supervisor import EntryEnded, EntryStarted, Supervisor
 from ..runs.events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunFailed, RunFinished,
                                RunStarted)
@@ -57,7 +57,7 @@ class QueueWorker(ThreadJob):
         self._sup: Supervisor | None = None
         self._stop = False
         self.followed: int | None = None
-        self._last_progress_t = 0.0
+        self._progress = Throttle(self.PROGRESS_MIN_INTERVAL_S)
 
     # -- control (GUI thread) -------------------------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -119,9 +119,7 @@ class QueueWorker(ThreadJob):
         if not followed:
             return
         if isinstance(ev, BatchProgress):
-            now = time.monotonic()
-            if ev.batch >= ev.batches or now - self._last_progress_t >= self.PROGRESS_MIN_INTERVAL_S:
-                self._last_progress_t = now
+            if self._progress.ready(final=ev.batch >= ev.batches):
                 self.batchProgress.emit(ev)
             return
         name = _SIGNAL_OF.get(type(ev))

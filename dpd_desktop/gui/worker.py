@@ -7,12 +7,12 @@ the last batch of an epoch always passes); epoch rows, outcomes and previews are
 from __future__ import annotations
 
 import threading
-import time
 import traceback
 from typing import Any, Callable
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
 
+from ..timing import Throttle
 from ..runs.events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunFailed, RunFinished,
                                RunStarted)
 
@@ -137,7 +137,7 @@ class TrainingWorker(RunSignals):
         self._lock = threading.Lock()
         self._trainer = None
         self._cancel = False
-        self._last_progress_t = 0.0
+        self._progress = Throttle(self.PROGRESS_MIN_INTERVAL_S)
         self._outcome_emitted = False
         self.result = None
 
@@ -195,9 +195,7 @@ class TrainingWorker(RunSignals):
     def _observe(self, event) -> None:
         """The trainer's observer: runs on the training thread, only emits signals."""
         if isinstance(event, BatchProgress):
-            now = time.monotonic()
-            if event.batch >= event.batches or now - self._last_progress_t >= self.PROGRESS_MIN_INTERVAL_S:
-                self._last_progress_t = now
+            if self._progress.ready(final=event.batch >= event.batches):
                 self.batchProgress.emit(event)
         elif isinstance(event, EpochEnded):
             self.epochEnded.emit(event)
