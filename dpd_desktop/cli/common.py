@@ -1,6 +1,7 @@
-"""What every command of the command line returns (:class:`Outcome`)."""
+"""What every command of the command line returns (:class:`Outcome`), and the option types commands share."""
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 
 
@@ -16,3 +17,14 @@ class Outcome:
 
     status: int
     skip_teardown: bool = False
+
+
+def split_ratios(text: str) -> tuple[float, float, float]:
+    """``--split`` "0.6,0.2,0.2" → (train, val, test); argparse.ArgumentTypeError otherwise."""
+    try:
+        v = tuple(float(t) for t in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected three comma-separated ratios, got {text!r}") from None
+    if len(v) != 3:
+        raise argparse.ArgumentTypeError(f"expected three ratios train,val,test, got {text!r}")
+    return v
