@@ -13,10 +13,7 @@ What is measured, and on which samples (the estimators and their methods: :mod:`
   segments of the train split (at most 16);
 * plot arrays: the AM/AM / AM/PM scatter is every k-th sample of the aligned block, at most :data:`SCATTER_MAX`.
 
-Measured on the 2-core development machine with other jobs running (load average 4.6-4.8), CSV loading not
-included (benchmarks/inspect_speed.py, benchmarks/results/2026-12-01-cpu-inspect.md): DPA_160MHz (491,520 samples,
-nperseg 16384) median 1.04 s (0.77-1.16 s) for the first call in a process, which includes the first import of
-``scipy.signal``, and 0.20 s (0.13-0.23 s) for later calls; DPA_200MHz 0.66 s first, 0.04 s later.
+Its time: benchmarks/inspect_speed.py, benchmarks/results/2026-12-04-notes-core.md.
 """
 from __future__ import annotations
 

@@ -328,10 +328,7 @@ def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, q
         if CTRL_C.pressed.is_set():
             return _cancelled_before_start()
         if dataset is None:
-            # In line, after PyTorch is imported. Parsing the dataset on a thread while PyTorch imports did not pay:
-            # `train-pa --dataset DPA_160MHz`, process start → first batch, medians of 4 rounds of 3–4 runs on the
-            # 2-core development machine: 1.17/1.26/1.25/1.23 s in line, 1.26/1.54/1.26/1.46 s threaded (parsing and
-            # importing take turns on the GIL).
+            # in line, after PyTorch is imported: a thread parsing it during the import did not pay (benchmarks/results/2026-12-04-notes-core.md)
             try:
                 mark("dataset_load_start")
                 dataset = load_dataset_for(config.dataset)

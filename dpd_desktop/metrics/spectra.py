@@ -4,9 +4,8 @@
 (utils/metrics.py)", steps 2-3). ``psd_db`` is the PSD of every plot and of results.h5 (it follows the Studio plot
 settings of reference §8.2, not the ACLR numerics).
 
-SciPy is imported inside ``psd_db``, not here: ``import scipy.signal`` takes ~0.6 s (``python -X importtime``, 2-core
-dev machine) and this module is imported when a dataset is loaded (``data/spec.py`` checks its channel geometry),
-before the first batch.
+SciPy is imported inside ``psd_db``, not here: this module is on the dataset-load path (``data/spec.py``) and
+``import scipy.signal`` costs ~0.6 s (benchmarks/results/2026-12-04-notes-core.md).
 """
 
 from __future__ import annotations

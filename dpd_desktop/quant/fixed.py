@@ -162,9 +162,8 @@ def mse_act_format(counts: np.ndarray, max_abs: float, bits: int) -> QFormat:
     Candidates: :func:`act_format`'s ``frac`` (nothing saturates) and up to ``bits - 2`` finer ones. A bin's values
     (at the bin's geometric centre m) cost ``(m − top)²`` where they exceed the format's largest value ``top``,
     else ``min(m², step²/12)`` (rounding; values below half a step round to zero). Ties keep the coarser format.
-    Clipping the rare peaks of a tensor whose crest factor is high buys resolution for the bulk of its values:
-    measured on TCN-17 DPDs of DPA_160MHz, the max rule left 8-bit conv outputs 4-13 dB above their own error
-    (benchmarks/results/2026-12-03-quant-h200.md).
+    Clipping the rare peaks of a tensor whose crest factor is high buys resolution for the bulk of its values
+    (benchmarks/results/2026-12-04-notes-core.md).
     """
     base = act_format(max_abs, bits)
     counts = np.asarray(counts, dtype=np.float64)

@@ -128,10 +128,7 @@ def rf_curves(x: np.ndarray, signals: Mapping[str, np.ndarray], *, psd_cache: di
     :data:`DRAWN_MAX_SE_DB` are NaN in ``pout_db``), CCDF at :data:`CCDF_LEVELS_DB` and PAPR (of the input x too).
 
     With ``psd_cache`` (one per split: its x never changes) the bins of x and the results of x and of the
-    ``constant`` signals are kept there (keys ``"rf:..."``) and computed once. Cost on DPA_160MHz validation
-    (98,304 samples, the target cached): 1.4-7.3 ms per epoch over the 20-25 ms of the rest of the plot data
-    (three rounds on the 2-core machine while other work shared it; the CCDF's even-grid count and the PAPR's tail
-    partition took it from 13 ms).
+    ``constant`` signals are kept there (keys ``"rf:..."``) and computed once (cost: benchmarks/results/2026-12-04-notes-core.md).
 
     Args:
         x: (N, 2) PA input; signals: name → (N, 2) outputs (the same N).

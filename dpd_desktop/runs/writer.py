@@ -351,8 +351,7 @@ _WRITER_HANDLERS = {"RunPrepared": RunWriter._prepared, "LogLine": RunWriter._lo
 def results_image(ev) -> bytes:
     """results.h5's bytes, built in memory (h5py on an io.BytesIO): root attributes, then per split the datasets x,
     target, prediction (dpd_output), psd_freq_hz, psd_prediction_db and the attributes loss and the metrics."""
-    # h5py is imported here, not at the top: its import (0.07 s alone, python -X importtime) would sit on every start-up path
-    # that imports the record (the command line's `runs`, the window); the trainer warms it on a thread.
+    # h5py here: off the start-up paths that import the record (0.07 s); the trainer warms it on a thread
     import h5py
 
     buf = io.BytesIO()

@@ -81,8 +81,8 @@ class SweepSpecError(ValueError):
 
 
 AUTO = "auto"
-#: the most members a group may have (8 fast members already fill the H200's rate of small kernels:
-#: benchmarks/results/2026-12-01-group-h200.md); more is refused as a likely typo or an out-of-memory trap
+#: the most members a group may have (far above what fills a GPU: benchmarks/results/2026-12-01-group-h200.md);
+#: more is refused as a likely typo or an out-of-memory trap
 MAX_GROUP_SIZE = 64
 
 
