@@ -149,7 +149,7 @@ def protocol_path(name_or_path: str) -> Path:
     q = PROTOCOLS / f"{name_or_path}.toml"
     if q.is_file():
         return q
-    raise ProtocolError(str(name_or_path), "protocol", f"no such protocol file; the named protocols are "
+    raise ProtocolError(str(name_or_path), "protocol", "no such protocol file; the named protocols are "
                         + ", ".join(protocol_names()))
 
 

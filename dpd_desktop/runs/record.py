@@ -467,10 +467,6 @@ class RunRecord:
         block = _block(self.doc, "qat") or _block(self.doc, "finetune") or {}
         return block.get("parent_run")
 
-    def evaluation_path(self, profile: str) -> Path:
-        """Where ``runs evaluate`` keeps a re-evaluation under ``profile`` (runs/evaluate.py)."""
-        return self.run_dir / f"evaluation-{profile}.json"
-
     def read_results(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """results.h5 read back: (root attributes, ``{split: {"x", "target", "prediction"[, "dpd_output"]: (N, 2)
         float32 arrays, "attrs": {...}}}``).

@@ -315,7 +315,7 @@ def discard_unstarted(run_dir: str | Path) -> bool:
 
 def write_evaluation(run_dir: str | Path, profile: str, doc: Mapping[str, Any]) -> Path:
     """A re-evaluation of a finished run under a metric profile (runs/evaluate.py), written atomically beside
-    results.h5 as ``evaluation-<profile>.json`` (the path RunRecord.evaluation_path reads); returns the path."""
+    results.h5 as ``evaluation-<profile>.json``; returns the path."""
     return atomic.atomic_write_json(Path(run_dir) / f"evaluation-{profile}.json", dict(doc))
 
 
