@@ -93,7 +93,7 @@ def test_an_opened_cancelled_run_can_be_resumed(make_window, runs, qtbot):
 def test_dataset_label_lives_in_the_core():
     from types import SimpleNamespace as NS
 
-    from dpd_desktop import cli_runs
+    from dpd_desktop.cli import runs as cli_runs
     from dpd_desktop.gui import runs_browser
 
     assert cli_runs.dataset_label is dataset_label and runs_browser.dataset_label is dataset_label
