@@ -1,9 +1,8 @@
 """Experiment configuration: one validated, serializable object per run.
 
-The GUI form, the CLI flags and the saved ``config.json`` all round-trip through :class:`ExperimentConfig`.
-Defaults follow the OpenDPD 2.2.1 reference CLI (reference §4.10): AdamW lr 5e-3, weight decay 0.01,
-ReduceLROnPlateau on the validation selection metric (factor 0.5, patience 5, min lr 5e-5), gradient-norm clip
-200, MSE loss, batch 64, frame length 200, stride 1, seed 0.
+The GUI form, the CLI flags and the saved ``config.json`` all round-trip through :class:`ExperimentConfig`, the
+one table of the settings and their defaults: elsewhere a default is read from it (``ExperimentConfig.lr``), never
+written again. The defaults follow the OpenDPD 2.2.1 reference CLI (reference §4.10).
 """
 from __future__ import annotations
 
@@ -136,7 +135,7 @@ class ExperimentConfig:
     step: str = "pa"
     dataset: str = "demo"
     backbone: str = "gru"
-    hidden_size: int = 23
+    hidden_size: int = DEFAULT_HIDDEN_SIZE["pa"]
     num_layers: int = 1
     pa_run: str | None = None
     epochs: int = 150

@@ -1,6 +1,5 @@
 """The model families' names, without PyTorch: the configuration checks a backbone against them without importing
-the models (``python -X importtime``: dpd_desktop.models costs PyTorch's import, 0.9-3 s, paid twice by a sweep whose
-parent only validates the trials while its child trains them). models/registry.py holds the families themselves;
+the models (PyTorch's import: benchmarks/results/2026-12-04-notes-core.md). models/registry.py holds the families themselves;
 tests/unit/test_families.py checks that both name the same ones, in the same order."""
 
 #: every backbone :func:`dpd_desktop.models.build_model` accepts, in the registry's order

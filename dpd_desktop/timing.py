@@ -1,9 +1,13 @@
-"""Wall-clock marks for benchmarks. Production code calls :func:`mark`: it does nothing unless a benchmark installed
-a :class:`Recorder` (:func:`install`; benchmarks/timed.py), which appends one JSON line ``{"mark": name, "t": unix
-seconds, "th": thread name, ...}`` per mark to its file."""
+"""Time in the package: wall-clock marks for benchmarks, and :class:`Throttle`, the rate limit of every progress
+update.
+
+Marks: production code calls :func:`mark`; it does nothing unless a benchmark installed a :class:`Recorder`
+(:func:`install`; benchmarks/timed.py), which appends one JSON line ``{"mark": name, "t": unix seconds, "th": thread
+name, ...}`` per mark to its file."""
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 
@@ -37,3 +41,21 @@ def mark(name: str, **fields) -> None:
 def recording() -> bool:
     """Whether marks are recorded (a benchmark's extra timing work is done only then)."""
     return _profiler is not None
+
+
+class Throttle:
+    """Rate limit for progress updates: :meth:`ready` is true at most once every ``interval_s`` seconds of
+    ``clock``, and always for the ``final`` update of a series. The first call passes, unless ``start`` (a reading of
+    ``clock``) is given: then the first passes ``interval_s`` after it. ``last``: the clock reading of the last update
+    let through."""
+
+    def __init__(self, interval_s: float, *, start: float | None = None, clock=time.monotonic):
+        self.interval_s, self._clock = interval_s, clock
+        self.last = -math.inf if start is None else start
+
+    def ready(self, final: bool = False) -> bool:
+        now = self._clock()
+        if final or now - self.last >= self.interval_s:
+            self.last = now
+            return True
+        return False

@@ -24,9 +24,6 @@ Steps, in order:
 from __future__ import annotations
 
 import math
-import os
-import shutil
-import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -36,8 +33,9 @@ import numpy as np
 
 from ..data import DatasetError, DatasetSpec, IQDataset, Split, load_dataset, save_split_csv
 from ..data.csv_parse import parse_iq_csv
+from ..metrics.transfer import as_complex
 from ..runs.artifacts import file_sha256
-from ..runs.outputs import OutputRefused, check_output
+from ..runs.outputs import OutputRefused, check_output, write_folder
 from . import estimators as est
 
 __all__ = ["CaptureImportError", "ImportResult", "import_capture", "read_signal", "SIGNAL_NAMES"]
@@ -77,7 +75,7 @@ def _to_complex(a: np.ndarray, path: Path, where: str) -> np.ndarray:
         if a.ndim == 1:
             return a.astype(np.complex128)
     elif a.dtype.kind in "fiu" and a.ndim == 2 and a.shape[1] == 2:
-        return a[:, 0].astype(np.float64) + 1j * a[:, 1].astype(np.float64)
+        return as_complex(a)
     raise CaptureImportError(f"{path.name}: {where} has shape {a.shape} and dtype {a.dtype}; expected a complex "
                              "vector (N,) or a real N×2 I/Q matrix")
 
@@ -215,18 +213,11 @@ def import_capture(x_file: str | Path, y_file: str | Path, out: str | Path, *, s
     splits = [Split(iq(x[b[i]:b[i + 1]]), iq(y[b[i]:b[i + 1]])) for i in range(3)]
     ds = IQDataset(name=out.name, source=out, spec=spec, train=splits[0], val=splits[1], test=splits[2])
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        save_split_csv(ds, tmp)
-        if out.is_dir():
-            out.rmdir()  # empty (checked above)
-        os.replace(tmp, out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_folder(out, lambda tmp: save_split_csv(ds, tmp))  # replaces the empty folder checked above
     except OSError as exc:
         raise CaptureImportError(f"{out}: cannot write the dataset ({exc})") from exc
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     load_dataset(out)  # the written folder must load (raises DatasetError naming the file)
     return ImportResult(folder=out, delay_integer=delay.integer, delay_fraction=delay.fraction, scale=scale,
                         n_input=int(x0.size), n_output=int(y0.size), n_used=int(x.size), n_samples=sizes, spec=spec)

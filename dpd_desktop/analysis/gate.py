@@ -1,10 +1,7 @@
 """The inspector's flags of a dataset before a run (:func:`dataset_flags`), kept in a cache keyed by the dataset's
 fingerprint, and the error-severity ones that stop a run unless the user accepts them (:func:`blocking`).
 
-Cost on DPA_160MHz (2-core development machine shared with other jobs, load average 4-6.5; the dataset loaded):
-the first check of a process 3.5-4.4 s, of which the inspection is 0.32-0.43 s and the first ``import
-scipy.signal`` 1.5-1.7 s at load 4 (a run imports it anyway, on a thread during its first epoch); a cache hit
-0.017-0.025 s (the fingerprint and one small JSON file).
+A cache hit costs the fingerprint and one small JSON file; a miss, an inspection (benchmarks/results/2026-12-04-notes-core.md).
 
 Cache file: ``CACHE_DIR/<fingerprint>.json`` = ``{"format", "rules", "source", "flags": [Flag.to_dict(), ...]}``;
 it is used only when its ``rules`` equal :data:`~dpd_desktop.analysis.flags.RULES_VERSION` and its ``source`` is

@@ -13,10 +13,7 @@ What is measured, and on which samples (the estimators and their methods: :mod:`
   segments of the train split (at most 16);
 * plot arrays: the AM/AM / AM/PM scatter is every k-th sample of the aligned block, at most :data:`SCATTER_MAX`.
 
-Measured on the 2-core development machine with other jobs running (load average 4.6-4.8), CSV loading not
-included (benchmarks/inspect_speed.py, benchmarks/results/2026-12-01-cpu-inspect.md): DPA_160MHz (491,520 samples,
-nperseg 16384) median 1.04 s (0.77-1.16 s) for the first call in a process, which includes the first import of
-``scipy.signal``, and 0.20 s (0.13-0.23 s) for later calls; DPA_200MHz 0.66 s first, 0.04 s later.
+Its time: benchmarks/inspect_speed.py, benchmarks/results/2026-12-04-notes-core.md.
 """
 from __future__ import annotations
 
@@ -30,6 +27,7 @@ import numpy as np
 from ..data.readers import IQDataset
 from ..metrics.aclr import aclr_db, segment_psd
 from ..metrics.spectra import channel_bins, psd_db
+from ..metrics.transfer import SMALL_SIGNAL_FRACTION, as_complex, small_signal_gain
 from . import estimators as est
 from .flags import Flag, capture_flags
 
@@ -112,10 +110,6 @@ def _clean(v):
     return v
 
 
-def _complex(a: np.ndarray) -> np.ndarray:
-    return a[:, 0].astype(np.float64) + 1j * a[:, 1].astype(np.float64)
-
-
 def _fit_dict(fit: est.PolyFit) -> dict[str, Any]:
     return {"powers": list(fit.powers), "coefficients": list(fit.coefficients), "residual_db": fit.residual_db,
             "rms_residual": fit.rms_residual}
@@ -142,7 +136,7 @@ def inspect_dataset(ds: IQDataset, frame_length: int | None = None) -> CaptureRe
     for s, sp in ds.splits.items():
         for role, arr, store in (("input", sp.x, xs), ("output", sp.y, ys)):
             bad = ~np.isfinite(arr).all(axis=1)
-            z = _complex(arr)
+            z = as_complex(arr)
             if bad.any():
                 nonfinite.append({"split": s, "role": role, "count": int(bad.sum()),
                                   "first_index": int(np.argmax(bad)), "file": _source_file(ds, s, role)})
@@ -159,7 +153,10 @@ def inspect_dataset(ds: IQDataset, frame_length: int | None = None) -> CaptureRe
     if ya.size > 4 * _TRIM:
         ya = est.shift_fractional(ya, delay.fraction)[_TRIM:-_TRIM]
         xa = xa[_TRIM:-_TRIM]
-    g = est.small_signal_gain(xa, ya)
+    try:
+        g = small_signal_gain(xa, ya)[0]
+    except ValueError:  # too few samples, or all zero: NaN figures (the flags say why)
+        g = complex("nan")
     gabs = abs(g)
     am_am = est.fit_am_am(xa, ya) if np.any(xa) else None
     am_pm = est.fit_am_pm(xa, ya, g) if np.any(xa) and gabs > 0 else None
@@ -236,7 +233,7 @@ def inspect_dataset(ds: IQDataset, frame_length: int | None = None) -> CaptureRe
         obw_x_hz=obw_x[0] if fs else None, obw_y_hz=obw_y[0] if fs else None, obw_ratio=obw_ratio,
         aclr_x_db=aclr_x, aclr_y_db=aclr_y,
         methods={
-            "small_signal_gain": f"least squares g = Σ y·x*/Σ|x|² on the {int(est.SMALL_SIGNAL_FRACTION * 100)} % "
+            "small_signal_gain": f"least squares g = Σ y·x*/Σ|x|² on the {int(SMALL_SIGNAL_FRACTION * 100)} % "
                                  "lowest-|x| samples of the aligned block",
             "am_am": "|y| ≈ a1|x| + a3|x|³ + a5|x|⁵ (least squares on the aligned block)",
             "am_pm": "∠(y·x*) − ∠g ≈ b0 + b2|x|² + b4|x|⁴ degrees (samples above 5 % of max|x|)",

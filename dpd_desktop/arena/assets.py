@@ -12,7 +12,6 @@ Nothing is copied into the package; files are read and their SHA-256 checked aga
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ARENA_ASSETS", "ArenaAssetError", "Condition", "default_root", "file_sha256", "load_arena_condition",
+from ..runs.artifacts import file_sha256
+
+__all__ = ["ARENA_ASSETS", "ArenaAssetError", "Condition", "default_root", "load_arena_condition",
            "reference_rows"]
 
 ARENA_ASSETS = Path("opendpd") / "arena_assets"
@@ -38,14 +39,6 @@ def default_root() -> Path:
     if here.is_dir():
         return here
     return Path(__file__).resolve().parents[2] / DEFAULT_DIR
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _checked(path: Path, sha256: str | None) -> Path:

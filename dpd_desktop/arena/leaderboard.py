@@ -18,7 +18,6 @@ from __future__ import annotations
 import csv
 import html
 import io
-import json
 import math
 import statistics
 from pathlib import Path

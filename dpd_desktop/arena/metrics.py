@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..metrics.profiles import corrected_aclr, inband_error_db, pooled_nmse_db
+from ..metrics.transfer import as_complex
 
 __all__ = ["DB_FLOOR", "arena_metrics", "evm_carriers_db", "quality_db"]
 
@@ -32,11 +33,6 @@ def _db(ratio: float) -> float:
     return max(10.0 * math.log10(ratio), DB_FLOOR) if ratio > 0 else DB_FLOOR
 
 
-def _cplx(a: np.ndarray) -> np.ndarray:
-    a = np.asarray(a, dtype=np.float64)
-    return a[:, 0] + 1j * a[:, 1]
-
-
 def evm_carriers_db(pred: np.ndarray, ref: np.ndarray, fs: float, grid: dict[str, Any], start: int,
                     window: tuple[int, int]) -> float:
     """Demodulated EVM [dB] of ``pred`` against ``ref`` ((N, 2) float arrays of a whole split) on ``grid``'s
@@ -45,7 +41,7 @@ def evm_carriers_db(pred: np.ndarray, ref: np.ndarray, fs: float, grid: dict[str
     Raises:
         ValueError: no carrier symbol lies completely inside the window, or the reference has no energy there.
     """
-    y, r = _cplx(pred), _cplx(ref)
+    y, r = as_complex(pred), as_complex(ref)
     n = r.shape[0]
     size = int(grid["useful_samples"])
     first, last = window

@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..config import ExperimentConfig
 from ..data import IQDataset, Split, load_dataset, save_hdf5
 from ..atomic import atomic_write_json
 from ..runs.workspace import Workspace
@@ -98,6 +99,7 @@ def prepare_condition(workspace: Workspace, proto: Protocol, cond: ConditionSpec
             pa = c.pa
             pa_run, _ = import_pa_run(workspace, ds, str(path), pa["state"], backbone=pa["backbone"],
                                       hidden_size=pa["hidden_size"], num_layers=pa["num_layers"],
+                                      metric_profile=proto.metric_profile,
                                       source={"file": pa["file"], "sha256": pa["sha256"],
                                               "note": f"OpenDPD 2.4.2 Arena frozen PA of {c.id}"})
             log(f"arena: {cond.id}: frozen PA {pa['backbone']} H={pa['hidden_size']} imported as run {pa_run}")
@@ -122,11 +124,8 @@ def prepare_condition(workspace: Workspace, proto: Protocol, cond: ConditionSpec
         if pa_run is None:
             if train_pa is None:
                 raise ValueError(f"condition {cond.id}: its PA must be trained (no trainer given)")
-            from ..config import ExperimentConfig
-
-            fields_ = {"frame_length": proto.training.get("frame_length", 200),
-                       "stride": proto.training.get("stride", 1), "batch_size": proto.training.get("batch_size", 64),
-                       "metric_profile": proto.metric_profile, **cond.pa}
+            fields_ = {k: proto.training[k] for k in ("frame_length", "stride", "batch_size") if k in proto.training}
+            fields_.update({"metric_profile": proto.metric_profile, **cond.pa})
             if cond.max_train_samples:
                 fields_.setdefault("max_train_samples", cond.max_train_samples)
             cfg = ExperimentConfig(step="pa", dataset=str(path), device=device, **fields_).validate()
@@ -134,13 +133,14 @@ def prepare_condition(workspace: Workspace, proto: Protocol, cond: ConditionSpec
             log(f"arena: {cond.id}: PA {cfg.backbone} H={cfg.hidden_size} trained as run {pa_run}")
         x = ds.train.x.astype(np.float64)
         peak = float(np.float32(np.sqrt(np.max(x[:, 0] ** 2 + x[:, 1] ** 2))))
-        frame = int(proto.training.get("frame_length", 200))
+        frame = int(proto.training.get("frame_length", ExperimentConfig.frame_length))
         n_test = ds.test.x.shape[0]
         sig = {"fs": orig.spec.sample_rate_hz, "bw": orig.spec.bw_main_hz, "n_sub_ch": orig.spec.n_sub_ch,
                "nperseg": int(orig.spec.nperseg), "bw_sub": orig.spec.bw_sub_hz}
         from ..training.gain import target_gain
 
-        gain = target_gain(ds, proto.training.get("gain_rule", "peak"), proto.training.get("gain_value")).value
+        rule = proto.training.get("gain_rule", ExperimentConfig.gain_rule)
+        gain = target_gain(ds, rule, proto.training.get("gain_value")).value
         judge = {"signal": sig, "window": (frame, n_test - frame), "grid": None, "start": 0, "gain": gain,
                  "peak": peak}
         prepared = Prepared(cond, folder, str(path), ds, pa_run, None, peak, judge,

@@ -1,11 +1,12 @@
 """A named Arena protocol: one TOML file (``protocols/<name>.toml`` in this package, or any path).
 
-    [protocol]   name, title, seeds, epochs, power_gate_db, selection, metric_profile, reference_rows (optional)
+    [protocol]   name, title, seeds, epochs, reference_rows (optional); power_gate_db, selection, metric_profile
+                 (optional: config.py's defaults)
     [training]   ExperimentConfig fields shared by every DPD trial (frame, batch, optimizer, schedule, loss window…)
     [[conditions]]  id, kind = "arena" (calibration = the wheel's calibration file, validation_nperseg) or
                     kind = "dataset" (dataset = a folder name under the assets' datasets/ or a path; pa = {backbone,
                     hidden_size, epochs, …} the PA trained first; validation_nperseg; max_train_samples)
-    [[models]]   name, backbone, hidden_size, num_layers (1), options = {ExperimentConfig fields of this model only},
+    [[models]]   name, backbone, hidden_size, num_layers (optional), options = {ExperimentConfig fields of this model only},
                  arena_row = [backbone key, budget] (the wheel's leaderboard row this configuration reproduces)
 
 ``extends = "arena-v6"`` in [protocol]: start from that protocol (its keys, [training] fields, conditions and
@@ -59,7 +60,7 @@ class ModelSpec:
     name: str
     backbone: str
     hidden_size: int
-    num_layers: int = 1
+    num_layers: int = ExperimentConfig.num_layers
     options: dict = field(default_factory=dict)
     arena_row: tuple[str, int] | None = None
 
@@ -148,7 +149,7 @@ def protocol_path(name_or_path: str) -> Path:
     q = PROTOCOLS / f"{name_or_path}.toml"
     if q.is_file():
         return q
-    raise ProtocolError(str(name_or_path), "protocol", f"no such protocol file; the named protocols are "
+    raise ProtocolError(str(name_or_path), "protocol", "no such protocol file; the named protocols are "
                         + ", ".join(protocol_names()))
 
 
@@ -209,7 +210,7 @@ def load_protocol(name_or_path: str) -> Protocol:
     for key in ("name", "seeds", "epochs"):
         if key not in head:
             raise ProtocolError(src, f"protocol.{key}", "missing")
-    selection = head.get("selection", "power-gated")
+    selection = head.get("selection", ExperimentConfig.selection)
     if selection not in SELECTIONS:
         raise ProtocolError(src, "protocol.selection", f"expected one of {SELECTIONS}")
     training = _fields(raw.get("training") or {}, src, "training")
@@ -236,15 +237,15 @@ def load_protocol(name_or_path: str) -> Protocol:
                 raise ProtocolError(src, f"{where}.{key}", "missing")
         row = m.get("arena_row")
         models.append(ModelSpec(name=str(m["name"]), backbone=str(m["backbone"]), hidden_size=int(m["hidden_size"]),
-                                num_layers=int(m.get("num_layers", 1)),
+                                num_layers=int(m.get("num_layers", ExperimentConfig.num_layers)),
                                 options=_fields(m.get("options") or {}, src, f"{where}.options"),
                                 arena_row=(str(row[0]), int(row[1])) if row else None))
     if not models:
         raise ProtocolError(src, "models", "a protocol has at least one model")
     proto = Protocol(name=str(head["name"]), title=str(head.get("title", head["name"])),
                      seeds=tuple(int(s) for s in head["seeds"]), epochs=int(head["epochs"]),
-                     power_gate_db=float(head.get("power_gate_db", 0.5)), selection=selection,
-                     metric_profile=str(head.get("metric_profile", "corrected")), training=training,
+                     power_gate_db=float(head.get("power_gate_db", ExperimentConfig.power_gate_db)), selection=selection,
+                     metric_profile=str(head.get("metric_profile", ExperimentConfig.metric_profile)), training=training,
                      conditions=tuple(conds), models=tuple(models), reference_rows=head.get("reference_rows"),
                      source=shown_path(path))
     # every (condition, model) must make a valid trial

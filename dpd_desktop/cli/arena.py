@@ -23,6 +23,7 @@ import sys
 import threading
 from pathlib import Path
 
+from ..config import KERNELS
 from ..process import CTRL_C, Exit
 from .common import Outcome
 
@@ -46,7 +47,7 @@ def add_parser(add) -> argparse.ArgumentParser:
     p.add_argument("--assets", default=None, help="OpenDPD 2.4.2 datasets/Arena assets (default .ref/opendpd-2.4.2-arena)")
     p.add_argument("--out", default=None, help="leaderboard folder (default <workspace>/arena/<protocol>/leaderboard)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
-    p.add_argument("--kernel", default=None, choices=("reference", "fast"), help="recurrence kernels of the trials")
+    p.add_argument("--kernel", default=None, choices=KERNELS, help="recurrence kernels of the trials")
     p.add_argument("--group-size", default="auto", help="trials per group (default auto: 8 fast / 4 reference on CUDA)")
     p.add_argument("--epochs", type=int, default=None, help="override: epochs per trial (short run)")
     p.add_argument("--seeds", type=_ints, default=None, help="override: seeds, e.g. 0,1")

@@ -161,7 +161,7 @@ def _finetune(args, ws) -> Outcome:
     from ..config import ConfigError
     from ..quant.plan import QuantError
     from ..export.quantized import QuantEvalError, evaluate_quantized, save_quantized
-    from ..runs.record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
+    from ..runs.record import DatasetChanged, DatasetUnavailable, RecordError
     from ..training.errors import TrainingError
     from ..training.qat_setup import parent_record
 

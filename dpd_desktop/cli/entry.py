@@ -45,10 +45,8 @@ from ..training.cpu_threads import prefer_passive_wait
 from . import arena, deploy, inspect, loop, poly, queue, resume, runs, sweep, train
 from .common import Outcome
 
-# Imported inside the commands that need them, to keep `dpd-desktop --help` and `runs` fast (measured on the 2-core
-# development machine, median of 3): the trainer and run-dpd bring PyTorch (`import torch` 0.75 s here, 2-3 s on the
-# GPU machine); the window and the plots bring Qt (`import dpd_desktop.gui.app` 0.3 s: PySide6, pyqtgraph, the
-# window). `dpd-desktop --help` takes 0.2 s; these imports would also delay the Ctrl+C handler that run() installs.
+# PyTorch (the trainer, run-dpd) and Qt (the window, the plots) are imported inside the commands that need them:
+# `--help` and `runs` stay fast and the Ctrl+C handler that run() installs comes first (benchmarks/results/2026-12-04-notes-core.md).
 
 TRAINING_COMMANDS = ("train-pa", "train-dpd", "demo", "resume", "loop", "finetune")
 

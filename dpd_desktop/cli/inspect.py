@@ -9,25 +9,15 @@ capture cannot be imported (the message names the file).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
 from ..analysis.capture_import import CaptureImportError, import_capture
 from ..analysis.inspect import inspect_dataset, summary_rows
 from ..data import DatasetError, load_dataset, make_demo_dataset
+from .common import split_ratios
 
 COMMANDS = ("inspect", "import-capture")
-
-
-def _ratios(text: str) -> tuple[float, float, float]:
-    try:
-        v = tuple(float(t) for t in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected three comma-separated ratios, got {text!r}") from None
-    if len(v) != 3:
-        raise argparse.ArgumentTypeError(f"expected three ratios train,val,test, got {text!r}")
-    return v
 
 
 def add_parser(add) -> None:
@@ -43,7 +33,7 @@ def add_parser(add) -> None:
     c.add_argument("--carriers", type=int, default=1, help="number of carriers / sub-channels (default 1)")
     c.add_argument("--carrier-bandwidth", type=float, default=None, help="Hz (default bandwidth / carriers)")
     c.add_argument("--nperseg", type=int, default=2560, help="segment length (default %(default)s)")
-    c.add_argument("--split", type=_ratios, default=(0.6, 0.2, 0.2), help="train,val,test (default 0.6,0.2,0.2)")
+    c.add_argument("--split", type=split_ratios, default=(0.6, 0.2, 0.2), help="train,val,test (default 0.6,0.2,0.2)")
     c.add_argument("--no-normalize", action="store_true", help="keep the values (default: divide by max|x|)")
     c.add_argument("--out", required=True, help="new dataset folder")
 

@@ -15,7 +15,6 @@ Exit status: 0 the loop ran (targets met or iterations done), 1 it failed (the o
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import replace
@@ -24,19 +23,10 @@ from pathlib import Path
 from ..config import METRIC_PROFILES, ConfigError
 from ..process import CTRL_C, Exit
 from ..runs.outputs import check_output
+from .common import split_ratios
 
 COMMANDS = ("loop", "loop-dataset")
 STOPPING = "stopping the loop: muting the generator (Ctrl+C again to abort)…"
-
-
-def _ratios(text: str) -> tuple[float, float, float]:
-    try:
-        v = tuple(float(t) for t in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected three comma-separated ratios, got {text!r}") from None
-    if len(v) != 3:
-        raise argparse.ArgumentTypeError(f"expected three ratios train,val,test, got {text!r}")
-    return v
 
 
 def add_parser(add) -> None:
@@ -91,7 +81,7 @@ def add_parser(add) -> None:
     ds = add("loop-dataset", help="make a dataset (split CSV + spec.json) of a loop iteration's capture")
     ds.add_argument("run", help="the iteration's run id or folder")
     ds.add_argument("--out", required=True, help="new dataset folder")
-    ds.add_argument("--split", type=_ratios, default=(0.6, 0.2, 0.2), help="train,val,test (default 0.6,0.2,0.2)")
+    ds.add_argument("--split", type=split_ratios, default=(0.6, 0.2, 0.2), help="train,val,test (default 0.6,0.2,0.2)")
 
 
 def _config(a):

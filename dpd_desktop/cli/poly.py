@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..config import ExperimentConfig
+from ..config import FITS, ExperimentConfig
 
 POLY = ("mp", "gmp")
 
@@ -31,7 +31,7 @@ def add_poly_options(p: argparse.ArgumentParser) -> None:
     """The MP/GMP options of train-pa / train-dpd (config fields of the same names, config.py)."""
     d = ExperimentConfig()
     g = p.add_argument_group("MP/GMP baselines (--backbone mp|gmp)")
-    g.add_argument("--fit", choices=("ls", "gradient"), default=None,
+    g.add_argument("--fit", choices=FITS, default=None,
                    help="least squares (a DPD by indirect learning) or the gradient trainer (a DPD through the "
                         "frozen PA; the only fit of the neural backbones) (default: ls for mp/gmp, else gradient)")
     g.add_argument("--poly-order", type=int, default=d.poly_order, help="K, nonlinearity order (default %(default)s)")

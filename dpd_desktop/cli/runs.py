@@ -22,7 +22,7 @@ from ..process import Exit
 from ..runs import retention
 from ..runs.index import RunIndex, quant_text
 from ..runs.labels import dataset_label, format_duration
-from ..runs.settings import SettingsError
+from ..runs.settings import SettingsError, WorkspaceSettings
 from ..runs.states import DAMAGED, RUN_STATES, UNREADABLE
 from ..runs.writer import set_pinned
 
@@ -141,7 +141,7 @@ def _unpin(args, ws) -> int:
 def _add_clean(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="print what would be removed and why; remove nothing")
     p.add_argument("--older-than", type=float, default=None, metavar="HOURS",
-                   help="age limit in hours (default: the workspace's retention_hours, 24)")
+                   help=f"age limit in hours (default: the workspace's retention_hours, {WorkspaceSettings.retention_hours:g})")
 
 
 def _clean(args, ws) -> int:
@@ -216,7 +216,8 @@ ACTIONS: dict[str, tuple[str, Callable, Callable]] = {
     "list": ("list the runs (the default)", _add_list, _list),
     "pin": ("keep runs: retention never removes them", _add_pin, _pin),
     "unpin": ("make runs scratch again (removed once older than retention_hours)", _add_pin, _unpin),
-    "clean": ("remove scratch runs older than retention_hours (settings.json, default 24 h)", _add_clean, _clean),
+    "clean": (f"remove scratch runs older than retention_hours (settings.json, default "
+               f"{WorkspaceSettings.retention_hours:g} h)", _add_clean, _clean),
     "evaluate": (evaluate_cmd.HELP, evaluate_cmd.add_arguments, evaluate_cmd.handle),
     "report": ("write a self-contained HTML report of a run, or a comparison of several", _add_report, _report),
 }

@@ -185,7 +185,7 @@ def accept_datasets(spec, ws, accept: bool):
     its base's ``extra`` (every trial's config.json; each record names its dataset)."""
     from dataclasses import replace
 
-    datasets = [spec.base.get("dataset", "demo")]
+    datasets = [spec.base_config().dataset]
     for param in spec.space:
         if param.key == "dataset" and param.values is not None:
             datasets += list(param.values)

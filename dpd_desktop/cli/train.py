@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
-from ..config import (DPD_LEARNING, EVALUATIONS, GAIN_RULES, KERNELS, LR_SCHEDULES, METRIC_PROFILES,
+from ..config import (DPD_LEARNING, EVALUATIONS, GAIN_RULES, KERNELS, LOSSES, LR_SCHEDULES, METRIC_PROFILES,
                       PLATEAU_THRESHOLD_MODES, SELECTIONS, ConfigError, ExperimentConfig, default_hidden_size)
 from ..data import DatasetError
 from ..kernels.record import read_kernel
@@ -20,7 +19,7 @@ from ..runs import events as E
 from ..runs.labels import epoch_of
 from ..runs.settings import SettingsError, WorkspaceSettings
 from ..runs.workspace import Workspace
-from ..timing import mark
+from ..timing import Throttle, mark
 from .checks import option_message, preflight
 from .common import Outcome
 from .flags import add_accept_option, check_dataset, with_accepted
@@ -79,7 +78,7 @@ def add_training_options(p: argparse.ArgumentParser, step: str) -> None:
     p.add_argument("--stride", type=int, default=d.stride,
                    help="hop between training frames, samples (default %(default)s)")
     p.add_argument("--seed", type=int, default=d.seed, help="random seed, 0 to 2**32 - 1 (default %(default)s)")
-    p.add_argument("--loss", default=d.loss, choices=("l2", "l1"),
+    p.add_argument("--loss", default=d.loss, choices=LOSSES,
                    help="l2 = mean squared error (the reference's), l1 = mean absolute error (default %(default)s)")
     p.add_argument("--device", default=None, help=f"auto, cpu, cuda or cuda:N (default: the workspace's, else "
                    f"{d.device})")
@@ -166,14 +165,14 @@ class ConsoleObserver:
     def __init__(self, quiet: bool = False):
         self.quiet = quiet
         self.header_done = False
-        self.profile = "legacy-2.2.1"
+        self.profile = ExperimentConfig.metric_profile
         self.tty = sys.stderr.isatty()
-        self.last_line = 0.0
+        self._lines = Throttle(10.0)  # without a terminal: a progress line every 10 s
 
     def __call__(self, ev) -> None:
         if isinstance(ev, E.RunStarted):
             print(f"run {ev.run_id} → {ev.run_dir}")
-            self.profile = (ev.config or {}).get("metric_profile", "legacy-2.2.1")
+            self.profile = (ev.config or {}).get("metric_profile", ExperimentConfig.metric_profile)
             gain = (ev.setup or {}).get("gain") or {}
             gain_text = (f" · DPD target gain {gain['value']:.5f} ({gain.get('rule')})"
                          if ev.step == "dpd" and gain.get("value") is not None else "")
@@ -215,8 +214,7 @@ class ConsoleObserver:
         if self.tty:
             sys.stderr.write("\r" + text)
             sys.stderr.flush()
-        elif time.monotonic() - self.last_line > 10 or ev.batch == ev.batches:
-            self.last_line = time.monotonic()
+        elif self._lines.ready(final=ev.batch == ev.batches):
             print(text, file=sys.stderr, flush=True)
 
     def _epoch_row(self, ev) -> None:
@@ -292,17 +290,16 @@ def write_plots(run_dir, rec: PlotRecorder) -> None:
 
 
 def config_from_args(a, step: str) -> ExperimentConfig:
-    """The :class:`~dpd_desktop.config.ExperimentConfig` of parsed :func:`add_training_options` (not validated)."""
-    return ExperimentConfig(
-        step=step, dataset=a.dataset, backbone=a.backbone, hidden_size=a.hidden_size, num_layers=a.num_layers,
-        pa_run=getattr(a, "pa_run", None), epochs=a.epochs, batch_size=a.batch_size,
-        batch_size_eval=a.batch_size_eval, lr=a.lr, lr_end=a.lr_end, decay_factor=a.decay_factor,
-        patience=a.patience, weight_decay=a.weight_decay, grad_clip=a.grad_clip, frame_length=a.frame_length,
-        stride=a.stride, seed=a.seed, loss=a.loss, device=a.device or "auto", threads=a.threads,
-        max_train_samples=a.max_train_samples, preview_every=a.preview_every,
-        allow_dataset_mismatch=bool(getattr(a, "allow_dataset_mismatch", False)), **poly_config_fields(a),
-        metric_profile=a.metric_profile, gain_rule=getattr(a, "gain_rule", "peak"),
-        kernel=getattr(a, "kernel", "reference"), **_schedule_config_fields(a))
+    """The :class:`~dpd_desktop.config.ExperimentConfig` of parsed :func:`add_training_options` (not validated);
+    an option the command lacks (train-pa has no --pa-run, --gain-rule) takes the configuration's default."""
+    given = {k: getattr(a, k) for k in (
+        "dataset", "backbone", "hidden_size", "num_layers", "epochs", "batch_size", "batch_size_eval", "lr", "lr_end",
+        "decay_factor", "patience", "weight_decay", "grad_clip", "frame_length", "stride", "seed", "loss", "threads",
+        "max_train_samples", "preview_every", "metric_profile")}
+    given.update({k: getattr(a, k) for k in ("pa_run", "allow_dataset_mismatch", "gain_rule", "kernel")
+                  if hasattr(a, k)})
+    return ExperimentConfig(step=step, device=a.device or ExperimentConfig.device, **given,
+                            **poly_config_fields(a), **_schedule_config_fields(a))
 
 
 def _cancelled_before_start() -> int:
@@ -331,10 +328,7 @@ def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, q
         if CTRL_C.pressed.is_set():
             return _cancelled_before_start()
         if dataset is None:
-            # In line, after PyTorch is imported. Parsing the dataset on a thread while PyTorch imports did not pay:
-            # `train-pa --dataset DPA_160MHz`, process start → first batch, medians of 4 rounds of 3–4 runs on the
-            # 2-core development machine: 1.17/1.26/1.25/1.23 s in line, 1.26/1.54/1.26/1.46 s threaded (parsing and
-            # importing take turns on the GIL).
+            # in line, after PyTorch is imported: a thread parsing it during the import did not pay (benchmarks/results/2026-12-04-notes-core.md)
             try:
                 mark("dataset_load_start")
                 dataset = load_dataset_for(config.dataset)

@@ -60,9 +60,8 @@ def epoch_permutation(n: int):
 
 
 class BatchPlan(Sequence):
-    """An epoch's batches: item b is ``perm[b·B : (b+1)·B]`` (a view, made when asked for; only the last is short).
-    Splitting the permutation into a list up front took ~3 ms per epoch boundary (4,605 views), which a group's
-    members each spent while the GPU waited for all of them (training/group.py)."""
+    """An epoch's batches: item b is ``perm[b·B : (b+1)·B]`` (a view, made when asked for, not all at each epoch's
+    start, where a group's members wait for each other; only the last is short)."""
 
     def __init__(self, perm: torch.Tensor, batch_size: int):
         self.perm, self.batch_size = perm, batch_size

@@ -36,6 +36,7 @@ import h5py
 import numpy as np
 
 from ..atomic import atomic_write_via
+from ..metrics.transfer import as_complex
 from .csv_parse import IQ_HEADER_PAIRS, parse_columns_csv, parse_iq_csv, read_iq_csv
 from .errors import DatasetError
 from .spec import DatasetSpec, check_split_indices, normalize_spec, read_spec_file
@@ -118,12 +119,12 @@ class Split:
     @property
     def x_complex(self) -> np.ndarray:
         """x as complex64, shape (N,): I + jQ (a copy)."""
-        return self.x.view(np.complex64)[:, 0].copy()
+        return as_complex(self.x, np.complex64)
 
     @property
     def y_complex(self) -> np.ndarray:
         """y as complex64, shape (N,): I + jQ (a copy)."""
-        return self.y.view(np.complex64)[:, 0].copy()
+        return as_complex(self.y, np.complex64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -524,12 +525,7 @@ def save_hdf5(dataset: IQDataset, path: str | Path, *, complex_samples: bool = F
                 g = f.create_group(s)
                 for k in ("x", "y"):
                     a = getattr(split, k)
-                    if complex_samples:
-                        data = np.empty(a.shape[0], dtype=np.complex64)
-                        data.real = a[:, 0]
-                        data.imag = a[:, 1]
-                    else:
-                        data = np.ascontiguousarray(a, dtype=np.float32)
+                    data = as_complex(a, np.complex64) if complex_samples else np.ascontiguousarray(a, np.float32)
                     g.create_dataset(k, data=data, compression=compression)
 
     try:

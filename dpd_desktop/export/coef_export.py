@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..metrics.transfer import as_complex
 from ..models import POLY_BACKBONES, build_from_arch
 from ..models.poly import matlab_coefficients
 from ..runs import artifacts
@@ -61,7 +62,7 @@ def read_coefficients(workspace: Workspace, run: str):
     if w64.shape == (w.shape[0], 2):
         stored = model.backbone.coef.detach().cpu().numpy()
         if np.array_equal(w64.astype(stored.dtype), stored):
-            w = w64[:, 0] + 1j * w64[:, 1]
+            w = as_complex(w64)
     return w, model.backbone.spec, rec
 
 

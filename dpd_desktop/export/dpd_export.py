@@ -45,6 +45,7 @@ from .. import __version__
 from ..data import DatasetError, read_iq_csv
 from ..data.locks import ensure_unlocked
 from ..data.framing import segment, unsegment
+from ..metrics.transfer import as_complex
 from ..models import build_from_arch
 from ..training.device import resolve_device
 from ..training.errors import TrainingError
@@ -292,7 +293,7 @@ def _write_output(out: Path, fmt: str, x: np.ndarray, u: np.ndarray, meta: dict[
     from scipy.io import savemat  # here, not at the top: a 0.14 s import (python -X importtime), .mat only
 
     buf = io.BytesIO()
-    savemat(buf, {"x": _as_complex(x), "u": _as_complex(u), "meta": _mat_struct(meta)}, oned_as="column",
+    savemat(buf, {"x": as_complex(x, np.complex64), "u": as_complex(u, np.complex64), "meta": _mat_struct(meta)}, oned_as="column",
             do_compression=False)
     return atomic.atomic_write_bytes(out, buf.getvalue())
 
@@ -477,13 +478,6 @@ def _iq_from_array(a: np.ndarray, p: Path, where: str) -> np.ndarray:
     if a.dtype.kind in "fiu" and a.ndim == 2 and a.shape[1] == 2:
         return np.ascontiguousarray(a, dtype=np.float32)
     raise DpdExportError(f"input file {p.name}: {where} has shape {a.shape} and dtype {a.dtype}; expected {expected}")
-
-
-def _as_complex(a: np.ndarray) -> np.ndarray:
-    out = np.empty(a.shape[0], dtype=np.complex64)
-    out.real = a[:, 0]
-    out.imag = a[:, 1]
-    return out
 
 
 def _flat_attrs(meta: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ exports ``nn.GRU`` as an ONNX ``GRU`` node with ``linear_before_reset=1`` (PyTor
 keeps batch and time dynamic, and needs no extra package. The dynamo exporter (``dynamo=True``) exported ``nn.GRU``
 with ``linear_before_reset=0`` — numerically wrong, silently (pytorch/pytorch#189225, closed); with onnxscript 0.7.2
 here it gave the right numbers but fixed the time axis to the example's length (ONNX Runtime warns on another
-length) and took minutes to export a 1,911-parameter GRU on this 2-core CPU. Whatever the exporter, every GRU node
+length) and was slow (benchmarks/results/2026-12-04-notes-core.md). Whatever the exporter, every GRU node
 must carry ``linear_before_reset=1`` and the numerical check must pass.
 """
 from __future__ import annotations

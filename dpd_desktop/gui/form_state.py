@@ -284,7 +284,7 @@ class FormState:
         base = ExperimentConfig()
         good = {name: v for name, v in values.items() if self._fits_form(name, v)}
         preview_every = good.pop("preview_every", None)
-        cfg = dataclasses.replace(base, step=other.get("step", "pa"), **good)
+        cfg = dataclasses.replace(base, step=other.get("step", base.step), **good)
         if preview_every is not None:
             other["preview_every"] = preview_every
         return cfg, other

@@ -88,7 +88,7 @@ class RunController(QObject):
         self.worker = None
         self.write_plots = True  # PNGs of a succeeded run (gui/run_plots.py)
         self.gate = None  # the dataset's flags (gui/dataset_flags.py): ``check_start()`` → start / wait / refuse
-        self._metric_profile = "legacy-2.2.1"
+        self._metric_profile = ExperimentConfig.metric_profile
         self._pending_progress = None
         self._progress_timer = QTimer(self, singleShot=True, interval=100)
         self._progress_timer.timeout.connect(self._flush_progress)
@@ -186,7 +186,7 @@ class RunController(QObject):
         self.bar.run_folder_label.setToolTip(str(ev.run_dir))
         if ev.dataset_summary and self.data.dataset is None:
             self.plots.dataset_box.set_fields(describe_summary(ev.dataset_summary))
-        self._metric_profile = (ev.config or {}).get("metric_profile", "legacy-2.2.1")
+        self._metric_profile = (ev.config or {}).get("metric_profile", ExperimentConfig.metric_profile)
         self.plots.epoch_table.set_metric_profile(self._metric_profile)
         self.session.on_started(ev)
         self._status(f"Run {ev.run_id} started: {ev.n_train_frames:,} training frames", 5000)

@@ -10,7 +10,6 @@ batch always passes). With ``request_stop``, ``wait`` and ``is_done`` they are j
 from __future__ import annotations
 
 import threading
-import time
 import traceback
 from typing import Callable
 
@@ -19,6 +18,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
 from ..config import ExperimentConfig
 from ..lab.queue import QueueEntry, device_lane
 from ..lab.supervisor import EntryEnded, EntryStarted, Supervisor
+from ..timing import Throttle
 from ..runs.events import (BatchProgress, EpochEnded, PreviewReady, RunCancelled, RunFailed, RunFinished,
                            RunStarted)
 from ..runs.record import DatasetRef, RecordError, RunRecord
@@ -99,7 +99,7 @@ class SupervisorWorker(ThreadJob):
         self._lock = threading.Lock()
         self._sup = None
         self._stop = False
-        self._last_progress_t = 0.0
+        self._progress = Throttle(self.PROGRESS_MIN_INTERVAL_S)
 
     def request_stop(self) -> None:
         """Stop (safe from any thread): the running children stop after their current batch, none starts."""
@@ -128,9 +128,7 @@ class SupervisorWorker(ThreadJob):
     def _forward(self, ev) -> None:
         """Emit the signal of ``ev`` (BatchProgress throttled); other events are ignored."""
         if isinstance(ev, BatchProgress):
-            now = time.monotonic()
-            if ev.batch >= ev.batches or now - self._last_progress_t >= self.PROGRESS_MIN_INTERVAL_S:
-                self._last_progress_t = now
+            if self._progress.ready(final=ev.batch >= ev.batches):
                 self.batchProgress.emit(ev)
             return
         name = _SIGNAL_OF.get(type(ev))

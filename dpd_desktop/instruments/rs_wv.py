@@ -15,6 +15,8 @@ import time
 
 import numpy as np
 
+from ..metrics.transfer import as_complex
+
 __all__ = ["FULL_SCALE", "encode_wv", "decode_wv", "wv_checksum"]
 
 FULL_SCALE = 32767
@@ -74,4 +76,4 @@ def decode_wv(blob: bytes) -> tuple[np.ndarray, dict[str, str]]:
     if checksum.isdigit() and int(checksum) != 0 and int(checksum) != wv_checksum(data):
         raise ValueError(f"checksum {checksum} does not match the data ({wv_checksum(data)})")
     pairs = np.frombuffer(data, dtype="<i2").reshape(-1, 2).astype(np.float64) / FULL_SCALE
-    return pairs[:, 0] + 1j * pairs[:, 1], tags
+    return as_complex(pairs), tags

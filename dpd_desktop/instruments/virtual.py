@@ -25,6 +25,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from ..metrics.transfer import as_complex
 from .base import Analyzer, Generator, Identity, dbm_to_mw
 from .errors import InstrumentDead, InstrumentError, InstrumentTimeout, PowerLimitError
 
@@ -98,9 +99,8 @@ class RunPA:
         two = np.concatenate([u, u])
         x = torch.from_numpy(np.stack([two.real, two.imag], axis=-1).astype(np.float32))[None]
         with torch.inference_mode():
-            y = self.model(x)[0].numpy().astype(np.float64)
-        z = y[:, 0] + 1j * y[:, 1]
-        return z[u.size:]
+            y = self.model(x)[0].numpy()
+        return as_complex(y)[u.size:]
 
     def describe(self) -> dict:
         return {"kind": self.kind, "run": self.run, "run_id": self.info.get("run_id"),

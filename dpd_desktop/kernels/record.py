@@ -21,9 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-#: the setting's values (config.py KERNELS) and the default of a run that does not record one
-REFERENCE, FAST = "reference", "fast"
-DEFAULT_KERNEL = REFERENCE
+from ..config import KERNELS, ExperimentConfig
+
+#: the setting's values and the default of a run that does not record one (config.py)
+REFERENCE, FAST = KERNELS
+DEFAULT_KERNEL = ExperimentConfig.kernel
 #: ``ran`` when mixed / when the model has no recurrent module
 MIXED, NONE = "mixed", "none"
 

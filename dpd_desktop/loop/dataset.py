@@ -10,13 +10,11 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import uuid
 from pathlib import Path
 
 from ..analysis.capture_import import CaptureImportError, ImportResult, import_capture
 from ..data import load_dataset, save_split_csv
+from ..runs.outputs import write_folder
 
 __all__ = ["capture_to_dataset", "write_dataset", "CaptureImportError"]
 
@@ -59,14 +57,6 @@ def write_dataset(ds, out: str | Path) -> Path:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FileExistsError(f"{out}: already exists; choose a new folder")
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        save_split_csv(ds, tmp)
-        if out.is_dir():
-            out.rmdir()
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+    write_folder(out, lambda tmp: save_split_csv(ds, tmp))
     load_dataset(out)
     return out

@@ -1,7 +1,7 @@
 """Training/evaluation metrics with the legacy OpenDPD 2.2.1 numerics ("OpenDPD 2.2.1 reference §6").
 
 All metric inputs are segment arrays (S, N, 2) float32 (I, Q), N = nperseg, zero-padded tail included (§2.2).
-No Qt, no torch; SciPy is imported at first use (see ``spectra``: ~0.6 s on the dataset-load path).
+No Qt, no torch; SciPy is imported at first use (see ``spectra``).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .nmse import as_segments, to_complex64
+from .nmse import as_segments
+from .transfer import as_complex
 from .spectra import ChannelBins, channel_bins
 
 __all__ = ["aclr_db", "segment_psd"]
@@ -28,7 +29,7 @@ def segment_psd(seg, fs: float) -> np.ndarray:
     n = x.shape[1]
     if n < 2:
         raise ValueError(f"segments need at least 2 samples for a spectrum, got N={n}")
-    p = to_complex64(x)
+    p = as_complex(x, np.complex64)
     _, pxx = welch(p, fs, nperseg=n, return_onesided=False, scaling="spectrum", axis=-1)
     pxx = np.fft.fftshift(pxx, axes=-1)
     return np.mean(pxx, axis=0)

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .nmse import _pair, to_complex64
+from .nmse import _pair
+from .transfer import as_complex
 from .spectra import channel_bins
 
 __all__ = ["evm_db"]
 
 
 def _shifted_fft(x: np.ndarray) -> np.ndarray:
-    z = to_complex64(x)
+    z = as_complex(x, np.complex64)
     # NumPy >= 2: complex64 in -> complex64 out (single-precision FFT), as the reference relies on.
     return np.fft.fftshift(np.fft.fft(z, axis=-1), axes=-1)
 

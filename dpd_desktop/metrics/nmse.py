@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["nmse_db", "as_segments", "to_complex64"]
+__all__ = ["nmse_db", "as_segments"]
 
 
 def as_segments(a, name: str = "array") -> np.ndarray:
@@ -24,14 +24,6 @@ def as_segments(a, name: str = "array") -> np.ndarray:
     if arr.shape[0] < 1 or arr.shape[1] < 1:
         raise ValueError(f"{name}: needs at least one segment and one sample, got shape {arr.shape}")
     return np.asarray(arr, dtype=np.float32)
-
-
-def to_complex64(x: np.ndarray) -> np.ndarray:
-    """(S, N, 2) float32 I/Q -> (S, N) complex64 ``I + jQ`` (exact: real and imaginary parts copied)."""
-    z = np.empty(x.shape[:-1], dtype=np.complex64)
-    z.real = x[..., 0]
-    z.imag = x[..., 1]
-    return z
 
 
 def _pair(pred, ref) -> tuple[np.ndarray, np.ndarray]:

@@ -1,7 +1,7 @@
 """Metric profiles: which definition of NMSE, EVM and ACLR a run's numbers follow. Chosen per run
 (``ExperimentConfig.metric_profile``), recorded in config.json and shown beside every number.
 
-``legacy-2.2.1`` (default): exactly what OpenDPD 2.2.1 computes (metrics/__init__.py ``compute_metrics``, "OpenDPD
+``legacy-2.2.1`` (the default, config.py): exactly what OpenDPD 2.2.1 computes (metrics/__init__.py ``compute_metrics``, "OpenDPD
 2.2.1 reference §6"), bit for bit - the comparability promise. Its known flaws: the PSD and NMSE include the
 zero-padded tail of the last segment; NMSE is the mean of per-segment dB values; the adjacent channel is
 ``floor((iR - iL)/n_sub_ch)`` bins, starting at the main channel's last bin on the right (inclusive) but ending at its
@@ -50,13 +50,13 @@ from . import compute_metrics
 from .aclr import aclr_db
 from .nmse import as_segments
 from .spectra import DB_FLOOR, welch_psd  # noqa: F401 - DB_FLOOR re-exported
+from .transfer import as_complex
 
-__all__ = ["DEFAULT_PROFILE", "PROFILES", "PROFILE_NOTES", "check_profile", "compute_profile_metrics",
+__all__ = ["PROFILES", "PROFILE_NOTES", "check_profile", "compute_profile_metrics",
            "corrected_aclr", "corrected_metrics", "inband_error_db", "pooled_nmse_db", "profile_aclr",
            "profile_label"]
 
 PROFILES = METRIC_PROFILES  # ("legacy-2.2.1", "corrected"), the configuration's vocabulary
-DEFAULT_PROFILE = PROFILES[0]
 #: One line per profile, for labels and --help.
 PROFILE_NOTES = {
     "legacy-2.2.1": "OpenDPD 2.2.1's numbers, bit for bit (padded tail included, NMSE mean of segment dB)",
@@ -86,8 +86,7 @@ def _flat_valid(a, name: str, n_valid: int | None) -> np.ndarray:
     n = arr.shape[0] if n_valid is None else int(n_valid)
     if not 1 <= n <= arr.shape[0]:
         raise ValueError(f"{name}: n_valid must be from 1 to the {arr.shape[0]} samples given, got {n_valid!r}")
-    a64 = arr[:n].astype(np.float64)
-    return a64[:, 0] + 1j * a64[:, 1]
+    return as_complex(arr[:n])
 
 
 def _db(ratio: float) -> float:

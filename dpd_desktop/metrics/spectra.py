@@ -4,9 +4,8 @@
 (utils/metrics.py)", steps 2-3). ``psd_db`` is the PSD of every plot and of results.h5 (it follows the Studio plot
 settings of reference §8.2, not the ACLR numerics).
 
-SciPy is imported inside ``psd_db``, not here: ``import scipy.signal`` takes ~0.6 s (``python -X importtime``, 2-core
-dev machine) and this module is imported when a dataset is loaded (``data/spec.py`` checks its channel geometry),
-before the first batch.
+SciPy is imported inside ``psd_db``, not here: this module is on the dataset-load path (``data/spec.py``) and
+``import scipy.signal`` costs ~0.6 s (benchmarks/results/2026-12-04-notes-core.md).
 """
 
 from __future__ import annotations
@@ -14,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from .transfer import as_complex
 
 __all__ = [
     "ChannelBins",
@@ -144,8 +145,7 @@ def _to_complex_sequence(sig) -> np.ndarray:
     else:
         if a.ndim not in (2, 3) or a.shape[-1] != 2:
             raise ValueError(f"real signal must be (N, 2) or (S, N, 2) I/Q, got shape {a.shape}")
-        a = a.astype(np.float64).reshape(-1, 2)
-        z = a[:, 0] + 1j * a[:, 1]
+        z = as_complex(a).reshape(-1)
     if z.size < 2:
         raise ValueError(f"signal needs at least 2 samples for a PSD, got {z.size}")
     return z

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BinnedTransfer", "CompressionPoint", "TransferBins", "as_complex", "binned_transfer", "binned_transfers",
-           "compression_point", "transfer_bins"]
+__all__ = ["BinnedTransfer", "CompressionPoint", "SMALL_SIGNAL_FRACTION", "TransferBins", "as_complex",
+           "binned_transfer", "binned_transfers", "compression_point", "small_signal_gain", "transfer_bins"]
 
 _DB_PER_NEPER = 20.0 / math.log(10.0)  # 8.686: d(20·log10 g) = 8.686·dg/g
 #: Gain drop that defines the compression point, dB (P1dB).
@@ -30,19 +30,46 @@ DEFAULT_DROP_DB = 1.0
 DEFAULT_SS_SPAN_DB = 10.0
 #: Bins whose gain is less certain than this (standard error, dB) do not count for the compression point.
 DEFAULT_MAX_SE_DB = 0.1
+#: Fraction of the samples, lowest |x| first, on which :func:`small_signal_gain` fits the gain.
+SMALL_SIGNAL_FRACTION = 0.4
 
 
-def as_complex(sig) -> np.ndarray:
-    """(N, 2) real I/Q or (N,) complex → (N,) complex128. Raises ValueError for another shape."""
+def as_complex(sig, dtype=np.complex128) -> np.ndarray:
+    """(..., 2) real I/Q → (...) complex ``I + jQ`` of ``dtype`` (the parts copied exactly: complex64 from float32
+    is bitwise the samples); a complex array is returned as ``dtype``. The one I/Q → complex conversion of the
+    package. Raises ValueError for a real array whose last axis is not 2."""
     a = np.asarray(sig)
     if np.iscomplexobj(a):
-        if a.ndim != 1:
-            raise ValueError(f"complex signal must be (N,), got shape {a.shape}")
-        return np.asarray(a, dtype=np.complex128)
-    if a.ndim != 2 or a.shape[1] != 2:
-        raise ValueError(f"real signal must be (N, 2) I/Q, got shape {a.shape}")
-    a = a.astype(np.float64)
-    return a[:, 0] + 1j * a[:, 1]
+        return a.astype(dtype, copy=False)
+    if a.ndim < 1 or a.shape[-1] != 2:
+        raise ValueError(f"real signal must be (..., 2) I/Q, got shape {a.shape}")
+    z = np.empty(a.shape[:-1], dtype=dtype)
+    z.real = a[..., 0]
+    z.imag = a[..., 1]
+    return z
+
+
+def _signal(sig) -> np.ndarray:
+    """(N, 2) real I/Q or (N,) complex → (N,) complex128. Raises ValueError for another shape."""
+    z = as_complex(sig)
+    if z.ndim != 1:
+        raise ValueError(f"expected an (N, 2) I/Q or (N,) complex signal, got shape {np.shape(sig)}")
+    return z
+
+
+def small_signal_gain(x: np.ndarray, y: np.ndarray, fraction: float = SMALL_SIGNAL_FRACTION) -> tuple[complex, int]:
+    """(c, k): the least-squares complex gain c = Σ conj(x)·y / Σ|x|² of y onto x over the ``k = floor(fraction·N)``
+    smallest-|x| samples (a stable sort; complex128 (N,) inputs). Raises ValueError when k < 1 or those samples
+    have no energy."""
+    k = int(math.floor(fraction * x.size))
+    if k < 1:
+        raise ValueError(f"{x.size} samples: too few for a small-signal gain")
+    idx = np.argsort(np.abs(x), kind="stable")[:k]
+    xs, ys = x[idx], y[idx]
+    den = float(np.sum(np.abs(xs) ** 2))
+    if den == 0.0:
+        raise ValueError(f"the {k} lowest-amplitude inputs are all zero")
+    return complex(np.sum(np.conj(xs) * ys) / den), k
 
 
 @dataclass(frozen=True)
@@ -146,7 +173,7 @@ class TransferBins:
     def transfer(self, out, name: str = "out", power: np.ndarray | None = None) -> BinnedTransfer:
         """The :class:`BinnedTransfer` of ``out`` ((N, 2) I/Q or (N,) complex) on these bins; ``power``: |out|²
         when the caller has it already ((N,) float64)."""
-        oc = as_complex(out)
+        oc = _signal(out)
         if oc.shape != (self.n,):
             raise ValueError(f"x and {name} must have the same number of samples, got {self.n} and {oc.size}")
         if not self.use.any():
@@ -179,7 +206,7 @@ class TransferBins:
 def transfer_bins(x, *, scale: str = "linear", n_bins: int = 64, bin_db: float = 0.5, span_db: float = 40.0,
                   min_count: int = 5) -> TransferBins:
     """The bins of :func:`binned_transfer` for the input ``x`` (same arguments and errors)."""
-    xc = as_complex(x)
+    xc = _signal(x)
     if scale not in ("linear", "db"):
         raise ValueError(f"scale must be 'linear' or 'db', got {scale!r}")
     if int(n_bins) < 1 or not bin_db > 0 or not span_db > 0 or int(min_count) < 1:

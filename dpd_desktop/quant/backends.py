@@ -480,13 +480,13 @@ class _FakeQuant(torch.autograd.Function):
 
 
 class _FakeLut(torch.autograd.Function):
-    """Forward: the integer table lookup of :func:`_torch_lut` on the word ``v``; backward: the exact function's
+    """Forward: the integer table lookup of :func:`~dpd_desktop.quant.fixed.lut_lookup` on the word ``v``; backward: the exact function's
     derivative at v (straight-through)."""
 
     @staticmethod
     def forward(ctx, v, frac: int, spec: LutSpec, table):
         p = torch.round(v.double() * (2.0 ** frac)).to(torch.int64)
-        y = _torch_lut(p, frac, spec, table).to(v.dtype) * spec.out.lsb
+        y = fixed.lut_lookup(p, frac, spec, table).to(v.dtype) * spec.out.lsb
         f = torch.sigmoid(v) if spec.func == "sigmoid" else torch.tanh(v)
         ctx.save_for_backward(f * (1 - f) if spec.func == "sigmoid" else 1 - f * f)
         return y
@@ -503,17 +503,3 @@ def _np64(t) -> np.ndarray:
     return np.asarray(t, dtype=np.float64)
 
 
-def _torch_lut(p: torch.Tensor, in_frac: int, spec: LutSpec, table: torch.Tensor) -> torch.Tensor:
-    """:func:`dpd_desktop.quant.fixed.lut_eval` in torch int64 (the same operations)."""
-    rng = spec.range
-    half = rng << in_frac if in_frac >= 0 else rng >> -in_frac
-    o = torch.clamp(p + half, 0, 2 * half - 1)
-    s = spec.shift(in_frac)
-    if s <= 0:
-        return table[o << -s]
-    if spec.interp == "nearest":
-        return table[(o + (1 << (s - 1))) >> s]
-    i = o >> s
-    r = o & ((1 << s) - 1)
-    t0 = table[i]
-    return t0 + (((table[i + 1] - t0) * r + (1 << (s - 1))) >> s)

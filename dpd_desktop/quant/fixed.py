@@ -32,7 +32,7 @@ __all__ = ["QFormat", "FixedOverflow", "HEADROOM", "BIAS_BITS", "PRE_BITS", "rou
            "quantize", "dequantize", "weight_format", "act_format", "mse_act_format",
            "magnitude_histogram", "HIST_LO", "HIST_BINS_PER_OCTAVE", "HIST_BINS", "bias_format", "unit_format", "gate_format",
            "isqrt",
-           "LUT_RANGES", "LutSpec", "lut_table", "lut_eval", "ROUNDING", "SATURATION", "c_int_type"]
+           "LUT_RANGES", "LutSpec", "lut_table", "lut_eval", "lut_lookup", "ROUNDING", "SATURATION", "c_int_type"]
 
 #: activation headroom over the training-split range (a test sample may exceed the training peak)
 HEADROOM = 0.125
@@ -162,9 +162,8 @@ def mse_act_format(counts: np.ndarray, max_abs: float, bits: int) -> QFormat:
     Candidates: :func:`act_format`'s ``frac`` (nothing saturates) and up to ``bits - 2`` finer ones. A bin's values
     (at the bin's geometric centre m) cost ``(m − top)²`` where they exceed the format's largest value ``top``,
     else ``min(m², step²/12)`` (rounding; values below half a step round to zero). Ties keep the coarser format.
-    Clipping the rare peaks of a tensor whose crest factor is high buys resolution for the bulk of its values:
-    measured on TCN-17 DPDs of DPA_160MHz, the max rule left 8-bit conv outputs 4-13 dB above their own error
-    (benchmarks/results/2026-12-03-quant-h200.md).
+    Clipping the rare peaks of a tensor whose crest factor is high buys resolution for the bulk of its values
+    (benchmarks/results/2026-12-04-notes-core.md).
     """
     base = act_format(max_abs, bits)
     counts = np.asarray(counts, dtype=np.float64)
@@ -270,12 +269,17 @@ def lut_eval(p: np.ndarray, in_frac: int, spec: LutSpec, table: np.ndarray) -> n
     saturated to [−R, R)); s > 0: index ``i = o >> s`` and remainder ``r = o & (2^s − 1)``, then linear:
     ``T[i] + (((T[i+1] − T[i]) · r + 2^(s−1)) >> s)``, nearest: ``T[(o + 2^(s−1)) >> s]``; s ≤ 0: ``T[o << −s]``.
     """
-    p = np.asarray(p, dtype=np.int64)
+    if in_frac < -int(math.log2(spec.range)):
+        raise ValueError(f"{spec.func} table: input fraction {in_frac} is too coarse for the range ±{spec.range}")
+    return lut_lookup(np.asarray(p, dtype=np.int64), in_frac, spec, table)
+
+
+def lut_lookup(p, in_frac: int, spec: LutSpec, table):
+    """:func:`lut_eval`'s integer operations without its check, on int64 NumPy arrays or torch tensors alike (the
+    QAT forward's lookup, quant/backends.py)."""
     rng = spec.range
-    if in_frac < -int(math.log2(rng)):
-        raise ValueError(f"{spec.func} table: input fraction {in_frac} is too coarse for the range ±{rng}")
     half = rng << in_frac if in_frac >= 0 else rng >> -in_frac
-    o = np.clip(p + half, 0, 2 * half - 1)
+    o = (p + half).clip(0, 2 * half - 1)
     s = spec.shift(in_frac)
     if s <= 0:
         return table[o << -s]

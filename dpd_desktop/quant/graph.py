@@ -253,9 +253,6 @@ class Graph:
             be.trace(node.name, env[node.name])
         return be.output(env[self.output])
 
-    def layer_names(self) -> list[str]:
-        return [n.name for n in self.nodes]
-
 
 # ------------------------------------------------------------------------------------------------ (de)serialisation
 _KINDS = {c.kind: c for c in (Input, Polar, Select, Concat, Linear, GRU, Conv1d, Add)}

@@ -14,9 +14,8 @@ words: ``io_bits`` wide (default 16, the converters' side; ``io_bits = activatio
 
 DECISION — 16-bit I/O by default. An 8-bit input or output word puts white rounding noise about 6·8 dB below full
 scale on u; with the crest factor of these OFDM signals that is an adjacent-channel floor near −40 dBc, worse than
-the float DPDs' ACLR here (measured: W8A8 with 8-bit I/O loses 3-4 dB ACLR after training and with QAT alike —
-benchmarks/results/2026-12-02-cpu-quant-dpa200.md), whatever the network does. The DPD's samples come from and go to
-12-16-bit converters, so the interface words keep 16 bits unless asked otherwise.
+the float DPDs' ACLR here (benchmarks/results/2026-12-04-notes-core.md), whatever the network does. The DPD's
+samples come from and go to 12-16-bit converters, so the interface words keep 16 bits unless asked otherwise.
 """
 from __future__ import annotations
 

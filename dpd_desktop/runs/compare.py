@@ -14,16 +14,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..config import ExperimentConfig
 from ..metrics.spectra import psd_db
 from .plotdata import AMAM_POINTS
-from ..kernels.record import DEFAULT_KERNEL
 from .index import shown_quantized
 from .record import RecordError, RunRecord
 from .replay import ReplayError, SplitArrays, read_split
 from .states import UNREADABLE
 
-#: the metric profile of a run whose config.json does not name one (runs before profiles were recorded)
-DEFAULT_METRIC_PROFILE = "legacy-2.2.1"
 #: rows of the metrics table: (label, unit, key of :attr:`RunSummary.metrics`)
 METRIC_ROWS = (
     ("test NMSE", "dB", "NMSE"),
@@ -148,15 +146,15 @@ def _num(v) -> float | None:
 
 def flatten_config(rec: RunRecord) -> dict[str, Any]:
     """The fields of a run's config.json that describe it: ``experiment.*`` (``extra`` as JSON text),
-    ``experiment.metric_profile`` (default :data:`DEFAULT_METRIC_PROFILE`), ``experiment.kernel`` (default
-    "reference"), ``device.kernel`` (the kernels that ran, kernels/record.py ``KernelRun.label``), ``dataset.*``
+    ``experiment.metric_profile`` and ``experiment.kernel`` (config.py's default where the
+    run has none), ``device.kernel`` (the kernels that ran, kernels/record.py ``KernelRun.label``), ``dataset.*``
     and ``model.*`` scalars (:data:`_DIFF_BLOCKS`), ``pa.run_id``."""
     out: dict[str, Any] = {}
     exp = rec.doc.get("experiment") if isinstance(rec.doc.get("experiment"), dict) else {}
     for k, v in exp.items():
         out[f"experiment.{k}"] = json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
-    out.setdefault("experiment.metric_profile", DEFAULT_METRIC_PROFILE)
-    out.setdefault("experiment.kernel", DEFAULT_KERNEL)  # runs before the setting ran the reference kernels
+    out.setdefault("experiment.metric_profile", ExperimentConfig.metric_profile)
+    out.setdefault("experiment.kernel", ExperimentConfig.kernel)
     out["device.kernel"] = rec.kernel.label  # what ran: "fast → reference" when fast fell back
     for block, keys in _DIFF_BLOCKS.items():
         b = rec.doc.get(block) if isinstance(rec.doc.get(block), dict) else {}
@@ -253,7 +251,7 @@ def compare_runs(run_dirs: Sequence[str | Path]) -> Comparison:
         names = ", ".join(sorted({str(r.dataset_name or r.dataset_fingerprint or "?") for r in runs}))
         notes.append(f"the runs were trained on different datasets ({names}): only the learning curves and the "
                      "metrics are overlaid, not the PSD or AM/AM of the test signal")
-    profiles = [str(r.config.get("experiment.metric_profile", DEFAULT_METRIC_PROFILE)) for r in runs]
+    profiles = [str(r.config["experiment.metric_profile"]) for r in runs]
     if len(set(profiles)) > 1:
         notes.append("the runs' metrics follow different metric profiles ("
                      + ", ".join(f"{r.run_id}: {p}" for r, p in zip(runs, profiles))

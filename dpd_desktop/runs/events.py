@@ -10,7 +10,7 @@ ignore them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -249,8 +249,3 @@ class ResultsReady:
 
     attrs: Mapping[str, Any]
     splits: Mapping[str, SplitResults]
-
-
-RecordEvent = RunPrepared | LogLine | CheckpointReady | ResultsReady
-Event = RunStarted | BatchProgress | EpochEnded | PreviewReady | RunFinished | RunFailed | RunCancelled
-Observer = Callable[[Event], None]

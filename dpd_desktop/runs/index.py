@@ -287,8 +287,7 @@ class RunIndex:
         else:
             root, runs_dir = Path(workspace.root), Path(workspace.runs_dir)
         path = root / INDEX_FILE
-        # filelock is imported here, not at the top: its import takes 8-15 ms (python -X importtime, 2-core machine),
-        # which `dpd-desktop --help` and every command that never opens the index would pay
+        # filelock here: off `--help` and every command that never opens the index (8-15 ms)
         from filelock import FileLock, Timeout
 
         try:

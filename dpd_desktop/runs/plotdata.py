@@ -31,10 +31,6 @@ DRAWN_MAX_SE_DB = 0.2
 INPUT_NAME = "input x"
 
 
-def _complex(a: np.ndarray) -> np.ndarray:
-    return a[..., 0].astype(np.float64) + 1j * a[..., 1].astype(np.float64)
-
-
 def build_plot_data(source: str, x: np.ndarray, signals: Mapping[str, np.ndarray], spec, *,
                     target_name: str, pred_name: str, aclr: Mapping[str, tuple[float, float]] | None = None,
                     error_of: tuple[str, str] | None = None, psd_cache: dict | None = None,
@@ -56,13 +52,13 @@ def build_plot_data(source: str, x: np.ndarray, signals: Mapping[str, np.ndarray
             Only the power reference depends on it (``PlotData.power_ref_dbm``, spec ``power_ref_dbm``).
     """
     n = x.shape[0]
-    xc = _complex(x)
+    xc = as_complex(x)
     idx = np.linspace(0, n - 1, num=min(AMAM_POINTS, n)).astype(np.int64)
     ax = np.abs(xc[idx])
     safe_x = np.where(ax > 0, xc[idx], 1.0)
     amam, ampm = {}, {}
     for name, s in signals.items():
-        sc = _complex(s[idx])
+        sc = as_complex(s[idx])
         amam[name] = np.abs(sc).astype(np.float32)
         ampm[name] = np.degrees(np.angle(sc / safe_x)).astype(np.float32)
 
@@ -80,10 +76,10 @@ def build_plot_data(source: str, x: np.ndarray, signals: Mapping[str, np.ndarray
     freq, p = psd_of(INPUT_NAME, xc)
     psd[INPUT_NAME] = p.astype(np.float32)
     for name, s in signals.items():
-        _, p = psd_of(name, _complex(s))
+        _, p = psd_of(name, as_complex(s))
         psd[name] = p.astype(np.float32)
     if error_of is not None:
-        _, p = psd_db(_complex(signals[error_of[0]]) - _complex(signals[error_of[1]]), fs, nps)
+        _, p = psd_db(as_complex(signals[error_of[0]]) - as_complex(signals[error_of[1]]), fs, nps)
         psd["error"] = p.astype(np.float32)
 
     bands = {}
@@ -132,10 +128,7 @@ def rf_curves(x: np.ndarray, signals: Mapping[str, np.ndarray], *, psd_cache: di
     :data:`DRAWN_MAX_SE_DB` are NaN in ``pout_db``), CCDF at :data:`CCDF_LEVELS_DB` and PAPR (of the input x too).
 
     With ``psd_cache`` (one per split: its x never changes) the bins of x and the results of x and of the
-    ``constant`` signals are kept there (keys ``"rf:..."``) and computed once. Cost on DPA_160MHz validation
-    (98,304 samples, the target cached): 1.4-7.3 ms per epoch over the 20-25 ms of the rest of the plot data
-    (three rounds on the 2-core machine while other work shared it; the CCDF's even-grid count and the PAPR's tail
-    partition took it from 13 ms).
+    ``constant`` signals are kept there (keys ``"rf:..."``) and computed once (cost: benchmarks/results/2026-12-04-notes-core.md).
 
     Args:
         x: (N, 2) PA input; signals: name → (N, 2) outputs (the same N).

@@ -436,9 +436,9 @@ class RunRecord:
 
     @property
     def metric_profile(self) -> str:
-        """The metric profile the run's numbers follow (config.json ``experiment.metric_profile``; runs recorded
-        before profiles existed computed ``legacy-2.2.1``)."""
-        return self._exp("metric_profile", "legacy-2.2.1")
+        """The metric profile the run's numbers follow (config.json ``experiment.metric_profile``; a run recorded
+        before profiles existed: the default)."""
+        return self._exp("metric_profile", ExperimentConfig.metric_profile)
 
     @property
     def kernel(self) -> KernelRun:
@@ -466,10 +466,6 @@ class RunRecord:
         """The run a fine-tune started from (config.json ``qat`` or ``finetune`` block), else None."""
         block = _block(self.doc, "qat") or _block(self.doc, "finetune") or {}
         return block.get("parent_run")
-
-    def evaluation_path(self, profile: str) -> Path:
-        """Where ``runs evaluate`` keeps a re-evaluation under ``profile`` (runs/evaluate.py)."""
-        return self.run_dir / f"evaluation-{profile}.json"
 
     def read_results(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """results.h5 read back: (root attributes, ``{split: {"x", "target", "prediction"[, "dpd_output"]: (N, 2)

@@ -108,8 +108,7 @@ def read_split(path: Path, split: str = "test") -> SplitArrays:
     Raises:
         ReplayError: the file is not HDF5, or the split or one of its datasets is missing.
     """
-    # h5py is imported here, not at the top: its import (0.07 s, python -X importtime) would weigh on the window's
-    # start-up, which imports this module for the runs browser
+    # h5py here: off the window's start-up, which imports this module for the runs browser (0.07 s)
     import h5py
 
     try:

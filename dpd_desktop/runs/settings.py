@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import atomic
+from ..config import DEVICES, ExperimentConfig
 
 FILE_NAME = "settings.json"
 
@@ -29,7 +30,7 @@ class SettingsError(ValueError):
 @dataclass(frozen=True)
 class WorkspaceSettings:
     retention_hours: float = 24.0
-    default_device: str = "auto"
+    default_device: str = ExperimentConfig.device
     default_threads: int | None = None
     default_cuda_memory_fraction: float | None = None
     default_time_limit_s: float | None = None
@@ -79,7 +80,7 @@ class WorkspaceSettings:
         if not isinstance(self.default_device, str) or not self.default_device:
             raise SettingsError(f"{where}: field 'default_device' = {self.default_device!r} is not a device name")
         d = self.default_device
-        if not (d in ("auto", "cpu", "cuda") or d.startswith("cuda:") and d[5:].isdigit()):  # config.py's names
+        if not (d in DEVICES or d.startswith("cuda:") and d[5:].isdigit()):
             raise SettingsError(f"{where}: field 'default_device' = {d!r}: expected auto, cpu, cuda or cuda:N")
 
     def save(self, root: str | Path) -> Path:

@@ -92,9 +92,3 @@ class Workspace:
     def list_runs(self, step: str | None = None) -> list[RunRecord]:
         """Runs in the workspace, newest first; ``step`` filters by "pa"/"dpd"."""
         return list_records(self.runs_dir, step)
-
-
-def read_run_record(run_dir: Path) -> RunRecord | None:
-    """The run folder's record (:meth:`RunRecord.read`): None when it is not a run folder; never raises on a damaged
-    run (state "unreadable"; a queued/running run whose recorded process is gone reads "interrupted")."""
-    return RunRecord.read(run_dir)

@@ -316,7 +316,7 @@ def discard_unstarted(run_dir: str | Path) -> bool:
 
 def write_evaluation(run_dir: str | Path, profile: str, doc: Mapping[str, Any]) -> Path:
     """A re-evaluation of a finished run under a metric profile (runs/evaluate.py), written atomically beside
-    results.h5 as ``evaluation-<profile>.json`` (the path RunRecord.evaluation_path reads); returns the path."""
+    results.h5 as ``evaluation-<profile>.json``; returns the path."""
     return atomic.atomic_write_json(Path(run_dir) / f"evaluation-{profile}.json", dict(doc))
 
 
@@ -353,7 +353,7 @@ _WRITER_HANDLERS = {E.RunPrepared: RunWriter._prepared, E.LogLine: RunWriter._lo
 def results_image(ev) -> bytes:
     """results.h5's bytes, built in memory (h5py on an io.BytesIO): root attributes, then per split the datasets x,
     target, prediction (dpd_output), psd_freq_hz, psd_prediction_db and the attributes loss and the metrics."""
-    # h5py imported here: 0.07 s off the record's start-up (benchmarks/results/2026-12-04-notes-training.md)
+    # h5py here: off the start-up paths that import the record (benchmarks/results/2026-12-04-notes-training.md)
     import h5py
 
     buf = io.BytesIO()

@@ -54,7 +54,7 @@ class LocalExecutor:
             report([TrialEnd(t, "cancelled", None, "cancelled before it started") for t in trials], on_done, on_many)
             return
         with RunQueue(self.workspace.root) as q:
-            # one transaction for the whole sweep (10,000 trials: 38 s one by one, each add its own commit)
+            # one transaction for the whole sweep, not a commit per trial (benchmarks/results/2026-12-04-notes-core.md)
             ids = q.add_many([(t.config, group_tag(t)) for t in trials])
             by_entry = dict(zip(ids, trials))
             ended: set[int] = set()
@@ -105,8 +105,8 @@ class LocalExecutor:
     def _settle(self, q: RunQueue, by_entry: dict, ended: set, on_done, stop: threading.Event,
                 on_many=None) -> bool:
         """After a supervisor pass: end the entries that ended elsewhere (another supervisor ran them) or, after a
-        stop, cancel ours that are left (one transaction, one record of their ends: a stop of 10,000 queued trials
-        took 80 minutes entry by entry); True while some are still to run or to end."""
+        stop, cancel ours that are left (one transaction, one record of their ends, not one per entry); True while some
+        are still to run or to end."""
         left = [i for i in by_entry if i not in ended]
         if stop.is_set():
             q.cancel_many(left)

@@ -147,12 +147,3 @@ def run_optuna(sweep_run) -> None:
 
         sweep_run.executor.run(sweep_run.grouped([t for t, _ in batch]), on_done, sweep_run.stop, on_epoch=on_epoch,
                                on_start=sweep_run.on_start)
-
-
-def best_params(folder, sweep_id: str) -> dict | None:
-    """The study's best trial's parameters (None before one completed)."""
-    study = optuna.load_study(study_name=sweep_id, storage=storage_url(folder))
-    try:
-        return dict(study.best_trial.params)
-    except ValueError:
-        return None

@@ -3,8 +3,8 @@
 
 Each trial is one Ray task (sweep/ray_task.py ``train_trial``) asking for ``config.threads or 1`` CPUs and, when
 the trial trains on CUDA (its device, else the workspace's default device; ``auto`` on a cluster that has GPUs),
-``1 / trials_per_gpu`` of a GPU: the trials of a group of ``trials_per_gpu`` share one card (4 by default, the group
-size that measured best on the H200, issue 15). The driver reserves the trial's run folder (an empty
+``1 / trials_per_gpu`` of a GPU: the trials of a group of ``trials_per_gpu`` share one card (4 by default, issue
+15; benchmarks/results/2026-12-04-notes-core.md). The driver reserves the trial's run folder (an empty
 ``runs/<run id>``, invisible to the reader until the run is imported), ships the workspace's settings.json and, for a
 DPD trial, its PA run's files, and imports what comes back (ray_task.py ``import_run``), then refreshes the
 workspace index. Trials with one ``group`` (planned by sweep/runner.py) go as ONE task (ray_task.py ``train_group``:
@@ -76,7 +76,7 @@ def check_not_bundled() -> None:
 
 
 def _import_ray():
-    """``ray``, imported on first use (0.26 s measured on the 2-core machine; an optional extra)."""
+    """``ray``, imported on first use (an optional extra)."""
     check_not_bundled()
     try:
         import ray

@@ -1,6 +1,6 @@
 """The sweep command's Ray options (``--ray ADDRESS|local`` and the rest) and their constants, apart from the Ray
 backend (sweep/ray_executor.py re-exports them): ``dpd-desktop sweep --help`` imports only argparse for them
-(ray_executor with ray_security's urllib/ssl cost 20 ms of a 180 ms start, measured with ``python -X importtime``).
+(the Ray backend's imports: benchmarks/results/2026-12-04-notes-core.md).
 """
 from __future__ import annotations
 

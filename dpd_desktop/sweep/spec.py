@@ -81,8 +81,8 @@ class SweepSpecError(ValueError):
 
 
 AUTO = "auto"
-#: the most members a group may have (8 fast members already fill the H200's rate of small kernels:
-#: benchmarks/results/2026-12-01-group-h200.md); more is refused as a likely typo or an out-of-memory trap
+#: the most members a group may have (far above what fills a GPU: benchmarks/results/2026-12-01-group-h200.md);
+#: more is refused as a likely typo or an out-of-memory trap
 MAX_GROUP_SIZE = 64
 
 
@@ -167,7 +167,7 @@ class SweepSpec:
 
     @property
     def step(self) -> str:
-        return self.base.get("step", "pa")
+        return self.base.get("step", ExperimentConfig.step)
 
     def base_config(self) -> ExperimentConfig:
         return ExperimentConfig.from_dict(dict(self.base))
@@ -182,7 +182,7 @@ class SweepSpec:
     def from_dict(cls, d: dict) -> "SweepSpec":
         return cls(name=d["name"], search=d["search"], base=dict(d["base"]),
                    space=tuple(Param.from_dict(p) for p in d["space"]), trials=d.get("trials"),
-                   seed=int(d.get("seed", 0)), metric=d.get("metric", "VAL_NMSE"),
+                   seed=int(d.get("seed", cls.seed)), metric=d.get("metric", cls.metric),
                    devices=tuple(d.get("devices") or ()), optuna=dict(d.get("optuna") or {}),
                    source=d.get("source", "sweep.json"),
                    group_size=parse_group_size(d.get("group_size", AUTO), "sweep.json", "spec.group_size"))
@@ -240,7 +240,7 @@ def parse_spec(raw: dict, source: str) -> SweepSpec:
     name = sw.get("name", "sweep")
     if not isinstance(name, str) or not name.strip():
         raise SweepSpecError(source, "sweep.name", f"expected a non-empty string, got {name!r}")
-    seed = sw.get("seed", 0)
+    seed = sw.get("seed", SweepSpec.seed)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= 2**32 - 1:
         raise SweepSpecError(source, "sweep.seed", f"expected an integer from 0 to 2**32 - 1, got {seed!r}")
     trials = sw.get("trials")
@@ -260,7 +260,7 @@ def parse_spec(raw: dict, source: str) -> SweepSpec:
         raise SweepSpecError(source, "space", "nothing to search: give at least one field")
     if len({p.key for p in space}) != len(space):
         raise SweepSpecError(source, "space", "a field is given twice (an alias and its name)")
-    step = base.get("step", "pa")
+    step = base.get("step", ExperimentConfig.step)
     metric = sw.get("metric", DEFAULT_METRIC[step])
     if metric not in METRICS:
         raise SweepSpecError(source, "sweep.metric", f"expected one of {METRICS}, got {metric!r}")
@@ -294,7 +294,7 @@ def _base(raw: dict, source: str) -> dict:
         raise SweepSpecError(source, f"base.{exc.field}", str(exc).split(": ", 1)[-1]) from exc
     except TypeError as exc:
         raise SweepSpecError(source, "base", str(exc)) from exc
-    ds = base.get("dataset", "demo")
+    ds = base.get("dataset", ExperimentConfig.dataset)
     if ds != "demo" and not Path(ds).expanduser().exists():
         raise SweepSpecError(source, "base.dataset", f"{ds}: no such file or folder")
     return base
@@ -475,7 +475,7 @@ def base_table(base: ExperimentConfig) -> dict:
     a dataset folder as an absolute path."""
     raw_base = {k: v for k, v in base.to_dict().items() if k not in ("extra", "name")
                 and v != _FIELDS[k].default}
-    if raw_base.get("dataset", "demo") != "demo":
+    if raw_base.get("dataset") not in (None, "demo"):
         raw_base["dataset"] = str(Path(raw_base["dataset"]).expanduser().resolve())
     return raw_base
 

@@ -18,9 +18,6 @@ from .store import SweepInfo, SweepStore
 
 #: the model costs on the Pareto plot's x axis: (IndexedRun attribute, label)
 COSTS = (("macs_per_sample", "MACs per sample"), ("n_params", "parameters"))
-#: the metrics on its y axes: (IndexedRun attribute, label)
-PARETO_METRICS = (("val_nmse", "val NMSE [dB]"), ("val_aclr_avg", "val ACLR [dBc]"),
-                  ("test_nmse", "test NMSE [dB]"), ("test_aclr_avg", "test ACLR [dBc]"))
 
 
 @dataclass(frozen=True)

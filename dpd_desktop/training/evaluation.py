@@ -21,7 +21,8 @@ import numpy as np
 import torch
 
 from ..data.framing import segment, unsegment
-from ..metrics.profiles import DEFAULT_PROFILE, compute_profile_metrics, profile_aclr
+from ..config import ExperimentConfig
+from ..metrics.profiles import compute_profile_metrics, profile_aclr
 from ..metrics.spectra import psd_db
 from ..runs.events import SplitResults
 from ..runs.plotdata import PSD_NPERSEG_MAX, build_plot_data
@@ -35,7 +36,7 @@ def scaled_target(split, gain: float) -> np.ndarray:
     return np.ascontiguousarray((gain * x64).astype(np.float32))
 
 
-def aclr_pair(seg: np.ndarray, spec, profile: str = DEFAULT_PROFILE, n_valid: int | None = None) -> tuple[float, float]:
+def aclr_pair(seg: np.ndarray, spec, profile: str = ExperimentConfig.metric_profile, n_valid: int | None = None) -> tuple[float, float]:
     """(left, right) ACLR in dBc of (S, N, 2) segments under a metric profile (legacy: reference §6.2)."""
     return profile_aclr(profile, seg, spec, n_valid)
 
@@ -54,7 +55,7 @@ class Evaluator:
     """
 
     def __init__(self, dataset, targets: dict[str, np.ndarray], step: str, criterion, batch_size_eval: int,
-                 device, metric_profile: str = DEFAULT_PROFILE, mode: str = "segments",
+                 device, metric_profile: str = ExperimentConfig.metric_profile, mode: str = "segments",
                  frame_length: int | None = None) -> None:
         self.spec = dataset.spec
         self.profile = metric_profile

@@ -44,11 +44,10 @@ import numpy as np
 from ..config import GAIN_RULES
 from ..data import DatasetError
 from ..metrics.profiles import compute_profile_metrics
+from ..metrics.transfer import SMALL_SIGNAL_FRACTION, as_complex, small_signal_gain
 
-__all__ = ["GAIN_RULES", "SMALL_SIGNAL_FRACTION", "TargetGain", "equal_power_report", "gain_candidates",
-           "target_gain"]
+__all__ = ["GAIN_RULES", "TargetGain", "equal_power_report", "gain_candidates", "target_gain"]
 
-SMALL_SIGNAL_FRACTION = 0.4
 FORMULAS = {
     "peak": "max|y_train| / max|x_train| (reference §1.4)",
     "small-signal": "|c|, c = sum conj(x) y / sum |x|^2 over the floor(0.4 N) smallest-|x| training samples",
@@ -79,21 +78,7 @@ def _train_complex(ds) -> tuple[np.ndarray, np.ndarray]:
     tr = ds.train
     x = tr.x64 if getattr(tr, "x64", None) is not None else tr.x.astype(np.float64)
     y = tr.y64 if getattr(tr, "y64", None) is not None else tr.y.astype(np.float64)
-    return x[:, 0] + 1j * x[:, 1], y[:, 0] + 1j * y[:, 1]
-
-
-def small_signal_gain(x: np.ndarray, y: np.ndarray, fraction: float = SMALL_SIGNAL_FRACTION) -> tuple[complex, int]:
-    """(c, k): least-squares complex gain of y onto x over the ``k = floor(fraction·N)`` smallest-|x| samples
-    (complex128 (N,) inputs). Raises ValueError when k < 1 or those samples have no energy."""
-    k = int(math.floor(fraction * x.size))
-    if k < 1:
-        raise ValueError(f"{x.size} training samples: too few for a small-signal gain")
-    idx = np.argsort(np.abs(x), kind="stable")[:k]
-    xs, ys = x[idx], y[idx]
-    den = float(np.sum(np.abs(xs) ** 2))
-    if den == 0.0:
-        raise ValueError(f"the {k} lowest-amplitude training inputs are all zero")
-    return complex(np.sum(np.conj(xs) * ys) / den), k
+    return as_complex(x), as_complex(y)
 
 
 #: gain_candidates per dataset object (an IQDataset is frozen and never changed in place): the members of a sweep
@@ -128,7 +113,7 @@ def _gain_candidates(ds) -> tuple[dict[str, float], dict[str, Any]]:
     return cands, ss
 
 
-def target_gain(ds, rule: str = "peak", value: float | None = None) -> TargetGain:
+def target_gain(ds, rule: str, value: float | None = None) -> TargetGain:
     """The DPD target gain of ``ds`` under ``rule`` (module docstring). ``peak`` is ``float(ds.gain)`` exactly.
     ``value`` (``gain_value``): that g instead, recorded as rule ``fixed`` (the rules' candidates beside it).
 
@@ -163,9 +148,7 @@ def _rms(seg: np.ndarray, n: int) -> float:
 
 def linear_reference(x_seg: np.ndarray, out_seg: np.ndarray, n: int) -> np.ndarray:
     """``c·x`` as (S, N, 2) float32 segments, c = sum conj(x) out / sum |x|^2 over the first n samples (float64)."""
-    xf = np.asarray(x_seg, dtype=np.float64).reshape(-1, 2)
-    of = np.asarray(out_seg, dtype=np.float64).reshape(-1, 2)
-    xc, oc = xf[:, 0] + 1j * xf[:, 1], of[:, 0] + 1j * of[:, 1]
+    xc, oc = as_complex(np.reshape(x_seg, (-1, 2))), as_complex(np.reshape(out_seg, (-1, 2)))
     c = np.sum(np.conj(xc[:n]) * oc[:n]) / np.sum(np.abs(xc[:n]) ** 2)
     r = c * xc
     return np.stack([r.real, r.imag], axis=-1).astype(np.float32).reshape(np.shape(x_seg))

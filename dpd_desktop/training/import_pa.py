@@ -32,7 +32,7 @@ __all__ = ["import_pa_run"]
 
 def import_pa_run(workspace: Workspace, dataset, dataset_path: str, state: Mapping[str, Any], *, backbone: str,
                   hidden_size: int, num_layers: int = 1, source: Mapping[str, Any] | None = None,
-                  metric_profile: str = "corrected") -> tuple[str, str]:
+                  metric_profile: str) -> tuple[str, str]:
     """Write the PA run; returns ``(run_id, run_dir)``.
 
     Args:

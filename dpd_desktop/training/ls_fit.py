@@ -31,6 +31,7 @@ import numpy as np
 
 from ..config import ConfigError, ExperimentConfig
 from ..models import Cascade, build_model, count_parameters
+from ..metrics.transfer import as_complex
 from ..models.poly import basis, fit_least_squares
 from .errors import Cancelled, TrainingError
 from ..runs.events import CheckpointReady, EpochEnded
@@ -46,10 +47,6 @@ BASIS_BUDGET_BYTES = 4 << 30
 def make_trainer(config: ExperimentConfig, **kw):
     """A :class:`LeastSquaresFit` when ``config.fit == "ls"``, else a :class:`Trainer` (same arguments)."""
     return LeastSquaresFit(config, **kw) if config.fit == "ls" else Trainer(config, **kw)
-
-
-def _complex(a: np.ndarray) -> np.ndarray:
-    return a[:, 0].astype(np.float64) + 1j * a[:, 1].astype(np.float64)
 
 
 class LeastSquaresFit(Trainer):
@@ -81,8 +78,8 @@ class LeastSquaresFit(Trainer):
         n = min(tr.x.shape[0], cfg.max_train_samples or tr.x.shape[0])
         # the float64 values as parsed when the reader kept them (like the gain, reference §1.4), else the float32
         x64, y64 = getattr(tr, "x64", None), getattr(tr, "y64", None)
-        x = _complex(x64[:n] if x64 is not None else tr.x[:n])
-        y = _complex(y64[:n] if y64 is not None else tr.y[:n])
+        x = as_complex(x64[:n] if x64 is not None else tr.x[:n])
+        y = as_complex(y64[:n] if y64 is not None else tr.y[:n])
         if cfg.step == "pa":
             return x, y, "direct least squares Φ(x)·w ≈ y on the training split"
         return y / self.gain, x, ("indirect learning (single pass): postdistorter Φ(y/g)·w ≈ x on the measured "

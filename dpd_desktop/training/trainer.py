@@ -514,7 +514,7 @@ class Trainer:
             loss_buf = torch.empty(n_batches, dtype=torch.float32, device=self.device)
         in_place = fast is not None and getattr(fast, "grads_in_place", True)
         t_start = time.perf_counter()
-        t_last = t_start
+        throttle = timing.Throttle(PROGRESS_INTERVAL_S, start=t_start, clock=time.perf_counter)
         stop, preview = self._stop, self.preview
         full = cfg.batch_size
         # a batch plan (the device loader) has its full batches first, only the last may be short: one length check
@@ -524,11 +524,8 @@ class Trainer:
         gain = self.gain
 
         def report(done: int) -> None:  # progress every PROGRESS_INTERVAL_S and at the end; the live preview
-            nonlocal t_last
-            now = time.perf_counter()
-            if now - t_last >= PROGRESS_INTERVAL_S or done == n_batches:
-                t_last = now
-                el = now - t_start
+            if throttle.ready(final=done == n_batches):
+                el = throttle.last - t_start
                 timing.mark("progress", epoch=epoch, batch=done)  # host progress timeline (benchmarks/startup_ab.py)
                 self.output.emit(BatchProgress(epoch=epoch, epochs=cfg.epochs, batch=done, batches=n_batches,
                                                 elapsed_s=el, eta_s=el / done * (n_batches - done)))

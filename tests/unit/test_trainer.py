@@ -124,7 +124,8 @@ import threading  # noqa: E402
 
 from dpd_desktop.runs import artifacts  # noqa: E402
 from dpd_desktop import atomic
-from dpd_desktop.runs.workspace import process_start_ticks, read_run_record  # noqa: E402
+from dpd_desktop.runs.record import RunRecord  # noqa: E402
+from dpd_desktop.runs.workspace import process_start_ticks  # noqa: E402
 from dpd_desktop.training import trainer as trainer_mod  # noqa: E402
 from dpd_desktop.training import warm_imports  # noqa: E402
 from dpd_desktop.runs.record import HISTORY_COLUMNS  # noqa: E402
@@ -356,18 +357,18 @@ def test_status_records_the_process_and_a_killed_run_reads_interrupted(tmp_path,
     dead.wait()
     host = socket.gethostname()
     d = _fake_run(tmp_path, {"state": "running", "pid": dead.pid, "host": host})
-    assert read_run_record(d).status == "interrupted"
+    assert RunRecord.read(d).status == "interrupted"
     assert Workspace(tmp_path).list_runs()[0].status == "interrupted"
     me = {"pid": os.getpid(), "host": host, "process_start": process_start_ticks(os.getpid())}
     _fake_run(tmp_path, {"state": "running", **me})
-    assert read_run_record(d).status == "running"  # alive: still running
+    assert RunRecord.read(d).status == "running"  # alive: still running
     _fake_run(tmp_path, {"state": "queued", "pid": dead.pid, "host": "another-host"})
-    assert read_run_record(d).status == "queued"  # another host: cannot tell
+    assert RunRecord.read(d).status == "queued"  # another host: cannot tell
     _fake_run(tmp_path, {"state": "succeeded", "pid": dead.pid, "host": host})
-    assert read_run_record(d).status == "succeeded"
+    assert RunRecord.read(d).status == "succeeded"
     if me["process_start"] is not None:  # pid reused by another process: its start time differs
         _fake_run(tmp_path, {"state": "running", **dict(me, process_start=me["process_start"] - 1)})
-        assert read_run_record(d).status == "interrupted"
+        assert RunRecord.read(d).status == "interrupted"
 
 
 @pytest.mark.parametrize("field,value", [("lr", float("inf")), ("lr", float("nan")), ("lr_end", float("inf")),

@@ -73,7 +73,6 @@ class LearningRateSpinBox(QDoubleSpinBox):
         super().__init__(parent)
         self.setDecimals(12)
         self.setRange(1e-9, 10.0)
-        self.setValue(5e-3)
         self.setKeyboardTracking(False)
 
     def textFromValue(self, value: float) -> str:  # noqa: N802 (Qt name)
