@@ -37,7 +37,8 @@ from dpd_desktop.data import load_dataset  # noqa: E402
 from dpd_desktop.data.segments import segment  # noqa: E402
 from dpd_desktop.quant.diagnose import node_errors  # noqa: E402
 from dpd_desktop.quant.lower import lower  # noqa: E402
-from dpd_desktop.quant.plan import QuantPlan, QuantSpec  # noqa: E402
+from dpd_desktop.quant.plan import QuantPlan  # noqa: E402
+from dpd_desktop.config import QuantSpec
 from dpd_desktop.export.quantized import load_dpd  # noqa: E402
 from dpd_desktop.export.quantized import evaluate_quantized, save_quantized  # noqa: E402
 from dpd_desktop.runs.record import RunRecord  # noqa: E402

@@ -9,10 +9,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping
 
-from .families import BACKBONES, POLY_BACKBONES
+from .families import BACKBONES, LOWERABLE, POLY_BACKBONES
 
 STEPS = ("pa", "dpd")
 DEVICES = ("auto", "cpu", "cuda")
@@ -64,6 +64,152 @@ class ConfigError(ValueError):
     def __init__(self, field_name: str, message: str):
         super().__init__(f"{field_name}: {message}")
         self.field = field_name
+
+
+#: the fixed-point settings (``qat`` of a fine-tune, ``export --format fixed``): bit-width ranges, LUT interpolation
+BITS_RANGE = (4, 16)
+LUT_BITS_RANGE = (4, 14)
+LUT_INTERPS = ("linear", "nearest")
+
+
+class QuantError(ValueError):
+    """A quantisation setting is out of range or a plan cannot be read; the message names the field."""
+
+
+@dataclass(frozen=True)
+class QuantSpec:
+    """Bit widths: ``weights`` W and ``activations`` A (4–16), the tables' ``lut_bits`` L (4–14: 2^L + 1
+    entries), ``lut_interp`` ("linear" or "nearest") and ``io_bits`` (4–16) of the input and output words."""
+
+    weights: int = 16
+    activations: int = 16
+    lut_bits: int = 10
+    lut_interp: str = "linear"
+    io_bits: int = 16
+
+    def check(self) -> "QuantSpec":
+        for name, (lo, hi) in (("weights", BITS_RANGE), ("activations", BITS_RANGE), ("lut_bits", LUT_BITS_RANGE),
+                               ("io_bits", BITS_RANGE)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                raise QuantError(f"{name}: expected an integer from {lo} to {hi} bits, got {v!r}")
+        if self.lut_interp not in LUT_INTERPS:
+            raise QuantError(f"lut_interp: expected one of {', '.join(LUT_INTERPS)}, got {self.lut_interp!r}")
+        return self
+
+    @property
+    def label(self) -> str:
+        """``W16A16``; ``W8A8-IO8`` when the input/output words are not 16 bits, ``W8A8-L8n`` when the tables are not
+        the default 10-bit linear ones."""
+        io = "" if self.io_bits == 16 else f"-IO{self.io_bits}"
+        tail = "" if (self.lut_bits, self.lut_interp) == (10, "linear") else \
+            f"-L{self.lut_bits}{'n' if self.lut_interp == 'nearest' else ''}"
+        return f"W{self.weights}A{self.activations}{io}{tail}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"weights": self.weights, "activations": self.activations, "lut_bits": self.lut_bits,
+                "lut_interp": self.lut_interp, "io_bits": self.io_bits}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "QuantSpec":
+        known = {"weights", "activations", "lut_bits", "lut_interp", "io_bits"}
+        odd = sorted(set(d) - known)
+        if odd:
+            raise QuantError(f"unknown quantisation field {odd[0]!r} (known: {', '.join(sorted(known))})")
+        return cls(**dict(d)).check()
+
+
+#: the MP/GMP orders of a polynomial backbone (models/poly.py: the basis, the fit and the module)
+@dataclass(frozen=True)
+class Term:
+    """One basis column: x(n − delay) · |x(n − env_delay)|^power (env_delay = delay for the aligned terms)."""
+
+    order: int
+    delay: int
+    env_delay: int
+
+    @property
+    def power(self) -> int:
+        return self.order - 1
+
+
+@dataclass(frozen=True)
+class PolySpec:
+    """The orders of an MP/GMP model.
+
+    Attributes:
+        kind: "mp" or "gmp".
+        order: K ≥ 1, nonlinearity order of the aligned terms.
+        memory_depth: M ≥ 1 (delays 0 … M−1).
+        odd_only: only odd orders 1, 3, 5 … (a PA's even-order products fall outside the band).
+        cross_order: Kc, highest order of the GMP cross terms (≥ 2; ignored for "mp").
+        cross_lag: L_lag ≥ 0, lagging-envelope depth (GMP; 0 for "mp").
+        cross_lead: L_lead ≥ 0, leading-envelope depth (GMP; 0 for "mp"): reads L_lead future samples.
+    """
+
+    kind: str = "mp"
+    order: int = 5
+    memory_depth: int = 4
+    odd_only: bool = False
+    cross_order: int = 5
+    cross_lag: int = 2
+    cross_lead: int = 2
+
+    @classmethod
+    def from_mapping(cls, kind: str, data: Mapping[str, Any] | None) -> "PolySpec":
+        """Build from a dict (config.json's ``poly`` block); unknown keys raise ValueError naming the key."""
+        data = dict(data or {})
+        data.pop("kind", None)
+        known = {"order", "memory_depth", "odd_only", "cross_order", "cross_lag", "cross_lead"}
+        odd = sorted(set(data) - known)
+        if odd:
+            raise ValueError(f"unknown MP/GMP field {odd[0]!r} (known: {', '.join(sorted(known))})")
+        spec = cls(kind=kind, **data)
+        if kind == "mp":
+            spec = cls(kind="mp", order=spec.order, memory_depth=spec.memory_depth, odd_only=spec.odd_only,
+                       cross_order=spec.order, cross_lag=0, cross_lead=0)
+        spec.check()
+        return spec
+
+    def check(self) -> None:
+        """Raises ValueError naming the field that is out of range."""
+        if self.kind not in POLY_BACKBONES:
+            raise ValueError(f"kind: expected one of {POLY_BACKBONES}, got {self.kind!r}")
+        for name, low in (("order", 1), ("memory_depth", 1), ("cross_order", 1), ("cross_lag", 0),
+                          ("cross_lead", 0)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ValueError(f"{name}: expected an integer >= {low}, got {v!r}")
+        if not isinstance(self.odd_only, bool):
+            raise ValueError(f"odd_only: expected true or false, got {self.odd_only!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def orders(self, top: int, first: int = 1) -> list[int]:
+        return [k for k in range(first, top + 1) if not self.odd_only or k % 2 == 1]
+
+    @property
+    def terms(self) -> tuple[Term, ...]:
+        """The basis columns in coefficient order (module docstring)."""
+        out = [Term(k, m, m) for k in self.orders(self.order) for m in range(self.memory_depth)]
+        if self.kind == "gmp":
+            cross = self.orders(self.cross_order, first=2)
+            out += [Term(k, m, m + l) for k in cross for m in range(self.memory_depth)
+                    for l in range(1, self.cross_lag + 1)]
+            out += [Term(k, m, m - l) for k in cross for m in range(self.memory_depth)
+                    for l in range(1, self.cross_lead + 1)]
+        return tuple(out)
+
+    @property
+    def n_coefficients(self) -> int:
+        """Number of complex coefficients (the real parameter count is twice it)."""
+        return len(self.terms)
+
+    @property
+    def lookahead(self) -> int:
+        """Future samples read (the leading envelope terms)."""
+        return self.cross_lead if self.kind == "gmp" and self.cross_lead and self.orders(self.cross_order, 2) else 0
 
 
 @dataclass
@@ -126,7 +272,7 @@ class ExperimentConfig:
             equal to OpenDPD 2.2.1) or ``"fast"`` (ours, dpd_desktop/kernels; unsupported shapes fall back with a
             logged reason).
         qat: quantisation-aware training (a DPD fine-tune of ``parent_run``, dpd_desktop/quant): ``{"weights": W,
-            "activations": A, "lut_bits": L, "lut_interp": "linear"|"nearest"}`` (quant/plan.py QuantSpec); None:
+            "activations": A, "lut_bits": L, "lut_interp": "linear"|"nearest"}`` (:class:`QuantSpec`); None:
             a float run.
         parent_run: the DPD run a fine-tune starts from (its selected checkpoint's weights); required with ``qat``;
             without it a float fine-tune.
@@ -343,12 +489,9 @@ class ExperimentConfig:
             if self.parent_run and self.step != "dpd":
                 raise ConfigError("parent_run", "a fine-tune starts from a DPD run (step 'dpd')")
             return
-        from .quant.lower import lowerable
-        from .quant.plan import QuantError, QuantSpec
-
         if self.step != "dpd":
             raise ConfigError("qat", "quantisation-aware training fine-tunes a DPD run (step 'dpd')")
-        if not lowerable(self.backbone):
+        if self.backbone not in LOWERABLE:
             raise ConfigError("qat", f"the {self.backbone!r} family has no fixed-point lowering (dpd_desktop/quant)")
         if not isinstance(self.qat, dict):
             raise ConfigError("qat", f"expected a mapping of bit widths, got {self.qat!r}")
@@ -360,10 +503,8 @@ class ExperimentConfig:
             raise ConfigError("parent_run", "quantisation-aware training needs the run it fine-tunes")
 
     def poly_spec(self):
-        """The MP/GMP orders as a :class:`~dpd_desktop.models.poly.PolySpec` (None for a neural backbone); with a
-        grid, the given (K, M) replace poly_order and memory_depth."""
-        from .models.poly import POLY_BACKBONES, PolySpec
-
+        """The MP/GMP orders as a :class:`PolySpec` (None for a neural backbone); with a grid, the given (K, M)
+        replace poly_order and memory_depth."""
         if self.backbone not in POLY_BACKBONES:
             return None
         return PolySpec.from_mapping(self.backbone, {

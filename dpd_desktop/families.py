@@ -7,3 +7,5 @@ BACKBONES: tuple[str, ...] = ("gru", "dgru", "lstm", "tres_gru", "deltagru", "tr
                               "rvtdcnn", "mp", "gmp")
 #: the polynomial baselines (memory polynomial, generalized memory polynomial), fitted by least squares
 POLY_BACKBONES: tuple[str, ...] = ("mp", "gmp")
+#: the families with a fixed-point lowering (quant/lower.py LOWERINGS): quantisation-aware training and fixed export
+LOWERABLE: tuple[str, ...] = ("gru", "dgru", "deltagru", "tcn")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .common import Outcome
 from .train import run_training
+from ..config import ConfigError, QuantError, QuantSpec
 from ..process import Exit
 
 COMMANDS = ("export", "finetune")
@@ -79,15 +80,12 @@ def handle(args, ws) -> Outcome:
 
 
 def _spec(w: int, a: int, args):
-    from ..quant.plan import QuantSpec  # PyTorch: see the note under cli/entry.py's imports
-
     return QuantSpec(w, a, args.lut_bits, args.lut_interp, args.io_bits).check()
 
 
 def _export(args, ws) -> int:
     # PyTorch: see the note under cli/entry.py's imports
     from ..families import POLY_BACKBONES
-    from ..quant.plan import QuantError
     from ..export.fixed_export import FixedExportError, export_fixed
     from ..export.onnx_export import OnnxExportError, export_onnx
     from ..export.poly_fixed import PolyFixedError, export_poly_fixed
@@ -158,8 +156,6 @@ class _RunDir:
 
 def _finetune(args, ws) -> Outcome:
     from .checks import option_message, preflight
-    from ..config import ConfigError
-    from ..quant.plan import QuantError
     from ..export.quantized import QuantEvalError, evaluate_quantized, save_quantized
     from ..runs.record import DatasetChanged, DatasetUnavailable, RecordError
     from ..training.errors import TrainingError

@@ -37,7 +37,8 @@ from ..quant.backends import IntBackend
 from ..quant.fixed import QFormat
 from ..quant.graph import GRU, Conv1d, Graph, Linear, graph_from_dict, graph_to_dict
 from ..quant.lower import LoweringError, lower
-from ..quant.plan import QuantPlan, QuantSpec
+from ..quant.plan import QuantPlan
+from ..config import QuantSpec
 from .. import atomic
 from ..runs.outputs import OutputRefused, check_output, recorded_dataset, write_folder
 from .quantized import QuantEvalError, evaluate_quantized, load_run_models, quant_plan_for, save_quantized

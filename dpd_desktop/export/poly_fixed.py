@@ -31,7 +31,7 @@ from ..metrics.profiles import compute_profile_metrics
 from ..models import POLY_BACKBONES
 from ..models.poly import matlab_coefficients
 from ..quant import fixed
-from ..quant.plan import QuantSpec
+from ..config import QuantSpec
 from ..quant.poly import PolyFixed
 from ..runs import artifacts
 from .. import atomic

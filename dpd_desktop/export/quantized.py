@@ -29,7 +29,8 @@ from ..metrics.profiles import compute_profile_metrics
 from ..models import build_from_arch
 from ..quant.backends import IntBackend
 from ..quant.lower import LoweringError, lower
-from ..quant.plan import QuantError, QuantPlan, QuantSpec, calibrate
+from ..quant.plan import QuantPlan, calibrate
+from ..config import QuantError, QuantSpec
 from ..runs import artifacts
 from ..runs.record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
 from ..runs.writer import write_quantized

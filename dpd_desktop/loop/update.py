@@ -30,7 +30,8 @@ def ilc_update(u: np.ndarray, x: np.ndarray, y_n: np.ndarray, mu: float) -> np.n
 def ila_update(u: np.ndarray, x: np.ndarray, y_n: np.ndarray, kind: str = "mp", order: int = 5,
                memory: int = 3) -> tuple[np.ndarray, dict]:
     """(u_{k+1} = P(x), the fit's diagnostics) with P the post-inverse fitted on (y_n → u) (module docstring)."""
-    from ..models.poly import PolySpec, basis, fit_least_squares  # PyTorch with it: only ILA needs it
+    from ..models.poly import basis, fit_least_squares  # PyTorch with it: only ILA needs it
+    from ..config import PolySpec
 
     spec = PolySpec.from_mapping(kind, {"order": order, "memory_depth": memory, "cross_order": max(2, order)})
     scale = float(np.max(np.abs(x)))  # the basis in units of the waveform's peak (better conditioned)

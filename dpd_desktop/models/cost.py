@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
-from .poly import PolySpec
+from ..config import PolySpec
 from .rvtdcnn import CONV_CHANNELS, CONV_OUT
 from .tcn import DILATIONS as TCN_DILATIONS
 from .tcn import KERNEL as TCN_DW_KERNEL

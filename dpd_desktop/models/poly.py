@@ -24,13 +24,14 @@ M-by-K matrix (even orders zero when ``odd_only``).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
+from ..config import PolySpec, Term
 from ..families import POLY_BACKBONES
 from .base import safe_amplitude
 
@@ -39,98 +40,6 @@ __all__ = ["PolySpec", "Term", "PolyBackbone", "basis", "fit_least_squares", "LS
 
 #: Singular values of the column-scaled basis below ``DEFAULT_RCOND · s_max`` are cut (numpy.linalg.lstsq's rcond).
 DEFAULT_RCOND = 1e-10
-
-
-@dataclass(frozen=True)
-class Term:
-    """One basis column: x(n − delay) · |x(n − env_delay)|^power (env_delay = delay for the aligned terms)."""
-
-    order: int
-    delay: int
-    env_delay: int
-
-    @property
-    def power(self) -> int:
-        return self.order - 1
-
-
-@dataclass(frozen=True)
-class PolySpec:
-    """The orders of an MP/GMP model.
-
-    Attributes:
-        kind: "mp" or "gmp".
-        order: K ≥ 1, nonlinearity order of the aligned terms.
-        memory_depth: M ≥ 1 (delays 0 … M−1).
-        odd_only: only odd orders 1, 3, 5 … (a PA's even-order products fall outside the band).
-        cross_order: Kc, highest order of the GMP cross terms (≥ 2; ignored for "mp").
-        cross_lag: L_lag ≥ 0, lagging-envelope depth (GMP; 0 for "mp").
-        cross_lead: L_lead ≥ 0, leading-envelope depth (GMP; 0 for "mp"): reads L_lead future samples.
-    """
-
-    kind: str = "mp"
-    order: int = 5
-    memory_depth: int = 4
-    odd_only: bool = False
-    cross_order: int = 5
-    cross_lag: int = 2
-    cross_lead: int = 2
-
-    @classmethod
-    def from_mapping(cls, kind: str, data: Mapping[str, Any] | None) -> "PolySpec":
-        """Build from a dict (config.json's ``poly`` block); unknown keys raise ValueError naming the key."""
-        data = dict(data or {})
-        data.pop("kind", None)
-        known = {"order", "memory_depth", "odd_only", "cross_order", "cross_lag", "cross_lead"}
-        odd = sorted(set(data) - known)
-        if odd:
-            raise ValueError(f"unknown MP/GMP field {odd[0]!r} (known: {', '.join(sorted(known))})")
-        spec = cls(kind=kind, **data)
-        if kind == "mp":
-            spec = cls(kind="mp", order=spec.order, memory_depth=spec.memory_depth, odd_only=spec.odd_only,
-                       cross_order=spec.order, cross_lag=0, cross_lead=0)
-        spec.check()
-        return spec
-
-    def check(self) -> None:
-        """Raises ValueError naming the field that is out of range."""
-        if self.kind not in POLY_BACKBONES:
-            raise ValueError(f"kind: expected one of {POLY_BACKBONES}, got {self.kind!r}")
-        for name, low in (("order", 1), ("memory_depth", 1), ("cross_order", 1), ("cross_lag", 0),
-                          ("cross_lead", 0)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise ValueError(f"{name}: expected an integer >= {low}, got {v!r}")
-        if not isinstance(self.odd_only, bool):
-            raise ValueError(f"odd_only: expected true or false, got {self.odd_only!r}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def orders(self, top: int, first: int = 1) -> list[int]:
-        return [k for k in range(first, top + 1) if not self.odd_only or k % 2 == 1]
-
-    @property
-    def terms(self) -> tuple[Term, ...]:
-        """The basis columns in coefficient order (module docstring)."""
-        out = [Term(k, m, m) for k in self.orders(self.order) for m in range(self.memory_depth)]
-        if self.kind == "gmp":
-            cross = self.orders(self.cross_order, first=2)
-            out += [Term(k, m, m + l) for k in cross for m in range(self.memory_depth)
-                    for l in range(1, self.cross_lag + 1)]
-            out += [Term(k, m, m - l) for k in cross for m in range(self.memory_depth)
-                    for l in range(1, self.cross_lead + 1)]
-        return tuple(out)
-
-    @property
-    def n_coefficients(self) -> int:
-        """Number of complex coefficients (the real parameter count is twice it)."""
-        return len(self.terms)
-
-    @property
-    def lookahead(self) -> int:
-        """Future samples read (the leading envelope terms)."""
-        return self.cross_lead if self.kind == "gmp" and self.cross_lead and self.orders(self.cross_order, 2) else 0
 
 
 # ----------------------------------------------------------------------------------------------- basis (NumPy, f64)

@@ -9,7 +9,8 @@ from torch import Tensor, nn
 
 from . import deltagru, dgru, gru, gru_amp, lstm, rvtdcnn, tcn, tres_deltagru, tres_gru
 from .base import CoreModel
-from .poly import POLY_BACKBONES, PolyBackbone, PolySpec
+from .poly import POLY_BACKBONES, PolyBackbone
+from ..config import PolySpec
 
 __all__ = ["BACKBONES", "POLY_BACKBONES", "REGISTRY", "ModelFamily", "build_model", "build_from_arch"]
 

@@ -18,7 +18,7 @@ from torch import nn
 
 from .graph import GRU, Add, Concat, Conv1d, Graph, Input, Linear, Polar, Select
 
-__all__ = ["LoweringError", "LOWERINGS", "lower", "lowerable"]
+__all__ = ["LoweringError", "LOWERINGS", "lower"]
 
 
 class LoweringError(ValueError):
@@ -94,10 +94,6 @@ def lower_tcn(bb) -> Graph:
 
 LOWERINGS: dict[str, Callable] = {"gru": lower_gru, "dgru": lower_dgru, "deltagru": lower_deltagru,
                                   "tcn": lower_tcn}
-
-
-def lowerable(backbone: str) -> bool:
-    return str(backbone) in LOWERINGS
 
 
 def lower(model) -> Graph:

@@ -1,4 +1,4 @@
-"""What a quantised model is: the bit widths (:class:`QuantSpec`) and every activation's format (:class:`QuantPlan`).
+"""What a quantised model is: the bit widths (config.py :class:`~dpd_desktop.config.QuantSpec`) and every activation's format (:class:`QuantPlan`).
 
 Activation formats come from a calibration: the float model (float64, quant/backends.py ``FloatBackend``) runs over
 the training split cut into the dataset's ``nperseg`` evaluation segments, each from a zero state, and every tensor
@@ -27,61 +27,10 @@ import torch
 
 from . import fixed
 from .backends import FloatBackend
+from ..config import BITS_RANGE, LUT_BITS_RANGE, LUT_INTERPS, QuantError, QuantSpec
 from .fixed import QFormat
 
 __all__ = ["QuantSpec", "QuantPlan", "calibrate", "BITS_RANGE", "LUT_BITS_RANGE", "LUT_INTERPS", "QuantError"]
-
-BITS_RANGE = (4, 16)
-LUT_BITS_RANGE = (4, 14)
-LUT_INTERPS = ("linear", "nearest")
-
-
-class QuantError(ValueError):
-    """A quantisation setting is out of range or a plan cannot be read; the message names the field."""
-
-
-@dataclass(frozen=True)
-class QuantSpec:
-    """Bit widths: ``weights`` W and ``activations`` A (4–16), the tables' ``lut_bits`` L (4–14: 2^L + 1
-    entries), ``lut_interp`` ("linear" or "nearest") and ``io_bits`` (4–16) of the input and output words."""
-
-    weights: int = 16
-    activations: int = 16
-    lut_bits: int = 10
-    lut_interp: str = "linear"
-    io_bits: int = 16
-
-    def check(self) -> "QuantSpec":
-        for name, (lo, hi) in (("weights", BITS_RANGE), ("activations", BITS_RANGE), ("lut_bits", LUT_BITS_RANGE),
-                               ("io_bits", BITS_RANGE)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-                raise QuantError(f"{name}: expected an integer from {lo} to {hi} bits, got {v!r}")
-        if self.lut_interp not in LUT_INTERPS:
-            raise QuantError(f"lut_interp: expected one of {', '.join(LUT_INTERPS)}, got {self.lut_interp!r}")
-        return self
-
-    @property
-    def label(self) -> str:
-        """``W16A16``; ``W8A8-IO8`` when the input/output words are not 16 bits, ``W8A8-L8n`` when the tables are not
-        the default 10-bit linear ones."""
-        io = "" if self.io_bits == 16 else f"-IO{self.io_bits}"
-        tail = "" if (self.lut_bits, self.lut_interp) == (10, "linear") else \
-            f"-L{self.lut_bits}{'n' if self.lut_interp == 'nearest' else ''}"
-        return f"W{self.weights}A{self.activations}{io}{tail}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"weights": self.weights, "activations": self.activations, "lut_bits": self.lut_bits,
-                "lut_interp": self.lut_interp, "io_bits": self.io_bits}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "QuantSpec":
-        known = {"weights", "activations", "lut_bits", "lut_interp", "io_bits"}
-        odd = sorted(set(d) - known)
-        if odd:
-            raise QuantError(f"unknown quantisation field {odd[0]!r} (known: {', '.join(sorted(known))})")
-        return cls(**dict(d)).check()
-
 
 @dataclass
 class QuantPlan:

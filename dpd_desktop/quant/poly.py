@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from ..models.poly import PolySpec
+from ..config import PolySpec
 from . import fixed
 from .fixed import QFormat
-from .plan import QuantSpec
+from ..config import QuantSpec
 
 __all__ = ["PolyFixed"]
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from ..data.segments import segment
 from ..quant.lower import LoweringError, lower
-from ..quant.plan import QuantSpec, calibrate
+from ..quant.plan import calibrate
+from ..config import QuantSpec
 from ..quant.qat import FakeQuantModel
 from ..runs import artifacts
 from ..runs.record import RecordError, RunRecord

@@ -11,7 +11,8 @@ from dpd_desktop.cli.entry import main as cli_main
 from dpd_desktop.models import build_model
 from dpd_desktop.quant.backends import FakeBackend, IntBackend
 from dpd_desktop.quant.lower import lower
-from dpd_desktop.quant.plan import QuantSpec, calibrate
+from dpd_desktop.quant.plan import calibrate
+from dpd_desktop.config import QuantSpec
 from dpd_desktop.runs.record import RunRecord
 from dpd_desktop.runs.workspace import Workspace
 

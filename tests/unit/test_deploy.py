@@ -19,7 +19,7 @@ from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
 from dpd_desktop.data.segments import segment
 from dpd_desktop.models import build_model
-from dpd_desktop.quant.plan import QuantSpec
+from dpd_desktop.config import QuantSpec
 from dpd_desktop.runs import artifacts
 from dpd_desktop.runs.compare import compare_runs
 from dpd_desktop.export.fixed_export import FixedExportError, export_fixed, read_golden, verify_export

@@ -37,3 +37,9 @@ def test_the_kernel_names_of_the_settings_table_are_the_kernels_own():
     from dpd_desktop.kernels.record import DEFAULT_KERNEL, FAST, REFERENCE
 
     assert KERNELS == (REFERENCE, FAST) and DEFAULT_KERNEL == KERNELS[0] == "reference"
+
+
+def test_the_lowerable_names_are_the_lowerings_own():
+    from dpd_desktop.quant.lower import LOWERINGS
+
+    assert set(families.LOWERABLE) == set(LOWERINGS) and len(families.LOWERABLE) == len(LOWERINGS)

@@ -9,7 +9,7 @@ from torch import nn
 
 from dpd_desktop.models import build_model
 from dpd_desktop.models.cost import model_cost
-from dpd_desktop.models.poly import PolySpec
+from dpd_desktop.config import PolySpec
 
 NEURAL = ("gru", "dgru", "lstm", "tres_gru", "rvtdcnn")
 SIZES = ((4, 1), (23, 1), (10, 2))

@@ -16,7 +16,8 @@ import torch
 
 from dpd_desktop.data import load_dataset
 from dpd_desktop.models import build_model
-from dpd_desktop.models.poly import PolySpec, basis, fit_least_squares, matlab_coefficients
+from dpd_desktop.models.poly import basis, fit_least_squares, matlab_coefficients
+from dpd_desktop.config import PolySpec
 from tests.datasets_dir import DATASETS
 
 REF_242 = Path(__file__).resolve().parents[2] / ".ref" / "opendpd-2.4.2"

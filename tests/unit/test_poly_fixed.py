@@ -11,9 +11,9 @@ import pytest
 from dpd_desktop import cli
 from dpd_desktop.config import ExperimentConfig
 from dpd_desktop.data import make_demo_dataset
-from dpd_desktop.models.poly import PolySpec
+from dpd_desktop.config import PolySpec
 from dpd_desktop.quant import fixed
-from dpd_desktop.quant.plan import QuantSpec
+from dpd_desktop.config import QuantSpec
 from dpd_desktop.quant.poly import PolyFixed
 from dpd_desktop.export.coef_export import read_coefficients
 from dpd_desktop.export.fixed_export import _as3

@@ -19,7 +19,8 @@ from dpd_desktop.quant.backends import FakeBackend, FloatBackend, IntBackend
 from dpd_desktop.quant.fixed import LutSpec, QFormat
 from dpd_desktop.quant.graph import graph_from_dict, graph_to_dict
 from dpd_desktop.quant.lower import LoweringError, lower
-from dpd_desktop.quant.plan import QuantError, QuantPlan, QuantSpec, calibrate
+from dpd_desktop.quant.plan import QuantPlan, calibrate
+from dpd_desktop.config import QuantError, QuantSpec
 from dpd_desktop.quant.qat import FakeQuantModel
 
 
