@@ -12,7 +12,7 @@ from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication
 
 from dpd_desktop.gui.panels import AMAMPanel, LearningPanel, PSDPanel
-from dpd_desktop.gui.panels.base import UniformScatter, scatter_item
+from dpd_desktop.gui.panels.base import CurveSet, GridAxis, IntegerAxis, LogAxis, UniformScatter, scatter_item
 
 from gui_fakes import FakeDataset, make_plotdata, make_row
 
@@ -153,6 +153,75 @@ def test_learning_and_amam_values_unchanged_by_the_faster_items(qtbot):
         gx, gy = p.points.items[name].getData()
         np.testing.assert_array_equal(gx, np.asarray(pd.amam_in, dtype=np.float64))
         np.testing.assert_array_equal(gy, np.asarray(values, dtype=np.float64))
+
+
+def _grid_plot(qtbot, axis_type, log_y: bool = False):
+    axes = {"left": axis_type("left"), "bottom": axis_type("bottom")}
+    w = pg.PlotWidget(axisItems=axes)
+    w.resize(331, 237)  # an odd size: the grid lines fall between pixels
+    qtbot.addWidget(w)
+    x = np.linspace(0.3, 97.1, 400)
+    y = 10 ** (-1 - 3 * x / 100) if log_y else np.sin(x / 7) * 3.3 + 0.17
+    w.plot(x, y, pen=pg.mkPen("b", width=2))
+    w.getPlotItem().setLogMode(x=False, y=log_y)
+    w.getPlotItem().showGrid(x=True, y=True, alpha=0.25)
+    for ax in axes.values():
+        ax.setStyle(maxTickLevel=1)
+    w.show()
+    qtbot.waitExposed(w)
+    for _ in range(5):
+        QApplication.processEvents()
+    return w
+
+
+@pytest.mark.parametrize("ours, log_y", [(GridAxis, False), (LogAxis, True), (IntegerAxis, False)])
+def test_grid_axis_fills_the_pixels_of_pyqtgraphs_grid_lines(qtbot, ours, log_y):
+    # the same ticks and labels, drawn as pyqtgraph draws them (the grid lines in its picture)
+    plain = type("Plain", (ours,), {"paint": pg.AxisItem.paint, "drawPicture": pg.AxisItem.drawPicture})
+    ref = _grid_plot(qtbot, plain, log_y)
+    new = _grid_plot(qtbot, ours, log_y)
+    left = new.getPlotItem().getAxis("left")
+    assert left._fills[0] is not None  # painted the fast way: filled rectangles, not lines
+    rects, strips = new.getPlotItem().getAxis("bottom")._fills[1]
+    assert len(left._fills[1][0]) >= 3 and len(strips) >= 3 and not rects
+    assert int((_pixels(ref) != _pixels(new)).sum()) == 0
+    # an export (a scaled painter, no viewport) draws the lines as pyqtgraph does
+    from pyqtgraph.exporters import ImageExporter
+
+    images = []
+    for w in (ref, new):
+        ex = ImageExporter(w.getPlotItem())
+        ex.parameters()["width"] = 700
+        img = ex.export(toBytes=True)
+        images.append(np.frombuffer(bytes(img.constBits()), np.uint8).reshape(img.height(), img.bytesPerLine()))
+    assert int((images[0] != images[1]).sum()) == 0
+
+
+def test_curve_set_redraws_only_the_series_that_changed(qtbot):
+    w = pg.PlotWidget()
+    qtbot.addWidget(w)
+    curves = CurveSet(w.getPlotItem(), "line")
+    x = np.arange(50, dtype=np.float32)
+    y, p = np.sin(x / 5), np.cos(x / 5)
+    curves.set({"y": (x, y), "p": (x, p)})
+    calls = collections.Counter()
+    for name, item in curves.items.items():
+        item.setData = (lambda f, name=name: lambda *a, **k: (calls.update([name]), f(*a, **k)))(item.setData)
+    curves.set({"y": (x.copy(), y.copy()), "p": (x, p + 1)})  # the measurement again (new arrays), a new prediction
+    assert calls == {"p": 1}
+    np.testing.assert_array_equal(curves.items["p"].getData()[1], p + 1)
+    p2 = p + 1
+    curves.set({"y": (x, y), "p": (x, p2)})
+    p2[:] = 7.0  # the caller reuses its array: the next update with it is a change
+    curves.set({"y": (x, y), "p": (x, p2)})
+    assert calls == {"p": 2}
+    np.testing.assert_array_equal(curves.items["p"].getData()[1], np.full(50, 7.0))
+    curves.set({"p": (x, p2)})  # "y" absent: hidden, and drawn again when it comes back after a clear
+    assert not curves.items["y"].isVisible()
+    curves.clear()
+    curves.set({"y": (x, y), "p": (x, p2)})
+    assert calls == {"p": 4, "y": 2} and curves.items["y"].isVisible()
+    np.testing.assert_array_equal(curves.items["y"].getData()[1], y.astype(np.float64))
 
 
 @pytest.fixture(autouse=True)
