@@ -137,6 +137,40 @@ def test_an_epoch_end_paints_each_panel_once(make_window, qtbot):
     assert {it.opts["pen"].widthF() for it in w.psd_panel.curves.items.values()} == {PSDPanel.LINE_WIDTH}
 
 
+def test_the_first_epoch_end_lays_the_panels_out_before_their_one_paint(make_window, qtbot):
+    """The first data shows the axes' values (taller bottom axes): each panel's plots take their new geometry before
+    the paint, which is the only one, and the geometry stays as it was painted."""
+    from dpd_desktop.runs.events import EpochEnded
+
+    w = make_window()
+    w.set_dataset(FakeDataset())
+    for _ in range(20):
+        QApplication.processEvents()
+    panels = [w.learning_panel, w.psd_panel, w.amam_panel, w.ampm_panel, w.time_panel]
+    empty = [p._plots[0].getViewBox().geometry() for p in panels]
+    paints = _Paints()
+    QApplication.instance().installEventFilter(paints)
+    try:
+        w._on_epoch_ended(EpochEnded(epoch=0, epochs=10, row=make_row(0, 10), is_best=True, best_epoch=0,
+                                     best_value=-20.0, selection_metric="VAL_NMSE", epoch_seconds=1.0,
+                                     plots=make_plotdata()))
+        w._plot_timer.stop()
+        w._flush_plots()
+        for _ in range(30):
+            QApplication.processEvents()
+        painted = [p._plots[0].getViewBox().geometry() for p in panels]
+        for _ in range(10):
+            QApplication.processEvents()
+    finally:
+        QApplication.instance().removeEventFilter(paints)
+    for name in ("LearningPanel", "PSDPanel", "AMAMPanel", "AMPMPanel", "TimeDomainPanel"):
+        assert paints.count[name] == 1, dict(paints.count)
+    for p, before, at_paint in zip(panels, empty, painted):
+        assert at_paint.height() < before.height()  # the axes' values took room
+        assert p._plots[0].getViewBox().geometry() == at_paint
+    assert all(p.has_data() for p in panels)
+
+
 def test_learning_and_amam_values_unchanged_by_the_faster_items(qtbot):
     lp = LearningPanel()
     qtbot.addWidget(lp)

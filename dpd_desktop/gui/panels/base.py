@@ -348,6 +348,8 @@ class PlotPanel(pg.GraphicsLayoutWidget):
             # replayed at every repaint; on DPA_160MHz plot data this cut the repaint of an epoch end from 137 to
             # 83-92 ms on the 2-core machine (benchmarks/bench_gui_responsiveness.py --part epoch-end).
             plot.getAxis(ax).setStyle(maxTickLevel=1)
+        for ax in ("top", "right"):  # hidden: no SI prefix label re-rendered at every range change
+            plot.getAxis(ax).enableAutoSIPrefix(False)
         plot.showGrid(x=True, y=True, alpha=0.25)
         plot.setMenuEnabled(True)
         # A fixed width (a panel may set another): the title's room beside it is known before the first tick
@@ -390,6 +392,10 @@ class PlotPanel(pg.GraphicsLayoutWidget):
         updates them in its paint preparation, and the items that follow the view then ask for a second paint of
         the panel (the learning panel painted twice per epoch end, 11 ms of the 48 ms on DPA_160MHz plot data,
         bench_gui_responsiveness.py --part epoch-end)."""
+        # a changed axis or title size: the plots' new geometry now (their own layouts, then the panel's, which
+        # shares the height out anew, then theirs again), not after the paint (a second and third paint)
+        for layout in (*(p.layout for p in self._plots), self.ci.layout, *(p.layout for p in self._plots)):
+            layout.activate()
         for _ in range(2):  # twice: a linked x axis moved by a later plot flags the earlier one again
             for plot in self._plots:
                 vb = plot.getViewBox()
