@@ -88,20 +88,23 @@ def rss_mb() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
-EVENTS: list[tuple[float, float, str]] = []  # (start, seconds in the handler, what), GUI thread
+EVENTS: list[tuple[float, float, str, float]] = []  # (start, seconds in the handler, what, its CPU s), GUI thread
+GC_PASSES: list[tuple[float, float, int]] = []  # the ticks part's garbage collector passes (GcWatch.passes)
 
 
 def _timed(cls, name, what):
-    """Wrap the window part's handler ``cls.name`` (called by MainWindow's thin slots, on the GUI thread)."""
+    """Wrap the window part's handler ``cls.name`` (called by MainWindow's thin slots, on the GUI thread); ``what``:
+    a text, or ``what(self, first argument)`` → text."""
     fn = getattr(cls, name, None)
     if fn is None:  # an older window without this part (when comparing with the commit before)
         return
 
     def wrapper(self, *args):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         out = fn(self, *args)
         ev = args[0] if args else None
-        EVENTS.append((t, time.perf_counter() - t, what(ev) if callable(what) else what))
+        EVENTS.append((t, time.perf_counter() - t, what(self, ev) if callable(what) else what,
+                       time.thread_time() - c))
         return out
 
     setattr(cls, name, wrapper)
@@ -112,18 +115,55 @@ def instrument() -> None:
     from dpd_desktop.gui.run_control import RunControl
 
     _timed(RunControl, "_on_run_started", "run started")
-    _timed(RunControl, "_on_epoch_ended", lambda ev: f"epoch {ev.epoch} end")
+    _timed(RunControl, "_on_epoch_ended", lambda w, ev: f"epoch {ev.epoch} end")
     _timed(RunControl, "_flush_progress", "progress")
     _timed(RunControl, "_on_run_finished", "run finished")
-    _timed(PlotArea, "_on_preview_ready", lambda ev: f"preview e{ev.epoch} b{ev.batch}")
+    _timed(PlotArea, "_on_preview_ready", lambda w, ev: f"preview e{ev.epoch} b{ev.batch}")
     _timed(PlotArea, "_flush_plots", "plots drawn")
     _timed(PlotArea, "_write_plots", "PNGs rendered")
     from dpd_desktop.gui.dataset_control import DatasetControl
     _timed(DatasetControl, "set_dataset", "dataset shown")
     _timed(RunControl, "_launch_worker", "worker launched")
-    _timed(PlotArea, "_draw_panel", lambda panel: f"{panel.title} data set")
+    _timed(PlotArea, "_draw_panel", lambda w, panel: f"{panel.title} data set")
     from dpd_desktop.gui.panels.base import PlotPanel
-    _timed(PlotPanel, "paintEvent", lambda ev: "a panel painted")
+    _timed(PlotPanel, "paintEvent", lambda panel, ev: f"{panel.title} painted")
+
+
+class GcWatch:
+    """The cyclic garbage collector's passes in this process (``gc.callbacks``): (start, seconds, generation) each.
+    A pass holds the GIL: every thread of the window waits for it."""
+
+    def __init__(self):
+        self.passes: list[tuple[float, float, int]] = []
+        self._t = 0.0
+
+    def _cb(self, phase, info):
+        if phase == "start":
+            self._t = time.perf_counter()
+        else:
+            self.passes.append((self._t, time.perf_counter() - self._t, info["generation"]))
+
+    def __enter__(self):
+        import gc
+
+        gc.callbacks.append(self._cb)
+        return self
+
+    def __exit__(self, *exc):
+        import gc
+
+        gc.callbacks.remove(self._cb)
+        return False
+
+    def summary(self, t0: float) -> str:
+        import gc
+
+        by = {g: [d for _, d, gg in self.passes if gg == g] for g in (0, 1, 2)}
+        worst = max(self.passes, key=lambda p: p[1], default=None)
+        return ("garbage collector: " + ", ".join(f"generation {g}: {len(v)} passes, {sum(v) * 1e3:.0f} ms in all"
+                                                  for g, v in by.items())
+                + (f"; the longest {worst[1] * 1e3:.0f} ms (generation {worst[2]}, at {worst[0] - t0:.2f} s)"
+                   if worst else "") + f"; {len(gc.get_objects()):,} objects tracked, {gc.get_freeze_count():,} frozen")
 
 
 class GilWatch:
@@ -193,6 +233,15 @@ def summarize(name: str, ticks: list[tuple[float, float, float]], events, t_from
         what = f"{last[2]} ({last[1] * 1e3:.0f} ms in its slot, {(start - last[0]) * 1e3:+.0f} ms)" if last else "—"
         print(f"      stall {iv[i]:6.0f} ms at {start - t_from:6.2f} s (CPU: GUI thread {gui_cpu[i]:4.0f} ms, process "
               f"{proc_cpu[i]:4.0f} ms); last window event: {what}")
+        gcs = [g for g in GC_PASSES if start <= g[0] <= ts[i + 1]]
+        if gcs:
+            print(f"        garbage collection within it: {len(gcs)} passes, {sum(g[1] for g in gcs) * 1e3:.0f} ms "
+                  f"(generations {sorted({g[2] for g in gcs})})")
+        inside = sorted((e for e in events if start <= e[0] <= ts[i + 1]), key=lambda e: -e[1])
+        if inside:
+            print("        within it: " + ", ".join(f"{e[2]} {e[1] * 1e3:.0f} ms (CPU {e[3] * 1e3:.0f})"
+                                                   for e in inside[:4])
+                  + (f" and {len(inside) - 4} more" if len(inside) > 4 else ""))
 
 
 def part_ticks(a) -> None:
@@ -222,6 +271,8 @@ def part_ticks(a) -> None:
     w.resize(1600, 1000)
     watch = GilWatch()
     watch.start()
+    gcw = GcWatch().__enter__()
+    gcw.passes = GC_PASSES
     w.show()
 
     def start():
@@ -253,12 +304,17 @@ def part_ticks(a) -> None:
     summarize("run (Start → PNGs written)", ticks, ev, marks["start"], marks.get("PNGs written", ticks[-1][0]))
     summarize("whole session", ticks, ev, t_paint, ticks[-1][0])
     by = {}
-    for _, dt, what in ev:
+    for _, dt, what, cpu in ev:
         key = ("epoch end" if what.endswith(" end") else "preview" if what.startswith("preview") else
-               "panel data set" if what.endswith("data set") else what)
-        by.setdefault(key, []).append(dt * 1e3)
+               "panel data set" if what.endswith("data set") else "a panel painted" if what.endswith(" painted")
+               else what)
+        by.setdefault(key, []).append((dt * 1e3, cpu * 1e3))
     for k, v in by.items():
-        print(f"    {k:18s} n={len(v):4d}  median {statistics.median(v):6.1f} ms  max {max(v):6.1f} ms")
+        wall, cpu = [d for d, _ in v], [c for _, c in v]
+        print(f"    {k:18s} n={len(v):4d}  median {statistics.median(wall):6.1f} ms  max {max(wall):6.1f} ms  (GUI-thread "
+              f"CPU median {statistics.median(cpu):5.1f} ms, max {max(cpu):5.1f} ms)")
+    gcw.__exit__()
+    print(f"  {gcw.summary(t_paint)}")
     print(f"  a 5 ms sleeper thread woke over {watch.threshold_s * 1e3:.0f} ms late {len(watch.late)} times; the other "
           "threads were then at (innermost dpd_desktop frame):")
     for t, late, where in sorted(watch.late, key=lambda r: -r[1])[:8]:
