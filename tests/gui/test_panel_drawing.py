@@ -171,6 +171,41 @@ def test_the_first_epoch_end_lays_the_panels_out_before_their_one_paint(make_win
     assert all(p.has_data() for p in panels)
 
 
+def _bin_extremes(values: np.ndarray, size: int) -> set[int]:
+    """Each bin's lowest and highest finite value's epoch, computed directly (the first of a bin without any)."""
+    out = set()
+    for start in range(0, len(values), size):
+        chunk = values[start:start + size]
+        if np.all(np.isnan(chunk)):
+            out.add(start)
+        else:
+            out |= {start + int(np.nanargmin(chunk)), start + int(np.nanargmax(chunk))}
+    return out | {len(values) - 1}
+
+
+def test_learning_curve_holds_each_bins_extremes_after_many_epochs_and_after_a_clear(qtbot):
+    lp = LearningPanel()
+    qtbot.addWidget(lp)
+    rng = np.random.default_rng(3)
+    nmse = -20 - 10 * np.log10(np.arange(1, 4001)) + rng.normal(0, 1.0, 4000)
+    nmse[1500:1540] = np.nan  # epochs without a value
+    for run in range(2):  # the second run other values: nothing of the first one's bins is kept
+        n = 2600 if run == 0 else 4000
+        values = nmse if run == 0 else nmse[::-1].copy()
+        for e in range(n):
+            lp.append_row({"EPOCH": e, "TRAIN_LOSS": 1.0 / (e + 1), "VAL_NMSE": values[e]})
+            if e in (999, 1000, 1777, 2047, 2048, n - 1):  # every epoch drawn, then bins of 4, 8
+                size = lp.bin_size()
+                assert size == (1 if e < 1000 else 4 if e < 2000 else 8)
+                x, y = lp._curves["val_nmse"].getData()
+                want = sorted(_bin_extremes(values[:e + 1], size))
+                assert list(x) == [float(i) for i in want]
+                np.testing.assert_array_equal(y, values[want])
+                assert len(x) <= LearningPanel.MAX_DRAWN + 1
+        lp.clear_data()
+        assert lp.n_epochs == 0 and lp.point_count() == 0
+
+
 def test_learning_and_amam_values_unchanged_by_the_faster_items(qtbot):
     lp = LearningPanel()
     qtbot.addWidget(lp)
