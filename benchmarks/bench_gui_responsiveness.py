@@ -266,6 +266,10 @@ def part_ticks(a) -> None:
     if painted is not None:
         painted.connect(lambda: (marks.setdefault("painted", time.perf_counter()), timer.start()))
         w.coreLoaded.connect(lambda: marks.setdefault("core loaded", time.perf_counter()))
+    if a.gc_freeze:  # the proposed change: the objects of the imports out of the collector's full passes
+        import gc
+
+        w.coreLoaded.connect(gc.freeze)
     w.runEnded.connect(lambda s: marks.setdefault("run ended", time.perf_counter()))
     w.plotsWritten.connect(lambda r: (marks.setdefault("PNGs written", time.perf_counter()), loop.quit()))
     w.resize(1600, 1000)
@@ -295,7 +299,8 @@ def part_ticks(a) -> None:
     watch.stop()
     t_paint = marks["painted"]
     print(f"ticks ({TICK_MS} ms QTimer), demo data, GRU-16, {a.epochs} epochs, stride {a.stride}, preview every "
-          f"{a.preview_every} batches, CPU, training {PATHS[a.path]}; {Busy(a.busy)}; load average "
+          f"{a.preview_every} batches, CPU, training {PATHS[a.path]}; {Busy(a.busy)}; "
+          f"{'gc.freeze() once the preload ended (--gc-freeze); ' if a.gc_freeze else ''}load average "
           f"{os.getloadavg()[0]:.2f}")
     for k, v in sorted(marks.items(), key=lambda kv: kv[1]):
         print(f"    {k:14s} {v - t_paint:7.2f} s after the first paint")
@@ -332,7 +337,7 @@ def ticks_ab(a) -> None:
 
     args = [sys.executable, str(Path(__file__).resolve()), "--part", "ticks", "--epochs", str(a.epochs), "--stride",
             str(a.stride), "--preview-every", str(a.preview_every), "--start-after-ms", str(a.start_after_ms),
-            "--busy", str(a.busy)]
+            "--busy", str(a.busy), *(["--gc-freeze"] if a.gc_freeze else [])]
     for r in range(a.rounds):
         for path in ("thread", "child"):
             print(f"==== round {r + 1}, training {PATHS[path]} (load average before: {os.getloadavg()[0]:.2f})",
@@ -495,6 +500,9 @@ def main(argv=None) -> int:
                     help="ticks: train in a child process, on a QThread of the window's process (the old way), or "
                          "both, interleaved, each round in a fresh process (default)")
     ap.add_argument("--rounds", type=int, default=1, help="ticks --path both: rounds of (thread, child)")
+    ap.add_argument("--gc-freeze", action="store_true",
+                    help="ticks: call gc.freeze() when the window's preload ends (a proposed change of the window: "
+                         "the collector's full passes then skip the objects of the imports)")
     ap.add_argument("--busy", type=int, default=1, help="other processes spinning on the CPU during each part "
                     "(default 1: the targets hold while another process is busy; 0: none)")
     a = ap.parse_args(argv)
