@@ -484,13 +484,12 @@ class PlotPanel(pg.GraphicsLayoutWidget):
 
 
 class GridAxis(pg.AxisItem):
-    """pyqtgraph's AxisItem whose grid lines are filled as 1-px rectangles when painted on the screen.
+    """pyqtgraph's AxisItem whose grid lines are filled as 1-px rectangles when painted on the screen (Qt's raster
+    engine draws a translucent aliased line pixel by pixel).
 
-    Qt's raster engine draws a translucent non-antialiased line pixel by pixel: the grid lines were most of a panel's
-    axis paints. In a view's viewport without scaling (a translation only, device pixel ratio 1) each grid line is
-    filled onto the pixels Qt's aliased line covers (the columns and rows ``floor`` of its ends, both included),
-    with the same colour, so the pixels are the same; elsewhere (an export, SVG, a scaled view) the lines are drawn
-    as pyqtgraph draws them."""
+    In a view's viewport without scaling (a translation only, device pixel ratio 1) each grid line is filled onto
+    the pixels Qt's aliased line covers (the columns and rows ``floor`` of its ends, both included), with the same
+    colour: the same pixels. Elsewhere (an export, SVG, a scaled view) the lines are drawn as pyqtgraph draws them."""
 
     def __init__(self, *args, **kwargs):
         self._grid: list = []  # (pen, p1, p2) of the grid lines, kept out of pyqtgraph's picture
