@@ -206,6 +206,33 @@ def test_learning_curve_holds_each_bins_extremes_after_many_epochs_and_after_a_c
         assert lp.n_epochs == 0 and lp.point_count() == 0
 
 
+def test_a_cached_measurement_is_drawn_at_the_new_range_when_the_prediction_moves_it(qtbot):
+    """The measurement, unchanged, is painted from its pixmap; a prediction 1.6 times larger changes the view's range:
+    the picture is the one of a panel that drew the second data only (antialiased edges within a few levels)."""
+    first, second = make_plotdata(seed=4), make_plotdata(seed=4, scale=1.6)
+    panels, tops = [], []
+    for data in ((first, second), (second,)):
+        p = AMAMPanel(show_legend=False)
+        p.resize(372, 390)
+        qtbot.addWidget(p)
+        p.show()
+        qtbot.waitExposed(p)
+        for d in data:
+            p.update_from(d, "validation")
+            p.settle_ranges()
+            p.repaint()
+            QApplication.processEvents()
+            tops.append(p.plot.getViewBox().viewRange()[1][1])
+        panels.append(p)
+    assert tops[1] > 1.3 * tops[0]  # the second data moved the range
+    cached = pg.QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache
+    assert panels[0].points.items["measured y"].scatter.cacheMode() == cached
+    assert panels[1].points.items["measured y"].scatter.cacheMode() != cached
+    a, b = (_pixels(p).astype(int) for p in panels)
+    assert a.shape == b.shape
+    assert int(np.abs(a - b).max()) <= 3
+
+
 def test_learning_and_amam_values_unchanged_by_the_faster_items(qtbot):
     lp = LearningPanel()
     qtbot.addWidget(lp)
@@ -278,6 +305,9 @@ def test_curve_set_redraws_only_the_series_that_changed(qtbot):
         item.setData = (lambda f, name=name: lambda *a, **k: (calls.update([name]), f(*a, **k)))(item.setData)
     curves.set({"y": (x.copy(), y.copy()), "p": (x, p + 1)})  # the measurement again (new arrays), a new prediction
     assert calls == {"p": 1}
+    cached = pg.QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache
+    assert curves.items["y"].curve.cacheMode() == cached  # painted from its pixmap while it stays
+    assert curves.items["p"].curve.cacheMode() != cached
     np.testing.assert_array_equal(curves.items["p"].getData()[1], p + 1)
     p2 = p + 1
     curves.set({"y": (x, y), "p": (x, p2)})
@@ -290,6 +320,7 @@ def test_curve_set_redraws_only_the_series_that_changed(qtbot):
     curves.clear()
     curves.set({"y": (x, y), "p": (x, p2)})
     assert calls == {"p": 4, "y": 2} and curves.items["y"].isVisible()
+    assert curves.items["y"].curve.cacheMode() != cached  # drawn anew: no stale pixmap
     np.testing.assert_array_equal(curves.items["y"].getData()[1], y.astype(np.float64))
 
 

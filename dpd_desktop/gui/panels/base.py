@@ -13,6 +13,7 @@ import pyqtgraph as pg
 from pyqtgraph.exporters import ImageExporter
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QTransform
+from PySide6.QtWidgets import QGraphicsItem
 
 from ...atomic import atomic_write_bytes
 from .. import theme
@@ -157,9 +158,10 @@ class CurveSet:
 
     ``kind`` is ``"line"`` (PlotDataItem with clip-to-view and peak downsampling) or ``"scatter"`` (points, no
     downsampling since x is not monotonic). Items whose name is absent from an update are hidden, not deleted; a
-    series whose x and y equal those it shows is left as it is (at each epoch end the measurement and the input are
-    the same arrays again, only the prediction changes). ``legend=False``: the items stay out of the plot's legend
-    (e.g. a curve drawn over the same signal's points); ``z_offset`` is added to their stacking order.
+    series whose x and y equal those it shows is left as it is and painted from a pixmap cache until it changes (at
+    each epoch end the measurement and the input are the same arrays again, only the prediction changes).
+    ``legend=False``: the items stay out of the plot's legend (e.g. a curve drawn over the same signal's points);
+    ``z_offset`` is added to their stacking order.
     """
 
     def __init__(self, plot: pg.PlotItem, kind: str = "line", symbol_size: float = 3.0,
@@ -198,9 +200,15 @@ class CurveSet:
             item = self._item(name, (widths or {}).get(name, 1.5))
             x, y = as_f64(x), as_f64(y)
             shown = self._shown.get(name)
-            if shown is None or not (_same(x, shown[0]) and _same(y, shown[1])):
+            same = shown is not None and _same(x, shown[0]) and _same(y, shown[1])
+            if not same:
                 item.setData(x, y)
                 self._shown[name] = (x.copy(), y.copy())  # the caller may reuse its arrays
+            # unchanged: painted from a pixmap of itself (Qt renders it again when the view's range changes)
+            mode = QGraphicsItem.CacheMode.DeviceCoordinateCache if same else QGraphicsItem.CacheMode.NoCache
+            for part in (item.curve, item.scatter):
+                if part.cacheMode() != mode:
+                    part.setCacheMode(mode)
             item.setVisible(True)
         for name, item in self.items.items():
             if name not in data:
