@@ -417,6 +417,12 @@ def bench_window(dataset=None):
         w.set_dataset(dataset)
     for _ in range(10):
         app.processEvents()
+    t = time.perf_counter()
+    while w.jobs.active() and time.perf_counter() - t < 120:  # the dataset's inspection (gui/dataset_flags.py):
+        app.processEvents()  # measured alongside, it held the GIL the GUI thread then waited for
+        time.sleep(0.01)
+    for _ in range(10):
+        app.processEvents()
     return app, w
 
 
