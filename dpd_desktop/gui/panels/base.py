@@ -2,6 +2,7 @@
 ``setData``, PNG export through pyqtgraph's ImageExporter (atomic write)."""
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
@@ -10,8 +11,9 @@ from typing import Iterable, Mapping
 import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.exporters import ImageExporter
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, QTimer, Signal
-from PySide6.QtGui import QColor
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint, QRect, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QImage, QPainter, QTransform
+from PySide6.QtWidgets import QGraphicsItem
 
 from ...atomic import atomic_write_bytes
 from .. import theme
@@ -31,6 +33,11 @@ def as_f64(a) -> np.ndarray:
     if a is None:
         return np.empty(0)
     return np.asarray(a, dtype=np.float64).reshape(-1)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal shapes and values, NaN equal to NaN."""
+    return a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
 
 
 class UniformScatter(pg.ScatterPlotItem):
@@ -150,7 +157,9 @@ class CurveSet:
     """Named plot items on one PlotItem, created on first use and then only updated.
 
     ``kind`` is ``"line"`` (PlotDataItem with clip-to-view and peak downsampling) or ``"scatter"`` (points, no
-    downsampling since x is not monotonic). Items whose name is absent from an update are hidden, not deleted.
+    downsampling since x is not monotonic). Items whose name is absent from an update are hidden, not deleted; a
+    series whose x and y equal those it shows is left as it is and painted from a pixmap cache until it changes (at
+    each epoch end the measurement and the input are the same arrays again, only the prediction changes).
     ``legend=False``: the items stay out of the plot's legend (e.g. a curve drawn over the same signal's points);
     ``z_offset`` is added to their stacking order.
     """
@@ -164,6 +173,7 @@ class CurveSet:
         self.legend = legend
         self.z_offset = z_offset
         self.items: dict[str, pg.PlotDataItem] = {}
+        self._shown: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # name → (x, y) as drawn, float64
 
     def _item(self, name: str, width: float = 1.5) -> pg.PlotDataItem:
         item = self.items.get(name)
@@ -188,13 +198,24 @@ class CurveSet:
         """Update every named series (``widths``: pen width for series created now); hide those not given."""
         for name, (x, y) in data.items():
             item = self._item(name, (widths or {}).get(name, 1.5))
-            item.setData(as_f64(x), as_f64(y))
+            x, y = as_f64(x), as_f64(y)
+            shown = self._shown.get(name)
+            same = shown is not None and _same(x, shown[0]) and _same(y, shown[1])
+            if not same:
+                item.setData(x, y)
+                self._shown[name] = (x.copy(), y.copy())  # the caller may reuse its arrays
+            # unchanged: painted from a pixmap of itself (Qt renders it again when the view's range changes)
+            mode = QGraphicsItem.CacheMode.DeviceCoordinateCache if same else QGraphicsItem.CacheMode.NoCache
+            for part in (item.curve, item.scatter):
+                if part.cacheMode() != mode:
+                    part.setCacheMode(mode)
             item.setVisible(True)
         for name, item in self.items.items():
             if name not in data:
                 item.setVisible(False)
 
     def clear(self) -> None:
+        self._shown.clear()
         for item in self.items.values():
             item.setData([], [])
 
@@ -322,6 +343,7 @@ class PlotPanel(pg.GraphicsLayoutWidget):
     # -- building helpers ------------------------------------------------------------------------------------------
     def _add_plot(self, row: int = 0, col: int = 0, title: str | None = None, left: str = "", bottom: str = "",
                   left_units: str | None = None, bottom_units: str | None = None, axisItems=None) -> pg.PlotItem:
+        axisItems = {"left": GridAxis("left"), "bottom": GridAxis("bottom"), **(axisItems or {})}
         plot = self.addPlot(row=row, col=col, axisItems=axisItems)
         if title:
             plot.setTitle(title, size="10pt")
@@ -334,6 +356,8 @@ class PlotPanel(pg.GraphicsLayoutWidget):
             # replayed at every repaint; on DPA_160MHz plot data this cut the repaint of an epoch end from 137 to
             # 83-92 ms on the 2-core machine (benchmarks/bench_gui_responsiveness.py --part epoch-end).
             plot.getAxis(ax).setStyle(maxTickLevel=1)
+        for ax in ("top", "right"):  # hidden: no SI prefix label re-rendered at every range change
+            plot.getAxis(ax).enableAutoSIPrefix(False)
         plot.showGrid(x=True, y=True, alpha=0.25)
         plot.setMenuEnabled(True)
         # A fixed width (a panel may set another): the title's room beside it is known before the first tick
@@ -376,6 +400,10 @@ class PlotPanel(pg.GraphicsLayoutWidget):
         updates them in its paint preparation, and the items that follow the view then ask for a second paint of
         the panel (the learning panel painted twice per epoch end, 11 ms of the 48 ms on DPA_160MHz plot data,
         bench_gui_responsiveness.py --part epoch-end)."""
+        # a changed axis or title size: the plots' new geometry now (their own layouts, then the panel's, which
+        # shares the height out anew, then theirs again), not after the paint (a second and third paint)
+        for layout in (*(p.layout for p in self._plots), self.ci.layout, *(p.layout for p in self._plots)):
+            layout.activate()
         for _ in range(2):  # twice: a linked x axis moved by a later plot flags the earlier one again
             for plot in self._plots:
                 vb = plot.getViewBox()
@@ -463,7 +491,87 @@ class PlotPanel(pg.GraphicsLayoutWidget):
         super().mousePressEvent(ev)
 
 
-class LogAxis(pg.AxisItem):
+class GridAxis(pg.AxisItem):
+    """pyqtgraph's AxisItem whose grid lines are filled as 1-px rectangles when painted on the screen (Qt's raster
+    engine draws a translucent aliased line pixel by pixel).
+
+    In a view's viewport without scaling (a translation only, device pixel ratio 1) each grid line is filled onto
+    the pixels Qt's aliased line covers (the columns and rows ``floor`` of its ends, both included), with the same
+    colour: the same pixels. Elsewhere (an export, SVG, a scaled view) the lines are drawn as pyqtgraph draws them."""
+
+    def __init__(self, *args, **kwargs):
+        self._grid: list = []  # (pen, p1, p2) of the grid lines, kept out of pyqtgraph's picture
+        self._fills: tuple = (None, None)  # (translation, (rects, strips)) of the last fast paint
+        super().__init__(*args, **kwargs)
+
+    def drawPicture(self, p, axisSpec, tickSpecs, textSpecs):  # noqa: N802 (pyqtgraph name)
+        self._grid = list(tickSpecs) if self.grid is not False else []
+        self._fills = (None, None)
+        super().drawPicture(p, axisSpec, [] if self._grid else tickSpecs, textSpecs)
+
+    def paint(self, p, opt, widget):
+        if self.picture is None:
+            self._grid = []
+        super().paint(p, opt, widget)
+        if not self._grid:
+            return
+        t = p.transform()
+        # a view's viewport (an export renders the scene without one); the painter's device and engine are not
+        # asked: PySide deletes the engine it wraps
+        fills = None
+        if widget is not None and t.type() in _UNSCALED and widget.devicePixelRatioF() == 1.0:
+            fills = self._fills_at(t.dx(), t.dy())
+        p.save()
+        if fills is None:
+            p.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+            for pen, p1, p2 in self._grid:
+                p.setPen(pen)
+                p.drawLine(p1, p2)
+        else:
+            p.resetTransform()
+            rects, strips = fills
+            for rect, color in rects:
+                p.fillRect(rect, color)
+            for point, image in strips:  # a 1-px wide image: Qt fills a 1-px wide rectangle row by row
+                p.drawImage(point, image)
+        p.restore()
+
+    def _fills_at(self, dx: float, dy: float):
+        """The grid's (rects, strips) in device pixels under a translation by (dx, dy); None when a line is not a
+        thin solid one along an axis."""
+        key, fills = self._fills
+        if key == (dx, dy):
+            return fills
+        rects, strips, images = [], [], {}
+        for pen, p1, p2 in self._grid:
+            x0, x1 = sorted((math.floor(p1.x() + dx), math.floor(p2.x() + dx)))
+            y0, y1 = sorted((math.floor(p1.y() + dy), math.floor(p2.y() + dy)))
+            if not _thin_solid(pen) or (x0 != x1 and y0 != y1):
+                return None
+            color = pen.color()
+            if y0 == y1:
+                rects.append((QRect(x0, y0, x1 - x0 + 1, 1), color))
+                continue
+            image = images.get((color.rgba(), y1 - y0))
+            if image is None:
+                image = images[(color.rgba(), y1 - y0)] = QImage(1, y1 - y0 + 1,
+                                                                 QImage.Format.Format_ARGB32_Premultiplied)
+                image.fill(color)
+            strips.append((QPoint(x0, y0), image))
+        self._fills = ((dx, dy), (rects, strips))
+        return rects, strips
+
+
+_UNSCALED = (QTransform.TransformationType.TxNone, QTransform.TransformationType.TxTranslate)
+
+
+def _thin_solid(pen) -> bool:
+    """A cosmetic solid pen of at most 1 px in one colour (a grid line's, which :class:`GridAxis` fills)."""
+    return (pen.style() == Qt.PenStyle.SolidLine and pen.isCosmetic() and pen.widthF() <= 1.0
+            and pen.brush().style() == Qt.BrushStyle.SolidPattern)
+
+
+class LogAxis(GridAxis):
     """Log-scale axis that labels only 1, 2 and 5 × 10^k (pyqtgraph labels every minor tick)."""
 
     def logTickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph name)
@@ -488,7 +596,7 @@ class LogAxis(pg.AxisItem):
         return out
 
 
-class IntegerAxis(pg.AxisItem):
+class IntegerAxis(GridAxis):
     """Axis with integer ticks only (epochs)."""
 
     def tickValues(self, minVal, maxVal, size):  # noqa: N802

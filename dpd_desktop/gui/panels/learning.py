@@ -39,6 +39,20 @@ class GrowingBuffer:
         return self._n
 
 
+def _extremes(y: np.ndarray, size: int) -> np.ndarray:
+    """Ascending indices, each once, of the lowest and the highest finite value in each run of ``size`` values of
+    ``y`` (its length a multiple of ``size``); a run without a finite value gives its first index."""
+    runs = y.reshape(-1, size)
+    bad = np.isnan(runs)
+    lo = np.where(bad, np.inf, runs).argmin(axis=1)
+    hi = np.where(bad, -np.inf, runs).argmax(axis=1)
+    base = np.arange(len(runs)) * size
+    pairs = np.stack([base + np.minimum(lo, hi), base + np.maximum(lo, hi)], axis=1).ravel()
+    keep = np.ones(pairs.size, dtype=bool)
+    keep[1::2] = lo != hi
+    return pairs[keep]
+
+
 class LearningPanel(PlotPanel):
     """Learning curves, one point per epoch (:meth:`append_row`); x axis linked between the two plots."""
 
@@ -78,6 +92,7 @@ class LearningPanel(PlotPanel):
         self._epochs = GrowingBuffer()
         self._buffers = {key: GrowingBuffer() for key, _, _ in self.SERIES}
         self._has_values = {key: False for key, _, _ in self.SERIES}  # a finite value arrived (no O(n) scan)
+        self._bins: dict[str, tuple[int, int, np.ndarray]] = {}  # key → (bin size, complete bins, their indices)
         self._curves: dict[str, pg.PlotDataItem] = {}
         self._colors: dict[str, str] = {}
         for key, label, where in self.SERIES:
@@ -149,23 +164,26 @@ class LearningPanel(PlotPanel):
             size *= 2
         return size
 
-    def drawn_index(self, values: np.ndarray | None = None) -> slice | np.ndarray:
+    def drawn_index(self, values: np.ndarray | None = None, key: str | None = None) -> slice | np.ndarray:
         """Which epochs of a series (``values``, its buffer) are drawn: all up to :attr:`MAX_DRAWN`, else each bin's
-        lowest and highest finite value (:meth:`bin_size`) and the last epoch, in epoch order."""
+        lowest and highest finite value (:meth:`bin_size`) and the last epoch, in epoch order. With the series'
+        ``key`` the bins already complete are kept until the bin size changes (the buffers only grow)."""
         n = len(self._epochs)
         size = self.bin_size()
         if size == 1:
             return slice(0, n)
-        nb = -(-n // size)
-        y = np.full(nb * size, np.nan)
-        y[:n] = values if values is not None else np.arange(n, dtype=np.float64)
-        y = y.reshape(nb, size)
-        bad = np.isnan(y)
-        lo = np.where(bad, np.inf, y).argmin(axis=1)
-        hi = np.where(bad, -np.inf, y).argmax(axis=1)
-        base = np.arange(nb) * size
-        idx = np.concatenate([base + lo, base + hi, [n - 1]])
-        return np.unique(idx[idx < n])
+        y = values if values is not None else np.arange(n, dtype=np.float64)
+        full = n // size
+        size0, done, idx = self._bins.get(key, (0, 0, None)) if key else (0, 0, None)
+        if size0 != size or done > full or idx is None:
+            done, idx = 0, np.empty(0, dtype=np.int64)
+        if full > done:
+            idx = np.concatenate([idx, done * size + _extremes(y[done * size:full * size], size)])
+        if key:
+            self._bins[key] = (size, full, idx)
+        tail = full * size + _extremes(y[full * size:n], n - full * size) if n > full * size else idx[:0]
+        out = np.concatenate([idx, tail])
+        return out if len(out) and out[-1] == n - 1 else np.append(out, n - 1)
 
     def _redraw(self) -> None:
         x_all = self._epochs.view
@@ -177,7 +195,7 @@ class LearningPanel(PlotPanel):
                 item.setData([], [])
                 continue
             values = self._buffers[key].view
-            idx = self.drawn_index(values)
+            idx = self.drawn_index(values, key)
             item.setData(x_all[idx], values[idx])
         self._marked = marked
         self._sync_empty()
@@ -188,6 +206,7 @@ class LearningPanel(PlotPanel):
 
     def clear_data(self) -> None:
         self._epochs.clear()
+        self._bins.clear()
         for b in self._buffers.values():
             b.clear()
         self._has_values = {key: False for key in self._has_values}
