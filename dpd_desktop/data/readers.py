@@ -121,11 +121,6 @@ class Split:
         """x as complex64, shape (N,): I + jQ (a copy)."""
         return as_complex(self.x, np.complex64)
 
-    @property
-    def y_complex(self) -> np.ndarray:
-        """y as complex64, shape (N,): I + jQ (a copy)."""
-        return as_complex(self.y, np.complex64)
-
 
 @dataclass(frozen=True, eq=False)
 class IQDataset:

@@ -13,8 +13,6 @@ from .base import init_linear_xavier_, init_recurrent_gate_blocks_
 
 __all__ = ["GRUBackbone", "features"]
 
-N_FEATURES = 2
-
 
 def features(x: Tensor) -> Tensor:
     """GRU/LSTM input features (§2.4): the raw ``(I, Q)`` pair.

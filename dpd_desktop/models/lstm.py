@@ -14,8 +14,6 @@ from .gru import features
 
 __all__ = ["LSTMBackbone", "features"]
 
-N_FEATURES = 2
-
 
 class LSTMBackbone(nn.Module):
     """``nn.LSTM(2, H, num_layers, bias=True, batch_first=True)`` → ``nn.Linear(H, 2)`` (§3.3).

@@ -127,11 +127,6 @@ class PolySpec:
         """Number of complex coefficients (the real parameter count is twice it)."""
         return len(self.terms)
 
-    @property
-    def lookahead(self) -> int:
-        """Future samples read (the leading envelope terms)."""
-        return self.cross_lead if self.kind == "gmp" and self.cross_lead and self.orders(self.cross_order, 2) else 0
-
 
 # ----------------------------------------------------------------------------------------------- basis (NumPy, f64)
 def _shift(a: np.ndarray, d: int) -> np.ndarray:
