@@ -21,6 +21,7 @@ class ModelFamily:
     Attributes:
         name: registry key / ``backbone`` argument of :func:`build_model` (lower case).
         label: display name (``"TRes-GRU"``, ...).
+        description: one line on the architecture (the window's tooltip).
         features: feature names per time step seen by the network, in order (§2.4).
         feature_fn: ``(B, T, 2) -> (B, T, n_features)`` feature extraction function of the family.
         backbone_cls: backbone class, constructed as ``backbone_cls(hidden_size, num_layers)``.
@@ -32,6 +33,7 @@ class ModelFamily:
 
     name: str
     label: str
+    description: str
     features: tuple[str, ...]
     feature_fn: Callable[[Tensor], Tensor] = field(repr=False, compare=False)
     backbone_cls: type[nn.Module] = field(repr=False, compare=False)
@@ -60,25 +62,36 @@ _POLAR = ("I", "Q", "|x|", "|x|^3", "sin(phi)", "cos(phi)")
 _TRES = ("I", "Q", "|x|", "|x|^3", "I(t+1)", "Q(t+1)")
 
 REGISTRY: dict[str, ModelFamily] = {f.name: f for f in (
-    ModelFamily("gru", "GRU", _IQ, gru.features, gru.GRUBackbone,
+    ModelFamily("gru", "GRU", "nn.GRU(2, H) + linear head H→2 (§3.2)", _IQ, gru.features, gru.GRUBackbone,
                 lambda h, n: 3 * h * h + 14 * h + 2 + (n - 1) * (6 * h * h + 6 * h)),
-    ModelFamily("dgru", "DGRU", _POLAR, dgru.features, dgru.DGRUBackbone,
+    ModelFamily("dgru", "DGRU", "polar-feature GRU(6, H) → ReLU(H→H) → [a; features] → 2, feature skip (§3.4)",
+                _POLAR, dgru.features, dgru.DGRUBackbone,
                 lambda h, n: 4 * h * h + 27 * h + 14 + (n - 1) * (6 * h * h + 6 * h)),
-    ModelFamily("lstm", "LSTM", _IQ, lstm.features, lstm.LSTMBackbone,
+    ModelFamily("lstm", "LSTM", "nn.LSTM(2, H) + linear head H→2 (§3.3)", _IQ, lstm.features, lstm.LSTMBackbone,
                 lambda h, n: 4 * h * h + 18 * h + 2 + (n - 1) * (8 * h * h + 8 * h)),
-    ModelFamily("tres_gru", "TRes-GRU", _TRES, tres_gru.features, tres_gru.TResGRUBackbone,
+    ModelFamily("tres_gru", "TRes-GRU",
+                "bias-free GRU(6, H) + linear H→2, plus dilated-conv TCN residual with Hardswish (§3.5)",
+                _TRES, tres_gru.features, tres_gru.TResGRUBackbone,
                 lambda h, n: 3 * h * h + 20 * h + 24 + (n - 1) * (6 * h * h)),
-    ModelFamily("deltagru", "DeltaGRU", _POLAR, deltagru.features, deltagru.DeltaGRUBackbone,
+    ModelFamily("deltagru", "DeltaGRU", "delta-thresholded GRU(6, H) on polar features + linear head H→2 (OpenDPD "
+                "2.4.2; dense GRU at zero thresholds)", _POLAR, deltagru.features, deltagru.DeltaGRUBackbone,
                 lambda h, n: 3 * h * h + 26 * h + 2 + (n - 1) * (6 * h * h + 6 * h), delta=True),
-    ModelFamily("tres_deltagru", "TRes-DeltaGRU", _TRES, tres_gru.features, tres_deltagru.TResDeltaGRUBackbone,
+    ModelFamily("tres_deltagru", "TRes-DeltaGRU", "TRes-GRU with a delta-thresholded bias-free recurrence (OpenDPD "
+                "2.4.2; dense at zero thresholds)", _TRES, tres_gru.features, tres_deltagru.TResDeltaGRUBackbone,
                 lambda h, n: 3 * h * h + 20 * h + 24 + (n - 1) * (6 * h * h), delta=True),
-    ModelFamily("gru_amp", "GRU-amp", ("I", "Q", "|x|", "|x|^3"), gru_amp.features, gru_amp.GRUAmpBackbone,
+    ModelFamily("gru_amp", "GRU-amp", "GRU(4, H) on [I, Q, |x|, |x|³] + linear head H→2 (OpenDPD 2.4.2 qgru_amp1, "
+                "float32)", ("I", "Q", "|x|", "|x|^3"), gru_amp.features, gru_amp.GRUAmpBackbone,
                 lambda h, n: 3 * h * h + 20 * h + 2 + (n - 1) * (6 * h * h + 6 * h)),
-    ModelFamily("tcn", "TCN", _POLAR, tcn.features, tcn.TCNBackbone, lambda h, n: 29 * h, has_layers=False),
-    ModelFamily("rvtdcnn", "RVTDCNN", ("I", "Q", "|x|", "|x|^2", "|x|^3"), rvtdcnn.features,
-                rvtdcnn.RVTDCNNBackbone, lambda h, n: 39 * h + 32, has_layers=False),
-    ModelFamily("mp", "MP", _IQ, gru.features, PolyBackbone, lambda h, n: 0, has_layers=False, poly=True),
-    ModelFamily("gmp", "GMP", _IQ, gru.features, PolyBackbone, lambda h, n: 0, has_layers=False, poly=True),
+    ModelFamily("tcn", "TCN", "pointwise conv 6→C, four depthwise dilated convs (k 5), pointwise C→2, I/Q residual "
+                "(OpenDPD 2.4.2 TCN; hidden size = channels C)", _POLAR, tcn.features, tcn.TCNBackbone,
+                lambda h, n: 29 * h, has_layers=False),
+    ModelFamily("rvtdcnn", "RVTDCNN", "real-valued time-delay CNN: 4×5 windows → Conv2d 1→3 → 36 → H → 2 (§3.6)",
+                ("I", "Q", "|x|", "|x|^2", "|x|^3"), rvtdcnn.features, rvtdcnn.RVTDCNNBackbone,
+                lambda h, n: 39 * h + 32, has_layers=False),
+    ModelFamily("mp", "MP", "memory polynomial x(n−m)|x(n−m)|^(k−1), orders K × memory depth M (Kim & Konstantinou "
+                "2001)", _IQ, gru.features, PolyBackbone, lambda h, n: 0, has_layers=False, poly=True),
+    ModelFamily("gmp", "GMP", "generalized memory polynomial: MP + lagging/leading envelope cross terms (Morgan et al. "
+                "2006)", _IQ, gru.features, PolyBackbone, lambda h, n: 0, has_layers=False, poly=True),
 )}
 
 #: Backbone names accepted by :func:`build_model`.

@@ -89,6 +89,7 @@ def test_backbones_and_registry():
         assert fam.name == name
         assert len(fam.features) == fam.n_features
         assert fam.feature_fn(x).shape == (2, 9, fam.n_features)
+        assert fam.description
 
 
 def test_build_model_attributes_and_case_insensitive():
