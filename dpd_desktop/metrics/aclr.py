@@ -16,7 +16,7 @@ def segment_psd(seg, fs: float) -> np.ndarray:
     (reference §6.2 step 1): per segment ``scipy.signal.welch(p, fs, nperseg=N, return_onesided=False,
     scaling='spectrum')`` of complex64 ``p = I + jQ`` (periodic Hann, constant detrend, one window per segment), i.e.
     ``|FFT(w*(p - mean p))|^2 / (sum w)^2``, fftshifted; then the float32 mean over segments."""
-    from scipy.signal import welch  # imported at first use: see the spectra module docstring
+    from scipy.signal import welch  # at first use (spectra module docstring)
 
     x = as_segments(seg, "pred")
     n = x.shape[1]

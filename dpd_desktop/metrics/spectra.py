@@ -146,7 +146,7 @@ def welch_psd(sig, fs: float, nperseg: int, n_valid: int | None = None,
     Raises ValueError: bad shape, fewer than 2 samples, fs not a positive number, nperseg < 2, n_valid < 2 or more
     than the samples given, or (``strict``) fewer samples than ``nperseg``.
     """
-    from scipy.signal import welch  # imported at first use: see the module docstring
+    from scipy.signal import welch  # at first use (module docstring)
 
     try:
         fs_f = float(fs)
