@@ -40,12 +40,6 @@ def _read_umask_once() -> int:
 _IMPORT_UMASK = _read_umask_once()
 
 
-def _set_default_mode(tmp: str) -> None:
-    """Give a temporary file the mode a plain ``open(path, "w")`` would: 0o666 minus the umask (``mkstemp``
-    creates it 0o600)."""
-    os.chmod(tmp, 0o666 & ~current_umask())
-
-
 class ArtifactWriteError(OSError):
     """An artifact could not be written (disk full, permission, I/O error): ``str()`` is
     ``"<file name>: cannot write: <reason>"`` (e.g. ``results.h5: cannot write: No space left on device``); ``path``
@@ -63,16 +57,6 @@ class ArtifactWriteError(OSError):
         return self.message
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    """``os.write`` until every byte of ``data`` is written (a short write is continued, an error raised)."""
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        if n <= 0:
-            raise OSError(errno.EIO, "short write")
-        view = view[n:]
-
-
 def fsync_dir(folder: str | Path) -> None:
     """fsync a folder so that a rename inside it survives a power cut (POSIX; a no-op on Windows, where a folder
     cannot be opened). A file system that cannot sync folders (EINVAL) is accepted as it is."""
@@ -88,41 +72,23 @@ def fsync_dir(folder: str | Path) -> None:
         os.close(fd)
 
 
-def _replace_into_place(tmp: str, path: Path) -> None:
-    _set_default_mode(tmp)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
-
-
-def _unlink_quietly(tmp: str | None) -> None:
-    if tmp is not None:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-
-
-def _mkstemp(path: Path) -> tuple[int, str]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-
-
 def atomic_write_via(path: str | Path, writer) -> Path:
     """Let ``writer(tmp_path)`` create the file (writers that want a path: MATLAB files), then fsync it, move it into
     place with ``os.replace`` and fsync the folder. The temporary file sits next to ``path`` and is removed on any
-    error; the file gets the mode of an ordinary new file (0o666 minus the umask).
+    error; the file gets the mode of an ordinary new file (0o666 minus the umask; ``mkstemp`` makes it 0o600).
 
     Prefer :func:`atomic_write_bytes` with the file built in memory where the library allows it (HDF5, PNG): a
     library writing to disk itself may not survive a full disk (h5py segfaulted on ENOSPC mid-file).
 
     Raises:
-        ArtifactWriteError: the system refused the write, the sync or the rename (names the file); an error of
-            ``writer`` that is not an OSError propagates as it is.
+        ArtifactWriteError: the system refused the write, the sync or the rename (names the file; the previous
+            ``path``, if any, is untouched); an error of ``writer`` that is not an OSError propagates as it is.
     """
     path = Path(path)
     tmp = None
     try:
-        fd, tmp = _mkstemp(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.close(fd)
         writer(tmp)
         fd = os.open(tmp, os.O_RDWR)
@@ -130,9 +96,15 @@ def atomic_write_via(path: str | Path, writer) -> Path:
             os.fsync(fd)
         finally:
             os.close(fd)
-        _replace_into_place(tmp, path)
+        os.chmod(tmp, 0o666 & ~current_umask())
+        os.replace(tmp, path)
+        fsync_dir(path.parent)
     except BaseException as exc:
-        _unlink_quietly(tmp if tmp is not None and os.path.exists(tmp) else None)
+        if tmp is not None and os.path.exists(tmp):
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
         if isinstance(exc, OSError) and not isinstance(exc, ArtifactWriteError):
             raise ArtifactWriteError(path, exc) from exc
         raise
@@ -140,30 +112,21 @@ def atomic_write_via(path: str | Path, writer) -> Path:
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically: a temporary file in the same folder, written, fsynced, renamed over
-    ``path`` (``os.replace``), then the folder fsynced; the mode of an ordinary new file. Returns the path.
-
-    Raises:
-        ArtifactWriteError: disk full (ENOSPC), permission (EACCES), I/O error (EIO), ... at any step; the message
-            names the file, the temporary file is removed and the previous ``path`` (if any) is untouched.
-    """
-    path = Path(path)
-    tmp = None
-    try:
-        fd, tmp = _mkstemp(path)
+    """Write ``data`` to ``path`` atomically (:func:`atomic_write_via`); returns the path. Raises
+    ArtifactWriteError (disk full, permission, I/O error, ... at any step)."""
+    def write(tmp: str) -> None:
+        fd = os.open(tmp, os.O_WRONLY)
         try:
-            _write_all(fd, data)
-            os.fsync(fd)
+            view = memoryview(data)
+            while view:  # a short write is continued
+                n = os.write(fd, view)
+                if n <= 0:
+                    raise OSError(errno.EIO, "short write")
+                view = view[n:]
         finally:
             os.close(fd)
-        _replace_into_place(tmp, path)
-    except BaseException as exc:
-        if tmp is not None and os.path.exists(tmp):
-            _unlink_quietly(tmp)
-        if isinstance(exc, OSError) and not isinstance(exc, ArtifactWriteError):
-            raise ArtifactWriteError(path, exc) from exc
-        raise
-    return path
+
+    return atomic_write_via(path, write)
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:

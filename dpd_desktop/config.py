@@ -206,11 +206,6 @@ class PolySpec:
         """Number of complex coefficients (the real parameter count is twice it)."""
         return len(self.terms)
 
-    @property
-    def lookahead(self) -> int:
-        """Future samples read (the leading envelope terms)."""
-        return self.cross_lead if self.kind == "gmp" and self.cross_lead and self.orders(self.cross_order, 2) else 0
-
 
 @dataclass
 class ExperimentConfig:

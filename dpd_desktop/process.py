@@ -1,15 +1,10 @@
 """Process concerns of both faces (command line and window): exit statuses, display detection, Ctrl+C.
 
-Ctrl+C (SIGINT) while :data:`CTRL_C` is installed: the first one runs the first action that the face registered
-(the command line: stop the run after the current batch; the window: close it as its close button does) and says
-so on stderr; the second one aborts at once with exit status 130. Python runs signal handlers only between
-bytecodes of the main thread and merges the signals that arrive meanwhile, so a second Ctrl+C during one long C call
-(a big batch inside PyTorch) would wait for that call to return: a watchdog thread therefore also counts the raw
-arrivals, which the C-level handler writes to a socket given to :func:`signal.set_wakeup_fd`, and aborts on the
-second.
-
-SIGTERM (a plain ``kill PID``, a service manager stopping the process) is handled as a Ctrl+C: the first stops the
-run after its current batch (exit status 3, the run readable), the next one, or a Ctrl+C, aborts.
+Ctrl+C (SIGINT) while :data:`CTRL_C` is installed: the first runs the action the face registered (the command line:
+stop the run after the current batch; the window: close as its close button does) and says so on stderr; the second
+aborts at once with exit status 130, even during one long C call (a big batch inside PyTorch), when Python's handler
+cannot run: a watchdog thread counts the raw arrivals, which the C-level handler writes to the socket given to
+:func:`signal.set_wakeup_fd`. SIGTERM (``kill PID``, a service manager) is handled as a Ctrl+C.
 """
 from __future__ import annotations
 
@@ -48,12 +43,7 @@ NO_DISPLAY_MESSAGE = ("no display found: the window cannot open here; use `dpd-d
 
 def detect_display(environ: Mapping[str, str] | None = None, platform: str | None = None) -> Display:
     """Classify the display of this process (``environ``: default ``os.environ``; ``platform``: ``sys.platform``).
-
-    QT_QPA_PLATFORM=offscreen is never a screen, even with $DISPLAY set; any other QT_QPA_PLATFORM is respected.
-    The window refuses to open on :attr:`Display.NONE` (exit status 2); the demo opens the window only on
-    :attr:`Display.SCREEN`, else runs headless; a QApplication made for plots goes offscreen on
-    :attr:`Display.NONE`.
-    """
+    QT_QPA_PLATFORM=offscreen is never a screen, even with $DISPLAY set; any other QT_QPA_PLATFORM is respected."""
     env = os.environ if environ is None else environ
     plat = sys.platform if platform is None else platform
     chosen = env.get("QT_QPA_PLATFORM")
@@ -79,12 +69,8 @@ def say(text: str) -> None:
 
 class CtrlC:
     """The process's Ctrl+C handling; use the one instance, :data:`CTRL_C` (a signal handler is per process).
-
-    :meth:`install` takes over SIGINT (main thread only) with a fresh count; :meth:`on_first` sets the action of the
-    first Ctrl+C and its message; :meth:`uninstall` gives SIGINT back to the handler found at install. ``pressed``
-    is set by the first Ctrl+C, whatever the action, so that a face can still honour one that came before it
-    registered its action.
-    """
+    ``pressed`` is set by the first Ctrl+C whatever the action, so that a face can honour one that came before it
+    registered its action."""
 
     def __init__(self) -> None:
         self.pressed = threading.Event()
@@ -202,9 +188,8 @@ CTRL_C = CtrlC()
 # ---------------------------------------------------------------------------------------------------- stdout
 class QuietPipe:
     """Standard output that ends quietly when its reader goes (``dpd-desktop train-pa … | head``): the first write
-    or flush that meets a closed pipe (BrokenPipeError, EPIPE) points file descriptor 1 at the null device, and that
-    write and every later one are dropped, on every thread (the run's observers, a sweep's or a queue's callbacks),
-    never a traceback. The rest of the command goes on as without a reader (the run still ends and is recorded).
+    or flush that meets a closed pipe points the stream's descriptor at the null device, and every write from then
+    on, on every thread, is dropped without a traceback; the command goes on (the run still ends and is recorded).
     Everything else is the wrapped stream's (``isatty``, ``fileno``, ``encoding``…)."""
 
     def __init__(self, stream):

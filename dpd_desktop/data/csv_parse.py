@@ -31,13 +31,8 @@ def _show(text: str) -> str:
     return repr(text if len(text) <= _SHOW else text[: _SHOW - 3] + "...")
 
 
-def _read_text(path: Path) -> str:
-    """The file's text (UTF-8, BOM dropped), line ends normalized to ``\\n``."""
-    return _read_text_nl(path)[0]
-
-
 def _read_text_nl(path: Path) -> tuple[str, int]:
-    """``(_read_text(path), number of "\\n" in it)``; the count is taken on the bytes (fast) unless line ends change."""
+    """(the file's text (UTF-8, BOM dropped) with line ends normalized to ``\\n``, the number of ``\\n`` in it)."""
     ensure_unlocked(path)
     try:
         data = path.read_bytes()
@@ -99,16 +94,16 @@ def _cell(s: str) -> float:
     return float(t)
 
 
-def _scan_for_error(
-    path: Path,
-    body: str,
-    first_line: int,
-    ncols: int,
-    colnames: list[str],
-    needed: list[int],
-    *,
-    blank_ok: bool = True,
-) -> None:
+def _is_number(cell: str) -> bool:
+    try:
+        _cell(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _scan_for_error(path: Path, body: str, first_line: int, ncols: int, colnames: list[str], needed: list[int], *,
+                    blank_ok: bool = True) -> None:
     """Find the first bad data line and raise a precise DatasetError; return if every line is fine.
 
     ``blank_ok=False``: a blank (empty or whitespace-only) line is an error too (``body`` must not end with blank
@@ -121,21 +116,15 @@ def _scan_for_error(
             raise DatasetError(f"empty line; expected {ncols} numeric columns ({names})", path=path, line=lineno)
         cells = line.split(",")
         if len(cells) != ncols:
-            raise DatasetError(
-                f"expected {ncols} numeric columns ({names}) separated by ',', got {len(cells)} column(s): {_show(line)}",
-                path=path,
-                line=lineno,
-            )
+            raise DatasetError(f"expected {ncols} numeric columns ({names}) separated by ',', got {len(cells)} "
+                               f"column(s): {_show(line)}", path=path, line=lineno)
         for j in needed:
             try:
                 _cell(cells[j])
             except ValueError:
-                raise DatasetError(
-                    f"non-numeric value {cells[j].strip()!r} in column {j + 1} ({colnames[j]}) of {_show(line)}; "
-                    f"expected {ncols} numeric columns ({names})",
-                    path=path,
-                    line=lineno,
-                ) from None
+                raise DatasetError(f"non-numeric value {cells[j].strip()!r} in column {j + 1} ({colnames[j]}) of "
+                                   f"{_show(line)}; expected {ncols} numeric columns ({names})", path=path,
+                                   line=lineno) from None
 
 
 def _row_to_line(body: str, first_line: int, row: int) -> tuple[int, str]:
@@ -162,13 +151,8 @@ def _find_non_finite(path: Path, arr: np.ndarray, body: str, first_line: int, co
         row = int(np.argmin(rows_ok))
         col = int(np.argmin(ok[row]))
         lineno, line = _row_to_line(body, first_line, row)
-        raise DatasetError(
-            f"{head.format(v=arr[row, col])} in column {needed[col] + 1} ({colnames[needed[col]]}) of "
-            f"{_show(line)}{tail}",
-            path=path,
-            line=lineno,
-            expected=expected,
-        )
+        raise DatasetError(f"{head.format(v=arr[row, col])} in column {needed[col] + 1} ({colnames[needed[col]]}) of "
+                           f"{_show(line)}{tail}", path=path, line=lineno, expected=expected)
 
 
 def _loadtxt_kw(**extra: Any) -> dict[str, Any]:
@@ -184,9 +168,8 @@ def parse_iq_csv(path: Path) -> np.ndarray:
     """
     text, n_newlines = _read_text_nl(path)
     if not text.strip():
-        raise DatasetError(
-            "empty file", path=path, expected="a header line (e.g. 'I,Q') followed by at least one data row"
-        )
+        raise DatasetError("empty file", path=path,
+                           expected="a header line (e.g. 'I,Q') followed by at least one data row")
     nl = text.find("\n")
     header = text if nl < 0 else text[:nl]
     if not header.strip():
@@ -194,28 +177,19 @@ def parse_iq_csv(path: Path) -> np.ndarray:
     _check_separator(header, path, 1)
     cells = header.split(",")
     names = [c.strip().strip("\"'").strip() for c in cells]
-    numeric = True
-    for c in cells:
-        try:
-            _cell(c)
-        except ValueError:
-            numeric = False
-            break
-    if numeric:
+    if all(_is_number(c) for c in cells):
         raise DatasetError(f"expected a header line such as 'I,Q'; found data {_show(header)}", path=path, line=1)
     if len(cells) != 2:
-        raise DatasetError(
-            f"header has {len(cells)} column(s): {_show(header)}", path=path, line=1, expected="2 columns, e.g. 'I,Q'"
-        )
+        raise DatasetError(f"header has {len(cells)} column(s): {_show(header)}", path=path, line=1,
+                           expected="2 columns, e.g. 'I,Q'")
     low = (names[0].lower(), names[1].lower())
     if low in _IQ_PAIRS_LOWER:
         swap = False
     elif low[::-1] in _IQ_PAIRS_LOWER:
         swap = True
     else:
-        raise DatasetError(
-            f"header names {names[0]!r}, {names[1]!r} are not I/Q column names; {_IQ_EXPECTED}", path=path, line=1
-        )
+        raise DatasetError(f"header names {names[0]!r}, {names[1]!r} are not I/Q column names; {_IQ_EXPECTED}",
+                           path=path, line=1)
     colnames = ["Q", "I"] if swap else ["I", "Q"]
 
     # body without the blank lines that may end the file (at most one is allowed, checked below)
@@ -224,18 +198,16 @@ def parse_iq_csv(path: Path) -> np.ndarray:
         end -= 1
     body = "" if nl < 0 else text[nl + 1 : end]
     if not body.strip():
-        raise DatasetError(
-            "header only, no data rows", path=path, line=1, expected="at least one data row of 2 numbers"
-        )
+        raise DatasetError("header only, no data rows", path=path, line=1,
+                           expected="at least one data row of 2 numbers")
     tail_text = text[end:]
     n_lines = n_newlines - 1 - tail_text.count("\n") + 1  # data lines 2 .. n_lines + 1 (= body.count("\n") + 1)
     try:
         arr = np.loadtxt(io.StringIO(body), **_loadtxt_kw())
     except ValueError as exc:
         _scan_for_error(path, body, 2, 2, colnames, [0, 1], blank_ok=False)
-        raise DatasetError(
-            f"could not parse CSV data ({exc})", path=path, expected="2 numeric columns per row"
-        ) from exc
+        raise DatasetError(f"could not parse CSV data ({exc})", path=path, expected="2 numeric columns per row") \
+            from exc
     if arr.shape[1] != 2 or arr.shape[0] != n_lines:  # a blank line (numpy skips those) or a short/long row
         _scan_for_error(path, body, 2, 2, colnames, [0, 1], blank_ok=False)
         raise DatasetError(  # pragma: no cover - the scan finds it
@@ -247,12 +219,8 @@ def parse_iq_csv(path: Path) -> np.ndarray:
     if tail and tail[-1] == "":
         tail.pop()  # the end of the last line, not a line
     if len(tail) > 1:
-        raise DatasetError(
-            "empty line; expected 2 numeric columns (" + ",".join(colnames) + ") (one blank line may end the file, "
-            "not more)",
-            path=path,
-            line=n_lines + 2,
-        )
+        raise DatasetError("empty line; expected 2 numeric columns (" + ",".join(colnames) + ") (one blank line may "
+                           "end the file, not more)", path=path, line=n_lines + 2)
     if swap:
         arr = np.ascontiguousarray(arr[:, ::-1])
     return arr
@@ -263,13 +231,10 @@ def parse_columns_csv(path: Path, *, columns: tuple[str, ...]) -> np.ndarray:
 
     Blank lines are skipped (like pandas). Returns a float64 array (N, len(columns)).
     """
-    text = _read_text(path)
+    text = _read_text_nl(path)[0]
     if not text.strip():
-        raise DatasetError(
-            "empty file",
-            path=path,
-            expected=f"a header line (e.g. '{','.join(columns)}') followed by at least one data row",
-        )
+        raise DatasetError("empty file", path=path,
+                           expected=f"a header line (e.g. '{','.join(columns)}') followed by at least one data row")
     # header = first non-blank line (pandas skips leading blank lines)
     lead = 0
     pos = 0
@@ -294,83 +259,45 @@ def parse_columns_csv(path: Path, *, columns: tuple[str, ...]) -> np.ndarray:
             hint = ""
             if re.fullmatch(r"(train|val|test)_(input|output)\.csv", path.name):
                 hint = " (this looks like one file of a split-CSV dataset: open its folder instead)"
-            raise DatasetError(
-                f"missing column '{c}' in header {_show(header)}{hint}",
-                path=path,
-                line=header_line,
-                field=c,
-                expected="header columns " + ",".join(columns) + " (any order)",
-            )
+            raise DatasetError(f"missing column '{c}' in header {_show(header)}{hint}", path=path, line=header_line,
+                               field=c, expected="header columns " + ",".join(columns) + " (any order)")
         if len(hits) > 1:
-            raise DatasetError(
-                f"column '{c}' appears {len(hits)} times in header {_show(header)}",
-                path=path,
-                line=header_line,
-                field=c,
-                expected="each of " + ",".join(columns) + " exactly once",
-            )
+            raise DatasetError(f"column '{c}' appears {len(hits)} times in header {_show(header)}", path=path,
+                               line=header_line, field=c, expected="each of " + ",".join(columns) + " exactly once")
         idx.append(hits[0])
-    ncols_all = len(hdr)
-    colnames = hdr
-    needed = idx
-
+    ncols = len(hdr)
     if not body.strip():
-        raise DatasetError(
-            "header only, no data rows",
-            path=path,
-            line=header_line,
-            expected=f"at least one data row of {ncols_all} numbers",
-        )
+        raise DatasetError("header only, no data rows", path=path, line=header_line,
+                           expected=f"at least one data row of {ncols} numbers")
 
     kw = _loadtxt_kw(usecols=idx)
-
-    def fast(b: str) -> np.ndarray:
-        return np.loadtxt(io.StringIO(b), **kw)
-
     try:
-        arr = fast(body)
+        arr = np.loadtxt(io.StringIO(body), **kw)
     except ValueError as exc:
         # precise location first; a whitespace-only line is the one thing the scan tolerates and loadtxt does not
-        _scan_for_error(path, body, first_line, ncols_all, colnames, needed)
+        _scan_for_error(path, body, first_line, ncols, hdr, idx)
         try:
-            arr = fast(re.sub(r"(?m)^[ \t]+$", "", body))
+            arr = np.loadtxt(io.StringIO(re.sub(r"(?m)^[ \t]+$", "", body)), **kw)
         except ValueError:
-            raise DatasetError(
-                f"could not parse CSV data ({exc})", path=path, expected=f"{ncols_all} numeric columns per row"
-            ) from exc
-
-    n = arr.shape[0]
-    if arr.shape[1] != (len(needed)):
-        _scan_for_error(path, body, first_line, ncols_all, colnames, needed)
-        raise DatasetError(  # pragma: no cover - the scan finds it
-            f"got {arr.shape[1]} columns", path=path, expected=f"{ncols_all} numeric columns"
-        )
-    if body.count(",") != n * (ncols_all - 1):
+            raise DatasetError(f"could not parse CSV data ({exc})", path=path,
+                               expected=f"{ncols} numeric columns per row") from exc
+    if arr.shape[1] != len(idx):
+        _scan_for_error(path, body, first_line, ncols, hdr, idx)
+        raise DatasetError(f"got {arr.shape[1]} columns", path=path,  # pragma: no cover - the scan finds it
+                           expected=f"{ncols} numeric columns")
+    if body.count(",") != arr.shape[0] * (ncols - 1):
         # usecols makes loadtxt lenient about extra/missing trailing cells: enforce the header's column count
-        _scan_for_error(path, body, first_line, ncols_all, colnames, needed)
-
-    _find_non_finite(path, arr, body, first_line, colnames, needed)
+        _scan_for_error(path, body, first_line, ncols, hdr, idx)
+    _find_non_finite(path, arr, body, first_line, hdr, idx)
     return arr
 
 
 def read_iq_csv(path: str | Path) -> np.ndarray:
-    """Read one two-column I/Q CSV file (a split-CSV file, or ``run-dpd --input``).
+    """:func:`parse_iq_csv` cast to float32 (reference §1.4): (N, 2) C-contiguous, columns I, Q.
 
-    Line 1 must be a header naming the columns: ``I,Q`` (also ``I_in,Q_in``, ``I_out,Q_out``, ``real,imag``,
-    ``re,im``; case-insensitive, spaces and quotes ignored) in either order — with ``Q,I`` the columns are swapped so
-    I is always column 0. Then one row of two numbers per line; one blank line may end the file.
-
-    Returns
-    -------
-    np.ndarray, shape (N, 2), float32, C-contiguous, columns I, Q (parsed as float64, then cast, as in reference
-    §1.4).
-
-    Raises
-    ------
-    DatasetError
-        file missing/unreadable, empty, numeric line 1 (no header), header names not I/Q, header only, header or a
-        row not having 2 columns, a blank line between rows, non-numeric cell, NaN/Inf — naming the file and the
-        1-based line (header = line 1) and quoting the offending text.
+    Raises:
+        DatasetError: file missing/unreadable, empty, numeric line 1 (no header), header names not I/Q, header only,
+            header or a row not having 2 columns, a blank line between rows, non-numeric cell, NaN/Inf — naming the
+            file and the 1-based line (header = line 1) and quoting the offending text.
     """
-    p = Path(path)
-    return np.ascontiguousarray(parse_iq_csv(p), dtype=np.float32)
+    return np.ascontiguousarray(parse_iq_csv(Path(path)), dtype=np.float32)

@@ -15,51 +15,21 @@ __all__ = ["DatasetError"]
 
 
 class DatasetError(ValueError):
-    """A dataset (folder, CSV, HDF5 file or spec) is missing, malformed or inconsistent.
+    """A dataset (folder, CSV, HDF5 file or spec) is missing, malformed or inconsistent (a ValueError).
 
-    Subclass of :class:`ValueError`, so callers that already catch ``ValueError`` keep working.
-
-    Parameters
-    ----------
-    message:
-        What is wrong, in plain words (without the location prefix).
-    path:
-        The offending file or folder (``str`` or :class:`~pathlib.Path`); its *name* is put in front of the message.
-        ``None`` when no file is involved (e.g. a spec dict given in memory; then ``source`` names it).
-    line:
-        1-based line number inside ``path`` (the header line of a CSV is line 1), or ``None``.
-    field:
-        Spec field / CSV column / HDF5 object the error is about (e.g. ``'nperseg'``, ``'Q_out'``, ``'/val/y'``).
-    expected:
-        What would have been accepted; appended as ``"; expected ..."`` unless the message already says it.
-    source:
-        Display name used instead of ``path.name`` (e.g. ``'spec.json'`` or ``'data.h5 attributes'``).
-
-    Attributes
-    ----------
-    path: Path | None
-    line: int | None
-    field: str | None
-    expected: str | None
-    detail: str
-        ``message`` without the location prefix.
+    ``message`` says what is wrong, without the location. ``path``: the offending file or folder, whose name (or
+    ``source``, a display name such as ``'data.h5 attributes'``) is put in front; ``line``: 1-based (a CSV's header
+    is line 1); ``field``: the spec field, CSV column or HDF5 object (``'nperseg'``, ``'Q_out'``, ``'/val/y'``);
+    ``expected``: what would have been accepted, appended as ``"; expected ..."`` unless the message says it
+    already. All are kept as attributes (``path`` as a Path).
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: str | Path | None = None,
-        line: int | None = None,
-        field: str | None = None,
-        expected: str | None = None,
-        source: str | None = None,
-    ) -> None:
+    def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None,
+                 field: str | None = None, expected: str | None = None, source: str | None = None) -> None:
         self.path: Path | None = Path(path) if path is not None else None
         self.line: int | None = line
         self.field: str | None = field
         self.expected: str | None = expected
-        self.detail: str = message
         where = source if source is not None else (self.path.name if self.path is not None else "")
         if line is not None:
             where = f"{where} line {line}".strip()

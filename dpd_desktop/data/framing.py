@@ -1,13 +1,10 @@
-"""Framing of I/Q series into training frames and evaluation segments, and the batch loader.
+"""Training frames and the batch loader (evaluation segments: data/segments.py, re-exported here).
 
 Training frames (reference §2.1): frame k covers samples [k·S, k·S + L) of the train split; the number of frames is
-floor((N − L)/S) + 1; no padding, no wrap. Evaluation segments (reference §2.2): consecutive non-overlapping
-segments of ``nperseg`` samples, the last one zero-padded at its end.
-
-The loader never materializes the overlapping frames (≈0.9 GB for DPA_160MHz at L = 200, S = 1): it keeps the raw
-(N, 2) series on the training device and gathers a whole batch with one advanced-indexing operation, in exactly the
-order, and with exactly the global-RNG use, of ``torch.utils.data.DataLoader(shuffle=True, num_workers=0)`` with
-its default ``RandomSampler`` — the short final batch included (verified by tests/unit/test_loader.py).
+floor((N − L)/S) + 1; no padding, no wrap. The loader never materializes the overlapping frames (≈0.9 GB for
+DPA_160MHz at L = 200, S = 1): it keeps the raw (N, 2) series on the training device and gathers a whole batch with
+one indexing operation, in exactly the order, and with exactly the global-RNG use, of
+``torch.utils.data.DataLoader(shuffle=True, num_workers=0)`` — the short final batch included.
 """
 from __future__ import annotations
 
@@ -36,7 +33,7 @@ def n_frames(n_samples: int, frame_length: int, stride: int) -> int:
 
 
 def frames(series: np.ndarray, frame_length: int, stride: int) -> np.ndarray:
-    """Materialized (F, L, 2) frames as contiguous copies (for tests and the plain-loader fallback only)."""
+    """Materialized (F, L, 2) frames as contiguous copies (the tests' reference for the loaders)."""
     f = n_frames(series.shape[0], frame_length, stride)
     idx = np.arange(f)[:, None] * stride + np.arange(frame_length)[None, :]
     return np.ascontiguousarray(series[idx])
@@ -48,11 +45,8 @@ def draw_dataloader_iterator_seed():
 
 
 def epoch_permutation(n: int):
-    """Draw the epoch's frame order exactly like ``RandomSampler`` with no private generator (reference §4.2).
-
-    Consumes one int64 draw of the global torch generator, seeds a private CPU generator with it and returns
-    ``torch.randperm(n)`` (int64, CPU).
-    """
+    """The epoch's frame order as ``RandomSampler`` without a generator draws it (reference §4.2): one int64 draw of
+    the global torch generator seeds a private CPU generator; returns ``torch.randperm(n)`` (int64, CPU)."""
     seed = int(torch.empty((), dtype=torch.int64).random_().item())
     g = torch.Generator()
     g.manual_seed(seed)
@@ -84,16 +78,11 @@ class BatchPlan(Sequence):
 
 @dataclass
 class FrameLoader:
-    """Shuffled batches of training frames gathered from the raw series.
+    """Shuffled batches of training frames gathered from the raw series ``x``, ``y`` ((N, 2) float32 tensors on
+    the training device; ``frame_length``, ``stride`` in samples; the final batch is short, no drop_last).
 
-    Args:
-        x, y: (N, 2) float32 tensors (input and target series) already on the training device.
-        frame_length, stride: framing in samples.
-        batch_size: frames per batch; the final batch is short when frames % batch_size ≠ 0 (no drop_last).
-
-    Each call of :meth:`epoch` mirrors one epoch of ``DataLoader(TensorDataset(frames_x, frames_y), batch_size,
-    shuffle=True)``: the iterator's base-seed draw, then the sampler's seed draw and permutation. Batches are
-    (B, L, 2) float32 tensors on the series' device, gathered with one indexing operation each.
+    Each :meth:`epoch` mirrors one epoch of ``DataLoader(TensorDataset(frames_x, frames_y), batch_size,
+    shuffle=True)``: the iterator's base-seed draw, then the sampler's seed draw and permutation.
     """
 
     x: torch.Tensor
@@ -113,10 +102,8 @@ class FrameLoader:
         return self.x[win], self.y[win]
 
     def epoch(self):
-        """Start an epoch: consume the RNG like a DataLoader iterator and return the (n_batches, ...) index plan.
-
-        Returns a :class:`BatchPlan`: (B,) int64 index tensors on the series' device (the last one possibly short).
-        """
+        """Start an epoch (the RNG consumed like a DataLoader iterator's): a :class:`BatchPlan` of (B,) int64 index
+        tensors on the series' device."""
         draw_dataloader_iterator_seed()
         perm = epoch_permutation(self.n_frames).to(self.x.device, non_blocking=True)
         self.last_perm = perm  # the whole permutation: the CUDA fast path gathers its batches inside the graph
@@ -148,13 +135,9 @@ class _FrameViews:
 
 class PlainFrameLoader:
     """Diagnostic fallback (the trainer's ``batched_loader=False``): a standard ``DataLoader`` over per-frame
-    views of the CPU series, default collation (one stack per batch), pinned memory on CUDA and one host→device
-    copy per batch. Same order, RNG use and batch values as :class:`FrameLoader` (tests/unit/test_loader.py);
-    slower.
-
-    ``epoch()`` returns the DataLoader iterator (its batches are ``(x, y)`` CPU tensors), ``gather(batch)`` moves one
-    to the device, ``batch_len(batch)`` gives its size.
-    """
+    views of the CPU series (pinned memory on CUDA, one host→device copy per batch); same order, RNG use and batches
+    as :class:`FrameLoader`, slower. ``epoch()`` returns the DataLoader iterator of ``(x, y)`` CPU batches,
+    ``gather(batch)`` moves one to the device."""
 
     def __init__(self, x_cpu, y_cpu, frame_length: int, stride: int, batch_size: int, device):
         self.device = device

@@ -1,30 +1,21 @@
-"""Dataset readers and writers: split-CSV folders, single CSV files and HDF5 files.
+"""Dataset readers and writers: split-CSV folders, single CSV files and HDF5 files (reference §1.1; HDF5 layout in
+``docs/hdf5-layout.md``). Entry point: :func:`load_dataset`, whose docstring gives the dispatch.
 
-Entry point: :func:`load_dataset`. Formats (behavior per OpenDPD reference §1.1,
-``../shared/reference/opendpd-reference.md``; HDF5 layout in ``docs/hdf5-layout.md``):
-
-* **split CSV folder** — ``spec.json`` (optional for loading; training needs its metric fields) plus
-  ``{train,val,test}_{input,output}.csv``, each with a header on line 1 and two numeric columns. The header names
-  are checked (see :data:`IQ_HEADER_PAIRS`): ``I,Q`` (or ``I_in,Q_in``, ``I_out,Q_out``, ``real,imag``, ``re,im``),
-  case-insensitive, spaces and quotes ignored, in either order — a ``Q,I`` file is swapped so I is always column 0.
-  A numeric line 1 (no header) and a blank line between data rows are errors; one blank line may end the file.
-* **single CSV** — one CSV with named columns ``I_in, Q_in, I_out, Q_out`` (any order, extra columns ignored),
-  cut contiguously in time order: ``n_train = floor(N·r_train)``, ``n_val = floor(N·r_val)``, test = the rest
-  (reference §1.1). Reached as a folder whose ``spec.json`` says ``"dataset_format": "single_csv"`` (file name from
-  ``csv_filename``, default ``data.csv``) or as a direct ``.csv`` path (``spec.json`` beside it used when present,
-  else defaults: ``nperseg`` 2560, no sample rate / bandwidth).
-* **HDF5** (``.h5``/``.hdf5``) — groups ``/train``, ``/val``, ``/test`` with datasets ``x`` and ``y``.
+* **split CSV folder**: ``spec.json`` (optional for loading; training needs its metric fields) plus
+  ``{train,val,test}_{input,output}.csv``, each a header naming the I/Q columns (:data:`IQ_HEADER_PAIRS`, either
+  order) and two numeric columns (rules: :mod:`dpd_desktop.data.csv_parse`).
+* **single CSV**: named columns ``I_in, Q_in, I_out, Q_out`` (any order, extra columns ignored), cut contiguously in
+  time order: ``n_train = floor(N·r_train)``, ``n_val = floor(N·r_val)``, test = the rest (reference §1.1), or at
+  the spec's ``split_indices``.
+* **HDF5** (``.h5``/``.hdf5``): groups ``/train``, ``/val``, ``/test`` with datasets ``x`` and ``y``.
 
 Samples are used as stored, parsed as float64 and cast to float32, with no normalization (reference §1.4).
-The first line of every CSV is the header (reference §1.1: read with a header row); for split CSVs (and
-``read_iq_csv``, used by ``run-dpd --input``) it must name the I/Q columns. Line ends may be LF, CRLF or CR.
-CSV parsing (:mod:`dpd_desktop.data.csv_parse`) uses numpy only (``np.loadtxt``'s C parser); on a parse failure
-the file is rescanned line by line to report the exact 1-based line number (header = line 1) and the offending text.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 from dataclasses import dataclass, field, replace
@@ -35,7 +26,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from ..atomic import atomic_write_via
+from ..atomic import atomic_write_text, atomic_write_via
 from ..metrics.transfer import as_complex
 from .csv_parse import IQ_HEADER_PAIRS, parse_columns_csv, parse_iq_csv, read_iq_csv
 from .errors import DatasetError
@@ -79,14 +70,9 @@ class Split:
     x: np.ndarray, shape (N, 2), float32, C-contiguous — columns I, Q of the PA input x[n].
     y: np.ndarray, shape (N, 2), float32, C-contiguous — columns I, Q of the measured PA output y[n].
 
-    Arrays given with another float dtype or layout are converted (copied) to C-contiguous float32. Treat them as
-    read-only: the dataset fingerprint assumes they do not change. Equality is identity (compare
-    ``IQDataset.fingerprint()`` for content equality).
-
-    Raises
-    ------
-    DatasetError
-        shape not (N, 2), N < 1, or ``len(x) != len(y)``.
+    Other dtypes or layouts are copied to C-contiguous float32. Treat them as read-only (the fingerprint assumes
+    so). Equality is identity (compare ``IQDataset.fingerprint()``). Raises DatasetError: shape not (N, 2), N < 1,
+    or ``len(x) != len(y)``.
     """
 
     x: np.ndarray
@@ -101,14 +87,12 @@ class Split:
         for name in ("x", "y"):
             a = np.ascontiguousarray(getattr(self, name), dtype=np.float32)
             if a.ndim != 2 or a.shape[1] != 2:
-                raise DatasetError(
-                    f"split array {name} has shape {a.shape}", field=name, expected="shape (N, 2) with columns I, Q"
-                )
+                raise DatasetError(f"split array {name} has shape {a.shape}", field=name,
+                                   expected="shape (N, 2) with columns I, Q")
             object.__setattr__(self, name, a)
         if len(self.x) != len(self.y):
-            raise DatasetError(
-                f"x has {len(self.x)} samples but y has {len(self.y)}", field="x/y", expected="equal lengths"
-            )
+            raise DatasetError(f"x has {len(self.x)} samples but y has {len(self.y)}", field="x/y",
+                               expected="equal lengths")
         if len(self.x) < 1:
             raise DatasetError("split is empty", field="x", expected="at least 1 sample")
 
@@ -173,13 +157,9 @@ class IQDataset:
         return my / mx if mx > 0 else float("nan")
 
     def fingerprint(self) -> str:
-        """SHA-256 hex digest identifying the data content.
-
-        Hashes, in order, for each split (train, val, test) and array (x, y): a short header with the name and
-        shape, then the little-endian float32 bytes; then ``spec.canonical_json()`` (which leaves out the storage
-        details ``dataset_format`` / ``csv_filename``). ``name`` and ``source`` are not hashed, so the same data
-        saved as split CSV (9 significant digits round-trip float32 exactly) or HDF5 keeps its fingerprint.
-        """
+        """SHA-256 hex digest of the data content: per split (train, val, test) and array (x, y) a header with the
+        name and shape, then the little-endian float32 bytes; then ``spec.canonical_json()`` (storage details left
+        out). ``name`` and ``source`` are not hashed: the same data as split CSV or HDF5 keeps its fingerprint."""
         h = hashlib.sha256(b"dpd-desktop/iq-dataset/v1\n")
         for sname, split in self.splits.items():
             for aname in ("x", "y"):
@@ -190,13 +170,9 @@ class IQDataset:
         return h.hexdigest()
 
     def summary(self) -> dict[str, Any]:
-        """Short description for the GUI.
-
-        Keys: ``name``, ``source`` (str), ``format``, ``train``/``val``/``test`` (sample counts), ``fs_mhz``,
-        ``bw_main_mhz``, ``bw_sub_mhz`` (MHz, ``None`` when unknown), ``n_sub_ch``, ``nperseg`` (samples),
-        ``gain`` (see :attr:`gain`), ``metrics_available`` (bool: spectral metrics computable),
-        ``text`` (one-line human-readable summary).
-        """
+        """Short description for the GUI: ``name``, ``source`` (str), ``format``, ``train``/``val``/``test`` (sample
+        counts), ``fs_mhz``, ``bw_main_mhz``, ``bw_sub_mhz`` (MHz, ``None`` when unknown), ``n_sub_ch``, ``nperseg``,
+        ``gain``, ``metrics_available`` (spectral metrics computable), ``text`` (a one-line summary)."""
 
         def mhz(v: float | None) -> float | None:
             return None if v is None else v / 1e6
@@ -237,12 +213,9 @@ class IQDataset:
 
 def _check_equal_length(a: np.ndarray, b: np.ndarray, pa: Path, pb: Path) -> None:
     if len(a) != len(b):
-        raise DatasetError(
-            f"length mismatch: {pa.name} has {len(a)} data rows but {pb.name} has {len(b)}",
-            path=pb,
-            source=f"{pa.name} / {pb.name}",
-            expected="sample-aligned input/output files with equal row counts",
-        )
+        raise DatasetError(f"length mismatch: {pa.name} has {len(a)} data rows but {pb.name} has {len(b)}", path=pb,
+                           source=f"{pa.name} / {pb.name}",
+                           expected="sample-aligned input/output files with equal row counts")
 
 
 def _load_split_folder(folder: Path, spec: DatasetSpec) -> dict[str, Split]:
@@ -250,7 +223,7 @@ def _load_split_folder(folder: Path, spec: DatasetSpec) -> dict[str, Split]:
     folders = [f for f in missing if (folder / f).is_dir()]
     if folders:
         raise DatasetError(
-            f"{folders[0]} in folder {folder} is a folder, not a file", path=folder / folders[0], field=None,
+            f"{folders[0]} in folder {folder} is a folder, not a file", path=folder / folders[0],
             expected="the six split files " + ", ".join(SPLIT_CSV_FILES) + " as CSV files",
         )
     if missing:
@@ -262,18 +235,13 @@ def _load_split_folder(folder: Path, spec: DatasetSpec) -> dict[str, Split]:
                     f" (found {', '.join(others[:4])}: for a single CSV set \"dataset_format\": \"single_csv\" in "
                     "spec.json or open the file directly)"
                 )
-        raise DatasetError(
-            f"missing file{'s' if len(missing) > 1 else ''} {', '.join(missing)} in folder {folder}{hint}",
-            path=folder / missing[0],
-            source=", ".join(missing),
-            field=None,
-            expected="the six split files " + ", ".join(SPLIT_CSV_FILES),
-        )
+        raise DatasetError(f"missing file{'s' if len(missing) > 1 else ''} {', '.join(missing)} in folder "
+                           f"{folder}{hint}", path=folder / missing[0], source=", ".join(missing),
+                           expected="the six split files " + ", ".join(SPLIT_CSV_FILES))
     out: dict[str, Split] = {}
     for s in SPLIT_NAMES:
         pi, po = folder / f"{s}_input.csv", folder / f"{s}_output.csv"
-        x = parse_iq_csv(pi)
-        y = parse_iq_csv(po)
+        x, y = parse_iq_csv(pi), parse_iq_csv(po)
         _check_equal_length(x, y, pi, po)
         out[s] = Split(x, y, x64=_f64(x), y64=_f64(y))
     return out
@@ -288,25 +256,17 @@ def _cut_single(arr: np.ndarray, spec: DatasetSpec, path: Path, spec_path: Path 
     y = np.ascontiguousarray(arr[:, 2:4], dtype=np.float64)
     indices = spec.split_indices
     if indices is not None:
-        where = spec_path.name if spec_path is not None else "spec.json"
-        ranges = check_split_indices(indices, n, where, spec_path)
-        return {s: Split(x[a:b], y[a:b], x64=_f64(x[a:b]), y64=_f64(y[a:b])) for s, (a, b) in ranges.items()}
-    r = spec.split_ratios
-    n_train = math.floor(n * r["train"])
-    n_val = math.floor(n * r["val"])
-    counts = {"train": n_train, "val": n_val, "test": n - n_train - n_val}
-    for s, c in counts.items():
-        if c < 1:
-            raise DatasetError(
-                f"split '{s}' would be empty: {n} data rows cut with ratios {r} give "
-                f"{counts['train']}/{counts['val']}/{counts['test']}",
-                path=path,
-                field="split_ratios",
-                expected="at least 1 row in every split (more rows or larger ratio)",
-            )
-    b = [0, n_train, n_train + n_val, n]
-    return {s: Split(x[b[i] : b[i + 1]], y[b[i] : b[i + 1]], x64=_f64(x[b[i] : b[i + 1]]),
-                     y64=_f64(y[b[i] : b[i + 1]])) for i, s in enumerate(SPLIT_NAMES)}
+        ranges = check_split_indices(indices, n, spec_path.name if spec_path is not None else "spec.json", spec_path)
+    else:
+        r = spec.split_ratios
+        n_train, n_val = math.floor(n * r["train"]), math.floor(n * r["val"])
+        ranges = {"train": (0, n_train), "val": (n_train, n_train + n_val), "test": (n_train + n_val, n)}
+        for s, (a, b) in ranges.items():
+            if b - a < 1:
+                raise DatasetError(f"split '{s}' would be empty: {n} data rows cut with ratios {r} give "
+                                   f"{n_train}/{n_val}/{n - n_train - n_val}", path=path, field="split_ratios",
+                                   expected="at least 1 row in every split (more rows or larger ratio)")
+    return {s: Split(x[a:b], y[a:b], x64=_f64(x[a:b]), y64=_f64(y[a:b])) for s, (a, b) in ranges.items()}
 
 
 def _f64(a: np.ndarray) -> np.ndarray | None:
@@ -362,14 +322,9 @@ def _load_single_csv(path: Path, spec: DatasetSpec, spec_path: Path | None = Non
         raise DatasetError(f"{path.name} in folder {path.parent} is a folder, not a file", path=path,
                            field="csv_filename", expected="the single CSV named by spec.json 'csv_filename'")
     if not path.is_file():
-        raise DatasetError(
-            f"missing file {path.name} in folder {path.parent}",
-            path=path,
-            field="csv_filename",
-            expected="the single CSV named by spec.json 'csv_filename' (default data.csv)",
-        )
-    arr = parse_columns_csv(path, columns=SINGLE_CSV_COLUMNS)
-    return _cut_single(arr, spec, path, spec_path)
+        raise DatasetError(f"missing file {path.name} in folder {path.parent}", path=path, field="csv_filename",
+                           expected="the single CSV named by spec.json 'csv_filename' (default data.csv)")
+    return _cut_single(parse_columns_csv(path, columns=SINGLE_CSV_COLUMNS), spec, path, spec_path)
 
 
 # =====================================================================================================================
@@ -405,9 +360,8 @@ def _h5_to_iq(ds: Any, path: Path, where: str) -> np.ndarray:
     elif dt.kind == "f" and len(shape) == 2 and shape[1] == 2:
         src = ds[()]
     else:
-        raise DatasetError(
-            f"dataset {where} has shape {shape} and dtype {dt}", path=path, field=where, expected=expected
-        )
+        raise DatasetError(f"dataset {where} has shape {shape} and dtype {dt}", path=path, field=where,
+                           expected=expected)
     with np.errstate(over="ignore"):
         a = np.ascontiguousarray(src, dtype=np.float32)
     if a.shape[0] < 1:
@@ -418,12 +372,9 @@ def _h5_to_iq(ds: Any, path: Path, where: str) -> np.ndarray:
         overflow = bool(np.isfinite(src[k]).all())
         raise DatasetError(
             f"{'value overflowing float32' if overflow else 'non-finite value'} at sample index {k} "
-            f"({src[k, 0]:g}, {src[k, 1]:g})",
-            path=path,
-            field=where,
+            f"({src[k, 0]:g}, {src[k, 1]:g})", path=path, field=where,
             expected=(f"|value| ≤ {float(np.finfo(np.float32).max):.7g} (samples are stored as float32)" if overflow
-                      else "finite numbers (no NaN/Inf)"),
-        )
+                      else "finite numbers (no NaN/Inf)"))
     return a
 
 
@@ -436,9 +387,8 @@ def _load_hdf5(path: Path) -> tuple[str, DatasetSpec, dict[str, Split]]:
                 f"in use by another process (it holds the HDF5 file lock of {path}, e.g. while writing it)", path=path,
                 expected="a file no other program is writing: close that program, or wait until it has finished",
             ) from exc
-        raise DatasetError(
-            f"cannot open as HDF5 ({exc})", path=path, expected="an HDF5 file (layout in docs/hdf5-layout.md)"
-        ) from exc
+        raise DatasetError(f"cannot open as HDF5 ({exc})", path=path,
+                           expected="an HDF5 file (layout in docs/hdf5-layout.md)") from exc
     with f:
         raw = {k: _attr_value(v) for k, v in f.attrs.items() if k not in _H5_RESERVED_ATTRS}
         name = _attr_value(f.attrs.get("dpd_desktop_name", path.stem))
@@ -448,30 +398,19 @@ def _load_hdf5(path: Path) -> tuple[str, DatasetSpec, dict[str, Split]]:
         for s in SPLIT_NAMES:
             g = f.get(s)
             if not isinstance(g, h5py.Group):
-                raise DatasetError(
-                    f"missing group '/{s}'",
-                    path=path,
-                    field=f"/{s}",
-                    expected="groups /train, /val, /test each with datasets x and y (docs/hdf5-layout.md)",
-                )
+                raise DatasetError(f"missing group '/{s}'", path=path, field=f"/{s}", expected="groups /train, "
+                                   "/val, /test each with datasets x and y (docs/hdf5-layout.md)")
             arrs = []
             for k in ("x", "y"):
                 ds = g.get(k)
                 if not isinstance(ds, h5py.Dataset):
-                    raise DatasetError(
-                        f"missing dataset '/{s}/{k}'",
-                        path=path,
-                        field=f"/{s}/{k}",
-                        expected=f"datasets /{s}/x (PA input) and /{s}/y (PA output)",
-                    )
+                    raise DatasetError(f"missing dataset '/{s}/{k}'", path=path, field=f"/{s}/{k}",
+                                       expected=f"datasets /{s}/x (PA input) and /{s}/y (PA output)")
                 arrs.append(_h5_to_iq(ds, path, f"/{s}/{k}"))
             if len(arrs[0]) != len(arrs[1]):
-                raise DatasetError(
-                    f"length mismatch: /{s}/x has {len(arrs[0])} samples but /{s}/y has {len(arrs[1])}",
-                    path=path,
-                    field=f"/{s}",
-                    expected="equal lengths (sample-aligned input/output)",
-                )
+                raise DatasetError(f"length mismatch: /{s}/x has {len(arrs[0])} samples but /{s}/y has "
+                                   f"{len(arrs[1])}", path=path, field=f"/{s}",
+                                   expected="equal lengths (sample-aligned input/output)")
             splits[s] = Split(arrs[0], arrs[1])
     return str(name), spec, splits
 
@@ -491,30 +430,15 @@ def _spec_attrs(spec: DatasetSpec) -> dict[str, Any]:
 
 
 def save_hdf5(dataset: IQDataset, path: str | Path, *, complex_samples: bool = False, compression: str | None = None) -> Path:
-    """Write ``dataset`` as HDF5 in the layout of ``docs/hdf5-layout.md``; atomic (:func:`~dpd_desktop.atomic.atomic_write_via`).
-
-    Parameters
-    ----------
-    dataset: the dataset to write.
-    path: target file (``.h5`` or ``.hdf5``); parent folders are created.
-    complex_samples: store ``x``/``y`` as complex64 1-D arrays (N,) instead of float32 (N, 2). Both are exact
-        round trips of the float32 samples.
-    compression: optional h5py filter name (e.g. ``"gzip"``) for the sample datasets.
-
-    Returns
-    -------
-    Path of the written file.
-
-    Raises
-    ------
-    DatasetError
-        unsupported suffix; OSError from the file system is re-raised as DatasetError naming the file.
-    """
+    """Write ``dataset`` to ``path`` (``.h5``/``.hdf5``; folders created) in the layout of ``docs/hdf5-layout.md``,
+    atomically; returns the path. ``complex_samples``: ``x``/``y`` as complex64 (N,) instead of float32 (N, 2) (both
+    exact); ``compression``: an h5py filter name (e.g. ``"gzip"``) for the samples. Raises DatasetError for another
+    suffix or a file-system error (naming the file)."""
     p = Path(path)
     if p.suffix.lower() not in HDF5_SUFFIXES:
-        raise DatasetError(
-            f"unsupported file extension '{p.suffix}' for HDF5 output", path=p, expected="'.h5' or '.hdf5'"
-        )
+        raise DatasetError(f"unsupported file extension '{p.suffix}' for HDF5 output", path=p,
+                           expected="'.h5' or '.hdf5'")
+
     def write(tmp: str) -> None:
         with h5py.File(tmp, "w") as f:
             f.attrs["dpd_desktop_layout"] = HDF5_LAYOUT
@@ -538,38 +462,20 @@ def save_hdf5(dataset: IQDataset, path: str | Path, *, complex_samples: bool = F
 # =====================================================================================================================
 # Split-CSV writer
 # =====================================================================================================================
-def _write_atomic(path: Path, writer) -> None:
-    """``writer(fh)`` fills a UTF-8 text file that replaces ``path`` atomically (:func:`~dpd_desktop.atomic.atomic_write_via`)."""
-    def fill(tmp: str) -> None:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            writer(fh)
-
-    atomic_write_via(path, fill)
-
-
 def save_split_csv(dataset: IQDataset, folder: str | Path, *, precision: int = 9) -> Path:
-    """Write ``dataset`` as a split-CSV folder: ``spec.json`` + ``{train,val,test}_{input,output}.csv``.
-
-    Each CSV has the header ``I,Q`` and values formatted ``%.{precision}g`` (9 significant digits round-trip
-    float32 exactly). ``spec.json`` uses the preferred field names with ``"dataset_format": "split_csv"``.
-    Each file is written atomically (temp file, then ``os.replace``); the folder is created if needed.
-
-    Returns
-    -------
-    Path of the folder.
-    """
+    """Write ``dataset`` as a split-CSV folder (created if needed; returned): ``spec.json`` (preferred field names,
+    ``"dataset_format": "split_csv"``) and ``{train,val,test}_{input,output}.csv`` (header ``I,Q``, values
+    ``%.{precision}g``: 9 significant digits round-trip float32 exactly), each file written atomically."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     fmt = f"%.{int(precision)}g"
     for s, split in dataset.splits.items():
         for role, a in (("input", split.x), ("output", split.y)):
-            _write_atomic(
-                out / f"{s}_{role}.csv",
-                lambda fh, a=a: np.savetxt(fh, a, fmt=fmt, delimiter=",", header="I,Q", comments=""),
-            )
+            buf = io.StringIO()
+            np.savetxt(buf, a, fmt=fmt, delimiter=",", header="I,Q", comments="")
+            atomic_write_text(out / f"{s}_{role}.csv", buf.getvalue())
     spec = replace(dataset.spec, dataset_format="split_csv", csv_filename=None)
-    text = json.dumps(spec.to_dict(), indent=4) + "\n"
-    _write_atomic(out / "spec.json", lambda fh: fh.write(text))
+    atomic_write_text(out / "spec.json", json.dumps(spec.to_dict(), indent=4) + "\n")
     return out
 
 
@@ -577,36 +483,25 @@ def save_split_csv(dataset: IQDataset, folder: str | Path, *, precision: int = 9
 # Dispatch
 # =====================================================================================================================
 def load_dataset(path: str | Path) -> IQDataset:
-    """Load a PA dataset from a folder, a ``.csv`` file or an ``.h5``/``.hdf5`` file.
-
-    Dispatch (OpenDPD reference §1.1):
+    """Load a PA dataset (reference §1.1) → :class:`IQDataset` of (N, 2) float32 arrays, not normalized (§1.4).
 
     * folder (or its ``spec.json``): ``spec.json`` read if present (else defaults). ``dataset_format`` ``single_csv``
-      → the CSV named ``csv_filename`` (default ``data.csv``) cut by ``split_ratios``; otherwise the six split CSVs.
-    * ``.csv`` file: single CSV with columns ``I_in,Q_in,I_out,Q_out``; ``spec.json`` beside it is used if present
-      (its ``dataset_format``/``csv_filename`` are overridden), else defaults (``nperseg`` 2560, no fs/bandwidth).
-    * ``.h5``/``.hdf5``: groups ``/train``, ``/val``, ``/test`` with ``x``, ``y``; spec from root attributes.
+      → the CSV named ``csv_filename`` (default ``data.csv``) inside the folder; otherwise the six split CSVs.
+    * ``.csv`` file: a single CSV; ``spec.json`` beside it is used if present (its ``dataset_format`` and
+      ``csv_filename`` overridden), else defaults (``nperseg`` 2560, no fs/bandwidth).
+    * ``.h5``/``.hdf5``: the spec from the root attributes.
 
-    Returns
-    -------
-    IQDataset with (N, 2) float32 C-contiguous arrays, no normalization applied (reference §1.4).
-
-    Raises
-    ------
-    DatasetError
-        path not found; unsupported extension; missing split file(s) (named); empty/header-only file; split-CSV line 1
-        not an I/Q header (numeric, or other names); a blank line between split-CSV rows; wrong column count;
-        non-numeric cell; NaN/Inf (with 1-based line); input/output length mismatch (both lengths); invalid
-        spec.json (JSON error line) or spec field; missing single-CSV column; empty split after the ratio cut;
-        HDF5 missing group/dataset, wrong shape/dtype.
+    Raises:
+        DatasetError: naming the file and the 1-based line (header = line 1) or the field, with what was expected:
+            path not found, unsupported extension, missing split file(s), empty or header-only file, a split-CSV
+            line 1 that is not an I/Q header, a blank line between rows, wrong column count, non-numeric cell,
+            NaN/Inf, input/output length mismatch, invalid spec.json or spec field, missing single-CSV column, an
+            empty split, a missing HDF5 group/dataset or one of wrong shape/dtype.
     """
     p = Path(path).expanduser()
     if not p.exists():
-        raise DatasetError(
-            f"path not found: {p}",
-            path=p,
-            expected="an existing dataset folder, .csv file or .h5/.hdf5 file",
-        )
+        raise DatasetError(f"path not found: {p}", path=p,
+                           expected="an existing dataset folder, .csv file or .h5/.hdf5 file")
     if p.is_file() and p.name == "spec.json":
         p = p.parent
     if p.is_dir():
@@ -615,12 +510,9 @@ def load_dataset(path: str | Path) -> IQDataset:
         if spec.dataset_format == "single_csv":
             splits = _load_single_csv(_single_csv_path(p, spec, spec_path), spec, spec_path)
         elif spec.dataset_format == "hdf5":
-            raise DatasetError(
-                "dataset_format 'hdf5' is not supported for a folder",
-                path=spec_path,
-                field="dataset_format",
-                expected="'split_csv' or 'single_csv' in a folder; open an .h5/.hdf5 file directly",
-            )
+            raise DatasetError("dataset_format 'hdf5' is not supported for a folder", path=spec_path,
+                               field="dataset_format",
+                               expected="'split_csv' or 'single_csv' in a folder; open an .h5/.hdf5 file directly")
         else:
             splits = _load_split_folder(p, spec)
             _check_indices_agree(spec, splits, spec_path.name, spec_path)
@@ -637,10 +529,7 @@ def load_dataset(path: str | Path) -> IQDataset:
             name, spec, splits = _load_hdf5(p)
             _check_indices_agree(spec, splits, f"{p.name} root attributes", p)
         else:
-            raise DatasetError(
-                f"unsupported file extension '{p.suffix or '(none)'}'",
-                path=p,
-                expected="a dataset folder (spec.json + split CSVs), a .csv file (columns I_in,Q_in,I_out,Q_out) "
-                "or an .h5/.hdf5 file",
-            )
+            raise DatasetError(f"unsupported file extension '{p.suffix or '(none)'}'", path=p,
+                               expected="a dataset folder (spec.json + split CSVs), a .csv file (columns "
+                               "I_in,Q_in,I_out,Q_out) or an .h5/.hdf5 file")
     return IQDataset(name=name, source=p.resolve(), spec=spec, **splits)

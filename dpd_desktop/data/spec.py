@@ -89,32 +89,12 @@ _UNIT = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """Normalized dataset description (immutable).
+    """Normalized dataset description (immutable); the fields and their units are the module docstring's table.
 
-    Attributes
-    ----------
-    sample_rate_hz: float | None
-        Sample rate in Hz (``input_signal_fs``); ``None`` when unknown (the dataset still loads, but training
-        refuses to start: see :meth:`require_metrics`).
-    bw_main_hz: float | None
-        Total occupied bandwidth of the composite signal in Hz (``bw_main_ch``).
-    bw_sub_hz: float | None
-        Per-carrier bandwidth in Hz (``bw_sub_ch``); informative only (reference §1.2: not used by the metrics).
-    n_sub_ch: int | None
-        Number of carriers / sub-channels.
-    nperseg: int
-        Segment length in samples: val/test segment length, EVM FFT length, Welch segment (reference §1.2, §2.2).
-    split_ratios: dict[str, float]
-        ``{"train", "val", "test"}`` fractions summing to 1; used only to cut a single CSV (reference §1.1).
-    dataset_format: str
-        ``"split_csv"``, ``"single_csv"`` or ``"hdf5"``.
-    csv_filename: str | None
-        File name of the single CSV inside the folder (``None`` means ``data.csv``).
-    extra: dict
-        Every key not listed above, verbatim (``description``, ``modulation``, ``split_indices``, ...).
-    input_power_ref_dbm, output_power_ref_dbm: float | None
-        dBm of a unit-power signal (mean |I + jQ|² = 1) at the PA input / output (``power_ref_dbm``, module
-        docstring); ``None`` when the capture's absolute power is not known (both are given, or neither).
+    ``None`` marks an unknown value: without ``sample_rate_hz`` the dataset still loads, but training refuses to
+    start (:meth:`require_metrics`). ``bw_sub_hz`` is informative only (reference §1.2: not used by the metrics);
+    ``nperseg`` is the val/test segment length, EVM FFT length and Welch segment (§1.2, §2.2); ``split_ratios`` only
+    cut a single CSV; ``extra`` keeps every other key verbatim; the power references are both given or neither.
     """
 
     sample_rate_hz: float | None = None
@@ -148,49 +128,29 @@ class DatasetSpec:
         """True when the capture's absolute power is known (``power_ref_dbm``): plots can be in dBm and dBm/Hz."""
         return self.input_power_ref_dbm is not None and self.output_power_ref_dbm is not None
 
-    @property
-    def description(self) -> str | None:
-        """``extra["description"]`` when it is a string, else ``None``."""
-        d = self.extra.get("description")
-        return d if isinstance(d, str) else None
-
     def missing_metric_fields(self) -> list[str]:
         """Preferred names of the metric fields that are missing (subset of
         ``input_signal_fs``, ``bw_main_ch``, ``n_sub_ch``, ``nperseg``)."""
-        missing = []
-        if self.sample_rate_hz is None:
-            missing.append("input_signal_fs")
-        if self.bw_main_hz is None:
-            missing.append("bw_main_ch")
-        if self.n_sub_ch is None:
-            missing.append("n_sub_ch")
+        missing = [k for k, v in (("input_signal_fs", self.sample_rate_hz), ("bw_main_ch", self.bw_main_hz),
+                                  ("n_sub_ch", self.n_sub_ch)) if v is None]
         if not isinstance(self.nperseg, int) or self.nperseg <= 0:
             missing.append("nperseg")
         return missing
 
     def require_metrics(self, source: str | Path = "spec.json") -> None:
-        """Check that the spec allows the spectral metrics EVM/ACLR (OpenDPD reference §6.2-6.3), which training
-        computes at every validation; called by the trainer before a run folder is created.
+        """Check that the spec allows the spectral metrics EVM/ACLR (reference §6.2-6.3), which training computes at
+        every validation: the fields ``input_signal_fs`` [Hz], ``bw_main_ch`` [Hz], ``n_sub_ch``, ``nperseg``
+        [samples] are present, then fs > 0, bandwidth > 0, ``n_sub_ch`` ≥ 1, ``nperseg`` ≥ 2, ``bw_main_ch`` < fs, at
+        least one bin per sub-channel and the adjacent channels [−B/2 − B/n_sub_ch, +B/2 + B/n_sub_ch] inside the
+        ``nperseg``-bin grid [−fs/2, +fs/2) (:func:`dpd_desktop.metrics.channel_bins`). Split lengths are not checked.
 
-        Checks, in order: the fields are present — sample rate (``input_signal_fs``, Hz), main bandwidth
-        (``bw_main_ch``, Hz), carrier count (``n_sub_ch``) and ``nperseg`` (samples); then the geometry: fs > 0,
-        bandwidth > 0, ``n_sub_ch`` ≥ 1, ``nperseg`` ≥ 2, ``bw_main_ch`` < fs, at least one bin per sub-channel
-        and the adjacent channels [−B/2 − B/n_sub_ch, +B/2 + B/n_sub_ch] inside the ``nperseg``-bin grid
-        [−fs/2, +fs/2) (the grid rule of :func:`dpd_desktop.metrics.channel_bins`). Split lengths are not checked
-        (val/test are zero-padded to whole segments).
+        ``source``: the dataset's path (``IQDataset.source``: a folder, ``.csv`` or ``.h5``/``.hdf5``; names
+        ``<folder>/spec.json`` or ``<file> root attributes`` and tells a missing ``spec.json`` apart) or a display
+        name used as given.
 
-        Parameters
-        ----------
-        source: where the spec came from — the dataset's path (``IQDataset.source``: a folder, a ``.csv`` or an
-            ``.h5``/``.hdf5`` file, used to name ``<folder>/spec.json`` or ``<file> root attributes`` and to tell a
-            missing ``spec.json`` apart) or a display name (e.g. ``"spec.json"``), used as given.
-
-        Raises
-        ------
-        DatasetError
-            naming the spec file (or the HDF5 file's root attributes) and the field, with what was expected; when a
-            folder has no ``spec.json`` (or an HDF5 file none of the attributes) it says so and lists the fields
-            needed.
+        Raises:
+            DatasetError: naming the spec file (or the HDF5 root attributes) and the field, with what was expected;
+                a folder without ``spec.json`` (an HDF5 file without the attributes) is said so, listing the fields.
         """
         where, origin, spec_path = self._origin(source)
         missing = self.missing_metric_fields()
@@ -208,28 +168,16 @@ class DatasetSpec:
                 beside = f" (beside {Path(str(source)).name})" if Path(str(source)).suffix.lower() == ".csv" else ""
                 raise DatasetError(
                     f"spec.json is missing in this folder{beside}; training computes the spectral metrics (EVM, "
-                    f"ACLR), which need {needed} (nperseg defaults to {DEFAULT_NPERSEG})",
-                    path=folder,
-                    source=str(folder),
-                    expected=f"a file {spec_path} such as {example}",
-                )
+                    f"ACLR), which need {needed} (nperseg defaults to {DEFAULT_NPERSEG})", path=folder,
+                    source=str(folder), expected=f"a file {spec_path} such as {example}")
             if origin == "hdf5":
                 raise DatasetError(
                     f"the HDF5 file has no root attribute(s) for {', '.join(missing)}; training computes the "
-                    f"spectral metrics (EVM, ACLR), which need {needed}",
-                    path=spec_path,
-                    field=", ".join(missing),
-                    source=where,
-                    expected="root attributes such as input_signal_fs=640e6, bw_main_ch=160e6, n_sub_ch=4 "
-                    "(docs/hdf5-layout.md)",
-                )
-            raise DatasetError(
-                "missing field(s) needed for spectral metrics (EVM, ACLR): " + needed,
-                path=spec_path,
-                field=", ".join(missing),
-                source=where,
-                expected="these fields in spec.json",
-            )
+                    f"spectral metrics (EVM, ACLR), which need {needed}", path=spec_path, field=", ".join(missing),
+                    source=where, expected="root attributes such as input_signal_fs=640e6, bw_main_ch=160e6, "
+                    "n_sub_ch=4 (docs/hdf5-layout.md)")
+            raise DatasetError("missing field(s) needed for spectral metrics (EVM, ACLR): " + needed, path=spec_path,
+                               field=", ".join(missing), source=where, expected="these fields in spec.json")
         self._check_geometry(where, spec_path, origin)
 
     def _origin(self, source: str | Path) -> tuple[str, str | None, Path | None]:
@@ -283,11 +231,9 @@ class DatasetSpec:
         except ValueError as exc:
             # blame the carrier count when the main channel spans bins but too few for n_sub_ch, else the bandwidth
             key = "n_sub_ch" if "sub-channel width" in str(exc) and bw * nps / fs >= 2 else "bw_main_ch"
-            raise err(
-                key,
-                f"the channel layout does not fit the {nps}-bin spectrum of nperseg samples ({exc})",
-                "at least one frequency bin per sub-channel: bw_main_ch / n_sub_ch >= input_signal_fs / nperseg",
-            ) from None
+            raise err(key, f"the channel layout does not fit the {nps}-bin spectrum of nperseg samples ({exc})",
+                      "at least one frequency bin per sub-channel: bw_main_ch / n_sub_ch >= input_signal_fs / nperseg"
+                      ) from None
         if not bins.adjacent_in_grid:
             edge = bw / 2 + bw / n_sub
             raise err(
@@ -331,14 +277,10 @@ class DatasetSpec:
         return out
 
     def canonical_json(self) -> str:
-        """Canonical JSON of the spec content (sorted keys, no whitespace, container fields excluded).
-
-        Used by ``IQDataset.fingerprint()``, so the same data stored as split CSV or HDF5 fingerprints equally.
-        """
-        return json.dumps(
-            self.to_dict(include_container=False), sort_keys=True, separators=(",", ":"), default=str,
-            allow_nan=True,
-        )
+        """Canonical JSON of the spec content (sorted keys, no whitespace, container fields excluded), for
+        ``IQDataset.fingerprint()``: the same data stored as split CSV or HDF5 fingerprints equally."""
+        return json.dumps(self.to_dict(include_container=False), sort_keys=True, separators=(",", ":"), default=str,
+                          allow_nan=True)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -358,23 +300,16 @@ def _parse_float(value: Any, key: str, source: str, path: Path | None, *, hz: bo
     expected = "a positive number in Hz (e.g. 640e6 or \"640e6\" or \"640 MHz\")" if hz else "a positive number"
     if isinstance(value, bool):
         raise _err(f"expected {expected}, got {_show(value)}", key=key, source=source, path=path)
-    if isinstance(value, (int, float)):
-        v = float(value)
-    elif isinstance(value, str):
+    if isinstance(value, str):
         m = _NUM_RE.match(value)
         if m is None or (not hz and "hz" in value.lower()):
             raise _err(f"expected {expected}, got {_show(value)}", key=key, source=source, path=path)
         v = float(m.group(1)) * _UNIT[(m.group(2) or "").lower()]
+    elif isinstance(value, numbers.Real):  # numpy scalars too (HDF5 attributes)
+        v = float(value)
     else:
-        try:  # numpy scalars (HDF5 attributes)
-            if isinstance(value, numbers.Real):
-                v = float(value)
-            else:
-                raise TypeError
-        except TypeError:
-            raise _err(
-                f"expected {expected}, got {type(value).__name__} {_show(value)}", key=key, source=source, path=path
-            ) from None
+        raise _err(f"expected {expected}, got {type(value).__name__} {_show(value)}", key=key, source=source,
+                   path=path)
     if not math.isfinite(v) or v <= 0:
         raise _err(f"expected {expected}, got {_show(value)}", key=key, source=source, path=path)
     return v
@@ -393,11 +328,10 @@ def _parse_int(value: Any, key: str, source: str, path: Path | None, what: str) 
         if m is None or m.group(2) is not None or "hz" in value.lower():
             raise _err(f"expected {expected}, got {_show(value)}", key=key, source=source, path=path)
         v = float(m.group(1))
+    elif not isinstance(value, numbers.Real):
+        raise _err(f"expected {expected}, got {type(value).__name__} {_show(value)}", key=key, source=source,
+                   path=path)
     else:
-        if not isinstance(value, numbers.Real):
-            raise _err(
-                f"expected {expected}, got {type(value).__name__} {_show(value)}", key=key, source=source, path=path
-            )
         v = float(value)
     if not math.isfinite(v) or v != int(v) or v < 1:
         raise _err(f"expected {expected}, got {_show(value)}", key=key, source=source, path=path)
@@ -443,11 +377,7 @@ def _parse_power_ref(raw: dict[str, Any], source: str, path: Path | None) -> tup
     if isinstance(ref, dict):
         keys = {str(k) for k in ref}
         if keys != {"input", "output"}:
-            missing = [k for k in ("input", "output") if k not in keys]
-            unknown = sorted(keys - {"input", "output"})
-            what = "; ".join(([f"missing {', '.join(repr(k) for k in missing)}"] if missing else []) +
-                             ([f"unknown {', '.join(repr(k) for k in unknown)}"] if unknown else []))
-            raise _err(f"{what}; expected an object {{\"input\": dBm, \"output\": dBm}} (or one number for both)",
+            raise _err(f"{_key_mismatch(keys, ('input', 'output'))}; expected an object {{\"input\": dBm, \"output\": dBm}} (or one number for both)",
                        key="power_ref_dbm", source=source, path=path)
         for plane in ("input", "output"):
             put(plane, f"power_ref_dbm.{plane}", _parse_dbm(ref[plane], f"power_ref_dbm.{plane}", source, path))
@@ -474,19 +404,12 @@ def _pick(raw: dict[str, Any], keys: tuple[str, ...], parse, source: str, path: 
     """Parse every present alias of one field (they must agree); return the value or ``None``."""
     found = [(k, parse(raw[k], k)) for k in keys if k in raw]
     found_vals = [(k, v) for k, v in found if v is not None]
-    if len(found_vals) > 1:
+    for k, v in found_vals[1:]:
         k0, v0 = found_vals[0]
-        for k, v in found_vals[1:]:
-            if not math.isclose(float(v), float(v0), rel_tol=1e-9):
-                raise _err(
-                    f"conflicting values: '{k0}' = {v0!r} but '{k}' = {v!r}",
-                    key=k,
-                    source=source,
-                    path=path,
-                    expected="one value (or aliases that agree)",
-                )
-    value = found_vals[0][1] if found_vals else None
-    return value
+        if not math.isclose(float(v), float(v0), rel_tol=1e-9):
+            raise _err(f"conflicting values: '{k0}' = {v0!r} but '{k}' = {v!r}", key=k, source=source, path=path,
+                       expected="one value (or aliases that agree)")
+    return found_vals[0][1] if found_vals else None
 
 
 def _parse_ratios(value: Any, source: str, path: Path | None) -> dict[str, float]:
@@ -500,42 +423,29 @@ def _parse_ratios(value: Any, source: str, path: Path | None) -> dict[str, float
         raise _err(f"expected {expected}, got {_show(value)}", key=key, source=source, path=path)
     keys = set(value)
     if keys != set(_SPLITS):
-        missing = [k for k in _SPLITS if k not in keys]
-        unknown = sorted(str(k) for k in keys - set(_SPLITS))
-        parts = []
-        if missing:
-            parts.append("missing " + ", ".join(repr(k) for k in missing))
-        if unknown:
-            parts.append("unknown " + ", ".join(repr(k) for k in unknown))
-        raise _err("; ".join(parts) + f"; expected {expected}", key=key, source=source, path=path)
+        raise _err(_key_mismatch(keys, _SPLITS) + f"; expected {expected}", key=key, source=source, path=path)
     out: dict[str, float] = {}
     for k in _SPLITS:
         v = value[k]
-        sub = f"{key}.{k}"
-        if isinstance(v, bool):
-            raise _err(f"expected a number in [0, 1), got {_show(v)}", key=sub, source=source, path=path)
-        if isinstance(v, str):
-            m = _NUM_RE.match(v)
-            if m is None or m.group(2) is not None:
-                raise _err(f"expected a number in [0, 1), got {_show(v)}", key=sub, source=source, path=path)
-            f = float(m.group(1))
-        else:
-            if not isinstance(v, numbers.Real):
-                raise _err(f"expected a number in [0, 1), got {_show(v)}", key=sub, source=source, path=path)
-            f = float(v)
-        if not math.isfinite(f) or f < 0 or f >= 1:
-            raise _err(f"expected a number in [0, 1), got {_show(v)}", key=sub, source=source, path=path)
+        m = _NUM_RE.match(v) if isinstance(v, str) else None
+        f = float(m.group(1)) if m is not None and m.group(2) is None else \
+            float(v) if isinstance(v, numbers.Real) and not isinstance(v, bool) else math.nan
+        if not 0 <= f < 1:  # NaN included: not a number
+            raise _err(f"expected a number in [0, 1), got {_show(v)}", key=f"{key}.{k}", source=source, path=path)
         out[k] = f
     total = sum(out.values())
     if abs(total - 1.0) > _RATIO_TOL:
-        raise _err(
-            f"ratios sum to {total:.6g} (train {out['train']:g} + val {out['val']:g} + test {out['test']:g})",
-            key=key,
-            source=source,
-            path=path,
-            expected="they sum to 1 (within 1e-6)",
-        )
+        raise _err(f"ratios sum to {total:.6g} (train {out['train']:g} + val {out['val']:g} + test {out['test']:g})",
+                   key=key, source=source, path=path, expected="they sum to 1 (within 1e-6)")
     return out
+
+
+def _key_mismatch(keys: set, wanted: tuple[str, ...]) -> str:
+    """``missing 'a'; unknown 'b'`` for the keys of an object that should be exactly ``wanted``."""
+    missing = [k for k in wanted if k not in keys]
+    unknown = sorted(str(k) for k in keys - set(wanted))
+    return "; ".join(([f"missing {', '.join(repr(k) for k in missing)}"] if missing else [])
+                     + ([f"unknown {', '.join(repr(k) for k in unknown)}"] if unknown else []))
 
 
 _INDICES_EXPECTED = ('{"train_end": T, "val_end": V} with 0 < T < V, or {"train": [a, b], "val": [c, d], '
@@ -556,10 +466,7 @@ def parse_split_indices(value: Any, source: str, path: Path | None) -> dict[str,
 
     def row(v: Any, sub: str) -> int:
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) and not (
-                isinstance(v, float) and math.isfinite(v) and v.is_integer()):
-            raise _err(f"expected a row index (an integer >= 0), got {_show(v)}", key=f"{key}.{sub}", source=source,
-                       path=path, expected=_INDICES_EXPECTED)
-        if int(v) < 0:
+                isinstance(v, float) and math.isfinite(v) and v.is_integer()) or int(v) < 0:
             raise _err(f"expected a row index (an integer >= 0), got {_show(v)}", key=f"{key}.{sub}", source=source,
                        path=path, expected=_INDICES_EXPECTED)
         return int(v)
@@ -626,29 +533,16 @@ def check_split_indices(indices: dict[str, tuple[int, int | None]], n_rows: int,
 
 
 def normalize_spec(raw: dict[str, Any] | None, source: str = "spec.json", path: str | Path | None = None) -> DatasetSpec:
-    """Normalize a raw spec mapping (parsed ``spec.json`` or HDF5 root attributes) into a :class:`DatasetSpec`.
+    """Normalize a raw spec mapping (parsed ``spec.json`` or HDF5 root attributes; ``None``: all defaults) into a
+    :class:`DatasetSpec`, unknown keys kept verbatim in ``extra``. Accepts the spellings of the module docstring;
+    aliases of one field may appear together only if they agree. ``source``: the display name in error messages,
+    ``path``: the file stored on the error.
 
-    Accepts the spellings found in the wild (see the module docstring; OpenDPD reference §1.2 and
-    ``../shared/datasets/README.md``); values may be numbers or numeric strings such as ``"640e6"``.
-    Aliases of one field may appear together only if they agree.
-
-    Parameters
-    ----------
-    raw: the mapping (``None`` → all defaults).
-    source: display name used in error messages (e.g. ``"spec.json"``).
-    path: file the mapping came from (stored on the error).
-
-    Returns
-    -------
-    DatasetSpec with unknown keys kept verbatim in ``extra``.
-
-    Raises
-    ------
-    DatasetError
-        naming ``source`` and the field, with what was expected: wrong type, non-numeric string, non-positive or
-        non-finite value, non-integer count, unknown ``dataset_format``, ratios not in [0, 1) or not summing to 1
-        (within 1e-6), conflicting aliases, a power reference that is not a number of dBm in
-        :data:`POWER_REF_RANGE_DBM` or gives one plane only.
+    Raises:
+        DatasetError: naming ``source`` and the field, with what was expected: wrong type, non-numeric string,
+            non-positive or non-finite value, non-integer count, unknown ``dataset_format``, ratios not in [0, 1) or
+            not summing to 1 (within 1e-6), conflicting aliases, a power reference that is not a number of dBm in
+            :data:`POWER_REF_RANGE_DBM` or gives one plane only.
     """
     p = Path(path) if path is not None else None
     if raw is None:
@@ -666,64 +560,37 @@ def normalize_spec(raw: dict[str, Any] | None, source: str = "spec.json", path: 
     bw_main = _pick(raw, BW_MAIN_KEYS, pf(True), source, p)
     bw_sub = _pick(raw, BW_SUB_KEYS, pf(True), source, p)
     n_sub = _pick(raw, N_SUB_CH_KEYS, lambda v, k: _parse_int(v, k, source, p, "number of carriers"), source, p)
-    nperseg = _parse_int(raw.get("nperseg"), "nperseg", source, p, "segment length in samples")
-    if nperseg is None:
-        nperseg = DEFAULT_NPERSEG
+    nperseg = _parse_int(raw.get("nperseg"), "nperseg", source, p, "segment length in samples") or DEFAULT_NPERSEG
     ratios = _parse_ratios(raw.get("split_ratios"), source, p)
     pin_ref, pout_ref = _parse_power_ref(raw, source, p)
 
     fmt = raw.get("dataset_format")
-    if fmt is None:
-        fmt = "split_csv"
-    if not isinstance(fmt, str) or fmt.strip().lower().replace("-", "_") not in DATASET_FORMATS:
-        raise _err(
-            f"unknown dataset_format {_show(fmt)}",
-            key="dataset_format",
-            source=source,
-            path=p,
-            expected="one of " + ", ".join(DATASET_FORMATS),
-        )
-    fmt = fmt.strip().lower().replace("-", "_")
+    fmt = "split_csv" if fmt is None else fmt.strip().lower().replace("-", "_") if isinstance(fmt, str) else fmt
+    if fmt not in DATASET_FORMATS:
+        raise _err(f"unknown dataset_format {_show(raw['dataset_format'])}", key="dataset_format", source=source,
+                   path=p, expected="one of " + ", ".join(DATASET_FORMATS))
 
     csv_name = raw.get("csv_filename")
     if csv_name is not None and (not isinstance(csv_name, str) or not csv_name.strip()):
-        raise _err(
-            f"expected a non-empty file name string, got {_show(csv_name)}", key="csv_filename", source=source, path=p
-        )
+        raise _err(f"expected a non-empty file name string, got {_show(csv_name)}", key="csv_filename",
+                   source=source, path=p)
     if isinstance(csv_name, str):
         csv_name = csv_name.strip()
         parts = Path(csv_name).parts
         if Path(csv_name).is_absolute() or csv_name.startswith(("~", "\\")) or ".." in parts or (
                 len(csv_name) > 1 and csv_name[1] == ":"):
-            raise _err(
-                f"{_show(csv_name)} leads outside the dataset folder", key="csv_filename", source=source, path=p,
-                expected="the name of a CSV file inside the dataset folder (e.g. \"data.csv\"; no absolute path, "
-                         "no '..')",
-            )
+            raise _err(f"{_show(csv_name)} leads outside the dataset folder", key="csv_filename", source=source,
+                       path=p, expected="the name of a CSV file inside the dataset folder (e.g. \"data.csv\"; no "
+                       "absolute path, no '..')")
     if raw.get("split_indices") is not None:
         parse_split_indices(raw["split_indices"], source, p)  # types, order, overlap; the rows where they are read
 
-    known = set(FS_KEYS + BW_MAIN_KEYS + BW_SUB_KEYS + N_SUB_CH_KEYS) | {
-        "nperseg",
-        "split_ratios",
-        "dataset_format",
-        "csv_filename",
-        *POWER_REF_KEYS,
-    }
-    extra = {k: v for k, v in raw.items() if k not in known}
-    return DatasetSpec(
-        sample_rate_hz=fs,
-        bw_main_hz=bw_main,
-        bw_sub_hz=bw_sub,
-        n_sub_ch=n_sub,
-        nperseg=nperseg,
-        split_ratios=ratios,
-        dataset_format=fmt,
-        csv_filename=csv_name,
-        extra=extra,
-        input_power_ref_dbm=pin_ref,
-        output_power_ref_dbm=pout_ref,
-    )
+    known = {*FS_KEYS, *BW_MAIN_KEYS, *BW_SUB_KEYS, *N_SUB_CH_KEYS, *POWER_REF_KEYS, "nperseg", "split_ratios",
+             "dataset_format", "csv_filename"}
+    return DatasetSpec(sample_rate_hz=fs, bw_main_hz=bw_main, bw_sub_hz=bw_sub, n_sub_ch=n_sub, nperseg=nperseg,
+                       split_ratios=ratios, dataset_format=fmt, csv_filename=csv_name,
+                       extra={k: v for k, v in raw.items() if k not in known},
+                       input_power_ref_dbm=pin_ref, output_power_ref_dbm=pout_ref)
 
 
 def read_spec_file(path: str | Path) -> DatasetSpec:

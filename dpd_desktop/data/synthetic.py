@@ -55,13 +55,8 @@ def _qam(rng: np.random.Generator, shape: tuple[int, ...], order: int) -> np.nda
     return (i + 1j * q) / math.sqrt(2 * (order - 1) / 3)
 
 
-def saleh_pa(
-    u: np.ndarray,
-    alpha_a: float = 2.7,
-    beta_a: float = 0.18,
-    alpha_p: float = 0.55,
-    beta_p: float = 0.3,
-) -> np.ndarray:
+def saleh_pa(u: np.ndarray, alpha_a: float = 2.7, beta_a: float = 0.18, alpha_p: float = 0.55,
+             beta_p: float = 0.3) -> np.ndarray:
     """Memoryless Saleh PA model on complex samples ``u`` (any shape, complex128 recommended).
 
     ``A(r) = alpha_a·r / (1 + beta_a·r²)`` (output amplitude), ``Φ(r) = alpha_p·r² / (1 + beta_p·r²)`` (radians);
@@ -82,36 +77,18 @@ def _to_iq(z: np.ndarray) -> np.ndarray:
     return out
 
 
-def make_demo_dataset(
-    seed: int = 0,
-    n_train: int = 61440,
-    n_val: int = 16384,
-    n_test: int = 16384,
-    *,
-    nperseg: int = 4096,
-    qam_order: int = 256,
-    occupancy: float = 0.9,
-    noise_db: float = -45.0,
-) -> IQDataset:
-    """Generate the synthetic demo dataset (see the module docstring for the signal and PA model).
+def make_demo_dataset(seed: int = 0, n_train: int = 61440, n_val: int = 16384, n_test: int = 16384, *,
+                      nperseg: int = 4096, qam_order: int = 256, occupancy: float = 0.9,
+                      noise_db: float = -45.0) -> IQDataset:
+    """The synthetic demo dataset (module docstring), bit-identical for one ``seed``.
 
-    Parameters
-    ----------
-    seed: seed of the ``numpy.random.Generator`` (same seed → bit-identical arrays).
-    n_train, n_val, n_test: split lengths in samples (each >= 1). Defaults: 15, 4 and 4 segments of 4096.
-    nperseg: OFDM frame / IFFT length and the spec's segment length in samples.
-    qam_order: square QAM order of the subcarrier symbols.
-    occupancy: occupied fraction of each 40 MHz carrier, in (0, 1].
-    noise_db: output noise power relative to the mean output signal power, dB.
+    Split lengths in samples (≥ 1; defaults 15, 4 and 4 segments of 4096); ``nperseg``: OFDM frame / IFFT length and
+    the spec's segment length; ``occupancy``: occupied fraction of each 40 MHz carrier, in (0, 1]; ``noise_db``:
+    output noise power relative to the mean output power, dB.
 
-    Returns
-    -------
-    IQDataset named ``"Demo PA (synthetic)"``: (N, 2) float32 splits, max|x| = 1 over all splits; spec fs 640e6 Hz,
-    bw_main 160e6 Hz, bw_sub 40e6 Hz, n_sub_ch 4, nperseg ``nperseg``, split_ratios = actual split fractions.
-
-    Raises
-    ------
-    ValueError: a split length < 1, nperseg < 64, bad qam_order or occupancy.
+    Returns an IQDataset named ``"Demo PA (synthetic)"`` (max|x| = 1 over all splits; spec fs 640 MHz, bw_main
+    160 MHz, bw_sub 40 MHz, 4 carriers, split_ratios the actual fractions). Raises ValueError: a split length < 1,
+    nperseg < 64, bad qam_order or occupancy.
     """
     for k, v in (("n_train", n_train), ("n_val", n_val), ("n_test", n_test)):
         if int(v) != v or v < 1:
@@ -154,23 +131,15 @@ def make_demo_dataset(
     b = [0, n_train, n_train + n_val, n]
     splits = {s: Split(xi[b[i] : b[i + 1]], yi[b[i] : b[i + 1]]) for i, s in enumerate(("train", "val", "test"))}
     spec = DatasetSpec(
-        sample_rate_hz=FS_HZ,
-        bw_main_hz=160e6,
-        bw_sub_hz=CARRIER_BW_HZ,
-        n_sub_ch=len(CARRIER_CENTERS_HZ),
-        nperseg=nperseg,
-        split_ratios={"train": n_train / n, "val": n_val / n, "test": n_test / n},
+        sample_rate_hz=FS_HZ, bw_main_hz=160e6, bw_sub_hz=CARRIER_BW_HZ, n_sub_ch=len(CARRIER_CENTERS_HZ),
+        nperseg=nperseg, split_ratios={"train": n_train / n, "val": n_val / n, "test": n_test / n},
         dataset_format="split_csv",
-        extra={
-            "description": (
-                f"Synthetic demo: 4 x 40 MHz OFDM ({qam_order}-QAM) at 640 MHz through a virtual "
-                "Wiener-Hammerstein PA (Saleh AM/AM + AM/PM, FIR memory), "
-                f"noise {noise_db:g} dB, seed {seed}"
-            ),
-            "modulation": f"{qam_order}QAM",
-            "synthetic": {"generator": "dpd_desktop.data.synthetic", "seed": int(seed), "noise_db": float(noise_db)},
-        },
-    )
+        extra={"description": f"Synthetic demo: 4 x 40 MHz OFDM ({qam_order}-QAM) at 640 MHz through a virtual "
+                              "Wiener-Hammerstein PA (Saleh AM/AM + AM/PM, FIR memory), "
+                              f"noise {noise_db:g} dB, seed {seed}",
+               "modulation": f"{qam_order}QAM",
+               "synthetic": {"generator": "dpd_desktop.data.synthetic", "seed": int(seed),
+                             "noise_db": float(noise_db)}})
     ds = IQDataset(name=DEMO_NAME, source=Path(f"<synthetic demo seed={seed}>"), spec=spec, **splits)
     # the generator's settings travel with the dataset, so a run record can regenerate it (runs/record.py)
     object.__setattr__(ds, _SETTINGS_ATTR, {"seed": int(seed), "n_train": int(n_train), "n_val": int(n_val),
@@ -191,9 +160,5 @@ def demo_settings(ds) -> dict | None:
 
 
 def write_demo_dataset(folder: str | Path, **kw) -> Path:
-    """Generate :func:`make_demo_dataset` ``(**kw)`` and write it as a split-CSV folder.
-
-    Writes ``spec.json`` and ``{train,val,test}_{input,output}.csv`` (header ``I,Q``, ``%.9g`` values, which
-    round-trip float32 exactly). The folder is created if needed. Returns the folder path.
-    """
+    """:func:`make_demo_dataset` ``(**kw)`` written as a split-CSV folder (:func:`save_split_csv`); returns it."""
     return save_split_csv(make_demo_dataset(**kw), folder, precision=9)

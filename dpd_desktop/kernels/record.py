@@ -104,10 +104,6 @@ class KernelRun:
             text += "\nFell back: " + "; ".join(self.notes)
         return text
 
-    def to_status(self) -> dict[str, str]:
-        """status.json's ``kernel`` field."""
-        return {"requested": self.requested, "ran": self.ran}
-
 
 def _text(v, default: str) -> str:
     return v if isinstance(v, str) and v else default

@@ -1,7 +1,4 @@
-"""Legacy (Welch-based) ACLR in dBc, OpenDPD numerics.
-
-Behaviour and numerics follow "OpenDPD 2.2.1 reference §6.2 (utils/metrics.py)". SciPy is imported at first use (~0.6 s import, see ``spectra``).
-"""
+"""Legacy (Welch-based) ACLR in dBc, OpenDPD 2.2.1 numerics (reference §6.2). SciPy is imported at first use."""
 
 from __future__ import annotations
 
@@ -15,15 +12,11 @@ __all__ = ["aclr_db", "segment_psd"]
 
 
 def segment_psd(seg, fs: float) -> np.ndarray:
-    """Averaged ACLR power spectrum of a segment array, shape (N,) float32, bins ascending (fftshift order).
-
-    Per segment: ``scipy.signal.welch(p, fs, nperseg=N, return_onesided=False, scaling='spectrum')`` on complex64
-    ``p = I + jQ`` along time (periodic Hann window, constant detrend = segment mean removed, exactly one window per
-    segment), i.e. ``|FFT(w*(p - mean p))|^2 / (sum w)^2`` in float32; reordered ascending (halves swapped =
-    fftshift for even N; for odd N we use fftshift, which keeps the grid ascending); then a float32 mean over
-    segments. Units: signal units squared per bin (power spectrum, not density). Reference §6.2 step 1.
-    """
-    from scipy.signal import welch  # ~0.6 s import: see the spectra module docstring
+    """Averaged ACLR power spectrum of a segment array, (N,) float32 in signal units² per bin, ascending
+    (reference §6.2 step 1): per segment ``scipy.signal.welch(p, fs, nperseg=N, return_onesided=False,
+    scaling='spectrum')`` of complex64 ``p = I + jQ`` (periodic Hann, constant detrend, one window per segment), i.e.
+    ``|FFT(w*(p - mean p))|^2 / (sum w)^2``, fftshifted; then the float32 mean over segments."""
+    from scipy.signal import welch  # at first use (spectra module docstring)
 
     x = as_segments(seg, "pred")
     n = x.shape[1]
@@ -36,33 +29,19 @@ def segment_psd(seg, fs: float) -> np.ndarray:
 
 
 def aclr_db(pred, fs: float, bw_main: float, n_sub_ch: int) -> tuple[float, float, float]:
-    """Adjacent-channel leakage ratio of ``pred`` (legacy OpenDPD definition), in dBc.
+    """Adjacent-channel leakage ratio of ``pred`` ((S, N, 2) segments, N = nperseg; fs, bw_main in Hz) in dBc,
+    legacy OpenDPD definition: ``(left, right, avg)`` floats.
 
-    What it is: from the segment-averaged Welch power spectrum S_k (see ``segment_psd``) and the channel geometry of
-    ``channel_bins`` (iL, iR, W): sub-channel powers ``P_c = sum S[iL+cW : iL+(c+1)W]``, reference
-    ``P_max = max_c P_c`` (the **strongest sub-channel**, not the whole main channel); adjacent channels are **one
-    sub-channel wide**: ``P_L = sum S[iL-W : iL]``, ``P_R = sum S[iR : iR+W]`` (right starts at iR inclusive, left
-    ends at iL exclusive). ``ACLR_L = 10*log10(P_L/P_max)``, ``ACLR_R`` likewise, ``ACLR_AVG = (L+R)/2`` (mean of
-    dB). Negative; lower is better. Only ``pred`` is used (for PA training this is the model output's ACLR, not a
-    fit metric). The zero-padded tail of a padded last segment is included.
+    From the segment-averaged spectrum S (``segment_psd``) and ``channel_bins`` (iL, iR, W): ``P_max = max_c sum
+    S[iL+cW : iL+(c+1)W]`` (the **strongest sub-channel**), adjacent channels **one sub-channel wide**
+    ``P_L = sum S[iL-W : iL]``, ``P_R = sum S[iR : iR+W]`` (right starts at iR inclusive); ``ACLR_L =
+    10*log10(P_L/P_max)``, ``ACLR_R`` likewise, ``ACLR_AVG`` the mean of the two dB values. Only ``pred`` is used;
+    zero-padded tails are included; not a 3GPP ACLR (no RRC filter, no full-carrier adjacent channels); ``bw_sub_ch``
+    is not used. Numerics (bitwise, reference §6.2): float32 PSD, mean, band sums and max; ratios, ``10*log10`` and
+    the average in float64.
 
-    What it is NOT: not a 3GPP ACLR (no RRC filter, no full-carrier-bandwidth adjacent channels, no main-channel
-    total power reference); ``bw_sub_ch`` is not consulted (width is W bins ≈ bw_main/n_sub_ch).
-
-    Numerics (bitwise, "OpenDPD 2.2.1 reference §6.2 (utils/metrics.py)"): float32 PSD, float32 mean over segments,
-    float32 NumPy sums per band, float32 max; ratios and 10*log10 in float64 (powers promoted); ACLR_AVG is the
-    float64 mean.
-
-    Args:
-        pred: (S, N, 2) float32 I/Q segments; N is the Welch segment length (nperseg).
-        fs: sample rate, Hz. bw_main: total occupied bandwidth B, Hz. n_sub_ch: number of sub-channels.
-
-    Returns:
-        ``(left, right, avg)`` Python floats (float64), dBc.
-
-    Raises:
-        ValueError: bad shape; bad fs/bw_main/n_sub_ch; W < 1; an adjacent channel extends past ±fs/2 (the
-            reference would silently truncate or wrap the slice there; we refuse instead).
+    Raises ValueError: bad shape, bad fs/bw_main/n_sub_ch, W < 1, or an adjacent channel past ±fs/2 (the reference
+    would truncate or wrap the slice; refused here).
     """
     x = as_segments(pred, "pred")
     bins = channel_bins(fs, bw_main, n_sub_ch, x.shape[1])

@@ -21,30 +21,17 @@ def _shifted_fft(x: np.ndarray) -> np.ndarray:
 
 
 def evm_db(pred, ref, fs: float, bw_main: float, n_sub_ch: int) -> float:
-    """Spectral "EVM" of ``pred`` against ``ref`` (legacy OpenDPD definition), in dB.
+    """Spectral "EVM" of ``pred`` against ``ref`` ((S, N, 2) segments; fs, bw_main in Hz), in dB (legacy OpenDPD).
 
-    What it is: per segment, unwindowed FFTs P, R of ``pred`` and ``ref`` (n = N, no detrend, shifted ascending) on
-    the ``channel_bins`` grid; for each segment s and sub-channel c (bins ``[iL+cW, iL+(c+1)W)``)
-    ``E_sc = mean_k |P-R| / mean_k |R|`` (ratio of **mean magnitudes**, not RMS); ``E_s`` = mean over sub-channels;
-    ``EVM = 20*log10(mean_s E_s)``. Percent form: ``100*10**(EVM/20)``. Zero-padded tails are included.
+    Per segment, unwindowed FFTs P, R (no detrend, shifted ascending) on the ``channel_bins`` grid; per segment s
+    and sub-channel c (bins ``[iL+cW, iL+(c+1)W)``) ``E_sc = mean_k |P-R| / mean_k |R|`` (a ratio of **mean
+    magnitudes**, not RMS); ``EVM = 20*log10(mean_s mean_c E_sc)``, zero-padded tails included; percent
+    ``100*10**(EVM/20)``. Not a demodulated constellation EVM; bins outside the sub-channels and ``bw_sub_ch`` are
+    not used. Numerics (bitwise, reference §6.3): ``np.fft.fft`` on complex64 (complex64 out with NumPy >= 2),
+    ``fftshift``; two float32 means per (s, c), their ratio and the later means and ``20*log10`` in float64.
 
-    What it is NOT: not a demodulated constellation (RMS) EVM - no synchronisation, equalisation or symbol
-    decisions; bins outside the sub-channels (adjacent channels, leftover bins below iR) are ignored; ``bw_sub_ch``
-    is not consulted.
-
-    Numerics (bitwise, "OpenDPD 2.2.1 reference §6.3 (utils/metrics.py)"): ``np.fft.fft`` on complex64 (complex64
-    out with NumPy >= 2) then ``np.fft.fftshift`` along time; per (s, c) two float32 NumPy means over the W bins;
-    their ratio in float64; means over sub-channels then over segments and ``20*log10`` in float64.
-
-    Args:
-        pred, ref: (S, N, 2) float32 I/Q segments of equal shape.
-        fs: sample rate, Hz. bw_main: total occupied bandwidth, Hz. n_sub_ch: number of sub-channels.
-
-    Returns:
-        Python float (float64), dB. ``-inf`` if pred == ref; ``nan``/``inf`` if ref has no energy in a sub-channel.
-
-    Raises:
-        ValueError: bad/unequal shapes, bad fs/bw_main/n_sub_ch, or W < 1 (see ``channel_bins``).
+    Returns a float dB: ``-inf`` if pred == ref; ``nan``/``inf`` if ref has no energy in a sub-channel. Raises
+    ValueError: bad/unequal shapes, bad fs/bw_main/n_sub_ch, or W < 1 (``channel_bins``).
     """
     p, r = _pair(pred, ref)
     bins = channel_bins(fs, bw_main, n_sub_ch, p.shape[1])

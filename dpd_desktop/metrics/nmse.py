@@ -11,11 +11,8 @@ __all__ = ["nmse_db", "as_segments"]
 
 
 def as_segments(a, name: str = "array") -> np.ndarray:
-    """Validate and return a segment array ``(S, N, 2)`` as float32 (I, Q).
-
-    Accepts anything ``np.asarray`` understands; values are cast to float32 (the reference numerics are float32).
-    Raises ``ValueError`` when the array is not 3-D, its last axis is not 2 (I, Q), or it has no segment or no sample.
-    """
+    """``a`` as a float32 (S, N, 2) I/Q segment array (anything ``np.asarray`` takes; the reference numerics are
+    float32). Raises ValueError for a complex array, another shape, or no segment or sample."""
     arr = np.asarray(a)
     if np.iscomplexobj(arr):
         raise ValueError(f"{name}: expected real (S, N, 2) I/Q segments, got a complex array of shape {arr.shape}")
@@ -35,30 +32,15 @@ def _pair(pred, ref) -> tuple[np.ndarray, np.ndarray]:
 
 
 def nmse_db(pred, ref) -> np.float32:
-    """Normalized mean squared error of ``pred`` against ``ref``, in dB (legacy OpenDPD definition).
+    """Normalized mean squared error of ``pred`` against ``ref`` (S, N, 2), in dB (legacy OpenDPD definition).
 
-    What it is: for each segment s, ``NMSE_s = 10*log10(mean_t |r-p|^2 / mean_t |r|^2)``; the result is the
-    arithmetic **mean of the per-segment dB values** (not a pooled ratio over all samples). Zero-padded tails of a
-    padded last segment are included, exactly as the reference does. Lower (more negative) is better.
+    Per segment s ``NMSE_s = 10*log10(mean_t |r-p|^2 / mean_t |r|^2)``; the result is the **mean of the per-segment
+    dB values**, zero-padded tails included (not a pooled ratio, not over valid samples only). Numerics (bitwise,
+    reference §6.1): float32 throughout, NumPy means along time of ``(I_r-I_p)^2 + (Q_r-Q_p)^2`` and of
+    ``I_r^2 + Q_r^2``, their ratio, ``10*log10``, the mean over segments.
 
-    What it is NOT: not a pooled NMSE over the whole record, not restricted to valid (unpadded) samples, and not
-    computed in float64.
-
-    Numerics (bitwise, OpenDPD 2.2.1 reference §6.1 (utils/metrics.py)): float32 throughout. Per segment the
-    numerator is the NumPy mean along time of ``(I_r-I_p)^2 + (Q_r-Q_p)^2`` (separate I and Q columns), the
-    denominator the mean along time of ``I_r^2 + Q_r^2``; then ratio, ``10*log10`` and the mean over segments, all
-    float32.
-
-    Args:
-        pred: prediction, shape (S, N, 2), float32 (I, Q). Other real dtypes are cast to float32.
-        ref: reference (target), same shape.
-
-    Returns:
-        ``np.float32`` scalar, dB. ``-inf`` if pred == ref exactly; ``nan``/``inf`` if a reference segment is all
-        zero (the reference produces the same).
-
-    Raises:
-        ValueError: shapes are not (S, N, 2), or differ between pred and ref.
+    Returns an ``np.float32`` dB: ``-inf`` if pred == ref; ``nan``/``inf`` if a reference segment is all zero (as the
+    reference). Raises ValueError: shapes not (S, N, 2), or different.
     """
     p, r = _pair(pred, ref)
     di = r[:, :, 0] - p[:, :, 0]

@@ -53,8 +53,7 @@ from .spectra import DB_FLOOR, welch_psd  # noqa: F401 - DB_FLOOR re-exported
 from .transfer import as_complex
 
 __all__ = ["PROFILES", "PROFILE_NOTES", "check_profile", "compute_profile_metrics",
-           "corrected_aclr", "corrected_metrics", "inband_error_db", "pooled_nmse_db", "profile_aclr",
-           "profile_label"]
+           "corrected_aclr", "corrected_metrics", "inband_error_db", "pooled_nmse_db", "profile_aclr"]
 
 PROFILES = METRIC_PROFILES  # ("legacy-2.2.1", "corrected"), the configuration's vocabulary
 #: One line per profile, for labels and --help.
@@ -69,11 +68,6 @@ def check_profile(name) -> str:
     if name not in PROFILES:
         raise ValueError(f"unknown metric profile {name!r}; expected one of {', '.join(PROFILES)}")
     return name
-
-
-def profile_label(name: str) -> str:
-    """The short label shown beside numbers, e.g. ``"metrics: corrected"``."""
-    return f"metrics: {name}"
 
 
 def _flat_valid(a, name: str, n_valid: int | None) -> np.ndarray:

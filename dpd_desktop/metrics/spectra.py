@@ -1,11 +1,8 @@
-"""Channel geometry and the one plot PSD.
+"""Channel geometry of the legacy ACLR and EVM (``channel_bins``, reference §6.2 steps 2-3) and the Welch PSD of
+every plot and of results.h5 (``psd_db``: the Studio plot settings of reference §8.2, not the ACLR numerics).
 
-``channel_bins`` is the channel geometry shared by the legacy ACLR and EVM ("OpenDPD 2.2.1 reference §6.2
-(utils/metrics.py)", steps 2-3). ``psd_db`` is the PSD of every plot and of results.h5 (it follows the Studio plot
-settings of reference §8.2, not the ACLR numerics).
-
-SciPy is imported inside ``psd_db``, not here: this module is on the dataset-load path (``data/spec.py``) and
-``import scipy.signal`` costs ~0.6 s (benchmarks/results/2026-12-04-notes-core.md).
+SciPy is imported at first use: this module is on the dataset-load path (``data/spec.py``) and ``scipy.signal`` is
+slow to import (benchmarks/results/2026-12-04-notes-core.md).
 """
 
 from __future__ import annotations
@@ -16,14 +13,7 @@ import numpy as np
 
 from .transfer import as_complex
 
-__all__ = [
-    "ChannelBins",
-    "channel_bins",
-    "psd_db",
-    "psd_dbm_per_hz",
-    "welch_psd",
-    "DB_FLOOR",
-]
+__all__ = ["ChannelBins", "channel_bins", "psd_db", "psd_dbm_per_hz", "welch_psd", "DB_FLOOR"]
 
 #: Floor of every dB value produced here (reference §6.4/§8.2: zero power floors at -300 dB).
 DB_FLOOR = -300.0
@@ -31,18 +21,11 @@ DB_FLOOR = -300.0
 
 @dataclass(frozen=True, eq=False)
 class ChannelBins:
-    """Main-channel / sub-channel / adjacent-channel bin geometry on the shifted FFT grid.
+    """Main-channel / sub-channel / adjacent-channel bin geometry on the shifted n-bin FFT grid (:func:`channel_bins`).
 
-    Attributes:
-        iL: first bin with ``f >= -bw_main/2`` (inclusive start of the main channel and of sub-channel 0).
-        iR: last bin with ``f <= +bw_main/2``. The right adjacent channel starts **at** iR (inclusive).
-        W: sub-channel width in bins, ``floor((iR - iL) / n_sub_ch)``. Also the adjacent-channel width.
-        freqs_hz: (n,) float64 bin frequencies in Hz, ascending (``fftshift(fftfreq(n, 1/fs))``).
-        df: bin spacing ``fs / n`` in Hz.
-        n: number of bins (FFT / Welch segment length).
-        n_sub_ch: number of sub-channels.
-        fs: sample rate in Hz.
-        bw_main: main (total occupied) bandwidth in Hz.
+    ``iL``: first bin with ``f >= -bw_main/2`` (start of sub-channel 0); ``iR``: last bin with ``f <= +bw_main/2``,
+    where the right adjacent channel starts (inclusive); ``W``: sub-channel and adjacent-channel width in bins;
+    ``freqs_hz``: (n,) float64 bin frequencies, ascending; ``df = fs / n`` [Hz]; ``fs``, ``bw_main`` in Hz.
     """
 
     iL: int
@@ -99,23 +82,16 @@ def _check_geometry_args(fs, bw_main, n_sub_ch, n) -> tuple[float, float, int, i
 
 
 def channel_bins(fs: float, bw_main: float, n_sub_ch: int, n: int) -> ChannelBins:
-    """Channel geometry of the legacy ACLR/EVM on an n-bin shifted FFT grid.
+    """Channel geometry of the legacy ACLR/EVM on an n-bin shifted FFT grid (reference §6.2 steps 2-3): ``iL`` =
+    first bin with ``f >= -B/2``, ``iR`` = last bin with ``f <= +B/2``, ``W = floor((iR - iL) / n_sub_ch)``.
 
-    Per "OpenDPD 2.2.1 reference §6.2 (utils/metrics.py)" steps 2-3: ``iL`` = first bin with ``f >= -B/2``,
-    ``iR`` = last bin with ``f <= +B/2``, ``W = floor((iR - iL) / n_sub_ch)``.
+    The grid is ``fftshift(fftfreq(n, 1/fs))`` (float64, Hz; scipy's two-sided Welch frequencies, ascending): from
+    exactly ``-fs/2`` for even n, from ``-(n-1)/2 * fs/n`` for odd n. Worked numbers (tested): 640 MHz/16384 bins/
+    160 MHz/4 → (6144, 10240, 1024); 800 MHz/2560/200 MHz/10 → (960, 1600, 64); 983.04 MHz/19662/200 MHz/5 →
+    (7831, 11831, 800). ``bw_sub_ch`` is not used; when (iR - iL) is not a multiple of n_sub_ch the bins just below
+    iR belong to no sub-channel.
 
-    Frequency grid: ``np.fft.fftshift(np.fft.fftfreq(n, 1/fs))`` (float64, Hz) - i.e. the frequencies that
-    ``scipy.signal.welch(..., return_onesided=False)`` returns, reordered ascending. For even n it starts at exactly
-    ``-fs/2`` and bin k is ``(k - n/2)*fs/n``; for odd n it starts at ``-(n-1)/2 * fs/n`` (there is no bin at
-    ``-fs/2``). Worked numbers (tested): 640 MHz/16384 bins/160 MHz/4 → (6144, 10240, 1024); 800 MHz/2560/200 MHz/10
-    → (960, 1600, 64); 983.04 MHz/19662/200 MHz/5 → (7831, 11831, 800).
-
-    Not consulted: ``bw_sub_ch`` (the sub-channel and adjacent-channel width is derived as W bins ≈ B/n_sub_ch).
-    When (iR - iL) is not a multiple of n_sub_ch the few bins just below iR belong to no sub-channel.
-
-    Raises:
-        ValueError: non-positive fs/bw_main, n_sub_ch < 1, n < 2, no bin inside the main channel, or W < 1
-            (main channel narrower than n_sub_ch bins).
+    Raises ValueError: non-positive fs/bw_main, n_sub_ch < 1, n < 2, no bin inside the main channel, or W < 1.
     """
     fs_f, bw_f, nsc, nn = _check_geometry_args(fs, bw_main, n_sub_ch, n)
     freqs = np.fft.fftshift(np.fft.fftfreq(nn, d=1.0 / fs_f))
@@ -160,29 +136,17 @@ def _to_db(lin: np.ndarray) -> np.ndarray:
 
 def welch_psd(sig, fs: float, nperseg: int, n_valid: int | None = None,
               strict: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """The one Welch PSD: two-sided power spectral density (linear), frequencies ascending from -fs/2.
+    """The one Welch PSD: two-sided power spectral density (linear), frequencies ascending from -fs/2 [Hz].
 
-    ``scipy.signal.welch`` of the complex128 signal with a periodic Hann window of ``nperseg`` samples, 50 % overlap
-    (``nperseg//2``), **no** detrend, ``scaling='density'`` (power per Hz), two-sided, reordered ascending
-    (fftshift). A segment array (S, N, 2) is flattened back to one sequence in order (reference §2.2); Welch then
-    averages its overlapping windows (samples after the last whole window are not used, scipy's behaviour).
+    ``scipy.signal.welch`` of the complex128 signal, periodic Hann window of ``nperseg`` samples (shortened to the
+    signal, unless ``strict``: then ValueError), 50 % overlap, **no** detrend, ``scaling='density'``, two-sided,
+    fftshifted. ``sig``: (N, 2) / (S, N, 2) real I/Q or (N,) / (S, N) complex; segments are joined in order (§2.2)
+    and only the first ``n_valid`` samples kept (None: all). Returns ``(freq_hz, pxx)`` float64 [Hz, unit²/Hz].
 
-    Args:
-        sig: (N, 2) or (S, N, 2) real I/Q, or (N,) / (S, N) complex.
-        fs: sample rate, Hz.
-        nperseg: Welch window length; reduced to the signal length when longer (unless ``strict``).
-        n_valid: keep only the first ``n_valid`` samples of the flattened sequence (the rest is the zero padding of
-            the last segment, reference §2.2); None keeps all.
-        strict: raise instead of shortening the window when fewer than ``nperseg`` samples remain.
-
-    Returns:
-        ``(freq_hz, pxx)``: float64 arrays of ``min(nperseg, len)`` points, Hz and unit^2/Hz.
-
-    Raises:
-        ValueError: bad shape, fewer than 2 samples, fs not a positive number, nperseg < 2, n_valid < 2 or more than
-            the samples given, or (``strict``) fewer samples than ``nperseg``.
+    Raises ValueError: bad shape, fewer than 2 samples, fs not a positive number, nperseg < 2, n_valid < 2 or more
+    than the samples given, or (``strict``) fewer samples than ``nperseg``.
     """
-    from scipy.signal import welch  # ~0.6 s import: see the module docstring
+    from scipy.signal import welch  # at first use (module docstring)
 
     try:
         fs_f = float(fs)
@@ -214,43 +178,18 @@ def welch_psd(sig, fs: float, nperseg: int, n_valid: int | None = None,
 
 
 def psd_db(sig, fs: float, nperseg: int) -> tuple[np.ndarray, np.ndarray]:
-    """Two-sided Welch power spectral density in dB, frequencies ascending from -fs/2 - for plots and results.h5.
-
-    What it is: :func:`welch_psd` (periodic Hann window of ``nperseg`` samples, 50 % overlap, **no** detrend,
-    ``scaling='density'``, two-sided, ascending) then ``10*log10`` with a floor at -300 dB. These are the Studio plot
-    settings of "OpenDPD 2.2.1 reference §8.2 (opendpd/core/plots.py)". A segment array (S, N, 2) is flattened back
-    to one sequence in order (as Studio display plots do, reference §2.2).
-
-    What it is NOT: not the ACLR PSD of the legacy profile (that one is 'spectrum' scaling, constant detrend, one
-    window per segment; see ``aclr.segment_psd``) - do not integrate this curve to reproduce the logged legacy ACLR
-    (the ``corrected`` profile, metrics/profiles.py, integrates :func:`welch_psd`).
-
-    Args:
-        sig: (N, 2) or (S, N, 2) real I/Q, or (N,) / (S, N) complex.
-        fs: sample rate, Hz.
-        nperseg: Welch window length; reduced to the signal length when longer. Callers cap it for plots
-            (``runs.plotdata.PSD_NPERSEG_MAX`` = 2048 bins).
-
-    Returns:
-        ``(freq_hz, psd_db)``: float64 arrays of ``min(nperseg, len)`` points, Hz and dB/Hz re 1 unit^2.
-
-    Raises:
-        ValueError: bad shape, fewer than 2 samples, fs not a positive number, nperseg < 2.
-    """
+    """:func:`welch_psd` in dB/Hz re 1 unit², floored at -300 dB: the plots' and results.h5's PSD (the Studio plot
+    settings, reference §8.2). Not the legacy ACLR's spectrum (``aclr.segment_psd``: 'spectrum' scaling, constant
+    detrend, one window per segment): integrating this curve does not reproduce the legacy ACLR. Raises ValueError
+    like :func:`welch_psd`."""
     f, pxx = welch_psd(sig, fs, nperseg)
     return f, _to_db(pxx)
 
 
 def psd_dbm_per_hz(psd_db_values, power_ref_dbm: float) -> np.ndarray:
-    """A :func:`psd_db` curve (dB re 1 unit²/Hz) in absolute units, dBm/Hz.
-
-    ``power_ref_dbm`` is the power in dBm of a signal of mean |I + jQ|² = 1 at that signal's reference plane (the
-    dataset's ``power_ref_dbm``, :class:`dpd_desktop.data.DatasetSpec`): the density scales with the power, so
-    dBm/Hz = dB/Hz re 1 unit² + ``power_ref_dbm``; integrated over frequency it gives the signal's power in dBm,
-    10·log10(mean |s|²) + ``power_ref_dbm``. Values at the floor :data:`DB_FLOOR` (zero power) stay there.
-
-    Returns a float64 array of the same shape. Raises ValueError for a non-finite ``power_ref_dbm``.
-    """
+    """A :func:`psd_db` curve in dBm/Hz: + ``power_ref_dbm`` (the dataset's dBm of a signal of mean |I + jQ|² = 1,
+    :class:`dpd_desktop.data.DatasetSpec`); values at :data:`DB_FLOOR` stay there. Returns float64 of the same shape;
+    raises ValueError for a non-finite ``power_ref_dbm``."""
     ref = float(power_ref_dbm)
     if not np.isfinite(ref):
         raise ValueError(f"power_ref_dbm must be a finite number of dBm, got {power_ref_dbm!r}")

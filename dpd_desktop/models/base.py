@@ -1,15 +1,14 @@
-"""Common model wrapper and shared initialization / feature helpers.
+"""Common model wrapper and shared initialization / feature helpers (OpenDPD 2.2.1 reference §2.4, §2.5, §3.1, §3.2;
+re-implemented from the documented behaviour).
 
-Behavioral source: ``../shared/reference/opendpd-reference.md`` (OpenDPD 2.2.1 spec), sections 2.4, 2.5, 3.1 and 3.2.
-Nothing here is copied from OpenDPD; the code re-implements the documented behavior.
+Every family: input ``x`` ``(B, T, 2)`` float32, batch first, columns (I, Q); output the same, no output activation
+(§3.1); the backbone's ``forward(x, h0)`` gets ``h0`` ``(num_layers, B, H)`` zeros from :class:`CoreModel` (§2.5).
+A backbone's custom initializer is its ``reset_parameters()``, called right after construction (§3.1); without one
+PyTorch's default initialization stays (RVTDCNN, §3.6).
 
-Conventions used by every family in this package:
-
-* Input ``x``: ``(B, T, 2)`` float32, batch-first, columns ``(I, Q)``.
-* Output: ``(B, T, 2)`` float32 ``(I, Q)``; no output activation (§3.1).
-* Every backbone exposes ``forward(x, h0)``; ``h0`` is ``(num_layers, B, H)`` zeros built by :class:`CoreModel`
-  (§2.5). Backbones with a custom initializer expose it as ``reset_parameters()``; the wrapper calls it right after
-  construction (§3.1). A backbone *without* that method keeps PyTorch's default initialization (RVTDCNN, §3.6).
+"Verified bitwise" in a family's docstring: against OpenDPD 2.2.1 on the CPU in float32
+(tests/unit/test_models_vs_reference.py): state_dict keys, their order and values after the same
+``torch.manual_seed``, the RNG state afterwards, the forward output and the input and parameter gradients.
 """
 
 from __future__ import annotations
@@ -19,73 +18,29 @@ from typing import Callable
 import torch
 from torch import Tensor, nn
 
-__all__ = [
-    "CoreModel",
-    "count_parameters",
-    "init_gate_blocks_",
-    "init_recurrent_gate_blocks_",
-    "init_linear_xavier_",
-    "safe_amplitude",
-    "safe_sqrt",
-]
+__all__ = ["CoreModel", "count_parameters", "init_gate_blocks_", "init_recurrent_gate_blocks_", "init_linear_xavier_",
+           "safe_amplitude", "safe_sqrt"]
 
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Feature helpers (§2.4)
-# ---------------------------------------------------------------------------------------------------------------------
 
 def safe_sqrt(p: Tensor) -> Tensor:
-    """Return ``sqrt(p)`` for ``p >= 0`` with a NaN-free gradient at ``p == 0`` (§2.4).
-
-    Args:
-        p: non-negative tensor of any shape (typically ``I² + Q²``), float32.
-
-    Returns:
-        Tensor of the same shape and dtype, bitwise equal to ``torch.sqrt(p)`` for every input (including 0, because
-        ``sqrt(0) = 0``; NaN stays NaN because ``NaN != 0``).
-
-    Only the backward differs, and only where ``p == 0``: plain ``sqrt`` gives ``grad / (2·0) = inf`` there (which
-    becomes NaN after the chain rule through ``I²``), this helper gives 0 (a valid subgradient of ``|x|``). For every
-    element with ``p != 0`` the gradient is bitwise identical (``torch.where`` passes the gradient through unchanged).
-    Deviation from the reference (which has the NaN gradient at an exactly-zero sample) documented as a fix.
-    """
+    """``sqrt(p)`` of a non-negative tensor (typically ``I² + Q²``), bitwise equal to ``torch.sqrt(p)`` (NaN stays
+    NaN). Only the gradient at ``p == 0`` differs: 0 (a subgradient of |x|) where plain ``sqrt`` gives inf and then
+    NaN through ``I²``; elsewhere it is bitwise identical. A documented fix of the reference's NaN at a zero sample
+    (§2.4)."""
     nonzero = p != 0
     return torch.where(nonzero, torch.sqrt(torch.where(nonzero, p, torch.ones_like(p))), torch.zeros_like(p))
 
 
 def safe_amplitude(i: Tensor, q: Tensor) -> Tensor:
-    """Return ``|x| = sqrt(I² + Q²)`` with a NaN-free gradient at ``|x| = 0`` (§2.4).
-
-    Args:
-        i, q: tensors of identical shape (any shape, e.g. ``(B, T)``), float32.
-
-    Returns:
-        Tensor of the same shape and dtype: ``sqrt(I**2 + Q**2)`` (squares via ``pow(·, 2)``, then one addition,
-        the reference's arithmetic order), computed through :func:`safe_sqrt`.
-
-    The forward value is bitwise identical to ``torch.sqrt(i**2 + q**2)`` for every input; the backward differs only
-    where ``I² + Q² == 0`` in the working precision (0 instead of NaN). For every sample with ``I² + Q² > 0`` the
-    gradient is bitwise identical as well — checked against the reference in tests/unit/test_models_vs_reference.py.
-    """
+    """``|x| = sqrt(I**2 + Q**2)`` (the reference's arithmetic order) through :func:`safe_sqrt`: bitwise the
+    reference's value and, where ``I² + Q² > 0``, its gradient; 0 instead of NaN where it is 0 (§2.4)."""
     return safe_sqrt(i**2 + q**2)
 
 
-# ---------------------------------------------------------------------------------------------------------------------
-# Initialization helpers (§3.2)
-# ---------------------------------------------------------------------------------------------------------------------
-
 def init_gate_blocks_(weight: Tensor, hidden_size: int, init_fn: Callable[[Tensor], Tensor]) -> Tensor:
-    """Apply ``init_fn`` in place to each ``hidden_size``-row gate block of ``weight``, in block order (§3.2).
-
-    Args:
-        weight: recurrent weight ``(G*H, C)`` (G = 3 for GRU gates r, z, n; G = 4 for LSTM gates i, f, g, o).
-        hidden_size: H, the number of rows per gate block.
-        init_fn: an in-place ``torch.nn.init`` function (e.g. ``nn.init.orthogonal_``, ``nn.init.xavier_uniform_``)
-            applied to each ``(H, C)`` block view separately, so fan_in = C and fan_out = H for Xavier.
-
-    The blocks are visited in order 0 .. G-1, each consuming the global torch RNG as ``init_fn`` on an ``(H, C)``
-    tensor does (orthogonal: one ``(H, C)`` standard-normal draw then QR; Xavier: one ``(H, C)`` uniform draw).
-    """
+    """Apply the in-place ``torch.nn.init`` function ``init_fn`` to each ``(H, C)`` gate block of ``weight``
+    ``(G*H, C)`` (G = 3 for the GRU's r, z, n; 4 for the LSTM's i, f, g, o), in block order, each drawing from the
+    global torch RNG as on an ``(H, C)`` tensor (Xavier: fan_in = C, fan_out = H) (§3.2)."""
     rows = weight.shape[0]
     if rows % hidden_size != 0:
         raise ValueError(f"weight rows {rows} are not a multiple of hidden_size {hidden_size}")
@@ -96,22 +51,10 @@ def init_gate_blocks_(weight: Tensor, hidden_size: int, init_fn: Callable[[Tenso
 
 
 def init_recurrent_gate_blocks_(rnn: nn.RNNBase, hidden_size: int) -> None:
-    """The §3.2 recurrent initializer shared by the GRU, LSTM and DGRU families (in place).
-
-    Visits ``rnn.named_parameters()`` once in registration order (``weight_ih_l0, weight_hh_l0, bias_ih_l0,
-    bias_hh_l0, weight_ih_l1, ...``):
-
-    * bias → zeros (no RNG use);
-    * weight → ``orthogonal_`` on each H-row gate block in gate order;
-    * ``weight_ih_l0`` only → then, immediately after its own orthogonal blocks (before ``weight_hh_l0``),
-      ``xavier_uniform_`` on each gate block (fan_in = input size, fan_out = H, bound √(6/(in + H))).
-      The orthogonal draws for ``weight_ih_l0`` are consumed even though they are overwritten (§3.2).
-      Input weights of layers ≥ 1 keep their orthogonal init.
-
-    Args:
-        rnn: an ``nn.GRU`` or ``nn.LSTM`` (float32 parameters).
-        hidden_size: H.
-    """
+    """The §3.2 recurrent initializer of the GRU-like families, in place on an ``nn.GRU``/``nn.LSTM``: in
+    registration order, biases → zeros; weights → ``orthogonal_`` per gate block; ``weight_ih_l0`` then also
+    ``xavier_uniform_`` per gate block right after its own orthogonal draws (which are consumed, though overwritten);
+    input weights of layers ≥ 1 keep their orthogonal init."""
     with torch.no_grad():
         for name, param in rnn.named_parameters():
             if name.startswith("bias"):
@@ -130,33 +73,18 @@ def init_linear_xavier_(linear: nn.Linear) -> None:
             linear.bias.zero_()
 
 
-# ---------------------------------------------------------------------------------------------------------------------
-# Wrapper (§3.1, §2.5)
-# ---------------------------------------------------------------------------------------------------------------------
-
 def count_parameters(model: nn.Module) -> int:
     """Total number of scalar parameters of ``model`` (trainable or frozen), as counted by the reference (§3.1)."""
     return int(sum(p.numel() for p in model.parameters()))
 
 
 class CoreModel(nn.Module):
-    """Common wrapper around one backbone (reference §3.1, §2.5).
+    """Common wrapper around one backbone (§3.1, §2.5); build it with :func:`dpd_desktop.models.build_model`.
 
-    Attributes:
-        backbone: the family module (registered under the name ``backbone`` so state_dict keys are
-            ``backbone.<...>`` exactly as in the reference checkpoints, §3.2).
-        backbone_name: registry key (``"gru"``, ``"dgru"``, ``"lstm"``, ``"tres_gru"``, ``"rvtdcnn"``).
-        hidden_size: H.
-        num_layers: recurrent layers (RVTDCNN ignores it, §3.6).
-        input_size: always 2 (I, Q columns; DGRU/TRes-GRU build 6 features internally, §3.1).
-        output_size: always 2 (I, Q).
-
-    Construction: the backbone is constructed by the caller (PyTorch default inits, consuming the global RNG in its
-    module registration order); this wrapper then calls ``backbone.reset_parameters()`` if the backbone defines one
-    (§3.1). Use :func:`dpd_desktop.models.build_model` rather than calling this directly.
-
-    Forward: ``x`` ``(B, T, 2)`` → zero ``h0`` ``(num_layers, B, H)`` on ``x``'s device/dtype, rebuilt every call →
-    ``backbone(x, h0)`` → ``(B, T, 2)``.
+    ``backbone`` is registered under that name, so state_dict keys are ``backbone.<...>`` as in the reference
+    checkpoints (§3.2); ``backbone_name`` is the registry key; ``input_size`` and ``output_size`` are 2 (I, Q).
+    The caller constructs the backbone (PyTorch's default inits); the wrapper then calls its ``reset_parameters()``
+    if it has one. ``forward``: zero ``h0`` ``(num_layers, B, H)`` on x's device and dtype, then ``backbone(x, h0)``.
     """
 
     input_size: int = 2

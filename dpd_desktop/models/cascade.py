@@ -20,8 +20,6 @@ class Cascade(nn.Module):
       mode separately: it follows the cascade's ``train()`` / ``eval()`` like any submodule (harmless, none of the
       backbones has dropout or batch-norm). Gradients still flow *through* the PA to the DPD (§5.1 step 5).
     * ``peak_limit`` (optional): the DPD output's magnitude limit before the PA (:meth:`limit`).
-    * :meth:`trainable_parameters` lists the parameters with ``requires_grad`` in registration order (after
-      ``freeze_pa()``: the DPD parameters) — pass them to the optimizer.
 
     forward(x ``(B, T, 2)`` float32) → ``(B, T, 2)`` float32.
     """
@@ -37,10 +35,6 @@ class Cascade(nn.Module):
         for p in self.pa.parameters():
             p.requires_grad_(False)
         return self
-
-    def trainable_parameters(self) -> list[nn.Parameter]:
-        """Parameters with ``requires_grad`` set, in registration order (DPD first, then any unfrozen PA ones)."""
-        return [p for p in self.parameters() if p.requires_grad]
 
     def limit(self, u: Tensor) -> Tensor:
         """The transmitter's peak limiter on the DPD output: ``u·min(1, peak/|u|)`` per sample (|u| floored at 1e-12;

@@ -16,16 +16,13 @@ Wu, Gao et al., "DeltaDPD", IEEE MWCL 2025):
   the loss).
 
 With θx = θh = 0 every delta is kept and the memories telescope to W x(t) + b and W h(t−1) + b: the layer is exactly
-a GRU on the 6 features. OpenDPD 2.4.2's Arena trains zero-threshold delta cells with that dense GRU
-[opendpd/core/arena_training_backends.py]; here a zero-threshold model always runs the dense recurrence (through
-``run_recurrent``: ``nn.GRU`` on the reference kernel, ours on ``fast``), train and eval alike. It equals the delta
-recurrence to float32 rounding (tests/unit/test_frontier_models.py). Nonzero thresholds run the delta recurrence
-in plain PyTorch (eager) on either kernel setting: ``kernel_note`` says so.
+a GRU on the 6 features (as OpenDPD 2.4.2's Arena trains it), so a zero-threshold model runs the dense recurrence
+through ``run_recurrent`` (train and eval; equal to the delta recurrence to float32 rounding). Nonzero thresholds
+run the delta recurrence in plain PyTorch on either kernel setting (``kernel_note``).
 
-Initialization, as 2.4.2 constructs and initializes the model (same global-RNG consumption, same state_dict keys):
-construction gives every GRU weight matrix a whole-matrix orthogonal init and zero biases (2.4.2's layer overrides
-the GRU's default init), the head PyTorch's default; then the model's own init (as §3.2 of the 2.2.1 spec: gate-
-block orthogonal weights, Xavier gate blocks on ``weight_ih_l0``, zero biases; head Xavier, zero bias).
+Initialization as 2.4.2's (same global-RNG draws, same state_dict keys): at construction a whole-matrix orthogonal
+init of every GRU weight and zero biases, the head PyTorch's default; then §3.2 of the 2.2.1 spec (gate-block
+orthogonal weights, Xavier gate blocks on ``weight_ih_l0``, zero biases; head Xavier, zero bias).
 
 Parameters (1 layer): 3H² + 26H + 2 (H = 14 → 954, H = 21 → 1,871); each extra layer adds 6H² + 6H.
 """
@@ -60,14 +57,9 @@ def features(x: Tensor) -> Tensor:
 
 def delta_gru_layer(x: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None, b_hh: Tensor | None,
                     thx: float, thh: float, h0: Tensor | None = None) -> Tensor:
-    """One delta-GRU layer over a sequence (module docstring for the equations), plain PyTorch, differentiable.
-
-    Args:
-        x: ``(B, T, I)``; w_ih ``(3H, I)``, w_hh ``(3H, H)`` in PyTorch's gate order r, z, n; b_ih, b_hh ``(3H)`` or
-            None (bias-free); thx, thh: thresholds ≥ 0 on |Δx| and |Δh|; h0: ``(B, H)`` initial state (None: zeros).
-    Returns:
-        ``(B, T, H)`` hidden states.
-    """
+    """One delta-GRU layer (module docstring) over ``x`` ``(B, T, I)`` → ``(B, T, H)``, differentiable: w_ih
+    ``(3H, I)``, w_hh ``(3H, H)`` in PyTorch's gate order r, z, n; b_ih, b_hh ``(3H)`` or None; thresholds ≥ 0 on
+    |Δx| and |Δh|; h0 ``(B, H)`` (None: zeros)."""
     B, T, _ = x.shape
     H = w_hh.shape[1]
     h = x.new_zeros(B, H) if h0 is None else h0

@@ -13,33 +13,20 @@ from .base import init_linear_xavier_, init_recurrent_gate_blocks_
 
 __all__ = ["GRUBackbone", "features"]
 
-N_FEATURES = 2
-
 
 def features(x: Tensor) -> Tensor:
-    """GRU/LSTM input features (§2.4): the raw ``(I, Q)`` pair.
-
-    Args:
-        x: ``(B, T, 2)`` float32 I/Q.
-    Returns:
-        ``(B, T, 2)`` — ``x`` itself (no copy).
-    """
+    """GRU/LSTM input features (§2.4): ``x`` ``(B, T, 2)`` itself, the raw (I, Q) pair."""
     return x
 
 
 class GRUBackbone(nn.Module):
-    """``nn.GRU(2, H, num_layers, bias=True, batch_first=True)`` → ``nn.Linear(H, 2)`` (§3.2).
+    """``nn.GRU(2, H, num_layers, bias=True, batch_first=True)`` → ``nn.Linear(H, 2)`` (§3.2); verified bitwise
+    (models/base.py).
 
-    Submodules (registration order = construction/RNG order, §3.2 step 1): ``rnn`` then ``fc_out``.
-    state_dict keys (1 layer): ``rnn.weight_ih_l0 (3H×2), rnn.weight_hh_l0 (3H×H), rnn.bias_ih_l0 (3H),
-    rnn.bias_hh_l0 (3H), fc_out.weight (2×H), fc_out.bias (2)``; extra layers add ``rnn.*_l1``, … before ``fc_out``.
-    Parameters: 3H² + 14H + 2 for 1 layer, + (6H² + 6H) per extra layer.
-
-    Verified bitwise against OpenDPD 2.2.1 (CPU, float32; tests/unit/test_models_vs_reference.py): state_dict keys,
-    key order and values after the same ``torch.manual_seed``, the RNG state afterwards, the forward output and the
-    input/parameter gradients.
-
-    forward(x ``(B, T, 2)`` float32, h0 ``(L, B, H)``) → ``(B, T, 2)``.
+    Submodules in registration (= RNG) order: ``rnn`` then ``fc_out``; state_dict keys (1 layer):
+    ``rnn.weight_ih_l0 (3H×2), rnn.weight_hh_l0 (3H×H), rnn.bias_ih_l0 (3H), rnn.bias_hh_l0 (3H), fc_out.weight
+    (2×H), fc_out.bias (2)``; extra layers add ``rnn.*_l1``, … Parameters: 3H² + 14H + 2, + (6H² + 6H) per extra
+    layer. forward(x ``(B, T, 2)``, h0 ``(L, B, H)``) → ``(B, T, 2)``.
     """
 
     def __init__(self, hidden_size: int, num_layers: int = 1, input_size: int = 2, output_size: int = 2) -> None:

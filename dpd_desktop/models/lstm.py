@@ -14,21 +14,15 @@ from .gru import features
 
 __all__ = ["LSTMBackbone", "features"]
 
-N_FEATURES = 2
-
 
 class LSTMBackbone(nn.Module):
-    """``nn.LSTM(2, H, num_layers, bias=True, batch_first=True)`` → ``nn.Linear(H, 2)`` (§3.3).
+    """``nn.LSTM(2, H, num_layers, bias=True, batch_first=True)`` → ``nn.Linear(H, 2)`` (§3.3); verified bitwise
+    (models/base.py).
 
-    Submodules (registration / RNG order): ``rnn`` then ``fc_out``; state_dict keys ``rnn.weight_ih_l0 (4H×2),
+    Submodules in registration (= RNG) order: ``rnn`` then ``fc_out``; state_dict keys ``rnn.weight_ih_l0 (4H×2),
     rnn.weight_hh_l0 (4H×H), rnn.bias_ih_l0, rnn.bias_hh_l0 (4H), fc_out.weight (2×H), fc_out.bias (2)``.
-    Parameters: 4H² + 18H + 2 for 1 layer, + (8H² + 8H) per extra layer.
-
-    Verified bitwise against OpenDPD 2.2.1 (CPU, float32; tests/unit/test_models_vs_reference.py): state_dict keys,
-    key order and values after the same ``torch.manual_seed``, the RNG state afterwards, the forward output and the
-    input/parameter gradients.
-
-    forward(x ``(B, T, 2)`` float32, h0 ``(L, B, H)``) → ``(B, T, 2)``; ``(h0, h0)`` is passed as ``(h0, c0)`` (§2.5).
+    Parameters: 4H² + 18H + 2, + (8H² + 8H) per extra layer. forward(x, h0 ``(L, B, H)``): ``(h0, h0)`` is
+    ``(h0, c0)`` (§2.5).
     """
 
     def __init__(self, hidden_size: int, num_layers: int = 1, input_size: int = 2, output_size: int = 2) -> None:
@@ -41,8 +35,7 @@ class LSTMBackbone(nn.Module):
         self.fc_out = nn.Linear(hidden_size, output_size, bias=True)
 
     def reset_parameters(self) -> None:
-        """§3.3 = §3.2 scheme with 4 gate blocks: orthogonal per block (Xavier per block on ``weight_ih_l0`` right
-        after its own orthogonal draws), zero biases; head Xavier-uniform, zero bias."""
+        """§3.3: the §3.2 scheme with 4 gate blocks; head Xavier-uniform, zero bias."""
         init_recurrent_gate_blocks_(self.rnn, self.hidden_size)
         init_linear_xavier_(self.fc_out)
 

@@ -36,14 +36,14 @@ from ..families import POLY_BACKBONES
 from .base import safe_amplitude
 
 __all__ = ["PolySpec", "Term", "PolyBackbone", "basis", "fit_least_squares", "LSFit", "matlab_coefficients",
-           "DEFAULT_RCOND", "POLY_BACKBONES"]
+           "DEFAULT_RCOND", "POLY_BACKBONES", "delayed"]
 
 #: Singular values of the column-scaled basis below ``DEFAULT_RCOND · s_max`` are cut (numpy.linalg.lstsq's rcond).
 DEFAULT_RCOND = 1e-10
 
 
 # ----------------------------------------------------------------------------------------------- basis (NumPy, f64)
-def _shift(a: np.ndarray, d: int) -> np.ndarray:
+def delayed(a: np.ndarray, d: int) -> np.ndarray:
     """a(n − d) along the last axis, zeros outside (d > 0: past, d < 0: future)."""
     out = np.zeros_like(a)
     n = a.shape[-1]
@@ -70,7 +70,7 @@ def basis(x: np.ndarray, spec: PolySpec) -> np.ndarray:
     amp = np.abs(x)
     phi = np.empty((x.shape[0], spec.n_coefficients), dtype=np.complex128)
     for j, t in enumerate(spec.terms):
-        phi[:, j] = _shift(x, t.delay) * _shift(amp, t.env_delay) ** t.power
+        phi[:, j] = delayed(x, t.delay) * delayed(amp, t.env_delay) ** t.power
     return phi
 
 

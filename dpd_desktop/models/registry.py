@@ -22,30 +22,30 @@ class ModelFamily:
     Attributes:
         name: registry key / ``backbone`` argument of :func:`build_model` (lower case).
         label: display name (``"TRes-GRU"``, ...).
-        n_features: features per time step seen by the network (§2.4).
-        features: feature names in order (§2.4).
-        has_layers: whether ``num_layers`` is meaningful (False for RVTDCNN, §3.6).
-        lookahead: human-readable look-ahead / causality note.
-        description: one-line description.
+        description: one line on the architecture (the window's tooltip).
+        features: feature names per time step seen by the network, in order (§2.4).
         feature_fn: ``(B, T, 2) -> (B, T, n_features)`` feature extraction function of the family.
         backbone_cls: backbone class, constructed as ``backbone_cls(hidden_size, num_layers)``.
         formula: ``(hidden_size, num_layers) -> int`` parameter count (§3.2–§3.6); use :meth:`param_count`.
+        has_layers: whether ``num_layers`` is meaningful (False for RVTDCNN, §3.6).
         poly: an MP/GMP family (models/poly.py): built from a :class:`PolySpec`, hidden size and layers ignored.
         delta: a delta-thresholded recurrence (models/deltagru.py): built with the thresholds ``thx``, ``thh``.
     """
 
     name: str
     label: str
-    n_features: int
-    features: tuple[str, ...]
-    has_layers: bool
-    lookahead: str
     description: str
+    features: tuple[str, ...]
     feature_fn: Callable[[Tensor], Tensor] = field(repr=False, compare=False)
     backbone_cls: type[nn.Module] = field(repr=False, compare=False)
     formula: Callable[[int, int], int] = field(repr=False, compare=False)
+    has_layers: bool = True
     poly: bool = False
     delta: bool = False
+
+    @property
+    def n_features(self) -> int:
+        return len(self.features)
 
     def param_count(self, hidden_size: int, num_layers: int = 1) -> int:
         """Closed-form parameter count for this family (RVTDCNN ignores ``num_layers``).
@@ -58,102 +58,42 @@ class ModelFamily:
         return int(self.formula(int(hidden_size), int(num_layers) if self.has_layers else 1))
 
 
-_CAUSAL = "none (causal recurrence)"
+_IQ = ("I", "Q")
+_POLAR = ("I", "Q", "|x|", "|x|^3", "sin(phi)", "cos(phi)")
+_TRES = ("I", "Q", "|x|", "|x|^3", "I(t+1)", "Q(t+1)")
 
-REGISTRY: dict[str, ModelFamily] = {
-    f.name: f
-    for f in (
-        ModelFamily(
-            name="gru", label="GRU", n_features=gru.N_FEATURES, features=("I", "Q"),
-            has_layers=True, lookahead=_CAUSAL,
-            description="nn.GRU(2, H) + linear head H→2 (§3.2)",
-            feature_fn=gru.features, backbone_cls=gru.GRUBackbone,
-            formula=lambda h, n: 3 * h * h + 14 * h + 2 + (n - 1) * (6 * h * h + 6 * h),
-        ),
-        ModelFamily(
-            name="dgru", label="DGRU", n_features=dgru.N_FEATURES,
-            features=("I", "Q", "|x|", "|x|^3", "sin(phi)", "cos(phi)"),
-            has_layers=True, lookahead=_CAUSAL,
-            description="polar-feature GRU(6, H) → ReLU(H→H) → [a; features] → 2, feature skip (§3.4)",
-            feature_fn=dgru.features, backbone_cls=dgru.DGRUBackbone,
-            formula=lambda h, n: 4 * h * h + 27 * h + 14 + (n - 1) * (6 * h * h + 6 * h),
-        ),
-        ModelFamily(
-            name="lstm", label="LSTM", n_features=lstm.N_FEATURES, features=("I", "Q"),
-            has_layers=True, lookahead=_CAUSAL,
-            description="nn.LSTM(2, H) + linear head H→2 (§3.3)",
-            feature_fn=lstm.features, backbone_cls=lstm.LSTMBackbone,
-            formula=lambda h, n: 4 * h * h + 18 * h + 2 + (n - 1) * (8 * h * h + 8 * h),
-        ),
-        ModelFamily(
-            name="tres_gru", label="TRes-GRU", n_features=tres_gru.N_FEATURES,
-            features=("I", "Q", "|x|", "|x|^3", "I(t+1)", "Q(t+1)"),
-            has_layers=True,
-            lookahead="17 samples: 16 (dilated TCN conv) + 1 (next-sample features, circular within the frame)",
-            description="bias-free GRU(6, H) + linear H→2, plus dilated-conv TCN residual with Hardswish (§3.5)",
-            feature_fn=tres_gru.features, backbone_cls=tres_gru.TResGRUBackbone,
-            formula=lambda h, n: 3 * h * h + 20 * h + 24 + (n - 1) * (6 * h * h),
-        ),
-        ModelFamily(
-            name="deltagru", label="DeltaGRU", n_features=deltagru.N_FEATURES,
-            features=("I", "Q", "|x|", "|x|^3", "sin(phi)", "cos(phi)"),
-            has_layers=True, lookahead=_CAUSAL,
-            description="delta-thresholded GRU(6, H) on polar features + linear head H→2 (OpenDPD 2.4.2; dense GRU "
-                        "at zero thresholds)",
-            feature_fn=deltagru.features, backbone_cls=deltagru.DeltaGRUBackbone,
-            formula=lambda h, n: 3 * h * h + 26 * h + 2 + (n - 1) * (6 * h * h + 6 * h), delta=True,
-        ),
-        ModelFamily(
-            name="tres_deltagru", label="TRes-DeltaGRU", n_features=tres_gru.N_FEATURES,
-            features=("I", "Q", "|x|", "|x|^3", "I(t+1)", "Q(t+1)"),
-            has_layers=True,
-            lookahead="17 samples: 16 (dilated TCN conv) + 1 (next-sample features, circular within the frame)",
-            description="TRes-GRU with a delta-thresholded bias-free recurrence (OpenDPD 2.4.2; dense at zero "
-                        "thresholds)",
-            feature_fn=tres_gru.features, backbone_cls=tres_deltagru.TResDeltaGRUBackbone,
-            formula=lambda h, n: 3 * h * h + 20 * h + 24 + (n - 1) * (6 * h * h), delta=True,
-        ),
-        ModelFamily(
-            name="gru_amp", label="GRU-amp", n_features=gru_amp.N_FEATURES, features=("I", "Q", "|x|", "|x|^3"),
-            has_layers=True, lookahead=_CAUSAL,
-            description="GRU(4, H) on [I, Q, |x|, |x|³] + linear head H→2 (OpenDPD 2.4.2 qgru_amp1, float32)",
-            feature_fn=gru_amp.features, backbone_cls=gru_amp.GRUAmpBackbone,
-            formula=lambda h, n: 3 * h * h + 20 * h + 2 + (n - 1) * (6 * h * h + 6 * h),
-        ),
-        ModelFamily(
-            name="tcn", label="TCN", n_features=tcn.N_FEATURES,
-            features=("I", "Q", "|x|", "|x|^3", "sin(phi)", "cos(phi)"),
-            has_layers=False,
-            lookahead=f"{tcn.LOOKAHEAD} samples (four centred depthwise convs, k 5, dilations 1/2/4/8)",
-            description="pointwise conv 6→C, four depthwise dilated convs (k 5), pointwise C→2, I/Q residual "
-                        "(OpenDPD 2.4.2 TCN; hidden size = channels C)",
-            feature_fn=tcn.features, backbone_cls=tcn.TCNBackbone,
-            formula=lambda h, n: 29 * h,
-        ),
-        ModelFamily(
-            name="rvtdcnn", label="RVTDCNN", n_features=rvtdcnn.N_FEATURES,
-            features=("I", "Q", "|x|", "|x|^2", "|x|^3"),
-            has_layers=False,
-            lookahead="not characterised (4-sample memory; circular pre-pad makes the first 3 outputs of a frame "
-                      "depend on its last 3 samples)",
-            description="real-valued time-delay CNN: 4×5 windows → Conv2d 1→3 → 36 → H → 2 (§3.6)",
-            feature_fn=rvtdcnn.features, backbone_cls=rvtdcnn.RVTDCNNBackbone,
-            formula=lambda h, n: 39 * h + 32,
-        ),
-        ModelFamily(
-            name="mp", label="MP", n_features=2, features=("I", "Q"), has_layers=False,
-            lookahead="none (causal: delays 0 … M−1)",
-            description="memory polynomial x(n−m)|x(n−m)|^(k−1), orders K × memory depth M (Kim & Konstantinou 2001)",
-            feature_fn=gru.features, backbone_cls=PolyBackbone, formula=lambda h, n: 0, poly=True,
-        ),
-        ModelFamily(
-            name="gmp", label="GMP", n_features=2, features=("I", "Q"), has_layers=False,
-            lookahead="the leading cross-term depth (L_lead future samples of the envelope)",
-            description="generalized memory polynomial: MP + lagging/leading envelope cross terms (Morgan et al. 2006)",
-            feature_fn=gru.features, backbone_cls=PolyBackbone, formula=lambda h, n: 0, poly=True,
-        ),
-    )
-}
+REGISTRY: dict[str, ModelFamily] = {f.name: f for f in (
+    ModelFamily("gru", "GRU", "nn.GRU(2, H) + linear head H→2 (§3.2)", _IQ, gru.features, gru.GRUBackbone,
+                lambda h, n: 3 * h * h + 14 * h + 2 + (n - 1) * (6 * h * h + 6 * h)),
+    ModelFamily("dgru", "DGRU", "polar-feature GRU(6, H) → ReLU(H→H) → [a; features] → 2, feature skip (§3.4)",
+                _POLAR, dgru.features, dgru.DGRUBackbone,
+                lambda h, n: 4 * h * h + 27 * h + 14 + (n - 1) * (6 * h * h + 6 * h)),
+    ModelFamily("lstm", "LSTM", "nn.LSTM(2, H) + linear head H→2 (§3.3)", _IQ, lstm.features, lstm.LSTMBackbone,
+                lambda h, n: 4 * h * h + 18 * h + 2 + (n - 1) * (8 * h * h + 8 * h)),
+    ModelFamily("tres_gru", "TRes-GRU",
+                "bias-free GRU(6, H) + linear H→2, plus dilated-conv TCN residual with Hardswish (§3.5)",
+                _TRES, tres_gru.features, tres_gru.TResGRUBackbone,
+                lambda h, n: 3 * h * h + 20 * h + 24 + (n - 1) * (6 * h * h)),
+    ModelFamily("deltagru", "DeltaGRU", "delta-thresholded GRU(6, H) on polar features + linear head H→2 (OpenDPD "
+                "2.4.2; dense GRU at zero thresholds)", _POLAR, deltagru.features, deltagru.DeltaGRUBackbone,
+                lambda h, n: 3 * h * h + 26 * h + 2 + (n - 1) * (6 * h * h + 6 * h), delta=True),
+    ModelFamily("tres_deltagru", "TRes-DeltaGRU", "TRes-GRU with a delta-thresholded bias-free recurrence (OpenDPD "
+                "2.4.2; dense at zero thresholds)", _TRES, tres_gru.features, tres_deltagru.TResDeltaGRUBackbone,
+                lambda h, n: 3 * h * h + 20 * h + 24 + (n - 1) * (6 * h * h), delta=True),
+    ModelFamily("gru_amp", "GRU-amp", "GRU(4, H) on [I, Q, |x|, |x|³] + linear head H→2 (OpenDPD 2.4.2 qgru_amp1, "
+                "float32)", ("I", "Q", "|x|", "|x|^3"), gru_amp.features, gru_amp.GRUAmpBackbone,
+                lambda h, n: 3 * h * h + 20 * h + 2 + (n - 1) * (6 * h * h + 6 * h)),
+    ModelFamily("tcn", "TCN", "pointwise conv 6→C, four depthwise dilated convs (k 5), pointwise C→2, I/Q residual "
+                "(OpenDPD 2.4.2 TCN; hidden size = channels C)", _POLAR, tcn.features, tcn.TCNBackbone,
+                lambda h, n: 29 * h, has_layers=False),
+    ModelFamily("rvtdcnn", "RVTDCNN", "real-valued time-delay CNN: 4×5 windows → Conv2d 1→3 → 36 → H → 2 (§3.6)",
+                ("I", "Q", "|x|", "|x|^2", "|x|^3"), rvtdcnn.features, rvtdcnn.RVTDCNNBackbone,
+                lambda h, n: 39 * h + 32, has_layers=False),
+    ModelFamily("mp", "MP", "memory polynomial x(n−m)|x(n−m)|^(k−1), orders K × memory depth M (Kim & Konstantinou "
+                "2001)", _IQ, gru.features, PolyBackbone, lambda h, n: 0, has_layers=False, poly=True),
+    ModelFamily("gmp", "GMP", "generalized memory polynomial: MP + lagging/leading envelope cross terms (Morgan et al. "
+                "2006)", _IQ, gru.features, PolyBackbone, lambda h, n: 0, has_layers=False, poly=True),
+)}
 
 #: Backbone names accepted by :func:`build_model`.
 BACKBONES: tuple[str, ...] = tuple(REGISTRY)

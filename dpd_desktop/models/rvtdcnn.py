@@ -21,18 +21,8 @@ CONV_OUT = CONV_CHANNELS * WINDOW * (N_FEATURES - 2)  # 3 × 4 × 3 = 36
 
 
 def features(x: Tensor) -> Tensor:
-    """RVTDCNN per-step features (§2.4): ``[I, Q, |x|, |x|², |x|³]``.
-
-    Args:
-        x: ``(B, T, 2)`` float32 I/Q.
-    Returns:
-        ``(B, T, 5)`` float32.
-
-    Arithmetic as in the reference (verified bitwise against OpenDPD 2.2.1, tests/unit/test_models_vs_reference.py):
-    ``|x|² = I² + Q²`` is the sum of squares itself (``pow(I, 2) + pow(Q, 2)``), *not* ``sqrt(·)²`` — the two differ
-    in the last bit for many inputs; ``|x| = sqrt(|x|²)`` (NaN-free gradient at 0, see ``safe_sqrt``) and
-    ``|x|³ = pow(|x|, 3)``.
-    """
+    """RVTDCNN per-step features (§2.4): ``(B, T, 2)`` → ``(B, T, 5)`` ``[I, Q, |x|, |x|², |x|³]``, the reference's
+    arithmetic: ``|x|²`` is ``pow(I, 2) + pow(Q, 2)`` itself, not ``sqrt(·)²`` (they differ in the last bit)."""
     i = x[..., 0]
     q = x[..., 1]
     amp2 = i**2 + q**2
@@ -42,22 +32,11 @@ def features(x: Tensor) -> Tensor:
 
 
 def windows(f: Tensor, window: int = WINDOW) -> Tensor:
-    """Per-step memory windows with circular pre-padding (§3.6).
-
-    Args:
-        f: ``(B, T, F)`` features.
-        window: window length (4 in the reference).
-    Raises:
-        ValueError: if T < window − 1 (the wrap would need more samples than the frame has).
-    Returns:
-        ``(B, T, window, F)``; ``out[b, t, k] = f[b, (t − (window−1) + k) mod T]`` — row 0 is the oldest sample
-        t−3, row 3 is t.
-
-    The frame is extended at its start with its own last ``window − 1`` samples (circular wrap, not zeros), so the
-    first 3 outputs of every frame depend on its last 3 samples — kept for comparability with the reference,
-    §9.6/§9.7. Built as concatenation [last w−1 samples ; frame] → ``Tensor.unfold`` on the time axis → swap the last
-    two axes; the backward of ``unfold`` then sums the overlapping-window gradients in the reference's order.
-    """
+    """Per-step memory windows with circular pre-padding (§3.6): ``(B, T, F)`` → ``(B, T, window, F)``, ``out[b, t,
+    k] = f[b, (t − (window−1) + k) mod T]`` (row 0 the oldest sample). The frame's own last ``window − 1`` samples
+    pad its start, so its first outputs depend on its last samples (kept for comparability, §9.6/§9.7); built by
+    ``unfold``, whose backward sums the overlapping windows' gradients in the reference's order. Raises ValueError
+    when T < window − 1."""
     if f.shape[1] < window - 1:
         raise ValueError(f"RVTDCNN needs at least {window - 1} time steps per frame, got {f.shape[1]}")
     padded = torch.cat([f[:, f.shape[1] - (window - 1):], f], dim=1)  # (B, T + w − 1, F)
@@ -65,22 +44,12 @@ def windows(f: Tensor, window: int = WINDOW) -> Tensor:
 
 
 class RVTDCNNBackbone(nn.Module):
-    """RVTDCNN backbone (§3.6).
+    """RVTDCNN backbone (§3.6); verified bitwise (models/base.py) for inputs without a zero sample.
 
-    Submodules, in registration (= default-init RNG = state_dict key) order, as in the reference: ``Conv2d`` =
-    ``nn.Conv2d(1, 3, 3, stride 1, padding (1, 0), bias)`` (attribute name spelled as in the reference checkpoints:
-    keys ``Conv2d.weight``, ``Conv2d.bias``), ``fc_hid`` = ``nn.Linear(36, H)``, ``fc_out`` = ``nn.Linear(H, 2)``.
-    The 36 conv outputs are flattened channel-major (``(3, 4, 3)`` → 36). No custom initializer (§3.6): PyTorch
-    defaults only.
-
-    Verified bitwise against OpenDPD 2.2.1 (CPU, float32; tests/unit/test_models_vs_reference.py): state_dict keys,
-    key order and values after the same ``torch.manual_seed``, the RNG state afterwards, the forward output and the
-    input/parameter gradients (for inputs without exactly-zero samples; at a zero sample our |x| gradient is 0, not
-    NaN).
-
-    Parameters: 39H + 32 (H = 23 → 929), independent of ``num_layers``.
-
-    forward(x ``(B, T, 2)`` float32, h0 ignored) → ``(B, T, 2)``.
+    Submodules in registration (= RNG = state_dict key) order: ``Conv2d`` = ``nn.Conv2d(1, 3, 3, padding (1, 0))``
+    (the reference checkpoints' spelling: keys ``Conv2d.weight``, ``Conv2d.bias``), ``fc_hid`` = ``nn.Linear(36,
+    H)``, ``fc_out`` = ``nn.Linear(H, 2)``; the conv outputs flattened channel-major; PyTorch's default inits only.
+    Parameters: 39H + 32 (H = 23 → 929). forward(x ``(B, T, 2)``, h0 ignored) → ``(B, T, 2)``.
     """
 
     def __init__(self, hidden_size: int, num_layers: int = 1, output_size: int = 2) -> None:

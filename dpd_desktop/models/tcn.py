@@ -22,7 +22,6 @@ __all__ = ["DILATIONS", "KERNEL", "TCNBackbone", "features"]
 N_FEATURES = 6
 KERNEL = 5
 DILATIONS = (1, 2, 4, 8)
-LOOKAHEAD = sum((KERNEL - 1) // 2 * d for d in DILATIONS)  # 30
 
 
 def features(x: Tensor) -> Tensor:

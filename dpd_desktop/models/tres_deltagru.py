@@ -10,12 +10,10 @@ As OpenDPD 2.4.2 defines it [backbones/tres_deltagru.py of its wheel; Wu, Gao et
 
 Zero thresholds run the dense bias-free GRU (train and eval; models/deltagru.py says why that is exact).
 
-Parameter names are ``nn.GRU``'s (``rnn.weight_ih_l0``, ``rnn.weight_hh_l0``), so a checkpoint is interchangeable
-with TRes-GRU's of the same size; 2.4.2 names the two matrices ``rnn.x2h.weight`` / ``rnn.h2h.weight``
-(:data:`KEYS_2_4_2` maps them). Initialization consumes the global RNG as 2.4.2's does: construction default inits
-(GRU weights, head, convs: uniform draws of the same sizes), then TCN convs Xavier, the input matrix gate-block
-orthogonal and then gate-block Xavier, the hidden matrix gate-block orthogonal, the head Xavier. (TRes-GRU of 2.2.1
-gives the input matrix Xavier blocks only.)
+Parameter names are ``nn.GRU``'s, so a checkpoint is interchangeable with TRes-GRU's of the same size (2.4.2's
+names: :data:`KEYS_2_4_2`). Initialization draws as 2.4.2's: construction default inits, then TCN convs Xavier, the
+input matrix gate-block orthogonal then gate-block Xavier (TRes-GRU: Xavier only), the hidden matrix gate-block
+orthogonal, the head Xavier.
 
 Parameters (1 layer): 3H² + 20H + 24 (H = 9 → 447, H = 15 → 999, H = 22 → 1,916). Look-ahead 17 samples.
 """

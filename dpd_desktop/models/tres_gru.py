@@ -26,21 +26,9 @@ TCN_DILATION = 16
 
 
 def features(x: Tensor) -> Tensor:
-    """TRes-GRU features (§2.4): ``[I, Q, |x|, |x|³, I(t+1), Q(t+1)]`` in that order.
-
-    Args:
-        x: ``(B, T, 2)`` float32 I/Q (one frame / segment per batch row).
-    Returns:
-        ``(B, T, 6)`` float32.
-
-    The next-sample pair is ``torch.roll(x, shifts=-1, dims=1)``: a circular shift within the frame, so the last step
-    of a frame sees the frame's **first** sample — kept for comparability with the reference, §9.6/§9.7.
-    ``|x| = sqrt(I² + Q²)`` (NaN-free gradient at 0, identical forward, see ``safe_amplitude``); ``|x|³ = pow(|x|, 3)``.
-    Same arithmetic as the reference (|x| via ``pow(·, 2)`` + ``sqrt``, ``|x|³`` via ``pow``); the operations are
-    created in the reference's order (roll, I/Q selections, |x|, |x|³) — measured not to matter on its own, unlike the
-    residual-path-first order in :meth:`TResGRUBackbone.forward`. Features, outputs and gradients are verified bitwise
-    against OpenDPD 2.2.1 (tests/unit/test_models_vs_reference.py).
-    """
+    """TRes-GRU features (§2.4): ``(B, T, 2)`` (a frame per row) → ``(B, T, 6)`` ``[I, Q, |x|, |x|³, I(t+1),
+    Q(t+1)]``, bitwise the reference's. The next sample is ``torch.roll(x, -1, dims=1)``: circular within the frame,
+    so its last step sees its **first** sample (kept for comparability, §9.6/§9.7)."""
     nxt = torch.roll(x, shifts=-1, dims=1)
     i = x[..., 0]
     q = x[..., 1]
@@ -52,26 +40,16 @@ def features(x: Tensor) -> Tensor:
 
 
 class TResGRUBackbone(nn.Module):
-    """TRes-GRU backbone (§3.5). Everything is bias-free (the reference ignores its ``bias`` argument).
+    """TRes-GRU backbone (§3.5), all bias-free (the reference ignores its ``bias`` argument); verified bitwise
+    (models/base.py).
 
-    Submodules, in registration (= default-init RNG = state_dict key) order, as in the reference:
-    ``rnn`` = ``nn.GRU(6, H, num_layers, bias=False, batch_first=True)``, ``fc_out`` = ``nn.Linear(H, 2, bias=False)``,
-    ``tcn`` = ``nn.Sequential(Conv1d(2, 3, 3, dilation=16, padding=16, bias=False), Hardswish(),
-    Conv1d(3, 2, 1, bias=False), Hardswish())``. state_dict keys (1 layer): ``rnn.weight_ih_l0, rnn.weight_hh_l0,
-    fc_out.weight, tcn.0.weight, tcn.2.weight``.
-
-    Custom init (``reset_parameters``) — its order differs from the registration order: first the TCN conv weights
-    (``tcn.0`` then ``tcn.2``) Xavier-uniform (fans from PyTorch: conv1 fan_in 6 / fan_out 9, conv2 3 / 2); then the
-    GRU parameters in registration order — input weights ``weight_ih_l*`` (all layers) gate-block Xavier-uniform (no
-    orthogonal draw first), hidden weights ``weight_hh_l*`` gate-block orthogonal; finally ``fc_out`` Xavier-uniform.
-
-    Verified bitwise against OpenDPD 2.2.1 (CPU, float32; tests/unit/test_models_vs_reference.py): state_dict keys,
-    key order and values after the same ``torch.manual_seed``, the RNG state afterwards, the forward output and the
-    input/parameter gradients (the residual path is evaluated first, as in the reference, see :meth:`forward`).
-
-    Parameters (1 layer): 3H² + 20H + 24 (H = 10 → 524, H = 23 → 2,071, H = 27 → 2,751); extra layer: + 6H².
-
-    forward(x ``(B, T, 2)`` float32, h0 ``(L, B, H)``) → ``(B, T, 2)``.
+    Submodules in registration (= RNG = state_dict key) order: ``rnn`` = ``nn.GRU(6, H, num_layers, bias=False,
+    batch_first=True)``, ``fc_out`` = ``nn.Linear(H, 2, bias=False)``, ``tcn`` = ``Sequential(Conv1d(2, 3, 3,
+    dilation=16, padding=16), Hardswish(), Conv1d(3, 2, 1), Hardswish())``; keys (1 layer) ``rnn.weight_ih_l0,
+    rnn.weight_hh_l0, fc_out.weight, tcn.0.weight, tcn.2.weight``. ``reset_parameters`` in another order: the TCN
+    convs Xavier-uniform, then in registration order ``weight_ih_l*`` gate-block Xavier (no orthogonal draw first)
+    and ``weight_hh_l*`` gate-block orthogonal, then ``fc_out`` Xavier. Parameters: 3H² + 20H + 24 (H = 10 → 524,
+    H = 23 → 2,071, H = 27 → 2,751), + 6H² per extra layer. forward(x ``(B, T, 2)``, h0 ``(L, B, H)``) → ``(B, T, 2)``.
     """
 
     def __init__(self, hidden_size: int, num_layers: int = 1, output_size: int = 2) -> None:
@@ -110,11 +88,8 @@ class TResGRUBackbone(nn.Module):
         return self.tcn(x.transpose(1, 2)).transpose(1, 2)
 
     def forward(self, x: Tensor, h0: Tensor) -> Tensor:
-        """x ``(B, T, 2)``, h0 ``(L, B, H)`` → recurrent head + TCN residual, ``(B, T, 2)``.
-
-        The residual path is computed *before* the features, as in the reference: that fixes the autograd order in
-        which the gradient contributions reaching ``x`` are summed (bitwise-equal input gradients).
-        """
+        """Recurrent head + TCN residual; the residual first, as the reference: that order fixes how autograd sums
+        the gradient contributions reaching ``x`` (bitwise-equal input gradients)."""
         skip = self.residual(x)
         h = run_recurrent(self.rnn, features(x), h0, self.kernel)
         return self.fc_out(h) + skip

@@ -55,7 +55,6 @@ class FloatBackend:
     """Plain float arithmetic (torch); :attr:`ranges` maps every format key to ``(kind, max |value|)`` and
     :attr:`hists` every ``act`` key to its magnitude histogram (quant/fixed.py ``magnitude_histogram``)."""
 
-    quantised = False
     records = False
 
     def __init__(self) -> None:
@@ -146,7 +145,6 @@ class FloatBackend:
 class _Quantised:
     """What the integer and the fake backend share: the formats of the plan and the parameter-format rules."""
 
-    quantised = True
     records = False
 
     def __init__(self, plan) -> None:

@@ -3,8 +3,7 @@
 :func:`node_errors` runs a lowered model (quant/lower.py) on one input in float64 (quant/backends.py
 ``FloatBackend``) and in the integer reference (``IntBackend``) under a plan, and gives per tensor the error power
 of the dequantised words relative to the float tensor's power (dB): the first tensor whose error jumps is the
-format or node to look at (issue 26: the TCN's residual taken through the 8-bit features word showed as ``iq`` at
-−35 dB while ``x`` was at −83 dB).
+format or node to look at.
 """
 from __future__ import annotations
 

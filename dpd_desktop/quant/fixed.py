@@ -76,10 +76,6 @@ class QFormat:
         return math.ldexp(1.0, -self.frac)
 
     @property
-    def max_value(self) -> float:
-        return self.max_int * self.lsb
-
-    @property
     def label(self) -> str:
         """``Qm.f`` with m = bits − 1 − frac integer bits (sign bit not counted), e.g. ``Q1.14`` for 16 bits;
         ``UQm.f`` (m = bits − frac) for an unsigned word, e.g. ``UQ0.8``."""

@@ -43,6 +43,11 @@ class Node:
         return self.kind
 
 
+def _weight_bias(node) -> dict[str, Any]:
+    """``{"<name>.weight": weight, "<name>.bias": bias}`` of a Linear or Conv1d node (no bias key without one)."""
+    return {f"{node.name}.weight": node.weight, **({f"{node.name}.bias": node.bias} if node.bias is not None else {})}
+
+
 @dataclass
 class Input(Node):
     kind = "input"
@@ -98,10 +103,7 @@ class Linear(Node):
     kind = "linear"
 
     def params(self) -> dict[str, Any]:
-        out = {f"{self.name}.weight": self.weight}
-        if self.bias is not None:
-            out[f"{self.name}.bias"] = self.bias
-        return out
+        return _weight_bias(self)
 
     def run(self, be, x: Fx) -> Fx:
         acc = be.linear(x, f"{self.name}.weight", self.weight, f"{self.name}.bias", self.bias)
@@ -199,10 +201,7 @@ class Conv1d(Node):
     kind = "conv1d"
 
     def params(self) -> dict[str, Any]:
-        out = {f"{self.name}.weight": self.weight}
-        if self.bias is not None:
-            out[f"{self.name}.bias"] = self.bias
-        return out
+        return _weight_bias(self)
 
     def run(self, be, x: Fx) -> Fx:
         acc = be.conv1d(x, f"{self.name}.weight", self.weight, f"{self.name}.bias", self.bias, self.dilation,

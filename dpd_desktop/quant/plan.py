@@ -12,10 +12,8 @@ Tensor kinds: ``act`` (an A-bit stored activation), ``pre`` (a 32-bit pre-activa
 gates, table outputs, the GRU state; no calibration). The model's input ``x`` and its output are the interface
 words: ``io_bits`` wide (default 16, the converters' side; ``io_bits = activations`` quantises them like the rest).
 
-DECISION — 16-bit I/O by default. An 8-bit input or output word puts white rounding noise about 6·8 dB below full
-scale on u; with the crest factor of these OFDM signals that is an adjacent-channel floor near −40 dBc, worse than
-the float DPDs' ACLR here (benchmarks/results/2026-12-04-notes-core.md), whatever the network does. The DPD's
-samples come from and go to 12-16-bit converters, so the interface words keep 16 bits unless asked otherwise.
+16-bit I/O by default: an 8-bit interface word alone sets an adjacent-channel floor worse than the float DPDs' ACLR
+(benchmarks/results/2026-12-04-notes-core.md), and the samples come from and go to 12-16-bit converters.
 """
 from __future__ import annotations
 

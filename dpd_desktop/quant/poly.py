@@ -20,23 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from ..config import PolySpec
+from ..config import PolySpec, QuantSpec
+from ..models.poly import delayed
 from . import fixed
 from .fixed import QFormat
-from ..config import QuantSpec
 
 __all__ = ["PolyFixed"]
-
-
-def _shift(a: np.ndarray, d: int) -> np.ndarray:
-    """a(n − d) along axis 1 of (S, N[, …]), zeros outside the segment."""
-    out = np.zeros_like(a)
-    n = a.shape[1]
-    if 0 <= d < n:
-        out[:, d:] = a[:, :n - d]
-    elif -n < d < 0:
-        out[:, :n + d] = a[:, -d:]
-    return out
 
 
 class PolyFixed:
@@ -76,7 +65,7 @@ class PolyFixed:
         amp = np.abs(x)
         y = np.zeros_like(x)
         for c, t in zip(self.w, self.terms):
-            term = _shift(x, t.delay) * (_shift(amp, t.env_delay) ** t.power)
+            term = delayed(x, t.delay) * (delayed(amp, t.env_delay) ** t.power)
             y += c * term
         if note:  # a power p of the envelope gets the headroom of |x| to the power p
             self._note("x", np.max(np.abs(segs)))
@@ -126,12 +115,12 @@ class PolyFixed:
         acc_re = np.zeros(i.shape, dtype=np.int64)
         acc_im = np.zeros(i.shape, dtype=np.int64)
         for j, t in enumerate(self.terms):
-            si, sq = _shift(i, t.delay), _shift(q, t.delay)
+            si, sq = delayed(i, t.delay), delayed(q, t.delay)
             if t.order == 1:
                 pr, pi_, fphi = si, sq, fx
             else:
                 e, fe = env[t.power]
-                e = _shift(e, t.env_delay)
+                e = delayed(e, t.env_delay)
                 f = fmt[f"phi{t.order}"]
                 pr = self._sat(fixed.round_shift(si * e, fx + fe - f.frac), f, f"phi{t.order}")
                 pi_ = self._sat(fixed.round_shift(sq * e, fx + fe - f.frac), f, f"phi{t.order}")

@@ -12,9 +12,9 @@ PACKAGE = Path(__file__).resolve().parents[2] / "dpd_desktop"
 LAYERS: list[set[str]] = [
     {"atomic", "families", "process", "timing"},
     {"config"},
-    {"kernels", "metrics", "quant"},
+    {"kernels", "metrics"},
     {"data", "models"},
-    {"runs"},
+    {"quant", "runs"},
     {"analysis", "training"},
     {"export", "instruments", "lab"},
     {"loop", "sweep"},

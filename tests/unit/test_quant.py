@@ -41,7 +41,7 @@ def test_quantize_rounds_half_up_and_saturates():
     f = QFormat(8, 4)
     x = np.array([0.03125, -0.03125, 0.09375, 7.9, 8.0, -8.0, -9.0, 1e30, -1e30])
     assert fixed.quantize(x, f).tolist() == [1, 0, 2, 126, 127, -128, -128, 127, -128]
-    assert f.label == "Q3.4" and f.max_value == 127 / 16
+    assert f.label == "Q3.4" and f.max_int * f.lsb == 127 / 16
 
 
 @pytest.mark.parametrize("bits", [4, 8, 12, 16])
