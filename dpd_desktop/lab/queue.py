@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..config import ConfigError, ExperimentConfig
+from ..runs.index import connect, transaction
 from ..runs.owner import owner_gone, process_identity
 from ..runs.record import RunRecord
 from ..runs.states import FINAL_STATES, RUN_STATES
@@ -32,7 +33,6 @@ QUEUE_FILE = "queue.sqlite"
 SCHEMA_VERSION = 2
 #: older schema versions this version upgrades in place when it opens their file (version → its column list)
 _UPGRADES = {"1": "ALTER TABLE entries ADD COLUMN group_id TEXT"}
-BUSY_TIMEOUT_MS = 10_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -128,9 +128,7 @@ class RunQueue:
         self.path = Path(path) if path is not None else Path(root) / QUEUE_FILE
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                                       check_same_thread=False)
-            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._db = connect(self.path)
             self._init_schema()  # first: a file that is not our queue is left exactly as it was
             # WAL: readers never wait for the writer (window and command line at once); where the file system
             # cannot hold WAL's shared memory SQLite keeps its default journal, which still works
@@ -192,7 +190,7 @@ class RunQueue:
 
     def _tx(self):
         """A write transaction taken at once (BEGIN IMMEDIATE: no two writers interleave a read-modify-write)."""
-        return _Tx(self._db)
+        return transaction(self._db)
 
     # ------------------------------------------------------------------------------------------------ reading
     def _entry(self, row: sqlite3.Row | tuple) -> QueueEntry:
@@ -465,17 +463,6 @@ class RunQueue:
             for (w,) in db.execute("SELECT id FROM entries WHERE after=? AND state='queued'", (entry_id,)).fetchall():
                 self._set_final(db, w, "failed", _dependency_message(dep))
 
-
-class _Tx:
-    def __init__(self, db):
-        self.db = db
-
-    def __enter__(self):
-        self.db.execute("BEGIN IMMEDIATE")
-        return self.db
-
-    def __exit__(self, exc_type, *_):
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
 
 
 def _chunks(entry_ids: Iterable[int], size: int = 900):
