@@ -21,7 +21,7 @@ import torch
 from .. import timing
 from ..models import Cascade, CoreModel
 from . import eager_warmup, fused_step
-from .losses import FrameLoss
+from .losses import base_criterion
 from .optim import GraphAdamW
 
 log = logging.getLogger("dpd_desktop.fast_path")
@@ -42,7 +42,7 @@ def eligibility(net, criterion, optimizer, trainable, device) -> str | None:
             return "the PA of the cascade is not frozen"
     else:
         return f"unsupported model type {type(net).__name__}"
-    base = criterion.base if type(criterion) is FrameLoss else criterion  # a window/power term: plain tensor ops
+    base = base_criterion(criterion)  # a window/power term: plain tensor ops
     if type(base) not in (torch.nn.MSELoss, torch.nn.L1Loss) or base.reduction != "mean":
         return f"unsupported loss {type(criterion).__name__}"
     if not trainable:
