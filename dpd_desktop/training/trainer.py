@@ -444,11 +444,10 @@ class Trainer:
         with ctx:
             val = self.evaluator.evaluate("val", net)
             test = self.evaluator.evaluate("test", net) if cfg.test_every_epoch else _not_evaluated(val)
-            # One host copy of the trained model's tensors per epoch (for last.pt, and best.pt when selected), and
-            # of the optimizer state: on the evaluation's stream, after the snapshot (on the training stream they
-            # would wait for every batch queued since).
-            model_state = {k: v.detach().to("cpu", copy=True)
-                           for k, v in _model_of(net, cfg.step).state_dict().items()}
+            # one host copy of the trained model and the optimizer state per epoch, on the evaluation's stream (on
+            # the training stream they would wait for every batch queued since)
+            model = net if cfg.step == "pa" else net.dpd
+            model_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
             opt_state = optimizer_state(self.optimizer, self.trainable, snap)
         timing.mark("eval_done", epoch=epoch, run=self.run_id)
         row = history_row(self, epoch, cfg.epochs, lr, train_loss, val, test)
@@ -700,9 +699,6 @@ def _not_evaluated(val: dict) -> dict:
     return {"loss": nan, "metrics": {k: nan for k in val["metrics"]},
             "extra": {k: nan for k in val.get("extra", {})}}
 
-
-def _model_of(net, step: str):
-    return net if step == "pa" else net.dpd
 
 
 def _dataset_summary(ds) -> dict[str, Any]:
