@@ -52,15 +52,9 @@ class CompareError(ValueError):
 
 @dataclass(frozen=True)
 class RunSummary:
-    """What a comparison needs of one run.
-
-    Attributes:
-        metrics: :data:`METRIC_ROWS` keys → value (dB / dBc / count / s) or None when not recorded.
-        history: history.csv rows (numbers parsed).
-        config: flattened config fields (``experiment.lr``, ``dataset.fingerprint``, ...) → value.
-        test: the test split of results.h5, or None when it is missing.
-        error: why results.h5 could not be read (the run is still compared by its record), or None.
-    """
+    """What a comparison needs of one run: ``metrics`` (:data:`METRIC_ROWS` keys → value or None), ``config``
+    (flattened fields: ``experiment.lr``, ``dataset.fingerprint``, …), ``test`` (results.h5's test split, or None)
+    and ``error`` (why results.h5 could not be read; the run is still compared by its record)."""
 
     run_id: str
     run_dir: Path
@@ -188,12 +182,8 @@ def config_diff(configs: Sequence[dict[str, Any]]) -> list[tuple[str, tuple[Any,
 
 
 def summarize(run_dir: str | Path) -> RunSummary:
-    """One run's :class:`RunSummary`.
-
-    Raises:
-        CompareError: the folder is not a run, its config.json cannot be read (names the file and the field) or its
-            history.csv does not match its header (names the file and the line).
-    """
+    """One run's :class:`RunSummary`. Raises CompareError for a folder that is not a readable run (the file and the
+    field or line named)."""
     rec = RunRecord.read(run_dir)
     if rec is None:
         raise CompareError(f"{run_dir}: not a run folder (no config.json)")
@@ -236,11 +226,7 @@ def summarize(run_dir: str | Path) -> RunSummary:
 
 
 def compare_runs(run_dirs: Sequence[str | Path]) -> Comparison:
-    """Compare two or more run folders (in the order given).
-
-    Raises:
-        CompareError: fewer than two runs, or one cannot be read.
-    """
+    """Compare two or more run folders (in the order given). Raises CompareError for fewer, or an unreadable one."""
     if len(run_dirs) < 2:
         raise CompareError(f"a comparison needs two or more runs, got {len(run_dirs)}")
     runs = [summarize(d) for d in run_dirs]

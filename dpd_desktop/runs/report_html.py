@@ -1,11 +1,8 @@
-"""A self-contained HTML report of one run or a comparison of several: metrics, configuration and plots embedded as
-inline SVG (runs/svg_plot.py), no external file, script or style sheet. Used by ``dpd-desktop runs report`` and by
-the window's Runs ▸ Report…; no Qt, no display.
-
-One run: its test and validation metrics, the cost (params, MACs/sample), the learning curves, the test PSD
-(measured/target, prediction, error) and AM/AM, and every config field. Several runs: the metrics side by side,
-the learning curves overlaid, the PSD and AM/AM overlays of the test predictions when the runs share a dataset
-(else a note says so), and the config diff (only the fields that differ).
+"""A self-contained HTML report of one run or a comparison of several (``dpd-desktop runs report``, the window's
+Runs ▸ Report…): metrics, configuration and plots as inline SVG (runs/svg_plot.py), no external file, script or
+style sheet, no Qt. One run: its test and validation metrics, cost, learning curves, test PSD and AM/AM, every config
+field. Several: the metrics side by side, the curves overlaid, the PSD and AM/AM overlays when the runs share a
+dataset (else a note), the config diff.
 """
 from __future__ import annotations
 
