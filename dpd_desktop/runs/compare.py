@@ -17,7 +17,7 @@ import numpy as np
 from ..config import ExperimentConfig
 from ..metrics.spectra import psd_db
 from .plotdata import AMAM_POINTS
-from .index import shown_quantized
+from .index import finite, shown_quantized
 from .record import RecordError, RunRecord
 from .replay import ReplayError, SplitArrays, read_split
 from .states import UNREADABLE
@@ -131,12 +131,6 @@ def _amam(x: np.ndarray, out: np.ndarray, points: int) -> tuple[np.ndarray, np.n
     return mag(x), mag(out)
 
 
-def _num(v) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    v = float(v)
-    return v if math.isfinite(v) else None
-
 
 def flatten_config(rec: RunRecord) -> dict[str, Any]:
     """The fields of a run's config.json that describe it: ``experiment.*`` (``extra`` as JSON text),
@@ -195,14 +189,14 @@ def summarize(run_dir: str | Path) -> RunSummary:
         raise CompareError(f"{Path(run_dir) / 'status.json'}: unreadable, the run cannot be reported")
     test_m = rec.test_metrics
     model = rec.model
-    metrics = {k: _num(test_m.get(k)) for k in ("NMSE", "ACLR_L", "ACLR_R", "ACLR_AVG", "EVM")}
+    metrics = {k: finite(test_m.get(k)) for k in ("NMSE", "ACLR_L", "ACLR_R", "ACLR_AVG", "EVM")}
     shown = shown_quantized(rec)
     q_test = ((shown[1].get("metrics") or {}).get("test") or {}) if shown is not None else {}
     for k in ("NMSE", "ACLR_AVG", "EVM"):
-        metrics[f"q_{k}"] = _num(q_test.get(k)) if isinstance(q_test, dict) else None
-    metrics["params"] = _num(model.get("params", model.get("n_params")))
-    metrics["macs_per_sample"] = _num(model.get("macs_per_sample"))
-    metrics["wall_s"] = _num(rec.status_doc.get("wall_s"))
+        metrics[f"q_{k}"] = finite(q_test.get(k)) if isinstance(q_test, dict) else None
+    metrics["params"] = finite(model.get("params", model.get("n_params")))
+    metrics["macs_per_sample"] = finite(model.get("macs_per_sample"))
+    metrics["wall_s"] = finite(rec.status_doc.get("wall_s"))
     test = error = None
     if rec.results_path.is_file():
         try:
@@ -217,7 +211,7 @@ def summarize(run_dir: str | Path) -> RunSummary:
         raise CompareError(f"{exc}; the run cannot be reported or compared") from exc
     ds = rec.dataset
     spec = dict(ds.spec) if ds is not None else {}
-    fs = _num(spec.get("sample_rate_hz"))
+    fs = finite(spec.get("sample_rate_hz"))
     label = f"{rec.run_id} · {str(rec.backbone).upper()}-{rec.hidden_size}"
     return RunSummary(run_id=rec.run_id, run_dir=rec.run_dir, state=rec.state, step=str(rec.step), label=label,
                       dataset_fingerprint=ds.fingerprint if ds else None, dataset_name=ds.name if ds else None,

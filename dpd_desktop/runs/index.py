@@ -117,7 +117,8 @@ def _int(v) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def _float(v) -> float | None:
+def finite(v) -> float | None:
+    """``v`` as a finite float when it is an int or float (not a bool), else None."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     v = float(v)
@@ -190,19 +191,19 @@ def row_from_record(rec: RunRecord) -> IndexedRun:
         dataset_name=_text(ds.name) if ds else None, dataset_kind=_text(ds.kind) if ds else None,
         dataset_fingerprint=_text(ds.fingerprint) if ds else None, dataset_shown=ds.shown if ds else None,
         selection_metric=_text(rec.selection_metric), best_epoch=_int(status.get("best_epoch")),
-        best_value=_float(status.get("best_value")), epochs_completed=_int(status.get("epochs_completed")),
-        test_nmse=_float(test.get("NMSE")), test_aclr_avg=_float(test.get("ACLR_AVG")),
-        test_evm=_float(test.get("EVM")), val_nmse=_float(val.get("NMSE")),
-        val_aclr_avg=_float(val.get("ACLR_AVG")), val_evm=_float(val.get("EVM")),
-        wall_s=_float(status.get("wall_s")), device=_text(rec.device.get("device")),
+        best_value=finite(status.get("best_value")), epochs_completed=_int(status.get("epochs_completed")),
+        test_nmse=finite(test.get("NMSE")), test_aclr_avg=finite(test.get("ACLR_AVG")),
+        test_evm=finite(test.get("EVM")), val_nmse=finite(val.get("NMSE")),
+        val_aclr_avg=finite(val.get("ACLR_AVG")), val_evm=finite(val.get("EVM")),
+        wall_s=finite(status.get("wall_s")), device=_text(rec.device.get("device")),
         fast_path=_text(rec.device.get("fast_path")), kernel=kernel.label if rec.doc else None,
         kernel_notes="; ".join(kernel.notes) or None, pinned=bool(rec.pinned),
         created=_text(rec.doc.get("created")),
         updated=_text(status.get("updated")), message=_text(status.get("message")),
         pa_run_id=_text(pa.get("run_id")), run_group=run_group(rec), qat=_text(qat.get("label")), parent_run_id=_text(rec.parent_run),
         quant=", ".join(sorted(rec.quantized)) or None, quant_label=shown[0] if shown else None,
-        quant_test_nmse=_float(q_test.get("NMSE")), quant_test_aclr_avg=_float(q_test.get("ACLR_AVG")),
-        quant_test_evm=_float(q_test.get("EVM")))
+        quant_test_nmse=finite(q_test.get("NMSE")), quant_test_aclr_avg=finite(q_test.get("ACLR_AVG")),
+        quant_test_evm=finite(q_test.get("EVM")))
 
 
 def folder_signature(run_dir: Path) -> str | None:
@@ -366,17 +367,9 @@ class RunIndex:
     def runs(self, step: str | None = None, state: str | Sequence[str] | None = None, dataset: str | None = None,
              pinned: bool | None = None, sort: str = "run_id", descending: bool = True,
              limit: int | None = None) -> list[IndexedRun]:
-        """Rows of the index (call :meth:`sync` first for the folders' present state).
-
-        Args:
-            step: "pa" / "dpd". state: one state word or several. dataset: a dataset's fingerprint, its name, or
-                its shown source (exact match). pinned: only kept (True) or only scratch (False) runs.
-            sort: one of :data:`SORT_KEYS`; ties broken by run id. descending: newest first for run_id (the id
-                starts with the date). limit: at most this many rows.
-
-        Raises:
-            ValueError: an unknown sort key (the message lists the known ones).
-        """
+        """Rows of the index (:meth:`sync` first for the folders' present state), filtered by ``step``, ``state``
+        (one word or several), ``dataset`` (fingerprint, name or shown source), ``pinned``; sorted by ``sort`` (one
+        of :data:`SORT_KEYS`, then run id; run ids start with the date). Raises ValueError for an unknown sort key."""
         if sort not in SORT_KEYS:
             raise ValueError(f"unknown sort key {sort!r}; known: {', '.join(SORT_KEYS)}")
         where, args = [], []
