@@ -397,14 +397,11 @@ class RunRecord:
     def log_path(self) -> Path:
         return self.run_dir / "log.txt"
 
-    @property
-    def history_path(self) -> Path:
-        return self.run_dir / "history.csv"
 
     def history(self) -> list[dict[str, Any]]:
         """history.csv's rows, numbers parsed (int, float, else text); [] when the file is missing. Raises
         RecordError for an unreadable file or a row that does not match the header (file and line named)."""
-        p = self.history_path
+        p = self.run_dir / "history.csv"
         if not p.is_file():
             return []
         try:
