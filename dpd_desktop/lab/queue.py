@@ -118,11 +118,9 @@ def _now() -> str:
 
 
 class RunQueue:
-    """The queue of one workspace: ``RunQueue(workspace_root)`` or ``RunQueue.at(path_of_queue_file)``.
-
-    The file and its tables are created on first use. Raises :class:`QueueError` for a file that is not an SQLite
-    database, has another schema version, or holds an entry whose config is not valid JSON or not a valid config.
-    """
+    """The queue of one workspace: ``RunQueue(workspace_root)`` or ``RunQueue.at(path_of_queue_file)``, created on
+    first use. Raises :class:`QueueError` for a file that is not a queue of a readable schema version, or an entry
+    whose config is not a valid config."""
 
     def __init__(self, root: str | Path, *, path: str | Path | None = None):
         self.path = Path(path) if path is not None else Path(root) / QUEUE_FILE

@@ -139,7 +139,6 @@ class Supervisor:
     """Run the queue's entries in child processes (see the module docstring).
 
     Args:
-        workspace: the workspace whose queue and run folders are used.
         lanes: the device lanes served (``cpu``, ``cuda:0``, …; None: every lane).
         observers: ``observer(entry, event)`` callables.
         queue: a :class:`RunQueue` (default: the workspace's); the supervisor closes only one it opened.

@@ -122,10 +122,8 @@ CHECKPOINT_FORMATS = ("dpd-desktop-checkpoint-1",)
 
 
 def load_checkpoint(path: str | Path) -> tuple[dict, dict]:
-    """Load a checkpoint written by :func:`save_checkpoint` (``weights_only=True``: tensors and plain data only, a
-    pickled object is refused by torch's restricted unpickler). Returns (state_dict, meta).
-
-    A plain reference-style ``state_dict`` file (OpenDPD ``save/...pt``) is accepted too, with empty meta.
+    """(state_dict, meta) of a checkpoint written by :func:`save_checkpoint`, or of a plain OpenDPD ``state_dict``
+    file (empty meta); ``weights_only=True``: a pickled object is refused by torch's restricted unpickler.
 
     Raises:
         CheckpointError: missing file, not a checkpoint (not a zip, truncated, a pickled object), a ``meta.format``

@@ -157,15 +157,12 @@ REPORT_SUFFIXES = (".html", ".htm")
 
 
 def write_report(run_dirs: Sequence[str | Path], out: str | Path, overwrite: bool = False, workspace=None) -> Path:
-    """Write the report of one run (one folder) or a comparison (several) to ``out`` atomically; returns the path.
-
-    ``out`` follows the output rule (runs/outputs.py: an ``.html``/``.htm`` file, never one of a run folder, a
-    dataset or the workspace's own files; an existing one only with ``overwrite``), checked before anything is read.
+    """Write the report of one run (one folder) or a comparison (several) to ``out`` (``.html``/``.htm``, checked
+    by the output rule before anything is read) atomically; returns the path.
 
     Raises:
-        OutputRefused: the output rule refuses ``out`` (a ValueError).
-        CompareError: a folder is not a readable run (names the file and the field).
-        OSError: ``out`` cannot be written.
+        OutputRefused: the output rule refuses ``out``. CompareError: a folder is not a readable run. OSError: ``out``
+            cannot be written.
     """
     records = [RunRecord.read(d) for d in run_dirs]
     datasets = [recorded_dataset(rec.dataset) for rec in records if rec is not None]

@@ -132,16 +132,8 @@ def _pa_links(rec: RunRecord, runs_dir: Path) -> set[str]:
 
 
 def plan_retention(workspace, older_than_hours: float | None = None, now: float | None = None) -> RetentionPlan:
-    """Judge every folder of the workspace's runs folder (module docstring).
-
-    Args:
-        workspace: a :class:`~dpd_desktop.runs.workspace.Workspace`.
-        older_than_hours: the age limit; default the workspace's ``retention_hours`` (settings.json).
-        now: the time to judge at (seconds since the epoch; default now).
-
-    Raises:
-        SettingsError: settings.json is unreadable (when ``older_than_hours`` is not given).
-    """
+    """Judge every folder of the workspace's runs folder (module docstring) at ``now`` (seconds since the epoch)
+    against ``older_than_hours`` (default: settings.json ``retention_hours``, then SettingsError when unreadable)."""
     hours = WorkspaceSettings.load(workspace.root).retention_hours if older_than_hours is None \
         else float(older_than_hours)
     now = time.time() if now is None else float(now)
