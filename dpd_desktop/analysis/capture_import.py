@@ -1,25 +1,15 @@
-"""Turn two measured signals (PA input and PA output) into a dataset folder our loaders read.
+"""Turn two measured signals (PA input and PA output) into a dataset folder our loaders read (:func:`import_capture`).
 
-    import_capture(x_file, y_file, out, sample_rate_hz=..., bandwidth_hz=..., n_sub_ch=1, ...) -> ImportResult
-
-Steps, in order:
-
-1. **Read** each file: CSV with a header naming I,Q (the split-CSV parser of :mod:`dpd_desktop.data.csv_parse`, float64,
-   which refuses NaN/Inf naming the line), HDF5 (the dataset ``x``/``y``/``iq``/``data``/``signal``, or the file's
-   only dataset), MAT v4-v7 (a variable of those names, or the only one): complex (N,) or real (N, 2). Non-finite samples are refused with the
-   file and the first index. When the lengths differ, both are cut to the shorter one (reported).
-2. **Delay**: estimated by :func:`.estimators.estimate_delay` (FFT cross-correlation, integer + fraction) on the
-   first 65,536 samples; only the **integer** part is removed, by dropping samples: y[n + d] is paired with x[n]
-   (x loses its last d samples). The fraction (|f| ≤ 0.5 sample) is reported, not resampled away, so every written
-   sample is a measured one.
-3. **Normalize**: x and y are both divided by one factor, max|x| over the train range (so |x| peaks at 1.0 in train,
-   as in the bundled datasets, reference §1.4/§1.5, and the PA's gain y/x is kept). ``normalize=False`` keeps the
-   values.
-4. **Split** contiguously in time order: n_train = floor(N·r_train), n_val = floor(N·r_val), test = the rest.
-5. **Write** a split-CSV folder (:func:`dpd_desktop.data.save_split_csv`: ``{train,val,test}_{input,output}.csv``
-   with header ``I,Q`` and 9 significant digits, ``spec.json``) into a temporary sibling folder, then rename it to
-   ``out`` (never over an existing non-empty folder). spec.json's ``import`` entry records the source files, their
-   SHA-256, the delay, the scale and the cut.
+1. **Read** each file: a CSV with a header naming I,Q (data/csv_parse.py, float64), HDF5 or MAT v4-v7 (a dataset or
+   variable named in :data:`SIGNAL_NAMES`, or the only one): complex (N,) or real (N, 2). Non-finite samples are
+   refused (file and first index named); lengths that differ are both cut to the shorter (reported).
+2. **Delay** (:func:`.estimators.estimate_delay` on the first 65,536 samples): only the integer part d is removed,
+   pairing y[n + d] with x[n]; the fraction (|f| ≤ 0.5) is reported, not resampled away: every sample is measured.
+3. **Normalize**: x and y divided by one factor, max|x| over the train range (|x| peaks at 1.0 as in the bundled
+   datasets, reference §1.4/§1.5; the gain y/x is kept). ``normalize=False`` keeps the values.
+4. **Split** contiguously: n_train = floor(N·r_train), n_val = floor(N·r_val), test = the rest.
+5. **Write** a split-CSV folder (:func:`dpd_desktop.data.save_split_csv`) atomically, never over a non-empty folder;
+   spec.json's ``import`` entry records the source files, their SHA-256, the delay, the scale and the cut.
 """
 from __future__ import annotations
 

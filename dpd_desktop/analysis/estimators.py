@@ -65,9 +65,8 @@ def estimate_delay(x: np.ndarray, y: np.ndarray, half_window: int = 32) -> Delay
     Method: r[k] = Σ_n y[n]·x*[n − k], computed by FFT with zero padding to ≥ 2N (linear, not circular, correlation);
     the integer delay is argmax_k |r[k]|. The fraction is found by band-limited interpolation of r: the cross spectrum
     Y·X* is zero-padded 8 times and inverse-transformed (r on a 1/8-sample grid), and a parabola is fitted through |r|
-    at that grid's maximum within ±1 sample of the integer peak and its two neighbours. Measured worst error over
-    delays 7.1–7.4 of a flat band-limited noise occupying 22.5 / 50 / 80 % of fs: plain parabolic interpolation of
-    |r| at k−1, k, k+1 0.005 / 0.025 / 0.096 sample, this method ≤ 0.0001 sample. Cost: one FFT of 8·nfft points.
+    at that grid's maximum within ±1 sample of the integer peak and its two neighbours (its accuracy:
+    benchmarks/results/2026-12-04-notes-record-training-slim.md). Cost: one FFT of 8·nfft points.
     """
     n = x.size
     nfft = 1 << int(np.ceil(np.log2(2 * n)))

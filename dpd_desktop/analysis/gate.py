@@ -1,12 +1,8 @@
-"""The inspector's flags of a dataset before a run (:func:`dataset_flags`), kept in a cache keyed by the dataset's
-fingerprint, and the error-severity ones that stop a run unless the user accepts them (:func:`blocking`).
-
-A cache hit costs the fingerprint and one small JSON file; a miss, an inspection (benchmarks/results/2026-12-04-notes-core.md).
-
-Cache file: ``CACHE_DIR/<fingerprint>.json`` = ``{"format", "rules", "source", "flags": [Flag.to_dict(), ...]}``;
-it is used only when its ``rules`` equal :data:`~dpd_desktop.analysis.flags.RULES_VERSION` and its ``source`` is
-the dataset's (the messages name the files), and written atomically; a cache that cannot be read or written is
-ignored (the dataset is inspected again).
+"""The inspector's flags of a dataset before a run (:func:`dataset_flags`), cached by the dataset's fingerprint, and
+the error-severity ones that stop a run unless the user accepts them (:func:`blocking`). Cache file:
+``CACHE_DIR/<fingerprint>.json`` = ``{"format", "rules", "source", "flags"}``, used only when its ``rules`` are
+:data:`~dpd_desktop.analysis.flags.RULES_VERSION` and its ``source`` the dataset's; written atomically; one that
+cannot be read or written is ignored. Cost: benchmarks/results/2026-12-04-notes-core.md.
 """
 from __future__ import annotations
 

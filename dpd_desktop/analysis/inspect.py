@@ -2,16 +2,12 @@
 
 What is measured, and on which samples (the estimators and their methods: :mod:`.estimators`):
 
-* sample counts, PAPR of x and y, non-finite samples, clipping plateaus, all-zero/constant signals: every sample of
-  every split (O(N) passes);
-* delay (FFT cross-correlation, integer + fractional), small-signal gain, AM/AM and AM/PM fits, P1dB, the linear
-  NMSE: the first :data:`ANALYSIS_MAX` (65,536) contiguous samples of the train split — a contiguous block, not a
-  rate decimation, so delay and memory stay intact; on DPA_160MHz that is 22 % of train;
-* PSDs of x and y (:func:`dpd_desktop.metrics.spectra.psd_db`, Welch, ``min(nperseg, 4096)`` bins) and the 99 %
-  occupied bandwidth: the whole train split;
-* ACLR of x and y with the spec's channel layout (:func:`dpd_desktop.metrics.aclr.aclr_db`): whole ``nperseg``
-  segments of the train split (at most 16);
-* plot arrays: the AM/AM / AM/PM scatter is every k-th sample of the aligned block, at most :data:`SCATTER_MAX`.
+* counts, PAPR, non-finite samples, clipping plateaus, all-zero/constant signals: every sample of every split;
+* delay (FFT cross-correlation), small-signal gain, AM/AM and AM/PM fits, P1dB, the linear NMSE: the first
+  :data:`ANALYSIS_MAX` contiguous train samples (a block, not a decimation: delay and memory stay intact);
+* PSDs (Welch, ``min(nperseg, 4096)`` bins) and the 99 % occupied bandwidth: the whole train split;
+* ACLR with the spec's channel layout: at most 16 whole ``nperseg`` segments of train;
+* the AM/AM / AM/PM scatter: every k-th sample of the aligned block, at most :data:`SCATTER_MAX`.
 
 Its time: benchmarks/inspect_speed.py, benchmarks/results/2026-12-04-notes-core.md.
 """

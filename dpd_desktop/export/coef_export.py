@@ -1,19 +1,15 @@
-"""Export an MP/GMP run's coefficients (its selected checkpoint, best.pt) for MATLAB and spreadsheets.
+"""Export an MP/GMP run's coefficients (its best.pt) for MATLAB and spreadsheets.
 
-Layout (models/poly.py): the aligned memory-polynomial coefficients as MATLAB ``comm.DPD``'s 'Memory polynomial'
-``Coefficients`` — an M-by-K complex matrix, row m+1 = delay m, column k = degree k (the term x(n−m)|x(n−m)|^(k−1));
-orders left out by ``odd_only`` are 0. For a DPD run the matrix can be given to ``comm.DPD('Coefficients', A)``
-directly (our x is the DPD input); for a PA run it is the PA model.
+Layout (models/poly.py): MATLAB ``comm.DPD``'s 'Memory polynomial' ``Coefficients``, an M-by-K complex matrix, row
+m+1 = delay m, column k = the term x(n−m)|x(n−m)|^(k−1); orders left out by ``odd_only`` are 0. A DPD run's matrix
+goes to ``comm.DPD('Coefficients', A)`` directly; a PA run's is the PA model.
 
-* ``.csv``: the M-by-K matrix, one header line ``k=1,…,k=K``, cells ``a+bi`` (``%.17g``, MATLAB ``readmatrix``
-  reads them as complex); a GMP's cross terms go to ``<out stem>-cross.csv`` with one row per coefficient
-  (``kind,order,delay,envelope_delay,real,imag``; envelope offset > delay: lagging, < delay: leading).
-* ``.mat``: ``Coefficients`` (M-by-K complex double), ``w`` (all coefficients in basis order, column), ``terms``
-  (P-by-3 double: order, delay, envelope delay), ``orders`` (struct of the PolySpec) and ``run_id``.
+* ``.csv``: the matrix, header ``k=1,…,k=K``, cells ``a+bi`` (``%.17g``, complex to MATLAB ``readmatrix``); a GMP's
+  cross terms go to ``<out stem>-cross.csv`` (``kind,order,delay,envelope_delay,real,imag``).
+* ``.mat``: ``Coefficients``, ``w`` (every coefficient in basis order), ``terms`` (P-by-3: order, delay, envelope
+  delay), ``orders`` (the PolySpec) and ``run_id``.
 
-Files are written atomically (runs/artifacts.py), where the output rule allows (runs/outputs.py: never into a run
-folder, a dataset or the workspace's own files; an existing file only with ``overwrite``), like run-dpd; the run
-folder itself is only read.
+Files are written atomically where the output rule (runs/outputs.py) allows; the run folder is only read.
 """
 from __future__ import annotations
 

@@ -1,30 +1,16 @@
 """Run a trained DPD on I/Q samples and export the predistorted signal u = DPD(x) (``dpd-desktop run-dpd``).
 
-Input: the ``--split`` (train / val / test) of the DPD run's own dataset, reloaded from ``config.json``'s
-``dataset.source`` and checked against the recorded fingerprint (the demo is regenerated from its recorded
-settings), or an ``--input`` file: a CSV with a header line naming two columns I, Q (read by
-:func:`dpd_desktop.data.read_iq_csv`, the split-CSV rules: ``I,Q`` or ``Q,I``, also ``I_in,Q_in`` ... ``re,im``); an
-HDF5 file with a dataset ``x`` (complex, or (N, 2) I/Q) at the root or at ``/<split>/x``; a ``.mat`` file with a
-variable ``x`` (complex vector or N×2 I/Q). Unreadable or corrupt input files raise :class:`DpdExportError` naming
-the file.
+Input: a ``--split`` of the DPD run's own dataset (reloaded through the record, fingerprint checked), or an
+``--input`` file: a CSV with a header naming the I, Q columns (:func:`dpd_desktop.data.read_iq_csv`'s rules); an HDF5
+file with ``x`` (complex, or (N, 2) I/Q) at the root or at ``/<split>/x``; a ``.mat`` file with a variable ``x``.
 
-Output, chosen by the extension of ``out`` (every file written atomically: temporary file + ``os.replace``):
+Output, by the extension of ``out``, written atomically, plus a side-car ``<out>.meta.json`` (:func:`run_dpd`'s
+metadata): ``.csv`` header ``I,Q,I_dpd,Q_dpd``, ``%.9g`` (round-trips float32); ``.h5``/``.hdf5`` datasets ``x`` and
+``u``, (N, 2) float32, the metadata as root attributes; ``.mat`` complex64 columns ``x``, ``u`` and a struct ``meta``.
 
-* ``.csv`` — header ``I,Q,I_dpd,Q_dpd`` (x then u), ``%.9g`` values, which round-trip float32 exactly;
-* ``.h5`` / ``.hdf5`` — datasets ``x`` and ``u``, (N, 2) float32 I/Q, the metadata as root attributes;
-* ``.mat`` — ``x`` and ``u`` complex64 column vectors and a struct ``meta`` with the metadata;
-
-plus a side-car ``<out>.meta.json`` holding the metadata that :func:`run_dpd` returns.
-
-DECISION — segmentation. The reference's ``run_dpd`` runs the DPD once over the whole test split as one sequence
-(batch 1, one zero initial state, no segmentation; reference §5.2), so its exported u is *not* the u that was scored
-(the scoring cuts the split into ``nperseg`` segments and resets the state per segment; reference §9.11; TRes-GRU's
-circular shift and RVTDCNN's wrap also act on other lengths). Here the DPD runs exactly as the evaluation of the run
-does: consecutive segments of the dataset's ``nperseg`` samples, a fresh zero state per segment, the last segment
-zero-padded at its end, eval mode, ``torch.inference_mode``, the run's ``batch_size_eval`` segments per forward
-call; the padding is cut off afterwards. The exported u is therefore bit for bit the u whose PA(u) gave the run's
-reported test metrics (``results.h5`` ``test/dpd_output``) — on the same device type and library build (another
-device, or another CPU thread count, may change the last bits of the recurrent arithmetic).
+Decision: the DPD runs as the run's evaluation does (:data:`SEGMENTATION`), not as the reference's ``run_dpd`` (one
+unsegmented pass, reference §5.2/§9.11), so the exported u is bit for bit the u whose PA(u) gave the run's test
+metrics (``results.h5`` ``test/dpd_output``) on the same device type and library build.
 """
 from __future__ import annotations
 
@@ -86,28 +72,19 @@ def run_dpd(workspace: Workspace | str | Path | None, run: str | Path, *, out: s
     """Compute u = DPD(x) with a DPD run's selected checkpoint and write it to ``out``; returns the metadata.
 
     Args:
-        workspace: the workspace (or its root folder) in which ``run`` is looked up by id.
-        run: DPD run id or run folder.
-        out: output file; the extension picks the format (.csv, .h5/.hdf5, .mat).
-        input_file: I/Q input file instead of a split of the run's dataset (see the module docstring).
-        split: "train", "val" or "test" of the run's dataset (ignored with ``input_file``, except that an HDF5 input
+        workspace: the workspace (or its root folder) in which ``run`` (an id or a folder) is looked up.
+        out: output file; the extension picks the format.
+        input_file: I/Q input file instead of ``split`` ("train", "val", "test") of the run's dataset (an HDF5 input
             without a root ``x`` is read from ``/<split>/x``).
         device: "cpu", "cuda", "cuda:N" or "auto".
-        dataset: the already loaded :class:`~dpd_desktop.data.IQDataset` of the run (for datasets that cannot be
-            reloaded from ``config.json``, e.g. one built in memory); it must have the recorded fingerprint.
-        overwrite: an existing ``out`` (and its ``.meta.json``) may be replaced (``--overwrite``); the files the
-            output rule protects never are (runs/outputs.py).
-
-    Returns:
-        The metadata dict, also written to ``<out>.meta.json``.
+        dataset: the run's loaded dataset (one that cannot be reloaded); it must have the recorded fingerprint.
+        overwrite: an existing ``out`` (and its ``.meta.json``) may be replaced, never a protected file.
 
     Raises:
-        DpdExportError: unsupported output extension, run not found or not a DPD run, unreadable ``config.json`` /
-            ``best.pt`` or an architecture mismatch (naming the file and field), a dataset that cannot be reloaded
-            (suggesting ``--input``), an unreadable input file, an unknown device, an ``out`` that cannot be
-            written (naming ``out``).
-        OutputRefused: ``out`` or its ``.meta.json`` is a file the output rule protects, or exists without
-            ``overwrite`` (runs/outputs.py; a ValueError too).
+        DpdExportError: an unsupported extension, no such DPD run, an unreadable record or checkpoint, a dataset
+            that cannot be reloaded (suggesting ``--input``), an unreadable input, an unknown device, an ``out``
+            that cannot be written; the message names the file and field.
+        OutputRefused: the output rule (runs/outputs.py) refuses ``out`` or its ``.meta.json``.
     """
     if isinstance(workspace, Workspace):
         ws = workspace
@@ -186,12 +163,8 @@ def meta_path(out: str | Path) -> Path:
 
 def compute_dpd_output(model, x: np.ndarray, nperseg: int, batch_size: int = 64, device="cpu",
                        cudnn: dict[str, Any] | None = None) -> np.ndarray:
-    """u = DPD(x) for an (N, 2) float32 series, segmented exactly like the trainer's evaluation (see
-    :data:`SEGMENTATION`); returns (N, 2) float32.
-
-    ``cudnn``: the run's recorded cuDNN settings (``benchmark``, ``deterministic``), applied on CUDA while the DPD
-    runs (convolutional families train with deterministic cuDNN algorithms).
-    """
+    """u = DPD(x) for an (N, 2) float32 series, segmented as :data:`SEGMENTATION` says; returns (N, 2) float32.
+    ``cudnn``: the run's recorded cuDNN flags (``benchmark``, ``deterministic``), applied on CUDA."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     n = x.shape[0]
     dev = torch.device(device)
@@ -213,14 +186,11 @@ def compute_dpd_output(model, x: np.ndarray, nperseg: int, batch_size: int = 64,
 
 
 def read_input_file(path: str | Path, split: str = "test") -> tuple[np.ndarray, dict[str, Any]]:
-    """Read the I/Q samples x of an input file: CSV (header + I,Q, checked like a split-CSV file by
-    :func:`dpd_desktop.data.read_iq_csv`), HDF5 (``x`` at the root or ``/<split>/x``) or .mat (variable ``x``).
-    Returns ((N, 2) float32, info with path, format, where and sha256).
+    """The I/Q samples x of an input file (module docstring): ((N, 2) float32, {path, format, where, sha256}).
 
     Raises:
-        DpdExportError: missing or unreadable file (a corrupt .mat: "not a readable MATLAB file"; a corrupt HDF5:
-            "not a readable HDF5 file"), a CSV breaking the header/row rules (file and line named), unknown
-            extension, no ``x``, wrong shape, non-finite values.
+        DpdExportError: a missing, unreadable or corrupt file ("not a readable MATLAB/HDF5 file"), a CSV breaking
+            the rules (file and line named), an unknown extension, no ``x``, a wrong shape, non-finite values.
     """
     p = Path(path).expanduser()
     if not p.is_file():
@@ -229,7 +199,6 @@ def read_input_file(path: str | Path, split: str = "test") -> tuple[np.ndarray, 
         raise DpdExportError(f"input file {p}: {what}")
     suffix = p.suffix.lower()
     if suffix == ".csv":
-
         try:
             x = read_iq_csv(p)
         except ValueError as exc:  # DatasetError names the file and line
@@ -259,10 +228,8 @@ def write_output(out: str | Path, x: np.ndarray, u: np.ndarray, meta: dict[str, 
     """Write x and u to ``out`` in the format of its extension, atomically. Returns the path.
 
     Raises:
-        DpdExportError: ``out`` has an unsupported extension, or cannot be written (the message names ``out``, not
-            the temporary file).
-        OutputRefused: the output rule refuses ``out`` (runs/outputs.py; ``overwrite``: an existing file may be
-            replaced).
+        DpdExportError: an unsupported extension, or ``out`` cannot be written (named, not the temporary file).
+        OutputRefused: the output rule (runs/outputs.py) refuses ``out``.
     """
     out = Path(out)
     fmt = output_format(out)
@@ -290,7 +257,7 @@ def _write_output(out: Path, fmt: str, x: np.ndarray, u: np.ndarray, meta: dict[
                 for k, v in _flat_attrs(meta).items():
                     f.attrs[k] = v
         return atomic.atomic_write_via(out, write)
-    from scipy.io import savemat  # here, not at the top: a 0.14 s import (python -X importtime), .mat only
+    from scipy.io import savemat  # a 0.14 s import (python -X importtime), .mat only
 
     buf = io.BytesIO()
     savemat(buf, {"x": as_complex(x, np.complex64), "u": as_complex(u, np.complex64), "meta": _mat_struct(meta)}, oned_as="column",
@@ -444,7 +411,7 @@ def _read_h5_x(p: Path, split: str) -> tuple[np.ndarray, str]:
 
 
 def _read_mat_x(p: Path) -> tuple[np.ndarray, str]:
-    from scipy.io import loadmat  # here, not at the top: a 0.14 s import (python -X importtime), .mat only
+    from scipy.io import loadmat  # a 0.14 s import (python -X importtime), .mat only
 
     try:
         ensure_unlocked(p)

@@ -2,22 +2,17 @@
 
 The export folder (written whole, runs/outputs.py ``write_folder``; never inside a run folder):
 
-* ``README.md`` — the formats of every tensor, the rounding and saturation rules, the tables, each layer's integer
-  arithmetic with its shifts, the quantised DPD's metrics through the frozen PA next to the float ones;
-* ``formats.json`` — the same, for programs: bit widths, every format, the graph, the golden files' layout;
-* ``dpd_coeffs.h`` — a C99 header: every weight, bias and table as an exact-width integer array with its fraction;
-* ``coefficients.csv`` — ``tensor,index,value,hex,real`` for every stored word;
-* ``golden/`` — the first frames of the test split (``frame_length`` samples each, zero initial state): the float
-  input ``x_float.csv`` (float32 values, 9 significant digits: read them as float32) and, for every tensor of the
-  integer reference in execution order (the input words ``x``, each layer's output, the GRU gates and
-  pre-activation words), ``<tensor>.csv`` (``frame,t,c0,…`` integers) and
-  ``<tensor>.hex`` (one line per time step, two's-complement words of the tensor's width, space-separated; read by
-  Verilog ``$readmemh``).
+* ``README.md``: every tensor's format, the rounding and saturation rules, the tables, each layer's integer
+  arithmetic, the quantised metrics through the frozen PA beside the float ones; ``formats.json``: the same, for
+  programs; ``dpd_coeffs.h``: a C99 header, every stored tensor as an exact-width integer array;
+  ``coefficients.csv``: ``tensor,index,value,hex,real`` for every stored word;
+* ``golden/``: the first test frames (zero initial state): ``x_float.csv`` (float32, 9 significant digits) and for
+  every tensor of the integer reference in execution order ``<tensor>.csv`` (``frame,t,c0,…``) and ``<tensor>.hex``
+  (one line per step, two's-complement words, for Verilog ``$readmemh``).
 
-The integer reference is quant/backends.py ``IntBackend`` (NumPy int64); :func:`verify_export` rebuilds it from
-the folder's own files (formats.json, coefficients.csv) and checks that it reproduces every golden file bit for bit.
-The quantised metrics are also kept in the run's ``quantized.json`` (export/quantized.py), where the index, compare
-and the reports read them.
+The integer reference is quant/backends.py ``IntBackend`` (NumPy int64); :func:`verify_export` rebuilds it from the
+folder's own files and checks that it reproduces every golden file bit for bit. The quantised metrics also go into
+the run's ``quantized.json`` (export/quantized.py).
 """
 from __future__ import annotations
 

@@ -1,18 +1,14 @@
 """``dpd-desktop export RUN --format onnx``: a DPD run's selected checkpoint as an ONNX model, checked numerically.
 
 The model maps ``x`` (batch, time, 2) float32 I/Q to ``u`` (batch, time, 2), batch and time dynamic, zero initial
-state per sequence (as the run's evaluation runs each segment). It is written only after onnxruntime (CPU) has run
-it on the whole test split, segmented like the run's evaluation, and its output agreed with PyTorch's: the error is
-``max |u_onnx − u_torch| / max |u_torch|`` (relative to the output's peak) and must be at most :data:`TOLERANCE`;
-else nothing is written. A side-car ``<out>.json`` records the check.
+state per sequence. It is written only after onnxruntime (CPU) ran it on the whole test split, segmented as the run's
+evaluation, within :data:`TOLERANCE` of PyTorch (``max |u_onnx − u_torch| / max |u_torch|``); a side-car ``<out>.json``
+records the check.
 
-DECISION — the exporter. PyTorch's TorchScript-based exporter (``torch.onnx.export(dynamo=False)``) is used: it
-exports ``nn.GRU`` as an ONNX ``GRU`` node with ``linear_before_reset=1`` (PyTorch's formula, r ⊙ (W_hn h + b_hn)),
-keeps batch and time dynamic, and needs no extra package. The dynamo exporter (``dynamo=True``) exported ``nn.GRU``
-with ``linear_before_reset=0`` — numerically wrong, silently (pytorch/pytorch#189225, closed); with onnxscript 0.7.2
-here it gave the right numbers but fixed the time axis to the example's length (ONNX Runtime warns on another
-length) and was slow (benchmarks/results/2026-12-04-notes-core.md). Whatever the exporter, every GRU node
-must carry ``linear_before_reset=1`` and the numerical check must pass.
+Decision: the TorchScript exporter (``torch.onnx.export(dynamo=False)``), which writes ``nn.GRU`` as an ONNX ``GRU``
+with ``linear_before_reset=1`` (PyTorch's formula) and keeps time dynamic; the dynamo exporter has written
+``linear_before_reset=0`` silently (pytorch/pytorch#189225) and fixed the time axis (benchmarks/results/
+2026-12-04-notes-core.md). Every GRU node must carry ``linear_before_reset=1`` and the check must pass.
 """
 from __future__ import annotations
 

@@ -1,17 +1,14 @@
 """``dpd-desktop export RUN --format fixed`` for an MP/GMP run: its coefficients in fixed point, with the integer
-model of quant/poly.py.
+model of quant/poly.py. The export folder (written whole, never inside a run folder):
 
-The export folder (written whole, never inside a run folder, runs/outputs.py):
-
-* ``coefficients.csv`` — one row per coefficient in basis order (models/poly.py): ``kind,order,delay,
-  envelope_delay,re,im,re_hex,im_hex,frac,real,imag`` (``re``/``im`` the W-bit words, ``real``/``imag`` the float
-  coefficients they round);
-* ``coefficients_mk.csv`` — the aligned (MP) words as comm.DPD's M-by-K layout (export/coef_export.py), ``re+imi``;
-* ``dpd_coeffs.h`` — C99 arrays of the words, the terms' (order, delay, envelope delay) and every fraction;
-* ``golden/`` — the first frames of the test split (``frame_length`` samples each): ``x_float.csv`` and the words
-  of ``x``, ``amp``, the envelope powers and ``y`` as CSV and HEX (as export/fixed_export.py);
-* ``formats.json`` and ``README.md`` — the formats, the arithmetic, and the integer model against the float one on
-  the test split (and, for a DPD run with a frozen PA, the metrics through it).
+* ``coefficients.csv``: one row per coefficient in basis order, ``kind,order,delay,envelope_delay,re,im,re_hex,
+  im_hex,frac,real,imag`` (``re``/``im`` the W-bit words, ``real``/``imag`` the float values they round);
+  ``coefficients_mk.csv``: the aligned (MP) words in comm.DPD's M-by-K layout (export/coef_export.py), ``re+imi``;
+* ``dpd_coeffs.h``: C99 arrays of the words, the terms' (order, delay, envelope delay) and every fraction;
+* ``golden/``: the first test frames, ``x_float.csv`` and the words of ``x``, ``amp``, the envelope powers and
+  ``y`` as CSV and HEX (as export/fixed_export.py);
+* ``formats.json`` and ``README.md``: the formats, the arithmetic, the integer model against the float one on the
+  test split (and a DPD's metrics through its frozen PA).
 """
 from __future__ import annotations
 

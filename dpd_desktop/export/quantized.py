@@ -1,17 +1,10 @@
 """The quantised DPD through the frozen PA: metrics of a DPD run's integer model, kept beside its float metrics.
 
-For a DPD run and bit widths (quant/plan.py ``QuantSpec``): the selected checkpoint (best.pt) is lowered
-(quant/lower.py) and run in the bit-exact integer reference (quant/backends.py ``IntBackend``) over the val and test
-splits, segmented exactly like the run's evaluation (``nperseg`` segments, zero state each, the last zero-padded);
-its output u_q goes through the run's frozen PA (the PA run's best.pt, checked against the recorded SHA-256) in
-float32 and is scored against g·x under the run's metric profile — the same path as the run's own metrics. The
-float model's u and metrics are computed the same way beside it.
-
-Activation formats: a quantisation-aware run's recorded plan when the bit widths are its own (config.json ``qat``),
-else a calibration of the float model on the training split (quant/plan.py).
-
-The result is kept in the run folder as ``quantized.json`` (one entry per bit-width label, runs/writer.py
-``write_quantized``), which the index, compare and the reports read.
+At given bit widths (quant/plan.py ``QuantSpec``) best.pt is lowered (quant/lower.py) and run in the bit-exact integer
+reference (quant/backends.py ``IntBackend``) over val and test, segmented as the run's evaluation; its output u_q
+goes through the run's frozen PA (SHA-256 checked) in float32 and is scored against g·x under the run's metric
+profile, the float model's u beside it. Activation formats: a quantisation-aware run's recorded plan at its own bit
+widths, else a calibration on the training split. Kept in ``quantized.json`` (runs/writer.py ``write_quantized``).
 """
 from __future__ import annotations
 
@@ -147,12 +140,9 @@ def evaluate_quantized(run_dir: str | Path, spec: QuantSpec, dataset=None, plan:
                        models=None) -> dict[str, Any]:
     """Score a DPD run's integer model at ``spec`` through its frozen PA (module docstring).
 
-    Args:
-        run_dir: the DPD run folder.
-        spec: bit widths.
-        dataset: the run's dataset when already loaded (checked against the recorded fingerprint).
-        plan: the activation formats (None: :func:`quant_plan_for`).
-        models: ``load_run_models(rec)``'s result when already loaded.
+    ``dataset`` (checked against the record), ``plan`` (None: :func:`quant_plan_for`) and ``models``
+    (``load_run_models(rec)``): when already loaded.
+
     Returns:
         The ``quantized.json`` entry: ``label``, ``spec``, ``plan`` and ``plan_source``, ``metric_profile``,
         ``metrics`` / ``float_metrics`` {split: {NMSE, EVM, ACLR_L, ACLR_R, ACLR_AVG}} (dB / dBc), ``u_error``

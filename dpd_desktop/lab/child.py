@@ -1,14 +1,8 @@
-"""A queued run's child process: builds the trainer (training/ls_fit.py ``make_trainer``: a Trainer, or an MP/GMP
-least-squares fit), runs it, and forwards its events to the supervisor.
-
-The child's :class:`~dpd_desktop.runs.writer.RunWriter` writes the run folder as an in-process run does; the events
-of :data:`~dpd_desktop.lab.event_codec.FORWARDED` go to the supervisor (lab/supervisor.py) as JSON over a pipe.
-A second pipe carries the supervisor's requests: ``cancel`` (stop after the current batch; ``cancel:REASON`` records
-REASON in status.json, e.g. a sweep's pruner), ``preview:N`` /
-``preview:off``; when that pipe closes (the supervisor is gone) the run cancels itself. SIGINT is ignored: a
-terminal's Ctrl+C reaches the whole process group, and the supervisor decides what it means.
-
-Tests inject faults (lab/faults.py) through the supervisor: the ``faults`` argument of :func:`child_main`.
+"""A queued run's child process: builds the trainer (training/ls_fit.py ``make_trainer``), runs it, and forwards the
+events of :data:`~dpd_desktop.lab.event_codec.FORWARDED` to the supervisor as JSON over a pipe; its own
+:class:`~dpd_desktop.runs.writer.RunWriter` writes the run folder. A second pipe carries the supervisor's requests:
+``cancel`` (``cancel:REASON`` records REASON in status.json), ``preview:N`` / ``preview:off``; when it closes the run
+cancels itself. SIGINT is ignored: a terminal's Ctrl+C reaches the whole process group, the supervisor decides.
 """
 from __future__ import annotations
 
@@ -21,9 +15,8 @@ from ..training.cpu_threads import prefer_passive_wait
 
 prefer_passive_wait()  # before PyTorch loads OpenMP below (training/cpu_threads.py); the parent usually set it already
 
-# The forkserver imports this module once (Supervisor's preload), so every child starts with PyTorch, the trainer
-# and the libraries of the first epoch end and the results file already imported (what that saves each child:
-# benchmarks/results/2026-12-04-notes-training.md).
+# The forkserver preloads this module, so every child starts with PyTorch, the trainer, the first epoch end's and
+# the results file's libraries imported (benchmarks/results/2026-12-04-notes-training.md).
 import h5py  # noqa: F401,E402 - preloaded for the results file (see above)
 import scipy.signal  # noqa: F401,E402 - preloaded for the metrics (see above)
 
@@ -40,24 +33,28 @@ from ..runs.workspace import Workspace
 from ..runs.writer import RunWriter
 
 class _Forwarder:
-    """The trainer's observer in the child: encodes the forwarded events onto the pipe (one lock: on CUDA epoch
-    ends come from a worker thread). Once the pipe is broken (the supervisor is gone: the control listener then
-    cancels the run) the events are dropped: ``supervisor_gone``."""
+    """A trainer's observer in a child: the forwarded events onto the pipe, after ``head`` (a group's ``b"ENTRY\\n"``;
+    its members share ``lock`` and ``gone``). Once the pipe is broken (the supervisor is gone: the control listener
+    then cancels the run) the events are dropped: ``supervisor_gone``."""
 
     record_events = True  # RunPrepared names the run folder before RunStarted
 
-    def __init__(self, conn):
-        self._conn, self._lock = conn, threading.Lock()
-        self.supervisor_gone = False
+    def __init__(self, conn, lock: threading.Lock | None = None, head: bytes = b"", gone: list | None = None):
+        self._conn, self._lock, self._head = conn, lock or threading.Lock(), head
+        self._gone = [] if gone is None else gone
+
+    @property
+    def supervisor_gone(self) -> bool:
+        return bool(self._gone)
 
     def __call__(self, ev) -> None:
-        if isinstance(ev, event_codec.FORWARDED) and not self.supervisor_gone:
-            data = event_codec.encode(ev)
-            with self._lock:
+        if isinstance(ev, event_codec.FORWARDED) and not self._gone:
+            data = self._head + event_codec.encode(ev)
+            with self._lock:  # on CUDA epoch ends come from a worker thread, a group's members from theirs
                 try:
                     self._conn.send_bytes(data)
                 except OSError:  # BrokenPipeError, or a closed handle: nobody reads any more
-                    self.supervisor_gone = True
+                    self._gone.append(True)
 
 
 #: the cancel reason of a child whose supervisor's pipe closed (the supervisor was killed or ended)
@@ -88,20 +85,24 @@ def _listen(control, trainer_box: list, stop: threading.Event) -> None:
                 pass
 
 
+def start_child_process() -> None:
+    """A child's signals (SIGINT ignored, SIGTERM ends it: a forked one inherits the CLI's handler) and faulthandler
+    (a real segfault leaves the Python traceback on stderr)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    faulthandler.enable()
+
+
 def child_main(entry_id: int, config: dict, workspace_root: str, events_conn, control_conn,
                faults=(), options: dict | None = None, observers=()):
     """The child's whole life (the target of the supervisor's process): one run, then return.
 
-    ``options`` (the window's own run, gui/worker.py; None for a queue entry): ``dataset``, the
-    :class:`~dpd_desktop.runs.record.DatasetRef` block of the window's loaded dataset (reloaded or regenerated here,
-    its fingerprint checked); ``resume``, a run folder to continue (training/resume.py) instead of a new run.
-    ``observers``: more observers of the trainer's events (in this process). ``faults``: lab/faults.py ``Fault`` s
-    (tests; those of ``entry_id`` fire). Returns the trainer's RunResult, or
-    None when the run could not start.
+    ``options`` (the window's own run; None for a queue entry): ``dataset``, the :class:`DatasetRef` block of the
+    window's dataset (reloaded here, fingerprint checked); ``resume``, a run folder to continue instead of a new run.
+    ``observers``: more observers in this process. ``faults``: lab/faults.py ``Fault`` s (tests). Returns the
+    trainer's RunResult, or None when the run could not start.
     """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a SIGTERM ends a child (a forked one inherits the CLI's handler)
-    faulthandler.enable()  # a real segfault leaves the Python traceback on stderr
+    start_child_process()
     send = _Forwarder(events_conn)
     box: list = []
     stop = threading.Event()

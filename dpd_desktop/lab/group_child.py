@@ -1,19 +1,13 @@
 """A group's child process: the queue entries of one group (lab/queue.py ``claim_group``) trained together through
 :class:`~dpd_desktop.training.group.TrainerGroup` on ONE loaded dataset.
 
-Each entry gets its own trainer (training/ls_fit.py ``make_trainer``), :class:`~dpd_desktop.runs.writer.RunWriter`
-and run folder, as in lab/child.py; its forwarded events go to the supervisor prefixed with its entry id
-(``b"ENTRY\\n" + event_codec.encode(event)``, one lock for the pipe: the members may run on threads). The
-supervisor's requests: ``ENTRY MESSAGE`` for one member (``3 cancel:pruned by the sweep at epoch 1`` cancels
-entry 3 only; ``4 preview:2``), a bare ``MESSAGE`` for every member; when the pipe closes (the supervisor is gone)
-every member cancels itself. A member whose trainer cannot be built fails alone (its RunFailed); a dataset that
-cannot be loaded fails every member. Test faults (lab/faults.py) apply per entry (``3:kill@epoch:0`` kills the
-group's process after entry 3's first epoch).
+Each entry has its own trainer, writer and run folder, as in lab/child.py; its events go to the supervisor after a
+line with its entry id (``b"ENTRY\\n" + event``). Requests: ``ENTRY MESSAGE`` for one member (``3 cancel:pruned by
+the sweep at epoch 1``), a bare ``MESSAGE`` for all; a closed pipe cancels every member. A member whose trainer cannot
+be built fails alone; a dataset that cannot be loaded fails all. Test faults (lab/faults.py) apply per entry.
 """
 from __future__ import annotations
 
-import faulthandler
-import signal
 import threading
 import traceback
 
@@ -23,30 +17,11 @@ from ..training.group import TrainerGroup
 from ..training.ls_fit import make_trainer
 from ..training.report import describe_error
 from ..training.trainer import load_dataset_for
-from . import event_codec
-from .child import SUPERVISOR_GONE
+from .child import SUPERVISOR_GONE, _Forwarder, start_child_process
 from .faults import FaultWriter, faults_of
 from ..runs.workspace import Workspace
 from ..runs.writer import RunWriter
 
-
-class _TaggedForwarder:
-    """One member's observer: its forwarded events onto the shared pipe, tagged with its entry id (see the module
-    docstring); dropped once the pipe is broken (the supervisor is gone)."""
-
-    record_events = True  # RunPrepared names the run folder before RunStarted
-
-    def __init__(self, conn, lock: threading.Lock, entry_id: int, gone: list):
-        self._conn, self._lock, self._head, self._gone = conn, lock, f"{int(entry_id)}\n".encode("ascii"), gone
-
-    def __call__(self, ev) -> None:
-        if isinstance(ev, event_codec.FORWARDED) and not self._gone:
-            data = self._head + event_codec.encode(ev)
-            with self._lock:
-                try:
-                    self._conn.send_bytes(data)
-                except OSError:  # BrokenPipeError, or a closed handle: nobody reads any more
-                    self._gone.append(True)
 
 
 class _Members:
@@ -114,11 +89,9 @@ def group_child_main(entry_ids: list[int], configs: list[dict], workspace_root: 
                      faults=()) -> list | None:
     """The whole life of a group's child (the target of the supervisor's process): the members' runs, then return
     their RunResults in order (None when the dataset could not be loaded: every member failed)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a SIGTERM ends a child (a forked one inherits the CLI's handler)
-    faulthandler.enable()
+    start_child_process()
     lock, gone = threading.Lock(), []
-    sends = {eid: _TaggedForwarder(events_conn, lock, eid, gone) for eid in entry_ids}
+    sends = {eid: _Forwarder(events_conn, lock, f"{int(eid)}\n".encode("ascii"), gone) for eid in entry_ids}
     members = _Members(entry_ids)
     threading.Thread(target=_listen, args=(control_conn, members), name="dpd-queue-group-control",
                      daemon=True).start()

@@ -1,28 +1,18 @@
 """The workspace's run queue: experiments that wait their turn, kept in ``<workspace>/queue.sqlite``.
 
-One SQLite file (stdlib :mod:`sqlite3`, WAL journal, a busy timeout) so that the window and the command line may
-use one queue at once; every change is one short transaction. An entry holds the whole
-:class:`~dpd_desktop.config.ExperimentConfig` (``to_dict`` as JSON), its device lane, its state in the words of
-:mod:`.states` (queued → running → succeeded / failed / cancelled / interrupted), the run id once its run folder
-exists, and a message (why it failed, what it waits for).
+One SQLite file (WAL journal, a busy timeout; every change one short transaction) so that the window and the command
+line may use one queue at once. An entry holds the whole :class:`~dpd_desktop.config.ExperimentConfig` as JSON, its
+device lane, its state (:mod:`.states`: queued → running → succeeded / failed / cancelled / interrupted), the run id
+once its folder exists, and a message. A "running" entry records its supervisor (:mod:`.owner`); when that process
+is gone the entry reads ``interrupted`` (:meth:`RunQueue.recover` writes it so).
 
-Device lanes: one run at a time per lane; ``cpu``, ``cuda:0``, ``cuda:1``… run side by side. ``cuda`` is the lane
-``cuda:0``; ``auto`` is a lane of its own (the child picks the device), so give ``cpu`` / ``cuda:N`` to run entries
-side by side.
+Lanes: one run at a time per lane; ``cpu``, ``cuda:0``, ``cuda:1``… run side by side (``cuda`` is ``cuda:0``;
+``auto`` is a lane of its own). A DPD entry may wait for a queued PA entry (``after``): that entry's run id becomes
+its ``pa_run``, or its failure fails it. Entries with one ``group`` tag (a sweep's trials, training/group.py) are
+claimed together (:meth:`RunQueue.claim_group`) and train in one child (lab/group_child.py). Schema version 2 added
+``group_id``; a version 1 file gains it when opened.
 
-A DPD entry may wait for a queued PA entry (``after``) instead of naming a PA run: when that entry succeeds its run
-id becomes the DPD's ``pa_run``; when it fails, is cancelled or interrupted the DPD entry fails with that reason.
-
-A "running" entry records its supervisor (pid, host, process start, :mod:`.owner`); when that process is gone the
-entry reads ``interrupted`` (and :meth:`RunQueue.recover` writes it so).
-
-Groups: entries added with one ``group`` tag (a sweep's trials that train together, training/group.py) are
-claimed together — the first ready one and every other queued entry of its group on its lane
-(:meth:`RunQueue.claim_group`) — and train in one child process (lab/group_child.py); each keeps its own state,
-run folder and message. Schema version 2 added the ``group_id`` column; a version 1 file gains it (NULL: no
-group) when it is opened.
-
-Errors: :class:`QueueError` (a ``ValueError``) names the queue file, and the entry and field where one is at fault.
+Errors: :class:`QueueError` (a ``ValueError``) names the queue file, and the entry and field at fault.
 """
 from __future__ import annotations
 
@@ -34,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..config import ConfigError, ExperimentConfig
+from ..runs.index import connect, transaction
 from ..runs.owner import owner_gone, process_identity
 from ..runs.record import RunRecord
 from ..runs.states import FINAL_STATES, RUN_STATES
@@ -42,7 +33,6 @@ QUEUE_FILE = "queue.sqlite"
 SCHEMA_VERSION = 2
 #: older schema versions this version upgrades in place when it opens their file (version → its column list)
 _UPGRADES = {"1": "ALTER TABLE entries ADD COLUMN group_id TEXT"}
-BUSY_TIMEOUT_MS = 10_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -114,8 +104,7 @@ class QueueEntry:
         return f"{c.step.upper()} {str(c.backbone).upper()}-{c.hidden_size} {c.dataset}"
 
     def group_words(self) -> str:
-        """The group for lists: ``sweep <sweep id> group 0`` for a sweep's tag ``<sweep id>#0`` (sweep/local.py; the
-        sweep named, since every sweep numbers its groups from 0), else ``group TAG``; "" without a group."""
+        """``sweep <sweep id> group 0`` for a sweep's tag ``<sweep id>#0``, else ``group TAG``; "" without a group."""
         if self.group is None:
             return ""
         if "#" in self.group:
@@ -129,19 +118,15 @@ def _now() -> str:
 
 
 class RunQueue:
-    """The queue of one workspace: ``RunQueue(workspace_root)`` or ``RunQueue.at(path_of_queue_file)``.
-
-    The file and its tables are created on first use. Raises :class:`QueueError` for a file that is not an SQLite
-    database, has another schema version, or holds an entry whose config is not valid JSON or not a valid config.
-    """
+    """The queue of one workspace: ``RunQueue(workspace_root)`` or ``RunQueue.at(path_of_queue_file)``, created on
+    first use. Raises :class:`QueueError` for a file that is not a queue of a readable schema version, or an entry
+    whose config is not a valid config."""
 
     def __init__(self, root: str | Path, *, path: str | Path | None = None):
         self.path = Path(path) if path is not None else Path(root) / QUEUE_FILE
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                                       check_same_thread=False)
-            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._db = connect(self.path)
             self._init_schema()  # first: a file that is not our queue is left exactly as it was
             # WAL: readers never wait for the writer (window and command line at once); where the file system
             # cannot hold WAL's shared memory SQLite keeps its default journal, which still works
@@ -203,7 +188,7 @@ class RunQueue:
 
     def _tx(self):
         """A write transaction taken at once (BEGIN IMMEDIATE: no two writers interleave a read-modify-write)."""
-        return _Tx(self._db)
+        return transaction(self._db)
 
     # ------------------------------------------------------------------------------------------------ reading
     def _entry(self, row: sqlite3.Row | tuple) -> QueueEntry:
@@ -246,9 +231,8 @@ class RunQueue:
 
     # ------------------------------------------------------------------------------------------------ changes
     def add(self, config: ExperimentConfig, after: int | None = None, group: str | None = None) -> QueueEntry:
-        """Append ``config`` (validated; a DPD entry with ``after`` needs no ``pa_run``) at the end of the queue;
-        ``group``: the tag of the entries that train together (training/group.py ``group_key`` equal: the caller
-        plans the groups, sweep/groups.py).
+        """Append ``config`` (validated; a DPD entry with ``after`` needs no ``pa_run``); ``group``: the tag of the
+        entries that train together (the caller plans the groups).
 
         Raises:
             ConfigError: the config is invalid (nothing queued).
@@ -286,13 +270,8 @@ class RunQueue:
         return self.get(eid)
 
     def add_many(self, items: Iterable[tuple[ExperimentConfig, str | None]]) -> list[int]:
-        """Append ``(config, group)`` pairs at the end of the queue in one transaction (a sweep's trials: 10,000
-        entries in well under a second, where as many :meth:`add` calls each wait for their own commit); returns
-        their ids in order. Every config is validated first: one invalid config queues nothing.
-
-        Raises:
-            ConfigError: a config is invalid (nothing queued).
-        """
+        """Append ``(config, group)`` pairs in one transaction; returns their ids in order. Raises ConfigError for an
+        invalid config (nothing queued)."""
         rows = []
         now = _now()
         for cfg, group in items:
@@ -312,26 +291,19 @@ class RunQueue:
         return ids
 
     def get_many(self, entry_ids: Iterable[int]) -> dict[int, QueueEntry]:
-        """The entries of ``entry_ids`` that exist, by id (read in chunks of 900 ids: SQLite's variable limit)."""
-        ids = [int(i) for i in entry_ids]
+        """The entries of ``entry_ids`` that exist, by id."""
         out: dict[int, QueueEntry] = {}
-        for k in range(0, len(ids), 900):
-            part = ids[k:k + 900]
-            rows = self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM entries WHERE id IN "
-                                    f"({', '.join('?' * len(part))})", part).fetchall()
-            for r in rows:
+        for part, marks in _chunks(entry_ids):
+            for r in self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM entries WHERE id IN ({marks})", part):
                 out[r[0]] = self._entry(r)
         return out
 
     def ended_among(self, entry_ids: Iterable[int]) -> dict[int, QueueEntry]:
-        """The entries of ``entry_ids`` that have ended (a final state, or running under a supervisor that is gone),
-        by id; the others' configs are not read (a sweep polls its 10,000 entries: one light query per pass)."""
-        ids = [int(i) for i in entry_ids]
+        """The entries of ``entry_ids`` that have ended (final, or running under a gone supervisor), by id; the
+        others' configs are not read."""
         done: list[int] = []
-        for k in range(0, len(ids), 900):
-            part = ids[k:k + 900]
-            rows = self._db.execute(f"SELECT id, state, owner FROM entries WHERE id IN "
-                                    f"({', '.join('?' * len(part))})", part).fetchall()
+        for part, marks in _chunks(entry_ids):
+            rows = self._db.execute(f"SELECT id, state, owner FROM entries WHERE id IN ({marks})", part).fetchall()
             done += [i for i, state, owner in rows
                      if state in FINAL_STATES or (state == "running" and _supervisor_gone(owner))]
         return self.get_many(done)
@@ -340,13 +312,10 @@ class RunQueue:
         """Cancel entries in one transaction: each queued one ends ``cancelled`` (and the DPD entries waiting for it
         fail), each running one is asked to stop after its current batch; entries that ended are left as they are.
         Returns the ids whose state or request changed."""
-        ids = [int(i) for i in entry_ids]
         changed: list[int] = []
         now = _now()
         with self._tx() as db:
-            for k in range(0, len(ids), 900):
-                part = ids[k:k + 900]
-                marks = ", ".join("?" * len(part))
+            for part, marks in _chunks(entry_ids):
                 rows = db.execute(f"SELECT id, state, owner, cancel_requested FROM entries WHERE id IN ({marks})",
                                   part).fetchall()
                 queued = [i for i, state, _, _ in rows if state == "queued"]
@@ -409,20 +378,17 @@ class RunQueue:
 
     def claim_next(self, lanes: Iterable[str] | None = None, busy: Iterable[str] = (),
                    only: Iterable[int] | None = None) -> QueueEntry | None:
-        """Take the first ready queued entry (queue order) whose lane is in ``lanes`` (None: any) and has no running
-        entry, mark it running with this process as its supervisor and return it (its config's ``pa_run`` filled in
-        from a finished PA entry); None when nothing is ready. DPD entries whose PA entry ended other than
-        succeeded are failed on the way. ``only``: consider these entry ids alone (a sweep's own entries); without it
-        a sweep's entries (config ``extra["sweep"]``) are never taken: only their sweep runs them (sweep/local.py),
-        and ``sweep resume`` cancels those a stopped sweep left queued."""
+        """Take the first ready queued entry whose lane is in ``lanes`` (None: any) and free, mark it running under
+        this process and return it (``pa_run`` filled in from its PA entry); None when nothing is ready. DPD entries
+        whose PA entry failed are failed on the way. ``only``: these entry ids alone; without it a sweep's entries
+        (config ``extra["sweep"]``) are never taken: only their sweep runs them."""
         allowed = None if lanes is None else {device_lane(x) for x in lanes}
         only = only if only is None or isinstance(only, (set, frozenset)) else {int(x) for x in only}
         with self._tx() as db:
             # the lanes of the running entries whose supervisor lives (a gone one's entry reads interrupted)
             taken = {dev for dev, owner in db.execute("SELECT device, owner FROM entries WHERE state='running'")
                      if not _supervisor_gone(owner)} | set(busy)
-            # the queued entries in queue order; a config is read only when its entry could be the one (a sweep of
-            # 10,000 queued trials: one entry read per claim, not 10,000)
+            # a config is read only when its entry could be the one (one read per claim, not one per queued entry)
             queued = db.execute("SELECT id, device FROM entries WHERE state='queued' ORDER BY position, id").fetchall()
             for eid, device in queued:
                 if device in taken or (allowed is not None and device not in allowed):
@@ -447,10 +413,8 @@ class RunQueue:
         return None
 
     def claim_group(self, entry: QueueEntry, only: Iterable[int] | None = None) -> list[QueueEntry]:
-        """``entry`` (just claimed by :meth:`claim_next`) and every other queued entry of its group on its lane
-        (``only``: among these ids), marked running with this process as their supervisor, in queue order; just
-        ``[entry]`` for an entry without a group. Its lane is busy with ``entry``, so no other supervisor takes
-        them in between."""
+        """``entry`` (just claimed) and every other queued entry of its group on its lane (``only``: among these
+        ids), marked running under this process, in queue order."""
         if entry.group is None:
             return [entry]
         only = None if only is None else {int(x) for x in only}
@@ -498,16 +462,13 @@ class RunQueue:
                 self._set_final(db, w, "failed", _dependency_message(dep))
 
 
-class _Tx:
-    def __init__(self, db):
-        self.db = db
 
-    def __enter__(self):
-        self.db.execute("BEGIN IMMEDIATE")
-        return self.db
-
-    def __exit__(self, exc_type, *_):
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+def _chunks(entry_ids: Iterable[int], size: int = 900):
+    """``(ids, "?, ?, …")`` in chunks below SQLite's limit on the variables of one statement."""
+    ids = [int(i) for i in entry_ids]
+    for k in range(0, len(ids), size):
+        part = ids[k:k + size]
+        yield part, ", ".join("?" * len(part))
 
 
 def _validated(cfg: ExperimentConfig, after: int | None) -> ExperimentConfig:

@@ -1,30 +1,20 @@
 """The supervisor of queued runs: each in a child process (lab/child.py), one at a time per device lane.
 
-Entries of one group (lab/queue.py ``claim_group``) are claimed together and share ONE child
-(lab/group_child.py): its events carry their entry id, each entry ends on its own outcome, a request sent to one
-entry reaches that member only, and when the child dies each member that had not reported an outcome ends as a
-lone entry would ("the group's process (entries 3, 4) ended by signal SIGKILL …").
-
-:class:`Supervisor` takes entries from the workspace's :class:`~dpd_desktop.lab.queue.RunQueue`, starts a child
-for each (lanes side by side), hands every event the child forwards to its observers, and when a child ends decides
-the entry's state from what it reported and how it ended:
+:class:`Supervisor` claims entries from the workspace's :class:`~dpd_desktop.lab.queue.RunQueue`, starts a child for
+each, hands every forwarded event to its observers, and when a child ends decides the entry's state:
 
 - an outcome event (RunFinished / RunFailed / RunCancelled) → succeeded / failed / cancelled;
-- ended by SIGKILL or SIGTERM without one (killed, also by the system's out-of-memory killer) → ``interrupted``;
-- ended by another signal (SIGSEGV, SIGABRT, SIGBUS…) or a non-zero exit status → ``failed``, "process ended by
-  signal SIGSEGV" / "process exited with status 70".
+- none, ended by SIGKILL/SIGTERM/SIGHUP (a kill, the out-of-memory killer) → ``interrupted``;
+- none, another signal or a non-zero exit status → ``failed`` ("process ended by signal SIGSEGV").
 
-A run folder the child left "running" gets its final status from :func:`~dpd_desktop.runs.writer.mark_dead_run`,
-and observers receive a :class:`~dpd_desktop.runs.events.RunFailed` for it, so that a window follows as it does
-for an in-process failure. Then the next entry starts.
+A run folder the child left "running" gets its final status (:func:`~dpd_desktop.runs.writer.mark_dead_run`) and the
+observers a :class:`~dpd_desktop.runs.events.RunFailed`, as for an in-process failure. A group's entries
+(``claim_group``) share one child (lab/group_child.py): events and requests carry the entry id, each entry ends on
+its own outcome, and a dead child ends every member still without one.
 
-Process start: the ``forkserver`` context where the platform has it, with lab/child.py (PyTorch, the trainer,
-h5py, scipy.signal) preloaded, else ``spawn`` (each child then imports PyTorch and the trainer afresh; figures:
-benchmarks/results/2026-12-04-notes-training.md).
-
-Observers are callables ``observer(entry, event)``: ``entry`` the :class:`~dpd_desktop.lab.queue.QueueEntry`,
-``event`` one of :data:`~dpd_desktop.lab.event_codec.FORWARDED`, or :class:`EntryStarted` / :class:`EntryEnded`.
-They run on the supervisor's thread; their errors are logged and ignored.
+Children start from a ``forkserver`` with lab/child.py preloaded where the platform has one, else ``spawn``.
+Observers are ``observer(entry, event)`` callables (``event`` one of :data:`~dpd_desktop.lab.event_codec.FORWARDED`,
+:class:`EntryStarted` or :class:`EntryEnded`), run on the supervisor's thread; their errors are logged and ignored.
 """
 from __future__ import annotations
 
@@ -86,9 +76,8 @@ def process_context():
 
 
 def start_forkserver(extra_preload: Iterable[str] = ()) -> bool:
-    """Start the children's forkserver now (its imports run in that process), so that the first child does
-    not wait for them; False where the children are spawned instead (no forkserver). ``extra_preload``: modules it
-    imports too (only before it first starts; the window adds its PNG writer, gui/preload.py)."""
+    """Start the children's forkserver now, so that the first child does not wait for its imports; False where
+    children are spawned. ``extra_preload``: modules it imports too (only before it first starts)."""
     _EXTRA_PRELOAD.extend(m for m in extra_preload if m not in _EXTRA_PRELOAD)
     ctx = process_context()
     if ctx.get_start_method() != "forkserver" or mp_forkserver is None:
@@ -150,7 +139,6 @@ class Supervisor:
     """Run the queue's entries in child processes (see the module docstring).
 
     Args:
-        workspace: the workspace whose queue and run folders are used.
         lanes: the device lanes served (``cpu``, ``cuda:0``, …; None: every lane).
         observers: ``observer(entry, event)`` callables.
         queue: a :class:`RunQueue` (default: the workspace's); the supervisor closes only one it opened.
@@ -421,27 +409,14 @@ def _outcome_state(ev) -> tuple[str, str]:
 
 
 def _child_entry(*args) -> None:
-    """The children's target: lab/child.py brings PyTorch, which the supervisor itself never imports (the
-    forkserver has it preloaded, so the import here is a lookup)."""
+    """The children's target; imported here: the supervisor itself never imports PyTorch."""
     from .child import child_main
 
     child_main(*args)
 
 
 def _group_child_entry(*args) -> None:
-    """The target of a group's child (lab/group_child.py ``group_child_main``; preloaded with lab/child.py)."""
     from .group_child import group_child_main
 
     group_child_main(*args)
 
-
-def rss_bytes() -> int | None:
-    """This process's resident set size (``VmRSS`` of /proc/self/status); None where /proc does not exist."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None

@@ -1,8 +1,5 @@
-"""Atomic artifact writes and safe checkpoints.
-
-Every file of a run is written to a temporary file in the same folder, flushed, fsynced and moved into place with
-``os.replace``, so a crash or a closed window never leaves a half-written artifact: readers see the old file or the
-new one. Checkpoints hold tensors and plain metadata only and load with ``torch.load(..., weights_only=True)``.
+"""A run's artifacts: the history CSVs and the checkpoints, every file written atomically (atomic.py); checkpoints
+hold tensors and plain metadata only and load with ``torch.load(..., weights_only=True)``.
 """
 from __future__ import annotations
 
@@ -36,11 +33,8 @@ def format_value(v: Any, precision: int = 8) -> str:
 
 def write_history_csv(path: str | Path, rows: Iterable[Mapping[str, Any]], precision: int = 8,
                       header: Iterable[str] | None = None) -> Path:
-    """Rewrite the whole history CSV atomically: one header line, one line per epoch.
-
-    The columns are ``header`` when given (so that a run without any epoch yet still gets a header-only file),
-    else the first row's keys; with neither, the file is empty.
-    """
+    """Rewrite the whole history CSV atomically: one header line (``header``, else the first row's keys; with
+    neither, the file is empty), one line per epoch."""
     rows = list(rows)
     cols = list(header) if header is not None else (list(rows[0].keys()) if rows else [])
     buf = io.StringIO()
@@ -128,10 +122,8 @@ CHECKPOINT_FORMATS = ("dpd-desktop-checkpoint-1",)
 
 
 def load_checkpoint(path: str | Path) -> tuple[dict, dict]:
-    """Load a checkpoint written by :func:`save_checkpoint` (``weights_only=True``: tensors and plain data only, a
-    pickled object is refused by torch's restricted unpickler). Returns (state_dict, meta).
-
-    A plain reference-style ``state_dict`` file (OpenDPD ``save/...pt``) is accepted too, with empty meta.
+    """(state_dict, meta) of a checkpoint written by :func:`save_checkpoint`, or of a plain OpenDPD ``state_dict``
+    file (empty meta); ``weights_only=True``: a pickled object is refused by torch's restricted unpickler.
 
     Raises:
         CheckpointError: missing file, not a checkpoint (not a zip, truncated, a pickled object), a ``meta.format``
@@ -213,15 +205,11 @@ def delta_fields(config) -> dict[str, float]:
 
 
 def load_state_checked(model, path: str | Path, arch: Mapping[str, Any]) -> dict:
-    """Load the checkpoint at ``path`` into ``model`` after checking it against the recorded architecture.
-
-    ``arch`` holds the run's ``backbone``, ``hidden_size`` and ``num_layers`` (from its config.json). The checkpoint's
-    own metadata must agree with them, and its tensors must have exactly the model's keys and shapes.
-    Returns the checkpoint's metadata.
+    """Load the checkpoint at ``path`` into ``model`` once its metadata agrees with ``arch`` (the run's recorded
+    architecture) and its tensors have exactly the model's keys, shapes and dtypes; returns its metadata.
 
     Raises:
-        CheckpointError: missing/unreadable file, or a field (metadata or tensor name) that differs; the message
-            names the file and the field.
+        CheckpointError: a missing or unreadable file, or a field that differs (file and field named).
     """
     state, meta = load_checkpoint(path)
     for k in (*ARCH_FIELDS, "poly", "thx", "thh"):

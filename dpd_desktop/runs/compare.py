@@ -17,7 +17,7 @@ import numpy as np
 from ..config import ExperimentConfig
 from ..metrics.spectra import psd_db
 from .plotdata import AMAM_POINTS
-from .index import shown_quantized
+from .index import finite, shown_quantized
 from .record import RecordError, RunRecord
 from .replay import ReplayError, SplitArrays, read_split
 from .states import UNREADABLE
@@ -52,15 +52,9 @@ class CompareError(ValueError):
 
 @dataclass(frozen=True)
 class RunSummary:
-    """What a comparison needs of one run.
-
-    Attributes:
-        metrics: :data:`METRIC_ROWS` keys → value (dB / dBc / count / s) or None when not recorded.
-        history: history.csv rows (numbers parsed).
-        config: flattened config fields (``experiment.lr``, ``dataset.fingerprint``, ...) → value.
-        test: the test split of results.h5, or None when it is missing.
-        error: why results.h5 could not be read (the run is still compared by its record), or None.
-    """
+    """What a comparison needs of one run: ``metrics`` (:data:`METRIC_ROWS` keys → value or None), ``config``
+    (flattened fields: ``experiment.lr``, ``dataset.fingerprint``, …), ``test`` (results.h5's test split, or None)
+    and ``error`` (why results.h5 could not be read; the run is still compared by its record)."""
 
     run_id: str
     run_dir: Path
@@ -137,12 +131,6 @@ def _amam(x: np.ndarray, out: np.ndarray, points: int) -> tuple[np.ndarray, np.n
     return mag(x), mag(out)
 
 
-def _num(v) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    v = float(v)
-    return v if math.isfinite(v) else None
-
 
 def flatten_config(rec: RunRecord) -> dict[str, Any]:
     """The fields of a run's config.json that describe it: ``experiment.*`` (``extra`` as JSON text),
@@ -188,12 +176,8 @@ def config_diff(configs: Sequence[dict[str, Any]]) -> list[tuple[str, tuple[Any,
 
 
 def summarize(run_dir: str | Path) -> RunSummary:
-    """One run's :class:`RunSummary`.
-
-    Raises:
-        CompareError: the folder is not a run, its config.json cannot be read (names the file and the field) or its
-            history.csv does not match its header (names the file and the line).
-    """
+    """One run's :class:`RunSummary`. Raises CompareError for a folder that is not a readable run (the file and the
+    field or line named)."""
     rec = RunRecord.read(run_dir)
     if rec is None:
         raise CompareError(f"{run_dir}: not a run folder (no config.json)")
@@ -205,14 +189,14 @@ def summarize(run_dir: str | Path) -> RunSummary:
         raise CompareError(f"{Path(run_dir) / 'status.json'}: unreadable, the run cannot be reported")
     test_m = rec.test_metrics
     model = rec.model
-    metrics = {k: _num(test_m.get(k)) for k in ("NMSE", "ACLR_L", "ACLR_R", "ACLR_AVG", "EVM")}
+    metrics = {k: finite(test_m.get(k)) for k in ("NMSE", "ACLR_L", "ACLR_R", "ACLR_AVG", "EVM")}
     shown = shown_quantized(rec)
     q_test = ((shown[1].get("metrics") or {}).get("test") or {}) if shown is not None else {}
     for k in ("NMSE", "ACLR_AVG", "EVM"):
-        metrics[f"q_{k}"] = _num(q_test.get(k)) if isinstance(q_test, dict) else None
-    metrics["params"] = _num(model.get("params", model.get("n_params")))
-    metrics["macs_per_sample"] = _num(model.get("macs_per_sample"))
-    metrics["wall_s"] = _num(rec.status_doc.get("wall_s"))
+        metrics[f"q_{k}"] = finite(q_test.get(k)) if isinstance(q_test, dict) else None
+    metrics["params"] = finite(model.get("params", model.get("n_params")))
+    metrics["macs_per_sample"] = finite(model.get("macs_per_sample"))
+    metrics["wall_s"] = finite(rec.status_doc.get("wall_s"))
     test = error = None
     if rec.results_path.is_file():
         try:
@@ -227,7 +211,7 @@ def summarize(run_dir: str | Path) -> RunSummary:
         raise CompareError(f"{exc}; the run cannot be reported or compared") from exc
     ds = rec.dataset
     spec = dict(ds.spec) if ds is not None else {}
-    fs = _num(spec.get("sample_rate_hz"))
+    fs = finite(spec.get("sample_rate_hz"))
     label = f"{rec.run_id} · {str(rec.backbone).upper()}-{rec.hidden_size}"
     return RunSummary(run_id=rec.run_id, run_dir=rec.run_dir, state=rec.state, step=str(rec.step), label=label,
                       dataset_fingerprint=ds.fingerprint if ds else None, dataset_name=ds.name if ds else None,
@@ -236,11 +220,7 @@ def summarize(run_dir: str | Path) -> RunSummary:
 
 
 def compare_runs(run_dirs: Sequence[str | Path]) -> Comparison:
-    """Compare two or more run folders (in the order given).
-
-    Raises:
-        CompareError: fewer than two runs, or one cannot be read.
-    """
+    """Compare two or more run folders (in the order given). Raises CompareError for fewer, or an unreadable one."""
     if len(run_dirs) < 2:
         raise CompareError(f"a comparison needs two or more runs, got {len(run_dirs)}")
     runs = [summarize(d) for d in run_dirs]

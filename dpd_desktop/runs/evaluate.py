@@ -1,15 +1,8 @@
-"""Re-evaluation of a stored run under a metric profile, without retraining (``dpd-desktop runs evaluate``).
-
-The run's results.h5 holds, per split (val, test), the selected checkpoint's input ``x``, the ``target`` (y for a PA,
-g·x for a DPD) and the ``prediction`` (the PA model's output, or PA(DPD(x))), cut to the split's real samples; its
-config.json holds the dataset spec (sample rate, bandwidth, carriers, nperseg). That is all a profile needs
-(metrics/profiles.py), so no model and no dataset are loaded.
-
-One caveat, for ``legacy-2.2.1`` only: that profile scores zero-padded segments, and during the run the padded tail
-of the prediction was the model's output on the zero-padded input, which results.h5 does not keep; here the stored
-prediction is padded with zeros. When a split is a whole number of segments (``n % nperseg == 0``) the legacy
-numbers are the run's own; otherwise they can differ slightly (``padded_tail`` in the result says so). The
-``corrected`` profile uses valid samples only and reproduces the run's numbers exactly.
+"""Re-evaluation of a stored run under a metric profile, without retraining (``dpd-desktop runs evaluate``): results.h5
+holds each split's ``x``, ``target`` and ``prediction`` (cut to its real samples) and config.json the dataset spec,
+all a profile needs (metrics/profiles.py). Caveat, ``legacy-2.2.1`` only: it scores zero-padded segments whose
+padded tail was the model's output during the run; here the prediction is padded with zeros, so a split that is not
+a whole number of segments may differ slightly (``padded_tail``). ``corrected`` reproduces the run's numbers exactly.
 """
 from __future__ import annotations
 

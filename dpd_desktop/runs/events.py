@@ -1,11 +1,7 @@
-"""Typed, immutable observations that the trainer emits to its observers.
-
-The trainer knows nothing of plots, progress bars or Qt: each consumer (the CLI's progress bar, the GUI worker that
-turns events into Qt signals, tests) is an observer, a callable ``observer(event) -> None`` called on the training
-thread. Arrays inside the events a GUI forwards are small (downsampled in the trainer) so that forwarding them is
-cheap. The record events (:class:`RunPrepared`, :class:`LogLine`, :class:`CheckpointReady`, :class:`ResultsReady`)
-carry what the run record's writer (runs/writer.py ``RunWriter``) needs to write the run folder; other observers
-ignore them.
+"""Typed, immutable events that the trainer emits to its observers (callables ``observer(event) -> None`` on the
+training thread: the CLI's progress, the GUI's worker, tests). Arrays in them are small (downsampled). The record
+events (:class:`RunPrepared`, :class:`LogLine`, :class:`CheckpointReady`, :class:`ResultsReady`) carry what
+runs/writer.py ``RunWriter`` writes; other observers ignore them.
 """
 from __future__ import annotations
 
@@ -17,9 +13,7 @@ import numpy as np
 
 @dataclass(frozen=True)
 class PlotData:
-    """Downsampled data for the default panels, built from one pass of predictions (no extra inference).
-
-    All arrays are float32 NumPy arrays of a few thousand points at most.
+    """Downsampled data for the default panels from one pass of predictions; float32 arrays of a few thousand points.
 
     Attributes:
         source: ``"validation"``, ``"test"`` or ``"preview"``.
@@ -77,11 +71,8 @@ class PlotData:
 
 @dataclass(frozen=True)
 class RunStarted:
-    """Emitted once, after data, model and optimizer are ready and before the first batch.
-
-    ``n_params`` counts the whole network (for a DPD: DPD + frozen PA, the reference's N_PARAM); ``n_params_model``
-    the trained model alone (the P_ of the model id).
-    """
+    """Emitted once, before the first batch. ``n_params``: the whole network (DPD + frozen PA, the reference's
+    N_PARAM); ``n_params_model``: the trained model alone."""
 
     run_id: str
     run_dir: str
@@ -96,10 +87,8 @@ class RunStarted:
     batches_per_epoch: int
     epochs: int
     dataset_summary: Mapping[str, Any]
-    n_params_model: int | None = None  # the trained model alone (DPD: without the frozen PA); n_params = total
-    #: config.json's blocks besides the experiment: dataset, gain, model, pa, selection_metric, device, versions,
-    #: training (see runs/record.py)
-    setup: Mapping[str, Any] = field(default_factory=dict)
+    n_params_model: int | None = None
+    setup: Mapping[str, Any] = field(default_factory=dict)  # config.json's blocks besides the experiment
 
 
 @dataclass(frozen=True)
@@ -116,12 +105,8 @@ class BatchProgress:
 
 @dataclass(frozen=True)
 class EpochEnded:
-    """One history row: losses, LR, val/test NMSE [dB], EVM [dB], ACLR L/R/avg [dBc], seconds.
-
-    ``row`` uses the history CSV's column names. ``is_best`` says whether this epoch became the selected checkpoint.
-    ``plots`` is built from this epoch's validation predictions (no extra inference). ``fast_path`` is the CUDA
-    graph state after this epoch ("on" or "off: <reason>", e.g. when the capture failed during the epoch).
-    """
+    """One history row (history.csv's columns: losses, LR, NMSE/EVM [dB], ACLR [dBc]); ``plots`` from this epoch's
+    validation predictions; ``fast_path`` the CUDA graph state after it ("on" or "off: <reason>")."""
 
     epoch: int
     epochs: int
@@ -208,12 +193,9 @@ class LogLine:
 
 @dataclass(frozen=True)
 class CheckpointReady:
-    """One epoch's end, for the record (emitted just before :class:`EpochEnded`).
-
-    ``row`` is the history row (history.csv columns); ``model_state`` the trained model's tensors on the CPU;
-    ``optimizer_state`` / ``scheduler_state`` in ``torch.optim``'s state-dict format as of this epoch's end (before
-    its scheduler step); ``meta`` the checkpoints' plain metadata; ``is_best``: this epoch is the selected one.
-    """
+    """One epoch's end, for the record (just before :class:`EpochEnded`): ``model_state`` on the CPU;
+    ``optimizer_state`` / ``scheduler_state`` as ``torch.optim`` state dicts before this epoch's scheduler step;
+    ``meta`` the checkpoints' plain metadata."""
 
     epoch: int
     row: Mapping[str, Any]
@@ -222,9 +204,7 @@ class CheckpointReady:
     optimizer_state: Mapping[str, Any]
     scheduler_state: Mapping[str, Any]
     meta: Mapping[str, Any]
-    #: what resuming needs besides the state dicts (training/resume_state.py ``epoch_state``): the RNG states at the
-    #: point where the next epoch continues, the best-so-far record, the history rows; stored in last.pt
-    resume_state: Mapping[str, Any] = field(default_factory=dict)
+    resume_state: Mapping[str, Any] = field(default_factory=dict)  # last.pt's rest (resume_state.py epoch_state)
 
 
 @dataclass(frozen=True)

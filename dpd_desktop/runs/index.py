@@ -1,21 +1,12 @@
 """The workspace index: ``<workspace>/index.sqlite``, one row per run folder, a cache of the folders.
 
-The run folders are the truth (runs/record.py reads them); the index only saves reading every folder for a listing.
-Rows are built from :class:`~dpd_desktop.runs.record.RunRecord` alone, never from a writer, so any process can
-rebuild them:
-
-* :meth:`RunIndex.open` checks the database (a SQLite file, ``PRAGMA application_id`` / ``user_version`` =
-  :data:`INDEX_SCHEMA`, ``PRAGMA quick_check``); a missing, damaged or other-version file is deleted (with its
-  ``-wal``/``-shm``) and rebuilt. The check and a rebuild hold ``index.sqlite.lock`` (filelock), so two processes
-  starting at once never delete each other's fresh index.
-* :meth:`RunIndex.sync` stats each folder's ``config.json``, ``status.json``, ``best.pt`` and ``pinned.json``
-  (mtime in ns and size): a folder whose signature is unchanged is not read again; a changed or new one is read
-  with :meth:`RunRecord.read`; rows of removed folders are dropped. A run in a live state (queued/running) is read
-  at every sync, since its owner may have died without touching a file (the reader then says "interrupted").
-* Journal mode WAL and a busy timeout (:data:`BUSY_TIMEOUT_MS`) let the window and the command line read and sync
-  one workspace at once; each sync writes in one ``BEGIN IMMEDIATE`` transaction.
-
-When the workspace cannot hold the file (read-only), the index lives in memory for the process (``in_memory``).
+The run folders are the truth; rows are built from :class:`~dpd_desktop.runs.record.RunRecord` alone, so any process
+can rebuild them. :meth:`RunIndex.open` checks the file (``PRAGMA application_id``, ``user_version`` =
+:data:`INDEX_SCHEMA`, ``quick_check``) and rebuilds a missing, damaged or other-version one, under
+``index.sqlite.lock`` (filelock) so that two processes never delete each other's fresh index. :meth:`RunIndex.sync`
+re-reads only folders whose :data:`SIGNATURE_FILES` (mtime in ns, size) changed, and live runs at every sync (their
+owner may have died without touching a file). WAL and a busy timeout let the window and the command line share it;
+each sync writes in one transaction. A workspace that cannot hold the file gets an in-memory index (``in_memory``).
 """
 from __future__ import annotations
 
@@ -35,8 +26,7 @@ from .states import LIVE_STATES
 
 INDEX_FILE = "index.sqlite"
 #: the table layout's version (``PRAGMA user_version``); another number means: rebuild
-INDEX_SCHEMA = 6  # 2: macs_per_sample, metric_profile, gain_rule; 3: no hidden size for MP/GMP rows; 4: kernel;
-#                   5: group; 6: quantisation (qat, parent_run_id, quant*)
+INDEX_SCHEMA = 6
 #: families without a hidden size (their config.json holds the unused default)
 POLY_FAMILIES = ("mp", "gmp")
 APPLICATION_ID = 0x44504449  # "DPDI": PRAGMA application_id, tells our file from any other SQLite database
@@ -50,18 +40,10 @@ SIGNATURE_FILES = ("config.json", "status.json", "history.csv", "best.pt", "resu
 class IndexedRun:
     """One row of the index: what :class:`RunRecord` says of a run folder.
 
-    ``n_params`` / ``macs_per_sample``: the model's parameters and real multiply-accumulates per sample (config.json
-    ``model``, models/cost.py); ``metric_profile``: the profile its metrics follow; ``gain_rule``: a DPD's target gain
-    rule; ``kernel``: the recurrence kernels that ran (kernels/record.py ``KernelRun.label``: "reference", "fast",
-    "fast → reference" when it fell back), ``kernel_notes``: why any fell back ("; "-joined). Metrics are in dB (NMSE,
-    EVM) and dBc (ACLR); ``wall_s`` in seconds; ``created`` / ``updated`` the ISO times of config.json's ``created``
-    and status.json's ``updated``; ``pinned`` the run is kept (never removed by retention); ``run_group`` the loop or sweep
-    the run belongs to (:func:`run_group`: "loop <id>", "sweep <id>"), None for a run of its own.
-    ``state`` is a :data:`~dpd_desktop.runs.states.RUN_STATES` word, or "unreadable" / "damaged".
-    Quantisation (dpd_desktop/quant): ``qat`` the bit-width label of a quantisation-aware fine-tune (e.g. "W8A8"),
-    ``parent_run_id`` the run it fine-tuned; ``quant`` every label evaluated (quantized.json, ", "-joined) and
-    ``quant_label`` / ``quant_test_*`` the integer model's test metrics through the frozen PA for the label shown
-    (:func:`shown_quantized`).
+    Metrics in dB (NMSE, EVM) and dBc (ACLR); ``wall_s`` in seconds; ``macs_per_sample``: real multiply-accumulates
+    (models/cost.py); ``kernel``: kernels/record.py ``KernelRun.label``, ``kernel_notes`` why any fell back;
+    ``run_group``: :func:`run_group`; ``qat``: a quantisation-aware fine-tune's label (e.g. "W8A8"); ``quant``: every
+    label evaluated, ``quant_label`` / ``quant_test_*`` the one shown (:func:`shown_quantized`).
     """
 
     run_id: str
@@ -135,7 +117,8 @@ def _int(v) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def _float(v) -> float | None:
+def finite(v) -> float | None:
+    """``v`` as a finite float when it is an int or float (not a bool), else None."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     v = float(v)
@@ -157,6 +140,8 @@ def run_group(rec: RunRecord) -> str | None:
         if isinstance(tag, dict) and isinstance(tag.get("id"), str):
             return f"{kind} {tag['id']}"
     return None
+
+
 def shown_quantized(rec: RunRecord) -> tuple[str, dict[str, Any]] | None:
     """The quantised evaluation a listing shows: a quantisation-aware run's own bit widths when evaluated, else the
     narrowest evaluated (fewest weight, then activation bits); None without any."""
@@ -206,19 +191,19 @@ def row_from_record(rec: RunRecord) -> IndexedRun:
         dataset_name=_text(ds.name) if ds else None, dataset_kind=_text(ds.kind) if ds else None,
         dataset_fingerprint=_text(ds.fingerprint) if ds else None, dataset_shown=ds.shown if ds else None,
         selection_metric=_text(rec.selection_metric), best_epoch=_int(status.get("best_epoch")),
-        best_value=_float(status.get("best_value")), epochs_completed=_int(status.get("epochs_completed")),
-        test_nmse=_float(test.get("NMSE")), test_aclr_avg=_float(test.get("ACLR_AVG")),
-        test_evm=_float(test.get("EVM")), val_nmse=_float(val.get("NMSE")),
-        val_aclr_avg=_float(val.get("ACLR_AVG")), val_evm=_float(val.get("EVM")),
-        wall_s=_float(status.get("wall_s")), device=_text(rec.device.get("device")),
+        best_value=finite(status.get("best_value")), epochs_completed=_int(status.get("epochs_completed")),
+        test_nmse=finite(test.get("NMSE")), test_aclr_avg=finite(test.get("ACLR_AVG")),
+        test_evm=finite(test.get("EVM")), val_nmse=finite(val.get("NMSE")),
+        val_aclr_avg=finite(val.get("ACLR_AVG")), val_evm=finite(val.get("EVM")),
+        wall_s=finite(status.get("wall_s")), device=_text(rec.device.get("device")),
         fast_path=_text(rec.device.get("fast_path")), kernel=kernel.label if rec.doc else None,
         kernel_notes="; ".join(kernel.notes) or None, pinned=bool(rec.pinned),
         created=_text(rec.doc.get("created")),
         updated=_text(status.get("updated")), message=_text(status.get("message")),
         pa_run_id=_text(pa.get("run_id")), run_group=run_group(rec), qat=_text(qat.get("label")), parent_run_id=_text(rec.parent_run),
         quant=", ".join(sorted(rec.quantized)) or None, quant_label=shown[0] if shown else None,
-        quant_test_nmse=_float(q_test.get("NMSE")), quant_test_aclr_avg=_float(q_test.get("ACLR_AVG")),
-        quant_test_evm=_float(q_test.get("EVM")))
+        quant_test_nmse=finite(q_test.get("NMSE")), quant_test_aclr_avg=finite(q_test.get("ACLR_AVG")),
+        quant_test_evm=finite(q_test.get("EVM")))
 
 
 def folder_signature(run_dir: Path) -> str | None:
@@ -297,7 +282,7 @@ class RunIndex:
             idx = cls(conn, runs_dir, path, False, rebuilt)
         except (OSError, sqlite3.Error, Timeout):
             # a read-only or full workspace, a lock never released: list from the folders, in memory
-            conn = _connect(":memory:")
+            conn = connect(":memory:")
             _create(conn)
             idx = cls(conn, runs_dir, path, True, "in memory (the workspace cannot hold the index file)")
         if sync:
@@ -347,7 +332,7 @@ class RunIndex:
             (refreshed if old is not None else added).append(rid)
         gone = sorted(set(known) - set(present))
         if fresh or gone:
-            with self._lock, _transaction(self._conn):
+            with self._lock, transaction(self._conn):
                 for row, sig in fresh:
                     # a folder removed by another process since it was read is not written back
                     if (Path(row.folder) / "config.json").is_file():
@@ -357,7 +342,7 @@ class RunIndex:
 
     def refresh(self, run_ids: Iterable[str]) -> None:
         """Re-read the named runs now (after this process changed their folders), dropping those that are gone."""
-        with self._lock, _transaction(self._conn):
+        with self._lock, transaction(self._conn):
             for rid in run_ids:
                 folder = self.runs_dir / rid
                 sig = folder_signature(folder)
@@ -369,12 +354,12 @@ class RunIndex:
 
     def remove(self, run_ids: Iterable[str]) -> None:
         """Drop the rows of runs whose folders were removed."""
-        with self._lock, _transaction(self._conn):
+        with self._lock, transaction(self._conn):
             self._conn.executemany("DELETE FROM runs WHERE run_id = ?", [(r,) for r in run_ids])
 
     def rebuild(self) -> SyncReport:
         """Forget every row and read every folder again."""
-        with self._lock, _transaction(self._conn):
+        with self._lock, transaction(self._conn):
             self._conn.execute("DELETE FROM runs")
         return self.sync()
 
@@ -382,17 +367,9 @@ class RunIndex:
     def runs(self, step: str | None = None, state: str | Sequence[str] | None = None, dataset: str | None = None,
              pinned: bool | None = None, sort: str = "run_id", descending: bool = True,
              limit: int | None = None) -> list[IndexedRun]:
-        """Rows of the index (call :meth:`sync` first for the folders' present state).
-
-        Args:
-            step: "pa" / "dpd". state: one state word or several. dataset: a dataset's fingerprint, its name, or
-                its shown source (exact match). pinned: only kept (True) or only scratch (False) runs.
-            sort: one of :data:`SORT_KEYS`; ties broken by run id. descending: newest first for run_id (the id
-                starts with the date). limit: at most this many rows.
-
-        Raises:
-            ValueError: an unknown sort key (the message lists the known ones).
-        """
+        """Rows of the index (:meth:`sync` first for the folders' present state), filtered by ``step``, ``state``
+        (one word or several), ``dataset`` (fingerprint, name or shown source), ``pinned``; sorted by ``sort`` (one
+        of :data:`SORT_KEYS`, then run id; run ids start with the date). Raises ValueError for an unknown sort key."""
         if sort not in SORT_KEYS:
             raise ValueError(f"unknown sort key {sort!r}; known: {', '.join(SORT_KEYS)}")
         where, args = [], []
@@ -429,7 +406,7 @@ class RunIndex:
 
 
 # ------------------------------------------------------------------------------------------------ sqlite
-class _transaction:
+class transaction:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on an error): one writer at a time, waiting at most the busy
     timeout for another process's write."""
 
@@ -444,7 +421,9 @@ class _transaction:
         self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
 
 
-def _connect(path: str | Path) -> sqlite3.Connection:
+def connect(path: str | Path) -> sqlite3.Connection:
+    """A connection in autocommit mode, usable from any thread, waiting up to :data:`BUSY_TIMEOUT_MS` for a lock
+    (the index's and the queue's)."""
     conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                            check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -452,7 +431,7 @@ def _connect(path: str | Path) -> sqlite3.Connection:
 
 
 def _create(conn: sqlite3.Connection) -> None:
-    with _transaction(conn):
+    with transaction(conn):
         conn.execute("DROP TABLE IF EXISTS runs")
         conn.execute(_CREATE)
         conn.execute("CREATE INDEX runs_step_state ON runs (step, state)")
@@ -494,7 +473,7 @@ def _open_checked(path: Path) -> tuple[sqlite3.Connection, str | None]:
     conn = None
     if existed:
         try:
-            conn = _connect(path)
+            conn = connect(path)
             reason = _problem(conn)
         except sqlite3.OperationalError as exc:
             if any(w in str(exc) for w in ("locked", "busy")):
@@ -510,7 +489,7 @@ def _open_checked(path: Path) -> tuple[sqlite3.Connection, str | None]:
             conn = None
             _delete_db_files(path)
     if conn is None:
-        conn = _connect(path)
+        conn = connect(path)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")  # WAL: durable at checkpoints; the folders are the truth anyway
     if reason is not None:

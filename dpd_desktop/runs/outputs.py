@@ -1,29 +1,22 @@
-"""The one rule for every file a user names as an output: reports, coefficients, run-dpd's u, plot exports (PNG, SVG,
-CSV), a new dataset folder. Every writer of such a file calls :func:`check_output` before it writes.
+"""The one rule for every file a user names as an output (reports, coefficients, run-dpd's u, plot exports, a new
+dataset folder): every writer of such a file calls :func:`check_output` first.
 
 Never written, whatever the flags (:class:`OutputRefused`, naming the path and why):
 
-* a file of a **run folder** — any folder above the target (the path as given and with its links followed) that
-  holds a run's ``status.json``, or its ``config.json`` with ``history.csv``, ``best.pt``, ``last.pt``,
-  ``results.h5`` or ``log.txt``; a run folder holds its run's record only (runs/writer.py is its one writer);
-* a file of a **dataset** — in a folder holding ``spec.json`` or a split CSV (``train_input.csv`` …), a dataset
-  the command reads (``datasets``: a file, or a folder and everything in it), an existing HDF5 file with the
-  groups ``/train``, ``/val``, ``/test``, or an existing CSV whose header names ``I_in,Q_in,I_out,Q_out``;
+* a file of a **run folder**: any folder above the target holding a run's ``status.json``, or its ``config.json``
+  with one of :data:`RUN_FILES` (runs/writer.py is a run folder's one writer);
+* a file of a **dataset**: in a folder holding ``spec.json`` or a split CSV, in or equal to a dataset the command
+  reads (``datasets``), an existing HDF5 file with ``/train``, ``/val``, ``/test``, an existing CSV whose header
+  names ``I_in,Q_in,I_out,Q_out``;
 * a file the command **reads** (``inputs``);
-* the **workspace's own files** — its databases (``index.sqlite``, ``queue.sqlite`` and their journals), its
-  ``settings.json``, anything under its ``runs/`` or ``sweeps/`` (a sweep folder holds ``sweep.json``), in the
-  workspace given or in any folder above the target that holds those databases; and any existing SQLite database;
-* a folder, a file in a folder that does not exist (none is created), an existing read-only file (an atomic replace
-  would ignore its permissions, notably as root).
+* the **workspace's own files** (:data:`WORKSPACE_FILES`, anything under :data:`WORKSPACE_FOLDERS`, a sweep folder),
+  in the workspace given or any folder above the target holding its databases; any existing SQLite database;
+* a folder, a file in a folder that does not exist (none is created), an existing read-only file.
 
-An existing file is replaced only with ``overwrite=True`` (the command line's ``--overwrite``; the window asks
-first). An output folder (``folder=True``: an export folder, a new dataset folder) may be an empty existing folder;
-a non-empty one is replaced only with ``overwrite`` and only when it is a previous export (its ``formats.json`` says
-so: never a dataset or any other folder). The rule is checked on the path as given and on the path its links lead
-to, so a symbolic link into a run folder is refused like the run folder's own path.
-
-:func:`write_folder` builds an output folder in a temporary sibling (every file through runs/artifacts.py's atomic
-writer) and moves it into place, so a reader sees the old folder or the new one, never half of it.
+An existing file is replaced only with ``overwrite=True`` (``--overwrite``; the window asks first). An output folder
+(``folder=True``) may be an empty existing folder; a non-empty one is replaced only with ``overwrite`` and only when
+its ``formats.json`` says it is a previous export. The rule is checked on the path as given and with its links
+followed. :func:`write_folder` builds an output folder in a temporary sibling and moves it into place.
 """
 from __future__ import annotations
 
@@ -50,7 +43,7 @@ WORKSPACE_FOLDERS = ("runs", "sweeps", ".sweep-incoming")
 #: a run folder: status.json, or config.json with one of these
 RUN_FILES = ("history.csv", "best.pt", "last.pt", "results.h5", "log.txt")
 SQLITE_MAGIC = b"SQLite format 3\x00"
-HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"  # HDF5 file format specification, "Format Signature"
 
 
 class OutputRefused(ValueError):
@@ -68,16 +61,11 @@ def check_output(path: str | os.PathLike, *, overwrite: bool = False, suffixes: 
     """Check that ``path`` may be written (module docstring); returns it, ``~`` expanded.
 
     Args:
-        path: the output file (or, with ``folder``, the new folder) the user named.
-        overwrite: an existing file may be replaced (never one the rule protects).
         suffixes: the accepted extensions, lower case with the dot (``(".csv", ".mat")``); None: any.
-        inputs: files the command reads (the output may not be one of them).
-        datasets: datasets the command's runs were trained on (folders or files, as recorded).
-        workspace: the workspace (an object with ``root``) whose files are protected besides the ones found above
-            the target.
+        inputs: files the command reads. datasets: datasets the command's runs were trained on (as recorded).
+        workspace: an object with ``root`` whose files are protected besides the ones found above the target.
         option: the option that named the path, for the advice (``--out``; "" in the window).
-        folder: ``path`` is an output folder: a new one, an empty existing one, or (with ``overwrite``) a previous
-            export (its formats.json names a ``dpd-desktop-`` format), never a file.
+        folder: ``path`` is an output folder (module docstring), never a file.
         run_dir: the run the output is made from: nothing inside it, even when its files are missing.
 
     Raises:
@@ -128,9 +116,8 @@ def check_output(path: str | os.PathLike, *, overwrite: bool = False, suffixes: 
 
 
 def suggested_output(name: str, *folders: str | os.PathLike | None, workspace=None) -> Path:
-    """Where a dialog proposes to save ``name``: in the first of ``folders`` that is a folder and where the rule would
-    let a new file ``name`` be written (never a run folder, a dataset, the workspace's runs), else in the home
-    folder. The name is kept even when a file of that name exists there (the dialog asks before replacing it)."""
+    """Where a dialog proposes to save ``name``: the first of ``folders`` (then the home folder) where the rule lets
+    a new file ``name`` be written; the name is kept even when such a file exists (the dialog asks)."""
     for folder in (*folders, Path.home()):
         if folder is None or not str(folder).strip():
             continue
@@ -291,7 +278,7 @@ def _existing_kind(out: Path) -> str:
 
 
 def _hdf5_has_splits(path: Path) -> bool:
-    import h5py  # here: only an existing .h5 target needs it (0.07 s)
+    import h5py  # 0.07 s; only an existing .h5 target needs it
 
     try:
         with h5py.File(path, "r") as f:
@@ -310,9 +297,8 @@ def _is_export_folder(p: Path) -> bool:
 
 
 def write_folder(target: Path, fill: Callable[[Path], None]) -> Path:
-    """``fill(tmp)`` writes the folder's files into a temporary sibling folder; then it replaces ``target`` (an
-    existing one is moved aside first and removed after). Returns ``target``. Call :func:`check_output` (with
-    ``folder=True``) first.
+    """``fill(tmp)`` writes the folder's files into a temporary sibling, which then replaces ``target`` (an existing
+    one moved aside, removed after): a reader sees the old folder or the new one. Call :func:`check_output` first.
 
     Raises:
         ArtifactWriteError: a file or the move could not be written (the temporary folder is removed).

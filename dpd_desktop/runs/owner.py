@@ -47,9 +47,7 @@ def _pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except (ProcessLookupError, OverflowError):  # OverflowError: a pid beyond the system's range (a damaged file)
         return False
-    except PermissionError:
-        return True
-    except OSError:
+    except OSError:  # PermissionError: it exists
         return True
     return True
 

@@ -1,21 +1,11 @@
-"""The run record: the one writer and the one reader of a run folder.
+"""The run record's reader: :class:`RunRecord` reads a run folder back (ARCHITECTURE.md, "What a run leaves on
+disk"): the typed :class:`~dpd_desktop.config.ExperimentConfig`, the :class:`DatasetRef`, the state (runs/states.py),
+the history and the checkpoint paths. Its twin, runs/writer.py ``RunWriter``, writes every file of the folder; the
+round trip is tested in tests/unit/test_record.py.
 
-A run folder (ARCHITECTURE.md, "What a run leaves on disk") holds ``config.json``, ``status.json``,
-``history.csv``, ``best.pt``, ``best.csv``, ``last.pt``, ``results.h5`` and ``log.txt``.
-
-* :class:`~dpd_desktop.runs.writer.RunWriter` (runs/writer.py) is an observer of the trainer's events
-  (runs/events.py) and writes every one of those files, each atomically (runs/artifacts.py); the trainer
-  itself writes no file.
-* :class:`RunRecord` reads a folder back: the typed :class:`~dpd_desktop.config.ExperimentConfig` (built with
-  ``ExperimentConfig.from_dict``), the :class:`DatasetRef`, the state (runs/states.py vocabulary), the history and
-  the checkpoint paths.
-
-``config.json`` carries ``schema`` (:data:`SCHEMA`). Schema 1 is what the first releases wrote (no ``schema`` field;
-the demo dataset's identity was the pseudo-path ``"<synthetic demo seed=N>"`` in ``dataset.source``): the reader
-translates it once, here. Schema 2 records the demo's generator settings in ``dataset.demo`` and its source as null.
-
-The reader and the writer (runs/writer.py) are twins: a change to the one is made beside the other; the round trip
-is tested in tests/unit/test_record.py.
+``config.json`` carries ``schema`` (:data:`SCHEMA`). Schema 1 (no ``schema`` field) named the demo dataset by the
+pseudo-path ``"<synthetic demo seed=N>"`` in ``dataset.source``; the reader translates it once, here. Schema 2
+records the demo's generator settings in ``dataset.demo`` and its source as null.
 """
 from __future__ import annotations
 
@@ -33,6 +23,7 @@ from . import artifacts
 from ..kernels.record import KernelRun, read_kernel
 from .states import DAMAGED, LIVE_STATES, UNREADABLE
 from .owner import owner_gone
+from .outputs import HDF5_MAGIC
 
 #: config.json schema written by :class:`RunWriter`; the reader reads 1 and 2.
 SCHEMA = 2
@@ -232,12 +223,8 @@ def _spec_dict(spec) -> dict[str, Any]:
 
 # ====================================================================================================== reader
 class RunRecord:
-    """One run folder, read back. Open with :meth:`open` (strict) or :meth:`read` (never raises, for listings).
-
-    A record read leniently (:meth:`read`) from a ``config.json`` that does not make a configuration has ``config``
-    None; ``step``, ``backbone``, ``hidden_size`` come from its raw ``experiment`` object ("?" / None when absent),
-    and ``state`` is "unreadable" when config.json is not even JSON with an ``experiment`` object.
-    """
+    """One run folder, read back: :meth:`open` (strict) or :meth:`read` (never raises, for listings; a config.json
+    that makes no configuration gives ``config`` None and ``step``, ``backbone``… from its raw ``experiment``)."""
 
     def __init__(self, run_dir: Path, doc: dict[str, Any] | None, config: ExperimentConfig | None,
                  dataset: DatasetRef | None, state: str, status: dict[str, Any]):
@@ -257,10 +244,9 @@ class RunRecord:
         """Read the run folder ``path``.
 
         Raises:
-            RecordError: ``path`` holds no config.json, or config.json is unreadable, not JSON, not an object, has
-                no ``experiment`` object, lacks an architecture field, or has a field ExperimentConfig does not know;
-                the message names the file and the field. A damaged ``status.json`` is not an error: the state is
-                "unreadable".
+            RecordError: no config.json, or one that is unreadable, has no ``experiment`` object, lacks an
+                architecture field or has a field ExperimentConfig does not know (file and field named). A damaged
+                ``status.json`` is no error: the state is "unreadable".
         """
         run_dir = Path(path)
         cfg_path = run_dir / "config.json"
@@ -367,10 +353,6 @@ class RunRecord:
         """Alias of :attr:`state` (the listing's callers read ``r.status``)."""
         return self.state
 
-    @property
-    def summary(self) -> dict[str, Any]:
-        """The raw status.json (alias kept for callers of the former workspace record)."""
-        return self.status_doc
 
     @property
     def best_epoch(self) -> int | None:
@@ -415,15 +397,11 @@ class RunRecord:
     def log_path(self) -> Path:
         return self.run_dir / "log.txt"
 
-    @property
-    def history_path(self) -> Path:
-        return self.run_dir / "history.csv"
 
     def history(self) -> list[dict[str, Any]]:
-        """history.csv's rows, numbers parsed (int where integral text, float otherwise, text as is); [] when the
-        file is missing. Raises RecordError for an unreadable file or a row that does not match the header (an
-        extra or a missing cell: the file and the line named)."""
-        p = self.history_path
+        """history.csv's rows, numbers parsed (int, float, else text); [] when the file is missing. Raises
+        RecordError for an unreadable file or a row that does not match the header (file and line named)."""
+        p = self.run_dir / "history.csv"
         if not p.is_file():
             return []
         try:
@@ -558,13 +536,10 @@ def _read_config(cfg_path: Path) -> tuple[dict, ExperimentConfig, DatasetRef]:
 
 
 def _read_state(run_dir: Path) -> tuple[str, dict[str, Any]]:
-    """(state, raw status.json). No status.json: "interrupted" (the process died before writing it); one that
-    cannot be read or is not an object: "unreadable"; queued/running whose recorded process is gone: "interrupted";
-    a final state with a selected epoch whose ``best.pt`` is missing or not a checkpoint file (torch.save's zip
-    container, checked without torch: a truncated or overwritten file has no zip directory), or a "succeeded" one
-    whose ``results.h5`` is there but does not start with the HDF5 signature (overwritten), or a final state whose
-    ``history.csv`` is not the table the writer wrote (a row with a cell too many or too few, not UTF-8 text:
-    artifacts.read_history_csv): "damaged"."""
+    """(state, raw status.json). No status.json, or queued/running under a gone process: "interrupted"; one that
+    is not a JSON object: "unreadable"; "damaged": a final state whose selected epoch's ``best.pt`` is not a zip
+    container (torch.save's; checked without torch) or whose ``history.csv`` is not the writer's table, or a
+    "succeeded" one whose ``results.h5`` lacks the HDF5 signature."""
     p = run_dir / "status.json"
     try:
         st = json.loads(p.read_text(encoding="utf-8"))
@@ -605,14 +580,11 @@ def _is_checkpoint_file(path: Path) -> bool:
         return False
 
 
-#: the first 8 bytes of an HDF5 file without a user block (HDF5 file format specification, "Format Signature")
-_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
-
 
 def _is_hdf5_file(path: Path) -> bool:
     try:
         with open(path, "rb") as fh:
-            return fh.read(8) == _HDF5_SIGNATURE
+            return fh.read(8) == HDF5_MAGIC
     except OSError:
         return False
 

@@ -1,15 +1,8 @@
-"""Replay a finished run from its folder: the history rows and the same :class:`PlotData` the live run showed at its
-end, read from ``history.csv`` and ``results.h5`` (no model, no torch, no retraining).
-
-The live run's final plots are :meth:`Evaluator.plots` of the selected checkpoint on the test split
-(training/evaluation.py); here :func:`~dpd_desktop.runs.plotdata.build_plot_data` is fed the arrays results.h5
-stored for that split (``x``, ``target``, ``prediction``, for a DPD ``dpd_output``), so every panel gets the same
-kind of data object. The prediction's PSD is the one results.h5 stored (``psd_prediction_db``, bit for bit). A DPD's
-"PA(x) no DPD" baseline comes from its PA run's results.h5 (:func:`pa_baseline`: the PA's selected checkpoint on the
-same test input is PA(x)); when that cannot be used (the PA run is gone, its best.pt changed, another test input)
-:attr:`Replay.notes` says why it is not drawn.
-
-Reading results.h5 takes h5py (imported in :func:`load_replay`, see the note there); call it off the GUI thread.
+"""Replay a finished run from its folder (no model, no torch): the history rows and the :class:`PlotData` the live run
+showed at its end, :func:`~dpd_desktop.runs.plotdata.build_plot_data` fed results.h5's test arrays (its stored PSD
+bit for bit). A DPD's "PA(x) no DPD" baseline comes from its PA run's results.h5 (:func:`pa_baseline`); when that
+cannot be used :attr:`Replay.notes` says why. Reading results.h5 takes h5py: call :func:`load_replay` off the GUI
+thread.
 """
 from __future__ import annotations
 
@@ -55,18 +48,8 @@ class SplitArrays:
 
 @dataclass(frozen=True)
 class Replay:
-    """A run as the window shows it after its end.
-
-    Attributes:
-        record: the run's :class:`RunRecord`.
-        history: history.csv rows (numbers parsed), in file order.
-        best_epoch: the selected epoch (status.json), or None.
-        plots: the test split's PlotData, or None when results.h5 is missing (a run that ended before its results).
-        test: the raw test split of results.h5 (None without results.h5).
-        notes: what differs from the live view, in words.
-        power_change_db: a DPD's output-power change [dB] with vs without DPD (results.h5 ``rms_out_diff_db``,
-            training/evaluation.py ``output_power_report``), None for a PA run or without results.h5.
-    """
+    """A run as the window shows it after its end: ``plots`` and ``test`` None without results.h5; ``notes`` what
+    differs from the live view; ``power_change_db`` a DPD's output-power change with vs without DPD [dB]."""
 
     record: RunRecord
     history: list[dict[str, Any]]
@@ -108,8 +91,7 @@ def read_split(path: Path, split: str = "test") -> SplitArrays:
     Raises:
         ReplayError: the file is not HDF5, or the split or one of its datasets is missing.
     """
-    # h5py here: off the window's start-up, which imports this module for the runs browser (0.07 s)
-    import h5py
+    import h5py  # 0.07 s, off the window's start-up (the runs browser imports this module)
 
     try:
         with h5py.File(path, "r") as f:
@@ -227,10 +209,7 @@ def load_replay(run_dir: str | Path) -> Replay:
     if rec is None:
         raise ReplayError(f"{run_dir}: not a run folder (no config.json)")
     if rec.state == UNREADABLE or rec.config is None:
-        try:
-            RunRecord.open(run_dir)  # the strict reader names the file and the field
-        except RecordError:
-            raise
+        RunRecord.open(run_dir)  # the strict reader raises naming the file and the field
         raise ReplayError(f"{Path(run_dir) / 'status.json'}: unreadable (the run's state cannot be read)")
     notes: list[str] = []
     if rec.state == DAMAGED:

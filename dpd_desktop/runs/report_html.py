@@ -1,11 +1,8 @@
-"""A self-contained HTML report of one run or a comparison of several: metrics, configuration and plots embedded as
-inline SVG (runs/svg_plot.py), no external file, script or style sheet. Used by ``dpd-desktop runs report`` and by
-the window's Runs ▸ Report…; no Qt, no display.
-
-One run: its test and validation metrics, the cost (params, MACs/sample), the learning curves, the test PSD
-(measured/target, prediction, error) and AM/AM, and every config field. Several runs: the metrics side by side,
-the learning curves overlaid, the PSD and AM/AM overlays of the test predictions when the runs share a dataset
-(else a note says so), and the config diff (only the fields that differ).
+"""A self-contained HTML report of one run or a comparison of several (``dpd-desktop runs report``, the window's
+Runs ▸ Report…): metrics, configuration and plots as inline SVG (runs/svg_plot.py), no external file, script or
+style sheet, no Qt. One run: its test and validation metrics, cost, learning curves, test PSD and AM/AM, every config
+field. Several: the metrics side by side, the curves overlaid, the PSD and AM/AM overlays when the runs share a
+dataset (else a note), the config diff.
 """
 from __future__ import annotations
 
@@ -160,15 +157,12 @@ REPORT_SUFFIXES = (".html", ".htm")
 
 
 def write_report(run_dirs: Sequence[str | Path], out: str | Path, overwrite: bool = False, workspace=None) -> Path:
-    """Write the report of one run (one folder) or a comparison (several) to ``out`` atomically; returns the path.
-
-    ``out`` follows the output rule (runs/outputs.py: an ``.html``/``.htm`` file, never one of a run folder, a
-    dataset or the workspace's own files; an existing one only with ``overwrite``), checked before anything is read.
+    """Write the report of one run (one folder) or a comparison (several) to ``out`` (``.html``/``.htm``, checked
+    by the output rule before anything is read) atomically; returns the path.
 
     Raises:
-        OutputRefused: the output rule refuses ``out`` (a ValueError).
-        CompareError: a folder is not a readable run (names the file and the field).
-        OSError: ``out`` cannot be written.
+        OutputRefused: the output rule refuses ``out``. CompareError: a folder is not a readable run. OSError: ``out``
+            cannot be written.
     """
     records = [RunRecord.read(d) for d in run_dirs]
     datasets = [recorded_dataset(rec.dataset) for rec in records if rec is not None]

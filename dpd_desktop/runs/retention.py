@@ -1,22 +1,14 @@
 """Retention: scratch runs older than the workspace's ``retention_hours`` (runs/settings.py) are removed.
 
-Every run is *scratch* or *kept* (pinned: runs/writer.py ``set_pinned``, read by ``RunRecord.pinned``). A scratch run
-is due when the time since it ended (status.json's ``updated``; its mtime when that field is absent or unreadable;
-config.json's mtime without a status.json) exceeds the retention time. Never due:
+Every run is *scratch* or *kept* (pinned: runs/writer.py ``set_pinned``). A scratch run is due when the time since it
+ended (status.json's ``updated``, else its mtime, else config.json's) exceeds the retention time. Never due: a kept
+run; a live run (runs/owner.py through the reader's state); a PA run that a staying DPD run was trained on
+(config.json ``pa.run_id`` / ``pa.run_dir`` or ``experiment.pa_run``); an unreadable or damaged folder (never
+removed on a doubt); anything that is not a plain folder directly inside the runs folder.
 
-* a kept run;
-* a live run (queued / running, whose owner is alive or unknown: runs/owner.py through the reader's state);
-* a PA run that a DPD run still in the workspace and not due was trained on (config.json ``pa.run_id`` /
-  ``pa.run_dir``, or ``experiment.pa_run``): a kept DPD run always keeps its PA;
-* an unreadable or damaged folder (what it holds cannot be told; the user checks it by hand: a damaged run is never
-  removed on a doubt);
-* anything that is not a plain folder directly inside the workspace's runs folder (a symbolic link, a path that
-  resolves elsewhere).
-
-Removal (:func:`remove_due`) re-plans first and removes only runs that were shown *and* are still due; each folder is
-renamed into ``runs/.trash/`` (same file system: one atomic step, after which no listing shows it as a run), its
-index row is dropped, then the trash copy is deleted (``shutil.rmtree``, which never follows a link inside). A crash
-mid-delete leaves only trash, purged by the next :func:`purge_trash`.
+:func:`remove_due` re-plans first and removes only runs shown *and* still due: each folder is renamed into
+``runs/.trash/`` (one atomic step), its index row dropped, then the trash copy deleted (``shutil.rmtree`` never
+follows a link inside); what a crash leaves there, :func:`purge_trash` removes.
 """
 from __future__ import annotations
 
@@ -38,13 +30,8 @@ _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S%z"  # status.json's "updated" (runs/writer.py)
 
 @dataclass(frozen=True)
 class RetentionItem:
-    """One run folder judged by retention.
-
-    Attributes:
-        run_id: the folder's name. folder: its path (not resolved). state: the reader's state word ("" when the
-        folder is not a run). age_s: seconds since it ended (None when unknown). size_bytes: bytes of its files
-        (computed for due runs only; links counted as links). due: it would be removed. reason: why, in words.
-    """
+    """One run folder judged by retention: ``state`` "" for a folder that is not a run; ``age_s`` None when
+    unknown; ``size_bytes`` for due runs only (links counted as links); ``reason`` in words."""
 
     run_id: str
     folder: Path
@@ -145,16 +132,8 @@ def _pa_links(rec: RunRecord, runs_dir: Path) -> set[str]:
 
 
 def plan_retention(workspace, older_than_hours: float | None = None, now: float | None = None) -> RetentionPlan:
-    """Judge every folder of the workspace's runs folder (module docstring).
-
-    Args:
-        workspace: a :class:`~dpd_desktop.runs.workspace.Workspace`.
-        older_than_hours: the age limit; default the workspace's ``retention_hours`` (settings.json).
-        now: the time to judge at (seconds since the epoch; default now).
-
-    Raises:
-        SettingsError: settings.json is unreadable (when ``older_than_hours`` is not given).
-    """
+    """Judge every folder of the workspace's runs folder (module docstring) at ``now`` (seconds since the epoch)
+    against ``older_than_hours`` (default: settings.json ``retention_hours``, then SettingsError when unreadable)."""
     hours = WorkspaceSettings.load(workspace.root).retention_hours if older_than_hours is None \
         else float(older_than_hours)
     now = time.time() if now is None else float(now)
@@ -230,10 +209,8 @@ def purge_trash(workspace) -> int:
 
 
 def remove_due(workspace, plan: RetentionPlan, index=None) -> RemovalReport:
-    """Remove the runs of ``plan.due`` that are still due now (re-planned with the same age limit: a run pinned,
-    restarted or referenced since the plan was made stays). ``index``: a :class:`~dpd_desktop.runs.index.RunIndex`
-    whose rows of removed runs are dropped. Never raises for one run: a folder that cannot be moved or deleted is
-    reported in ``skipped``."""
+    """Remove the runs of ``plan.due`` still due now (re-planned with its age limit); ``index``: a
+    :class:`~dpd_desktop.runs.index.RunIndex` whose rows are dropped. A run that cannot be moved is ``skipped``."""
     report = RemovalReport()
     runs_dir = Path(workspace.runs_dir)
     fresh = {i.run_id: i for i in plan_retention(workspace, plan.retention_hours, now=time.time()).due}

@@ -1,13 +1,8 @@
-"""Workspace settings: ``settings.json`` at the workspace root, shared by the window and the command line.
-
-Keys (all optional in the file; a missing key takes its default):
-
-* ``retention_hours`` (float, default 24): scratch runs older than this are removed (runs/retention.py).
-* ``default_device`` (str, default "auto"), ``default_threads`` (int or null: PyTorch's),
-  ``default_cuda_memory_fraction`` (float in (0, 1] or null: no ceiling), ``default_time_limit_s`` (float or
-  null: none): the limits a run takes when it does not set its own.
-
-Errors: :class:`SettingsError` (a ``ValueError``) names the file and the field.
+"""Workspace settings: ``settings.json`` at the workspace root, shared by the window and the command line. Every key
+is optional: ``retention_hours`` (default 24; runs/retention.py), and the limits a run takes when it sets none of its
+own: ``default_device`` ("auto"), ``default_threads`` (null: PyTorch's), ``default_cuda_memory_fraction`` (in (0, 1],
+null: no ceiling), ``default_time_limit_s`` (null: none). :class:`SettingsError` (a ``ValueError``) names the file and
+the field.
 """
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""Small inline-SVG charts for the HTML report (no display, no Qt, no plotting library): lines or points of a few
-series on linear or log-y axes, with ticks, axis labels, a title and a legend.
-
-Ticks are the 1-2-5 steps (``nice_step``); log axes label the decades. Non-finite points break a line. A line of
-at most :data:`MARKED_POINTS` points also marks each point with a dot (a line of one point draws nothing: a single
-epoch's learning curve, every MP/GMP run's, was an empty chart). The SVG is a string meant to be placed inside an
-HTML document (no XML declaration), sized in CSS pixels through ``viewBox``.
+"""Small inline-SVG charts for the HTML report (no Qt, no plotting library): lines or points of a few series on
+linear or log-y axes, with 1-2-5 ticks (``nice_step``; log axes label the decades), axis labels, a title and a legend.
+Non-finite points break a line; a line of at most :data:`MARKED_POINTS` points also gets a dot per point (so a
+one-epoch curve shows). The SVG is a string for an HTML document (no XML declaration), sized through ``viewBox``.
 """
 from __future__ import annotations
 

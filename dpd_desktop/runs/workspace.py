@@ -10,9 +10,7 @@ import re
 import time
 from pathlib import Path
 
-from .owner import owner_gone, process_identity, process_start_ticks  # noqa: F401 - re-exported for callers
 from .record import RunRecord, list_records
-from .states import RUN_STATES  # noqa: F401 - re-exported for existing callers
 
 
 class WorkspaceError(OSError):
@@ -24,9 +22,7 @@ def default_root() -> Path:
     env = os.environ.get("DPD_DESKTOP_WORKSPACE")
     if env:
         return Path(env).expanduser()
-    # here, not at the top: only the default workspace needs platformdirs; a run given its workspace root (tests,
-    # the GPU benchmark machine, whose image has no platformdirs) does not
-    from platformdirs import user_data_dir
+    from platformdirs import user_data_dir  # only the default workspace needs it (some images lack it)
 
     return Path(user_data_dir("dpd-desktop", appauthor=False))
 
@@ -40,14 +36,8 @@ class Workspace:
         self.cache_dir = self.root / "cache"  # derived data only (analysis/gate.py's flags): safe to delete
 
     def check(self, create: bool = False) -> None:
-        """Make sure the workspace can be used; ``create`` also creates ``runs/`` and checks it is writable.
-
-        Without ``create`` a workspace that does not exist yet is fine (nothing to list).
-
-        Raises:
-            WorkspaceError: the root or its ``runs`` is not a folder, cannot be created, read or written; the
-                message names the path and what is wrong.
-        """
+        """Make sure the workspace can be used (one that does not exist yet is fine); ``create`` also creates
+        ``runs/`` and checks it is writable. Raises WorkspaceError naming the path and what is wrong."""
         for p, what in ((self.root, "workspace"), (self.runs_dir, "workspace runs folder")):
             if p.exists() and not p.is_dir():
                 raise WorkspaceError(f"{what} {p}: not a folder (it is a file)")

@@ -1,8 +1,5 @@
-"""The run record's writer: the one writer of a run folder (runs/record.py is its reader, the twin).
-
-:class:`RunWriter` is an observer of the trainer's events (runs/events.py) and writes every file of a run
-folder (ARCHITECTURE.md, "What a run leaves on disk"), each atomically (runs/artifacts.py); the trainer itself
-writes no file. The round trip writer → reader is tested in tests/unit/test_record.py.
+"""The run record's writer: :class:`RunWriter`, the one writer of a run folder (runs/record.py is its reader); the
+trainer itself writes no file.
 """
 from __future__ import annotations
 
@@ -21,10 +18,7 @@ from .. import atomic
 from .owner import process_identity
 from .record import FORMAT, HISTORY_COLUMNS, PIN_FILE, QUANTIZED_FILE, SCHEMA
 
-#: Disk space kept free for a run's last words: a file of this size is made in the run folder before its first
-#: artifact and deleted when a write finds the disk full, so that the failure's log line and status.json (and a
-#: config.json that failed) still fit (their sizes: benchmarks/results/2026-12-04-notes-training.md); deleted at the
-#: run's end in any case.
+#: disk space set aside for a run's last words (the failure's log line and status.json), freed on a full disk
 RESERVE_FILE = ".space-reserve"
 RESERVE_BYTES = 32 * 1024
 #: the errors of a full disk (or a full quota)
@@ -39,30 +33,21 @@ def is_disk_full(exc: BaseException) -> bool:
 
 
 class RunWriter:
-    """Observer of the trainer's events that writes the run folder, every file atomically (runs/artifacts.py).
+    """Observer of the trainer's events that writes the run folder, every file atomically (log.txt too, whole).
 
-    ``RunPrepared`` → status.json "running", a header-only history.csv, log.txt opened; ``LogLine`` → one log line;
-    ``RunStarted`` → config.json; ``CheckpointReady`` → history.csv, best.pt + best.csv (selected epoch), last.pt;
-    ``EpochEnded`` → config.json again when the fast path's state changed, then status.json (epochs completed);
-    ``ResultsReady`` → results.h5; ``RunFinished`` / ``RunCancelled`` / ``RunFailed`` → the final status.json.
-    Status is written after the files it describes, so it never says more than the disk holds.
+    ``RunPrepared`` → status.json "running", a header-only history.csv; ``LogLine`` → log.txt; ``RunStarted`` →
+    config.json; ``CheckpointReady`` → history.csv, best.pt + best.csv (selected epoch), last.pt; ``EpochEnded`` →
+    config.json when the fast path's state changed, status.json; ``ResultsReady`` → results.h5; an outcome → the
+    final status.json. Status is written after the files it describes: it never says more than the disk holds.
 
-    Errors propagate (an unwritable run folder fails the run): a failed write raises
-    :class:`~dpd_desktop.atomic.ArtifactWriteError` ("<file>: cannot write: <reason>"), leaves no temporary
-    file and leaves the earlier version of every artifact as it was; the trainer calls the writer before any other
-    observer. log.txt is rewritten whole (atomically) at each line, like every other file. Call :meth:`close` when
-    the run is over (idempotent).
+    A failed write raises :class:`~dpd_desktop.atomic.ArtifactWriteError` and leaves the earlier file as it was (the
+    trainer calls the writer first; its error fails the run). Full disk: :data:`RESERVE_BYTES` are set aside at
+    ``RunPrepared`` (a disk without them starts no run) and freed when a write finds the disk full; log lines are
+    then appended in place. :meth:`close` (idempotent) frees the reserve.
 
-    Full disk: before the first artifact the writer sets :data:`RESERVE_BYTES` aside (:data:`RESERVE_FILE`; a disk
-    without that much room raises at ``RunPrepared``: the run does not start). A write that finds the disk full
-    frees it and raises as any failed write; from then on log lines are appended to log.txt in place (a whole new copy
-    might not fit), so the failure's log line and its "failed" status.json still reach the disk. :meth:`close`
-    deletes the reserve.
-
-    ``resume`` (training/resume.py): reopen an existing run folder instead. ``RunPrepared`` then keeps log.txt
-    (appended) and config.json (its ``resumes`` list gains an entry), rewrites history.csv with the rows of last.pt
-    (``resume["history"]``, dropping any row written after last.pt) and best.pt/best.csv with last.pt's best record
-    (``resume["best"]``: ``model``, ``meta``, ``row``), and sets status.json back to "running".
+    ``resume`` (training/resume.py) reopens a run folder: log.txt goes on, config.json's ``resumes`` gains an entry,
+    history.csv and best.pt/best.csv are rewritten from last.pt's record (``history``, ``best``: ``model``,
+    ``meta``, ``row``), status.json is "running" again.
     """
 
     def __init__(self, resume: Mapping[str, Any] | None = None) -> None:
@@ -98,9 +83,8 @@ class RunWriter:
         self._free_reserve()
 
     def _make_reserve(self) -> None:
-        """Set :data:`RESERVE_BYTES` of disk aside in the run folder (blocks allocated, not a sparse file).
-        Raises ArtifactWriteError when the disk does not have them; any other refusal leaves the run without a
-        reserve."""
+        """Allocate :data:`RESERVE_BYTES` (not a sparse file). Raises ArtifactWriteError on a full disk; any other
+        refusal leaves the run without a reserve."""
         path = self.run_dir / RESERVE_FILE
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -217,9 +201,7 @@ class RunWriter:
         self.epochs_written = ev.epoch + 1
 
     def _remember_best(self, row) -> None:
-        """The selected epoch's validation metrics and selection value, from its history row (``VAL_NMSE``, …), for
-        status.json while the run goes on and when it ends without RunFinished (cancelled, failed, killed: a reader
-        then shows the best epoch's numbers, not none)."""
+        """The selected epoch's validation metrics and selection value, for status.json until RunFinished."""
         val = {k: v for k in ("NMSE", "EVM", "ACLR_L", "ACLR_R", "ACLR_AVG")
                if (v := _number(row.get(f"VAL_{k}"))) is not None}
         best = _number(row.get(self.selection_metric)) if self.selection_metric else None
@@ -238,7 +220,6 @@ class RunWriter:
                           **self.best_so_far)
 
     def _results(self, ev) -> None:
-        # built in memory, written atomically: h5py never meets a full disk mid-file (it crashed the process)
         atomic.atomic_write_bytes(self.run_dir / "results.h5", results_image(ev))
 
     def _finished(self, ev) -> None:
@@ -273,8 +254,7 @@ class RunWriter:
 
     # ---------------------------------------------------------------- files
     def write_status(self, state: str, **kw) -> None:
-        """status.json: the state, the run, who runs it (pid, host, process start: lets a reader tell a live run
-        from one whose process was killed), the kernels that run it (once config.json records them) and ``kw``."""
+        """status.json: the state, the run, its process's identity (runs/owner.py), the kernels and ``kw``."""
         if self.run_dir is None:
             return
         doc = {"state": state, "run_id": self.run_id, "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -292,9 +272,8 @@ class RunWriter:
 
 
 def discard_unstarted(run_dir: str | Path) -> bool:
-    """Remove a new run folder whose run could not start (its ``RunPrepared`` failed: a full disk): the files the
-    writer puts there first (:data:`PREPARED_FILES`) and the temporary files of its writes, then the folder. A folder
-    holding anything else is left as it is. Returns True when the folder is gone."""
+    """Remove a new run folder whose ``RunPrepared`` failed, if it holds only :data:`PREPARED_FILES` and their
+    temporary files. Returns True when the folder is gone."""
     folder = Path(run_dir)
     try:
         entries = list(folder.iterdir())
@@ -321,9 +300,8 @@ def write_evaluation(run_dir: str | Path, profile: str, doc: Mapping[str, Any]) 
 
 
 def write_quantized(run_dir: str | Path, doc: Mapping[str, Any]) -> Path:
-    """A quantised evaluation of a DPD run (export/quantized.py), kept in ``quantized.json`` beside results.h5 under
-    its bit-width label (``{"format", "evaluations": {label: doc}}``; an entry of the same label is replaced, a file
-    that cannot be read is started anew); written atomically; returns the path (RunRecord.quantized reads it)."""
+    """Add a quantised evaluation (export/quantized.py) to ``quantized.json`` under its label (``{"format",
+    "evaluations": {label: doc}}``; an unreadable file is started anew); returns the path."""
     path = Path(run_dir) / QUANTIZED_FILE
     try:
         old = json.loads(path.read_text(encoding="utf-8"))
@@ -351,10 +329,9 @@ _WRITER_HANDLERS = {E.RunPrepared: RunWriter._prepared, E.LogLine: RunWriter._lo
 
 
 def results_image(ev) -> bytes:
-    """results.h5's bytes, built in memory (h5py on an io.BytesIO): root attributes, then per split the datasets x,
-    target, prediction (dpd_output), psd_freq_hz, psd_prediction_db and the attributes loss and the metrics."""
-    # h5py here: off the start-up paths that import the record (benchmarks/results/2026-12-04-notes-training.md)
-    import h5py
+    """results.h5's bytes, built in memory (h5py never meets a full disk mid-file): root attributes, then per split
+    the datasets x, target, prediction (dpd_output), psd_freq_hz, psd_prediction_db and attributes loss, metrics."""
+    import h5py  # off the start-up paths that import the record (benchmarks/results/2026-12-04-notes-training.md)
 
     buf = io.BytesIO()
     with h5py.File(buf, "w") as f:
@@ -376,13 +353,8 @@ def results_image(ev) -> bytes:
 
 
 def set_pinned(run_dir: str | Path, pinned: bool) -> Path:
-    """Mark the run at ``run_dir`` kept (``pinned`` True: retention never removes it) or scratch: writes
-    pinned.json (``{"pinned": bool, "updated": ISO time}``) atomically; returns its path. The reader is
-    runs/record.py ``read_pinned`` / ``RunRecord.pinned``.
-
-    Raises:
-        FileNotFoundError: ``run_dir`` is not a run folder (no config.json).
-    """
+    """Mark the run kept (retention never removes it) or scratch in pinned.json (``{"pinned", "updated"}``; read
+    by runs/record.py ``read_pinned``); returns its path. Raises FileNotFoundError for a folder without config.json."""
     run_dir = Path(run_dir)
     if not (run_dir / "config.json").is_file():
         raise FileNotFoundError(f"{run_dir}: not a run folder (no config.json)")
@@ -391,13 +363,9 @@ def set_pinned(run_dir: str | Path, pinned: bool) -> Path:
 
 
 def mark_dead_run(run_dir: str | Path, state: str, message: str) -> bool:
-    """Final status.json of a run whose process died without writing one (a crash, a kill: the supervisor of a
-    queued run calls this after the child ended). ``state`` is "failed" or "interrupted", ``message`` why.
-
-    Claims no more than the disk holds: ``epochs_completed`` is at most the rows of history.csv, and ``best_epoch``
-    is kept only when best.pt and best.csv are there. A status that is already final is left as it is (the run
-    reported its own outcome). Returns True when status.json was written.
-    """
+    """Final status.json ("failed" or "interrupted", ``message`` why) of a run whose process died without one.
+    Claims no more than the disk holds (``epochs_completed`` at most history.csv's rows, ``best_epoch`` only with
+    best.pt and best.csv); a final status is left as it is. Returns True when status.json was written."""
     run_dir = Path(run_dir)
     path = run_dir / "status.json"
     try:

@@ -1,19 +1,12 @@
 """CPU threads of a run and the OpenMP wait policy (no PyTorch import here: :func:`prefer_passive_wait` must run
 before PyTorch is imported).
 
-OpenMP's default wait policy spins: a thread that reaches a barrier first burns its core until the other one
-arrives, so when other processes want the cores every parallel region waits for a descheduled thread. The fast
-kernel's recurrence is serial (its per-step ops are below PyTorch's parallel grain size). The measurements:
-benchmarks/results/2026-12-04-notes-training.md.
-
-So :func:`prefer_passive_wait` sets ``OMP_WAIT_POLICY=PASSIVE`` (unless the user set it) at the process entries
-(``dpd_desktop.cli.entry.run``, which the window and the command line start from, and the queue's child module, which the
-forkserver imports before PyTorch): libgomp reads it once, when PyTorch loads it. And :func:`choose_threads` gives a
-run whose threads are not set (``threads`` None, no workspace default) 1 thread on the fast kernel and PyTorch's
-default (what it had before any run set one) on the reference one, so that reference runs keep OpenDPD's thread
-count and its numbers. The rule depends on the run's settings only, never on the load: the thread count changes the
-last bits of a run (PyTorch's reductions split by thread), and a run is reproducible from its config.json
-(``training.torch_threads``).
+OpenMP's default wait policy spins, so when other processes want the cores every parallel region waits for a
+descheduled thread (measurements: benchmarks/results/2026-12-04-notes-training.md). :func:`prefer_passive_wait`
+sets ``OMP_WAIT_POLICY=PASSIVE`` at the process entries (cli/entry.py ``run`` and the queue's child module).
+:func:`choose_threads` gives a run without a thread setting 1 thread on the fast kernel (its recurrence is serial)
+and PyTorch's default on the reference one (OpenDPD's count, hence its numbers). The rule reads the run's settings
+only, never the load: the thread count changes a run's last bits, and config.json records it.
 """
 from __future__ import annotations
 

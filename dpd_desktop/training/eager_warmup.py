@@ -1,13 +1,11 @@
 """The eager training path's first use, moved off the critical path: one eager step of a scratch copy of the model,
 on a background thread, while the GPU is idle.
 
-A run whose full batches train through the fused step (training/fused_step.py) uses the eager path only for its
-short last batch, at the end of epoch 0: there the first eager step of the process loads what it needs (cuBLAS, the
-recurrent kernels' autograd path, clipping) and, behind a queue of fused steps, first waits for that queue
-(figures: benchmarks/results/2026-12-04-notes-training.md). :func:`start` (at the fast path's set-up) does
-it on a thread, beside the rest of the set-up — in a group, beside the other members' set-ups; :func:`wait` (before
-a capture) joins it. It draws no random numbers and touches none of the run's tensors but the training series,
-which it only reads; a failure only means the loading happens later, where it did before.
+A run training through the fused step uses the eager path only for its short last batch, at the end of epoch 0,
+where the process's first eager step would load cuBLAS and the autograd kernels behind a queue of fused steps
+(figures: benchmarks/results/2026-12-04-notes-training.md). :func:`start` (at the fast path's set-up) does it on a
+thread; :func:`wait` (before a capture) joins it. It draws no random numbers and only reads the training series; a
+failure only means the loading happens later.
 """
 from __future__ import annotations
 

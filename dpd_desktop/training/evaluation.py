@@ -1,16 +1,14 @@
 """Evaluation of a network on the val/test segments (reference §4.7 net_eval), plot data and the results arrays.
 
-``segments`` (default): the splits are cut into ``nperseg``-sample segments, each evaluated from a zero state
-(reference §2.2); losses are the criterion of each eval batch, averaged in float64 (NumPy) like the reference.
+``segments`` (default): ``nperseg``-sample segments, each from a zero state (reference §2.2); losses are the
+criterion of each eval batch, averaged in float64 like the reference.
 
-``overlap`` (a DPD; OpenDPD 2.4.2 Arena's "offline_overlap_200_100" [opendpd/core/arena_engine.py]): the DPD runs on
-windows of W = frame_length samples at hop W/2, each from a zero state, the split padded with W/4 zeros in front;
-each window's samples [W/4, 3W/4) are kept, so every kept DPD output has W/4 samples of past context and W/4 of
-future context, as the middle of a training frame has. The (limited) DPD output of the whole split then drives the
-PA as one continuous sequence. Metrics: the run's profile on the split without its first and last W samples (the
-Arena's 200-sample metric context), the loss on the whole split; besides, the output power error
-POWER_DB = 10·log10(Σ|ŷ|²/Σ|g·x|²) over the whole split and OBJECTIVE = 0.5·(EVM + max(ACLR_L, ACLR_R)) (in the
-corrected profile EVM is the in-band error, the Arena's IBE): the power-gated selection's inputs.
+``overlap`` (a DPD; OpenDPD 2.4.2 Arena's "offline_overlap_200_100"): the DPD runs on windows of W = frame_length
+samples at hop W/2 from a zero state, the split padded with W/4 zeros in front, keeping each window's samples
+[W/4, 3W/4) (W/4 of past and of future context, as the middle of a training frame); its limited output of the whole
+split drives the PA as one sequence. Metrics: the run's profile without the first and last W samples, the loss on
+the whole split; besides, POWER_DB = 10·log10(Σ|ŷ|²/Σ|g·x|²) and OBJECTIVE = 0.5·(EVM + max(ACLR_L, ACLR_R)) (EVM:
+the in-band error in the corrected profile), the power-gated selection's inputs.
 """
 from __future__ import annotations
 
@@ -36,22 +34,14 @@ def scaled_target(split, gain: float) -> np.ndarray:
     return np.ascontiguousarray((gain * x64).astype(np.float32))
 
 
-def aclr_pair(seg: np.ndarray, spec, profile: str = ExperimentConfig.metric_profile, n_valid: int | None = None) -> tuple[float, float]:
-    """(left, right) ACLR in dBc of (S, N, 2) segments under a metric profile (legacy: reference §6.2)."""
-    return profile_aclr(profile, seg, spec, n_valid)
-
 
 class Evaluator:
     """The val and test splits on the device, and what is computed from predictions on them.
 
     Args:
-        dataset: the run's :class:`~dpd_desktop.data.IQDataset` (its spec gives nperseg and the metric bands).
+        dataset: the run's :class:`~dpd_desktop.data.IQDataset` (its spec: nperseg and the metric bands).
         targets: split name → (N, 2) float32 target (y for a PA, g·x for a DPD).
-        step: "pa" or "dpd".
-        criterion: the training loss module.
-        batch_size_eval: segments per forward call.
-        device: where the segments live.
-        metric_profile: the run's metric profile (metrics/profiles.py).
+        criterion: the plain loss module; batch_size_eval: segments per forward call.
     """
 
     def __init__(self, dataset, targets: dict[str, np.ndarray], step: str, criterion, batch_size_eval: int,
@@ -185,7 +175,7 @@ class Evaluator:
     def target_aclr(self, split: str) -> tuple[float, float]:
         if split not in self._target_aclr:
             es = self.sets[split]
-            self._target_aclr[split] = aclr_pair(es["t_seg"], self.spec, self.profile, es["n"])
+            self._target_aclr[split] = profile_aclr(self.profile, es["t_seg"], self.spec, es["n"])
         return self._target_aclr[split]
 
     def signal_names(self) -> tuple[str, str]:
@@ -206,7 +196,7 @@ class Evaluator:
             signals = {tname: es["t_np"], pname: pred, "PA(x) no DPD": unsegment(self.baseline(split, net), n)}
             if "u" in ev:
                 signals["DPD output u"] = unsegment(ev["u"], n)
-            aclr["PA(x) no DPD"] = aclr_pair(self.baseline(split, net), self.spec, self.profile, n)
+            aclr["PA(x) no DPD"] = profile_aclr(self.profile, self.baseline(split, net), self.spec, n)
         aclr[pname] = (m["ACLR_L"], m["ACLR_R"])
         aclr[tname] = self.target_aclr(split)
         return build_plot_data(source, es["x_np"], signals, self.spec, target_name=tname, pred_name=pname,

@@ -1,25 +1,16 @@
 """CUDA fast path: one training step captured as a CUDA graph and replayed for every full-size batch.
 
-What is captured (following PyTorch's CUDA Graphs notes and the reference's §7.1 design, then further): in-place
-zeroing of the gradients; the batch gather from the device-resident training series (the graph reads batch
-``counter`` of the epoch's permutation, held in a static buffer, and advances ``counter`` itself); the forward of
-the whole network (a DPD → frozen-PA cascade included); the loss (written to the epoch's loss slot); the backward;
-the gradient-norm clipping; and the AdamW update (optim.GraphAdamW: torch's foreach AdamW arithmetic with the
-step-dependent scalars read from a per-epoch device table, checked bitwise against torch's own update on this
-build before it is used). The results are bitwise identical to the eager path: the same kernels, or kernels with
-the same arithmetic, run on the same values (tests/gpu/test_fast_path_equivalence.py). One exception: a 1-layer GRU
-PA model on the ``fast`` kernel captures the fused step instead (training/fused_step.py: the whole step in six
-kernels of ours, its own sums), equal to the eager path to float32 rounding, not bitwise.
+Captured (after PyTorch's CUDA Graphs notes and the reference's §7.1): in-place gradient zeroing; the batch gather
+from the device-resident series (batch ``counter`` of the epoch's permutation; the graph advances ``counter``); the
+forward of the whole network; the loss (into the epoch's loss slot); the backward; clipping; and the AdamW update
+(optim.GraphAdamW). Bitwise equal to the eager path (tests/gpu/test_fast_path_equivalence.py), except a 1-layer GRU
+PA on the ``fast`` kernel, which captures the fused step (training/fused_step.py; equal to float32 rounding). Per
+full batch the host only launches the graph.
 
-Per full batch the host only launches the graph: no host→device batch copy, no per-sample Python, no optimizer
-Python, no synchronization.
-
-Fallbacks (each returns a status "off: <reason>" that the run records in config.json and the GUI shows):
-CPU/MPS devices; the trainer's ``fast_path=False``; deterministic algorithms; unsupported
-model types or losses; dropout; module hooks; non-float32 parameters; autocast; capture failure or out of memory
-during capture (the run continues eagerly). The optimizer alone falls back to an eager step after each replay
-when its captured update is not bitwise equal to torch's here (recorded as ``fast_path_optimizer``). A short final
-batch runs eagerly with gradients zeroed in place, so the captured buffers stay valid.
+Fallbacks, each a status "off: <reason>" recorded in config.json: not CUDA, ``fast_path=False``, deterministic
+algorithms, an unsupported model or loss, dropout, hooks, non-float32 parameters, autocast, a failed capture (the
+run goes on eagerly). The optimizer alone stays eager when its captured update is not bitwise torch's here
+(``fast_path_optimizer``). A short last batch runs eagerly, gradients zeroed in place (the buffers stay valid).
 """
 from __future__ import annotations
 
@@ -30,7 +21,7 @@ import torch
 from .. import timing
 from ..models import Cascade, CoreModel
 from . import eager_warmup, fused_step
-from .losses import FrameLoss
+from .losses import base_criterion
 from .optim import GraphAdamW
 
 log = logging.getLogger("dpd_desktop.fast_path")
@@ -51,7 +42,7 @@ def eligibility(net, criterion, optimizer, trainable, device) -> str | None:
             return "the PA of the cascade is not frozen"
     else:
         return f"unsupported model type {type(net).__name__}"
-    base = criterion.base if type(criterion) is FrameLoss else criterion  # a window/power term: plain tensor ops
+    base = base_criterion(criterion)  # a window/power term: plain tensor ops
     if type(base) not in (torch.nn.MSELoss, torch.nn.L1Loss) or base.reduction != "mean":
         return f"unsupported loss {type(criterion).__name__}"
     if not trainable:
@@ -80,20 +71,13 @@ def eligibility(net, criterion, optimizer, trainable, device) -> str | None:
 class CudaGraphStep:
     """Replays one captured training step for every full-size batch of an epoch.
 
-    Use: :meth:`begin_epoch` with the loader's plan at the start of each epoch, then call the object as
-    ``step(b, batch)`` for the full batches b = 0, 1, … in order; it returns True when the batch was trained by a replay (loss stored in
-    :attr:`epoch_losses` [b]; parameters and optimizer state updated when :attr:`optimizer_in_graph`), or False when
-    the caller must train this batch eagerly (capture failed earlier, model in eval mode, autograd off, wrong batch
-    size, index tensor on another device). :meth:`end_epoch` brings the optimizer's step counters up to date.
+    :meth:`begin_epoch` with the loader's plan, then ``step(b, batch)`` for the full batches in order: True when a
+    replay trained it (loss in :attr:`epoch_losses` [b]; the optimizer too when :attr:`optimizer_in_graph`), False
+    when the caller must train it eagerly. :meth:`end_epoch` brings the optimizer's step counters up to date.
 
-    Index mode (the device-resident :class:`~dpd_desktop.data.framing.FrameLoader`): the epoch's frame permutation
-    is copied once into a static buffer and the graph itself picks batch ``counter`` of it (``counter`` is a
-    device integer the graph advances), so a replay needs no host work besides the launch. Copy mode (the plain
-    DataLoader fallback): each replay first copies the batch into static input/target buffers.
-
-    ``batch``: the loader's batch handle — (B,) int64 CUDA frame indices, or the ``(x, y)`` CPU batch of the plain
-    loader; B must be the captured batch size. ``fused``: False keeps the autograd step in the graph where the fused
-    GRU step (training/fused_step.py) could run.
+    ``batch``: (B,) int64 CUDA frame indices (index mode, the device-resident FrameLoader: the graph gathers the
+    batch itself) or the plain loader's ``(x, y)`` CPU batch (copied into static buffers before each replay).
+    ``fused``: False keeps the autograd step where the fused GRU step could run.
     """
 
     def __init__(self, net, criterion, trainable, clip, device, loader, batch_size, optimizer=None, fused=True):
@@ -105,8 +89,7 @@ class CudaGraphStep:
         self.index_mode = hasattr(loader, "x")
         n_batches = len(loader)
         self.n_full_max = n_batches
-        # static buffers: the epoch's permutation (index mode), the batch (copy mode), the in-epoch batch counter,
-        # and one loss slot per batch of the epoch (the trainer writes the eager batches' slots itself)
+        # static buffers: permutation (index mode), batch (copy mode), batch counter, one loss slot per batch
         self.perm = torch.zeros(max(loader.n_frames, 1), dtype=torch.int64, device=device) if self.index_mode else None
         self.batch_offsets = torch.arange(batch_size, dtype=torch.int64, device=device)
         L = getattr(loader, "frame_length")
@@ -218,8 +201,8 @@ class CudaGraphStep:
                      for p in self.trainable)
 
     def prepare_capture(self) -> None:
-        """Before a capture (this step's, or a group's: training/group.py): cuDNN's flat weights, a gradient buffer
-        for every trainable parameter, and the optimizer's placement decided (needs the CUDA device current)."""
+        """Before a capture (this step's or a group's): cuDNN's flat weights, a gradient buffer per trainable
+        parameter, the optimizer's placement decided (the CUDA device current)."""
         for m in self.net.modules():
             if isinstance(m, torch.nn.RNNBase):
                 m.flatten_parameters()
@@ -314,12 +297,8 @@ class CudaGraphStep:
 
 def make_fast_step(net, criterion, optimizer, trainable, clip, device, *, batch_shape, loader, enabled=True,
                    fused=True):
-    """Build the fast step for a run, or explain why there is none (``enabled`` False: none; ``fused`` False: the
-    autograd step where the fused GRU step could run).
-
-    Returns ``(step, status)``: ``step`` is a :class:`CudaGraphStep` (capture happens at the first full batch)
-    or None; ``status`` is "on" or "off: <reason>".
-    """
+    """``(step, status)``: a :class:`CudaGraphStep` (captured at the first full batch) and "on", or None and
+    "off: <reason>" (``enabled`` False: "disabled for this run")."""
     reason = eligibility(net, criterion, optimizer, trainable, device)
     if reason is None and not enabled:
         reason = 'disabled for this run'

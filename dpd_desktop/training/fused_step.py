@@ -1,23 +1,14 @@
-"""The fused training step of GRU PA models in ``fast`` mode: M models' steps in six kernel launches.
+"""The fused training step of 1-layer GRU PA models on the ``fast`` kernel: M models' steps in six kernel launches.
 
-A step of one or more :class:`~dpd_desktop.training.fast_path.CudaGraphStep` s whose models are 1-layer GRU PA
-models (models/gru.py) on the ``fast`` kernel is, for all of them at once (kernels/gru_step.cu and rnn.cu's
-model-indexed recurrences): the forward (each model's batch gathered from its permutation, the input projection on
-the fly), the head with the loss and its gradient, the reverse-time recurrence with each batch row's weight
-gradients summed inside it, then three small kernels: the partials summed into each parameter's ``.grad``; the
-gradient norm, clipping and AdamW (the step's scalars from the model's
+For all models at once (kernels/gru_step.cu, rnn.cu's model-indexed recurrences): the forward (batches gathered
+from each model's permutation), the head with the loss and its gradient, the reverse-time recurrence summing each
+row's weight gradients, then the partials into ``.grad``; norm, clipping and AdamW (the scalars from the model's
 :class:`~dpd_desktop.training.optim.GraphAdamW` table); the loss slot and the batch counter. Each model keeps its own
-tensors — parameters, gradients, AdamW moments, permutation, batch counter, loss slots — and the kernels reach them
-through a table of device pointers, one row per model. Every sum runs in an order fixed by the batch, frame and
-hidden sizes alone, so a model's numbers are bitwise the same stepped alone or with seven others, eagerly or
-replayed from a CUDA graph (tests/gpu/test_fused_step.py). Against the autograd path of the same kernel (cuBLAS
-sums, torch's reductions and foreach AdamW) they agree to float32 rounding of the sums (loss 1e-5, gradients 1e-4
-relative there), and AdamW's (1 - beta) factors are formed in float32 in the kernel where torch forms them in
-float64 (the second moment differs by ~1e-5 relative): not bitwise.
-
-Used by the CUDA fast path for a lone run (training/fast_path.py) and by a group of runs (training/group.py), so a
-group member and its lone twin run the same kernels. The trainer's ``fused_step=False`` keeps the autograd step
-inside the graph.
+tensors, reached through a device pointer table (one row per model). Every sum's order depends only on the batch,
+frame and hidden sizes, so a model's numbers are bitwise the same alone or in a group, eager or replayed
+(tests/gpu/test_fused_step.py); against the autograd path they agree to float32 rounding, not bitwise (AdamW's
+``1 - beta`` is formed in float32 here). Used by training/fast_path.py and training/group.py alike; the trainer's
+``fused_step=False`` keeps the autograd step.
 """
 from __future__ import annotations
 

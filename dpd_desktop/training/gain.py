@@ -1,36 +1,23 @@
 """The DPD target's gain g (target = g·x, reference §2.3) under a chosen rule, and the output-power report of a DPD.
 
-Rules (``ExperimentConfig.gain_rule``), all from the **full** training split (before ``max_train_samples``, as the
-reference computes its g, §1.4), in float64 from the values as parsed (``Split.x64``/``y64``) or the float32 samples:
+Rules (``ExperimentConfig.gain_rule``), all in float64 on the **full** training split (before ``max_train_samples``,
+as the reference computes its g, §1.4); the formulas are :data:`FORMULAS`:
 
-* ``peak`` (default): ``g = max_t |y_t| / max_t |x_t|`` - the reference's rule, :attr:`IQDataset.gain` itself (bitwise
-  the value every earlier run used). It is the PA's gain at its peak, i.e. its most compressed gain, so a DPD that
-  meets the target backs the output off (-2.07 dB on the DPA_160MHz headline run, issue 13).
-* ``small-signal``: the least-squares complex gain on the lowest-amplitude 40 % of the training samples:
-  S = the ``floor(0.4 N)`` samples of smallest ``|x_t|`` (``np.argsort(|x|, kind="stable")``: ties keep time order),
-  ``c = sum_S conj(x_t) y_t / sum_S |x_t|^2`` (the minimiser of ``sum_S |y_t - c x_t|^2``); the target uses
-  ``g = |c|``. No delay alignment: x and y are sample-aligned (the readers' contract). Same estimator as OpenDPD
-  2.4's dataset doctor ``estimate_gain`` (quantile 0.4), without its alignment step.
-  Why the magnitude and not the complex c: the target stays ``g·x`` with a real g like the reference's, so the only
-  thing that changes between rules is the output level (comparisons isolate it); MATLAB's
-  ``comm.DPDCoefficientEstimator`` likewise takes its desired gain as a real amplitude gain (dB); and a real g keeps
-  the record, the checkpoints' ``gain`` and the exported u as they are. The cost: the DPD still has to undo the PA's
-  average phase rotation (``arg c``, recorded), exactly as with the reference's rule.
-* ``rms``: ``g = rms(y)/rms(x) = sqrt(sum |y_t|^2 / sum |x_t|^2)`` - a DPD meeting g·x keeps the mean output power of
-  the PA without DPD (on the measured training data).
+* ``peak`` (default): :attr:`IQDataset.gain` itself, the reference's rule: the PA's most compressed gain, so a DPD
+  meeting the target backs the output off.
+* ``small-signal``: ``g = |c|``, c the least-squares complex gain over the ``floor(0.4 N)`` smallest-``|x|`` samples
+  (stable argsort; no delay alignment: the readers' contract is sample-aligned x, y), the estimator of OpenDPD 2.4's
+  ``estimate_gain`` (quantile 0.4). A real g keeps the target ``g·x`` as the reference's, so only the output level
+  differs between rules; ``arg c`` is recorded and the DPD still undoes it.
+* ``rms``: a DPD meeting g·x keeps the mean output power of the PA without DPD.
 
-config.json's ``gain`` block (:meth:`TargetGain.block`) records the rule, the value used, the formula and all three
-candidates (and the complex c), whichever rule was chosen.
+:meth:`TargetGain.block` (config.json ``gain``) records the rule, the value, the formula and every candidate.
 
-Equal output power (:func:`equal_power_report`, DPD runs, test split): the cascade's output power is compared with
-the PA without DPD (RMS of PA(DPD(x)) vs RMS of PA(x), dB), and ACLR/EVM are compared **at equal output power**: the
-frozen PA model is driven without DPD at the scaled input ``a·x`` whose output RMS equals the cascade's (a found by
-fixed-point iteration ``a <- a·rms_target/rms(PA(a·x))``, to 0.001 dB), so a DPD gets no credit for backing off
-(the fair comparison of OpenDPD 2.3's arena, which ranks DPDs within ±0.5 dB of output power). ACLR is
-level-invariant and taken as it is; EVM is gain-normalised for both (against ``c·x``, c the least-squares complex
-gain of that output onto x), so neither is charged for its gain or average phase. Both under the run's metric
-profile. Caveat: with ``a > 1`` (a DPD that raises the output) the PA model is driven beyond the peak it was trained
-on - as the cascade itself is, since a DPD expands its input.
+:func:`equal_power_report` (DPD runs, test split) compares the cascade's output power with the PA's alone and ACLR/EVM
+**at equal output power**: the frozen PA is driven at ``a·x`` whose output RMS equals the cascade's (fixed-point
+``a <- a·rms_target/rms(PA(a·x))`` to 0.001 dB), as OpenDPD 2.3's arena compares DPDs, so a DPD gets no credit for
+backing off. EVM is gain-normalised for both (against ``c·x``); ACLR is level-invariant. With ``a > 1`` the PA
+model is driven beyond the peak it was trained on, as the cascade itself is.
 """
 from __future__ import annotations
 

@@ -1,37 +1,21 @@
 """Trials that train together: runs of one shape in one process, their full batches replayed as one CUDA graph.
 
 A :class:`TrainerGroup` runs several ordinary :class:`~dpd_desktop.training.trainer.Trainer` s (each with its own run
-folder, writer, RNG stream, evaluation and checkpoints) whose configurations differ only in the fields of
-:data:`MAY_DIFFER` (seed, learning rate and its schedule, weight decay, clipping, name). On CUDA with the fast path
-the group replays one CUDA graph per full batch for every member: for GRU PA models in ``fast`` mode the members'
-fused step (training/fused_step.py: six kernel launches for all, weights reached through a per-member pointer
-table), else one branch per member (one stream each, joined at the end) holding the member's own captured step
-(training/fast_path.py; ``reference``: cuDNN). Either way a member's history and checkpoints are bitwise equal to
-the same configuration trained alone in the same mode (tests/gpu/test_group_training_cuda.py,
-tests/gpu/test_fused_step.py; benchmarks/bench_group.py) — except when the group's fused step cannot be built where
-a lone run's can (its buffers grow with the members: out of memory), which the process log warns of: the members then
-train through the autograd step.
+folder, writer, RNG stream and checkpoints) whose configurations differ only in :data:`MAY_DIFFER`. On CUDA with the
+fast path one graph per full batch trains every member: the members' fused GRU step (training/fused_step.py) where
+all can use it, else one branch per member holding its own captured step (training/fast_path.py). A member's history
+and checkpoints are bitwise those of the same configuration trained alone (tests/gpu/test_group_training_cuda.py),
+except when the group's fused step cannot be built where a lone run's can (out of memory; the log warns).
 
-Isolation: the members run on threads of this process, one at a time (a baton); the global RNG states (torch CPU and
-CUDA, NumPy, ``random``) are swapped in and out with the baton, so each member draws exactly the numbers it would
-draw alone (reference §4.1–§4.2 order). A member that ends early (cancelled, pruned, failed) leaves the group; the
-others' graph is captured again without it. The members meet every :data:`CHUNK` full batches; the last to arrive
-queues replays for all up to two chunks ahead, so that the GPU has a chunk to run while the members go through
-theirs (a cancel stops a member's batch loop within two chunks; a member that stops leaves before it waits for
-its pending epoch end, trainer.py ``_drain``). Chunks are counted from the host's position: nothing waits for the GPU
-between meetings, so the host may run ahead by as much as the GPU's launch queue holds, and the replays queued for a
-member that stopped still run. For the same reason a member's live batch preview (``preview_every``) shows the
-weights after the batches queued so far, not after its batch. A failure of the group graph at a meeting (a capture
-again, without a member that left, out of memory) turns every member to eager training, as a lone run falls back:
-the batches queued at earlier meetings ran in it and count as replayed (``GroupStep.ran_to``); only a failure while a
-chunk's launches go in fails the members' runs (which of its batches ran is not known). An epoch end that overlaps
-training waits for the next meeting (it then runs while the group trains); the last epoch's end runs after the
-member left, beside the others'. A run with a time limit never joins a group (:func:`group_key`): the members share one wall clock.
-
-Speed: benchmarks/results/2026-12-04-notes-training.md.
-
-Elsewhere (CPU, no fast path) the members still take turns batch by batch and train eagerly: no speed-up, the same
-numbers (the CPU tests of the isolation).
+Isolation: the members run on threads, one at a time (a baton carrying the global RNG states), so each draws the
+numbers it would draw alone (reference §4.1–§4.2). A member that ends leaves; the others' graph is captured again
+without it. The members meet every :data:`CHUNK` full batches; the last to arrive queues replays for all up to two
+chunks ahead, counted from the host's position (so a cancel takes effect within two chunks, and a live preview shows
+the weights after the batches queued so far). A graph failure at a meeting turns every member eager (the batches
+queued before count as replayed, ``GroupStep.ran_to``); one while a chunk's launches go in fails the members' runs.
+An overlapped epoch end waits for the next meeting. A run with a time limit never joins a group (:func:`group_key`).
+On the CPU the members take turns batch by batch and train eagerly: the same numbers, no speed-up. Speed:
+benchmarks/results/2026-12-04-notes-training.md.
 """
 from __future__ import annotations
 
@@ -54,12 +38,9 @@ from .trainer import RunResult
 
 log = logging.getLogger("dpd_desktop.group")
 
-#: full batches between meetings of the members, the queue one such chunk ahead (a cancel stops a member's loop
-#: within two chunks; see the module docstring for the GPU's side). Each meeting hands the baton to every member in
-#: turn, while a busy thread (an epoch end's evaluation) may hold the GIL: fewer, longer chunks.
+#: full batches between meetings (few, long chunks: each meeting passes the baton to every member in turn)
 CHUNK = 512
-#: training steps per CUDA graph launch of the fused step (training/fused_step.py): the GPU's launch queue holds a
-#: bounded number of launches, which one step per launch fills before a meeting's replays are all queued.
+#: fused steps per CUDA graph launch: the GPU's launch queue is bounded, one step per launch would fill it
 STEPS_PER_GRAPH = 16
 
 
@@ -92,9 +73,8 @@ class _Baton:
 
 
 class _Member:
-    """A trainer's place in the group. Its trainer calls :meth:`attach` at the end of its set-up (its fast step is
-    replaced by the returned :class:`GroupStep`) and :meth:`loop_done` once it meets no more: before its last epoch's
-    end, and before it waits for a pending epoch end on its way out (trainer.py ``_drain``)."""
+    """A trainer's place in the group: :meth:`attach` at the end of its set-up (returns its :class:`GroupStep`),
+    :meth:`loop_done` once it meets no more (before its last epoch's end, or on its way out)."""
 
     def __init__(self, group: "TrainerGroup", index: int, trainer):
         self.group, self.index, self.trainer = group, index, trainer
@@ -119,14 +99,12 @@ class _Member:
         return self.step
 
     def loop_done(self) -> None:
-        """Training is over for this member: leave the meetings and run the rest (the last epoch's end, the final
-        evaluation, results) without the baton — it draws no random numbers (the trainer's docstring)."""
+        """Leave the meetings; the rest of the run draws no random numbers and runs without the baton."""
         self.group._leave(self)
 
     def after_next_meeting(self, fn):
-        """``fn`` made to wait, when called, until the group's next meeting (counted from now) has queued the
-        members' next batches, or no member is left to meet: an epoch end on the trainer's worker thread
-        (training/overlap.py) then runs while the group trains instead of holding up the meeting."""
+        """``fn`` made to wait until the group's next meeting (counted from now) or until no member is left: an
+        overlapped epoch end then runs while the group trains instead of holding up the meeting."""
         inner = self.step.inner if self.step is not None else None
         if inner is None or inner.loader.n_frames < inner.batch_size:
             return fn  # no full batch, no meeting to wait for
@@ -139,11 +117,9 @@ class _Member:
 
 
 class GroupStep:
-    """Stands in for a member's :class:`~dpd_desktop.training.fast_path.CudaGraphStep` in its trainer (the same
-    interface). ``inner`` None (CPU, no fast path): each full batch is a meeting of the members, then trains eagerly.
-    Else the member meets the others every :data:`CHUNK` full batches; the last to arrive queues the group's graph
-    for all of them (the batches the trainer then asks for are already queued on the device, up to ``queued_to``;
-    the next meeting is at ``meet_at``, a chunk before)."""
+    """A member's :class:`~dpd_desktop.training.fast_path.CudaGraphStep` stand-in (the same interface). ``inner``
+    None (CPU, no fast path): each full batch is a meeting, then trains eagerly; else batches up to ``queued_to``
+    are queued on the device and the next meeting is at ``meet_at``."""
 
     def __init__(self, member: _Member, inner: CudaGraphStep | None, status: str, optimizer_note: str):
         self.member, self.inner = member, inner
@@ -186,10 +162,8 @@ class GroupStep:
         return self.inner is not None and self.inner.failed_reason is None
 
     def take_queued(self, b: int, limit: int) -> int:
-        """How many of the batches b, b + 1, … (before ``limit``) a meeting queued for this member, all taken at once
-        (the trainer skips them: each is trained by its queued replay, AdamW included; after a failure of the group
-        graph, the batches it trained before); 0 when batch b needs a call (a meeting, an eager batch, or the
-        optimizer outside the graph)."""
+        """How many of the batches b, b + 1, … (before ``limit``) are already trained by queued replays (after a
+        group graph failure: trained before it), taken at once; 0 when batch b needs a call."""
         inner = self.inner
         if inner is None or b != inner._next or inner.graph_opt is None:
             return 0
@@ -226,14 +200,11 @@ class GroupStep:
 
 
 class TrainerGroup:
-    """Runs ``trainers`` (built as usual, each with its observers and writer; ``len >= 1``; the members of one group
-    share one device, one dataset object and one :func:`group_key`) as one group.
+    """Runs ``trainers`` (``len >= 1``; one device, one dataset object, one :func:`group_key`) as one group.
 
-    :meth:`run` blocks until every member ended and returns their :class:`RunResult` s in order; it never raises for
-    a member's failure (that member's result is ``failed``, the others go on). :meth:`request_cancel` (thread-safe)
-    stops one member within two :data:`CHUNK` s of batches; :meth:`cancel_all` every member. ``meetings``: how many times the
-    members met (tests: on the CPU, one per full batch of every epoch).
-    """
+    :meth:`run` blocks until every member ended and returns their :class:`RunResult` s in order, never raising for
+    a member's failure. :meth:`request_cancel` (thread-safe) stops one member within two :data:`CHUNK` s.
+    ``meetings``: how many times the members met (on the CPU, one per full batch)."""
 
     def __init__(self, trainers: Sequence, chunk: int = CHUNK):
         if not trainers:
@@ -406,11 +377,9 @@ class TrainerGroup:
 
 
 def _capture(inners: list[CudaGraphStep]):
-    """One CUDA graph of every member's training step: the members' fused GRU step (training/fused_step.py: one set
-    of kernels for all, each member's numbers those of its lone run) when every member can use it, else one branch
-    per member (its own stream, forked from and joined back to the capture stream) holding member i's training step
-    exactly as :meth:`CudaGraphStep._capture` captures it alone; warm-up as there, member i on its branch's stream
-    (its AccumulateGrad nodes then match the capture)."""
+    """One CUDA graph of every member's training step: the fused GRU step when every member can use it, else one
+    branch (stream) per member holding its step as :meth:`CudaGraphStep._capture` captures it alone, warmed up on
+    that stream (its AccumulateGrad nodes then match the capture)."""
     device = inners[0].device
     with torch.cuda.device(device), torch.random.fork_rng(devices=[device]):
         for s in inners:
@@ -469,9 +438,7 @@ def _capture(inners: list[CudaGraphStep]):
 
 
 class _GroupGraph:
-    """The group's captured step: ``graphs`` maps k → a CUDA graph of k consecutive training steps of every member
-    (the fused step: 1 and :data:`STEPS_PER_GRAPH`; the branches: 1); ``fused`` (the fused step) owns the buffers
-    and the pointer table that the graphs use."""
+    """``graphs``: k → a CUDA graph of k training steps of every member; ``fused`` owns the graphs' buffers."""
 
     def __init__(self, graphs: dict, fused=None):
         self.graphs, self.fused = graphs, fused

@@ -1,12 +1,8 @@
-"""A PA model trained elsewhere (its weights given) as a finished PA run of the workspace, so that DPD runs can train
-through it (``pa_run``) like through any PA run: a frozen benchmark PA (OpenDPD 2.4.2 Arena's TRes-GRU, arena/
-prepare.py), a colleague's checkpoint.
-
-The run folder is written by the run record's own writer (runs/writer.py ``RunWriter``) from the events a trainer
-emits; one "epoch" (number 0) records the imported weights' validation and test metrics, evaluated here as a PA
-run evaluates its epochs (training/evaluation.py, the given metric profile). ``experiment.epochs`` is 1 and
-``experiment.extra["imported"]`` says where the weights came from (file, SHA-256, note); the log says it was not
-trained here.
+"""A PA model trained elsewhere (its weights given) as a finished PA run of the workspace, so that DPD runs train
+through it like any PA run (a benchmark PA such as OpenDPD 2.4.2 Arena's TRes-GRU, arena/prepare.py; a colleague's
+checkpoint). The run record's writer writes the folder from trainer events; one "epoch" 0 records the weights'
+validation and test metrics, evaluated as a PA run's epochs are. ``experiment.extra["imported"]`` says where the
+weights came from (file, SHA-256, note).
 """
 from __future__ import annotations
 

@@ -24,15 +24,13 @@ NONFINITE_REMEDY = "lower the learning rate, check the data for NaN"
 
 
 def with_workspace_defaults(cfg: ExperimentConfig, workspace) -> ExperimentConfig:
-    """A copy of ``cfg`` whose unset limits (None) take the defaults of ``workspace``'s settings (runs/settings.py
-    ``WorkspaceSettings``: ``default_threads``, ``default_cuda_memory_fraction``, ``default_time_limit_s``); a run's
-    own setting wins. The device default is applied where "unset" can be told from "auto" (the command line). An
-    object without a ``root`` has the default settings.
+    """A copy of ``cfg`` whose unset limits (threads, CUDA memory fraction, time limit) take ``workspace``'s
+    settings.json defaults (an object without ``root``: none). The device default is applied by the command line,
+    where "unset" can be told from "auto".
 
     Raises:
-        SettingsError: settings.json is unreadable or has a bad field (the message names both).
-        ConfigError: a default taken from settings.json that this run cannot use (e.g. more threads than the
-            machine's cores); the message names settings.json and its field.
+        SettingsError: settings.json is unreadable or has a bad field. ConfigError: a default this run cannot use
+            (the message names settings.json and its field).
     """
     root = getattr(workspace, "root", None)
     settings = WorkspaceSettings.load(root) if root is not None else WorkspaceSettings()

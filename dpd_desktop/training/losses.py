@@ -1,17 +1,12 @@
 """The training loss of a run: the reference's MSE/L1 (``loss``), or that loss on a window of each frame and/or with
-a gain-rule-aware output-power term (``loss_window``, ``power_weight``).
-
-:func:`make_criterion` returns ``torch.nn.MSELoss()`` / ``torch.nn.L1Loss()`` themselves for the default settings (so
-default runs are bitwise unchanged), else a :class:`FrameLoss`:
+an output-power term (``loss_window``, ``power_weight``). :func:`make_criterion` returns ``nn.MSELoss()`` /
+``nn.L1Loss()`` themselves for the default settings (bitwise the reference), else a :class:`FrameLoss`:
 
     loss = base(ŷ[:, a:b], t[:, a:b]) + w · mean(t[:, a:b]²) · ΔP²,   ΔP = 10·log10(Σ ŷ[:, a:b]² / Σ t[:, a:b]²) [dB]
 
-over the batch. ``[a, b)`` is the loss window (OpenDPD 2.4.2's Arena scores the middle 100 samples of each
-200-sample frame: the first 50 warm the recurrent state up, the last 50 give look-ahead context). The power term is
-the mean target power times the squared output-power error of the batch in dB: zero when the output power matches
-the target's, so with a target gain above the peak rule's (``gain_rule`` small-signal or rms, or ``gain_value``) the
-DPD is held at that output power instead of backing off (the ±0.5 dB gate of OpenDPD's Arena). Scale: w·ΔP² is
-compared with the normalised error; w = 1e-4 makes a 0.5 dB power error cost as much as an error vector at −46 dB.
+over the batch; ``[a, b)`` the window (OpenDPD 2.4.2's Arena scores the middle 100 samples of 200-sample frames).
+The power term holds the DPD at the target's output power instead of backing off (the ±0.5 dB gate of OpenDPD's
+Arena); w = 1e-4 makes a 0.5 dB power error cost as much as an error vector at −46 dB.
 """
 from __future__ import annotations
 

@@ -1,25 +1,17 @@
 """Least-squares fit of an MP/GMP model as a run: the same events, hence the same run folder, as the epoch loop.
 
-:class:`LeastSquaresFit` is a :class:`~dpd_desktop.training.trainer.Trainer` whose epoch loop is one solve: the set-up
-steps are the trainer's (device, dataset checks, run folder, seed, targets and val/test segments, the model — the
-frozen PA first for a DPD), then
+:class:`LeastSquaresFit` is a :class:`~dpd_desktop.training.trainer.Trainer` whose epoch loop is one solve after the
+trainer's set-up steps:
 
-* PA modeling: Φ(x)·w ≈ y on the training split (the first ``max_train_samples`` samples when set);
-* DPD by indirect learning (ILA, single pass): the postdistorter Φ(y/g)·w ≈ x is identified on the *measured*
-  training split (g: the run's DPD target gain) and copied to the predistorter; the frozen PA run's model is used to
-  evaluate PA(DPD(x)) only, no gradient flows through it;
+* PA modeling: Φ(x)·w ≈ y on the training split (the first ``max_train_samples`` when set);
+* DPD by indirect learning (single pass): the postdistorter Φ(y/g)·w ≈ x on the *measured* training split (g: the
+  run's target gain), copied to the predistorter; the frozen PA only evaluates PA(DPD(x)).
 
-in float64 with column scaling and ``numpy.linalg.lstsq`` at ``config.rcond`` (models/poly.py
-``fit_least_squares``); delays are zero before the first training sample. With ``grid_k``/``grid_m`` every (K, M)
-is fitted and the lowest validation NMSE (of the PA model, or of PA(DPD(x)) against g·x) is kept; the grid table is
-recorded. The model evaluates with float32 coefficients (``coef``, like every model); best.pt's metadata also keeps
-the solve's float64 values (``coefficients_float64``, (P, 2) real/imaginary), which the coefficient export
-(export/coef_export.py) writes. The run then emits one history row (epoch 0) with its checkpoint, and the trainer's end of run: the
-selected model re-evaluated on val and test, results.h5, the final status. The fit's diagnostics (effective rank,
-coefficient count, rcond, condition number, training residual, grid table) are config.json's ``fit`` block and
-status.json's ``fit`` field. No random number is drawn by the fit.
-
-:func:`make_trainer` picks this class or the trainer from ``config.fit``.
+The solve: float64, column scaling, ``numpy.linalg.lstsq`` at ``config.rcond`` (models/poly.py
+``fit_least_squares``); delays are zero before the first sample. With ``grid_k``/``grid_m`` every (K, M) is fitted
+and the lowest validation NMSE kept. The model runs float32 coefficients; best.pt's meta keeps the float64 ones
+(``coefficients_float64``, (P, 2) re/im) for export/coef_export.py. One history row (epoch 0), then the trainer's
+end of run. Diagnostics: config.json and status.json ``fit``. No random number is drawn by the fit.
 """
 from __future__ import annotations
 

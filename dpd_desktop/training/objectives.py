@@ -5,11 +5,9 @@ Trans. Signal Processing 1997; Morgan et al., IEEE Trans. Signal Processing 2006
     u = DPD(x) (no gradient; the identity u = x in the first epoch, ILA's usual start), y = PA(limit(u)),
     loss = criterion(DPD(y / g), u)
 
-The network learns a post-inverse of the PA normalised by the target gain (from PA output back to PA input) and is
-used, with the same weights, as the predistorter. Validation and selection score the cascade PA(DPD(x)) against g·x
-as for direct learning, so both are compared on the same numbers. ILA needs no gradient through the PA (cheaper
-per step, and usable where the PA model's gradients are poor) but is biased where the post-inverse is not the
-pre-inverse (noise on y, memory effects); direct learning minimises the cascade error itself.
+The network learns a post-inverse of the gain-normalised PA and serves, with the same weights, as the predistorter;
+validation and selection score PA(DPD(x)) against g·x as for direct learning. ILA needs no gradient through the PA
+but is biased where the post-inverse is not the pre-inverse (noise on y, memory effects).
 """
 from __future__ import annotations
 

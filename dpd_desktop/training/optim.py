@@ -1,13 +1,10 @@
 """AdamW and ReduceLROnPlateau with PyTorch's exact arithmetic, without ``torch.optim``'s start-up cost.
 
-Constructing any ``torch.optim.Optimizer`` imports ``torch._dynamo`` (``add_param_group`` and ``step`` are wrapped
-by ``torch._disable_dynamo``): seconds before the first batch can run (benchmarks/results/2026-12-04-notes-training.md).
-The reference trains with ``torch.optim.AdamW`` (default implementation choice: the multi-tensor "foreach" kernels
-on CUDA, the per-tensor loop on CPU) and ``ReduceLROnPlateau`` (reference §4.3–§4.4). These classes call the very
-same update functions of ``torch.optim.adam`` (``_multi_tensor_adam`` / ``_single_tensor_adam``, decoupled weight
-decay) with the same arguments, so the parameters, optimizer state and learning rates are bitwise identical to
-``torch.optim``'s (tests/unit/test_optim.py checks this step by step). Where those functions are missing or their signature
-differs (another torch release), :func:`make_optimizer` falls back to ``torch.optim.AdamW`` itself and says so.
+Constructing any ``torch.optim.Optimizer`` imports ``torch._dynamo`` (seconds; benchmarks/results/
+2026-12-04-notes-training.md). These classes call the very functions ``torch.optim.AdamW`` uses by default
+(``torch.optim.adam._multi_tensor_adam`` on CUDA, ``_single_tensor_adam`` on CPU; reference §4.3–§4.4) with the same
+arguments, so parameters, state and learning rates are bitwise ``torch.optim``'s (tests/unit/test_optim.py). Where
+those private functions are missing or changed, :func:`make_optimizer` falls back to ``torch.optim.AdamW`` and says so.
 """
 from __future__ import annotations
 
@@ -21,8 +18,7 @@ import numpy as np
 import torch  # constructing a torch.optim optimizer (not importing torch) is what imports torch._dynamo
 
 
-#: The torch releases this module is tested on (pyproject pins torch to this range): the private functions below
-#: are not a public API and may change in any release (tests/unit/test_optim.py fails loudly when they do).
+#: the torch releases this module is tested on (pyproject's pin): the private functions may change in any release
 TESTED_TORCH = (">=2.11", "<2.14")
 #: config.json's ``training.optimizer`` for our AdamW (see :func:`make_optimizer`)
 PRIVATE_IMPL = "torch-private-functions (torch.optim.adam._multi_tensor_adam / _single_tensor_adam)"
@@ -63,9 +59,8 @@ class AdamW:
         lr, betas, eps, weight_decay: as in ``torch.optim.AdamW`` (reference §4.3 defaults: 5e-3, (0.9, 0.999),
             1e-8, 0.01; weight decay on all parameters, one group).
 
-    Exposes ``param_groups`` (one group; its ``"lr"`` is what the scheduler changes), ``state`` (per parameter:
-    ``step`` (0-dim float32 CPU tensor), ``exp_avg``, ``exp_avg_sq``), ``step()``, ``zero_grad()``,
-    ``state_dict()`` / ``load_state_dict()`` in ``torch.optim``'s format.
+    ``param_groups`` (one), ``state`` (per parameter: ``step`` a 0-dim float32 CPU tensor, ``exp_avg``,
+    ``exp_avg_sq``) and ``state_dict()`` are in ``torch.optim``'s format.
     """
 
     def __init__(self, params: Iterable, lr: float, betas=(0.9, 0.999), eps: float = 1e-8,
@@ -191,22 +186,12 @@ def _bias_correction(t: float, beta1: float, beta2: float) -> tuple[float, float
 class GraphAdamW:
     """The update of :class:`AdamW` (CUDA, foreach implementation) as device-side ops that a CUDA graph can capture.
 
-    ``torch.optim.AdamW``'s default CUDA path (``_multi_tensor_adam``, capturable=False) passes the step-dependent
-    numbers — the decay factor ``1 − lr·wd``, ``sqrt(1 − β2^t)`` and the step size ``−lr / (1 − β1^t)``, each
-    computed in float64 on the host — as kernel arguments, which a graph would freeze. Here they are computed on the
-    host with the same float64 expressions, rounded to float32 as the kernels round them, and stored per step in a
-    device table; the captured ops read row ``counter`` of it:
-
-    * ``_foreach_mul_(params, wd)``, ``_foreach_div_(sqrt(v), bc2_sqrt)``: the Tensor-scalar overloads compute
-      ``x·s`` and ``x/s`` in float32, as the scalar-list kernels do.
-    * ``_foreach_addcdiv_(params, m, d, step_size)`` computes ``fma(s, m/d, p)`` (PyTorch's ``pointwise_op_impl``);
-      the graph computes ``q = m/d`` and ``_foreach_addcmul_(params, q, s·1)``, i.e. ``fma(q, s, p)`` — equal.
-    * the moment updates (``lerp``, ``mul``, ``addcmul`` with β1, β2) and ``+ eps`` keep their constant scalars.
-
-    Whether this is bitwise equal to the eager update on this torch build is checked once, on scratch tensors, by
-    :meth:`self_check` (values chosen so that a missing fused multiply-add shows in thousands of elements); when it
-    is not, the fast path keeps the optimizer eager. The per-parameter ``step`` counters are advanced lazily
-    (``AdamW.graph_steps_pending``, :meth:`AdamW.sync_steps`).
+    The eager path passes the step-dependent numbers (``1 − lr·wd``, ``sqrt(1 − β2^t)``, ``−lr / (1 − β1^t)``, float64
+    on the host) as kernel arguments, which a graph would freeze. Here they are computed with the same expressions,
+    rounded to float32 as the kernels round them, and read by the captured ops from a per-step device table. Tensor-
+    scalar ``_foreach_mul_``/``_foreach_div_`` round as the scalar kernels do; ``addcdiv(p, m, d, s)`` = ``fma(s, m/d,
+    p)`` is computed as ``addcmul(p, m/d, s·1)`` = ``fma(m/d, s, p)``. :meth:`self_check` verifies bitwise equality
+    once per torch build (else the optimizer stays eager); ``step`` counters advance lazily (:meth:`AdamW.sync_steps`).
 
     Args:
         opt: our :class:`AdamW` (one group, amsgrad/maximize off, CUDA float32 parameters).
@@ -250,9 +235,8 @@ class GraphAdamW:
         return (1 - lr * weight_decay, bias_correction2_sqrt, (lr / bias_correction1) * -1)
 
     def load(self, first_step: int, n: int, lr: float) -> None:
-        """Fill rows 0..n-1 with the numbers of steps ``first_step`` … ``first_step + n − 1`` at learning rate lr:
-        :meth:`scalars` of each step (the bias corrections from :func:`_bias_corrections`, shared by the members of
-        a group; the rest elementwise in float64, IEEE operations that equal the scalar ones), rounded to float32."""
+        """Fill rows 0..n-1 with :meth:`scalars` of steps ``first_step`` … ``first_step + n − 1`` at rate lr
+        (elementwise float64, IEEE-equal to the scalar expressions), rounded to float32."""
         if n > self.max_steps:
             raise ValueError(f"{n} steps > table size {self.max_steps}")
         if n <= 0:
@@ -285,10 +269,9 @@ class GraphAdamW:
             torch._foreach_addcmul_(params, ratio, torch._foreach_mul(ones, step_size))
 
     def self_check(self, lr: float, steps: int = 3) -> str | None:
-        """Run torch's foreach AdamW and :meth:`_update` side by side on scratch copies (same shapes, synthetic values
-        where a rounding difference of the final fused multiply-add would show); None when bitwise equal for
-        ``steps`` steps, else the reason. Also loads every kernel the capture will use. The answer is kept per
-        process for equal shapes, device and hyperparameters (a group's members ask the same question)."""
+        """Run torch's foreach AdamW and :meth:`_update` side by side on scratch tensors (values where a missing
+        fused multiply-add would show); None when bitwise equal for ``steps`` steps, else the reason. Loads the
+        capture's kernels too; the answer is kept per process for equal shapes, device and hyperparameters."""
         key = (str(self.device), tuple(tuple(p.shape) for p in self.params), lr, self.beta1, self.beta2, self.eps,
                self.weight_decay, steps)
         if key in _SELF_CHECKS:
@@ -333,12 +316,10 @@ class GraphAdamW:
 class ReduceLROnPlateau:
     """``torch.optim.lr_scheduler.ReduceLROnPlateau`` in mode "min" (reference §4.4).
 
-    A value is an improvement when ``value < best · (1 − threshold)`` (``threshold_mode`` "rel", the reference's; note
-    its quirk §9.2: for negative dB metrics this accepts values slightly worse than the best) or ``value < best −
-    threshold`` ("abs", PyTorch's absolute mode; OpenDPD 2.4.2's Arena uses 0.01 dB). After more than ``patience`` epochs without
-    improvement, every LR becomes ``max(lr · factor, min_lr)`` when that lowers it by more than ``eps``; then
-    ``cooldown`` epochs ignore bad epochs. Same attributes as PyTorch's (``best``, ``num_bad_epochs``,
-    ``cooldown_counter``, ``patience``, ``factor``, ``min_lrs``, ``eps``, ``optimizer``).
+    An improvement: ``value < best · (1 − threshold)`` ("rel", the reference's; quirk §9.2: for negative dB metrics
+    it accepts values slightly worse than the best) or ``value < best − threshold`` ("abs"; OpenDPD 2.4.2's Arena:
+    0.01 dB). After more than ``patience`` bad epochs each LR becomes ``max(lr · factor, min_lr)`` if that lowers it
+    by more than ``eps``; then ``cooldown`` epochs ignore bad ones. PyTorch's attribute names.
     """
 
     def __init__(self, optimizer, factor: float = 0.1, patience: int = 10, threshold: float = 1e-4,
@@ -385,10 +366,8 @@ class ReduceLROnPlateau:
 
 
 def make_optimizer(params, lr: float, weight_decay: float):
-    """``(optimizer, implementation)``: our :class:`AdamW` (implementation :data:`PRIVATE_IMPL`) when torch's
-    private update functions are usable here, else ``torch.optim.AdamW`` (implementation
-    ``"torch.optim fallback: <why>"``; same arithmetic, plus torch._dynamo's import cost). The trainer logs the
-    fallback and records the implementation in config.json (``training.optimizer``)."""
+    """``(optimizer, implementation)``: our :class:`AdamW` (:data:`PRIVATE_IMPL`) where torch's private functions
+    are usable, else ``torch.optim.AdamW`` (``"torch.optim fallback: <why>"``; config.json ``training.optimizer``)."""
     params = list(params)
     try:
         return AdamW(params, lr=lr, weight_decay=weight_decay), PRIVATE_IMPL

@@ -1,9 +1,8 @@
 """The CUDA overlap of an epoch's end with the next epoch's training.
 
-Whenever the learning rate provably cannot change at an epoch boundary (:func:`lr_may_change`), the trainer
-snapshots the weights and the optimizer state on the training stream (device copies, microseconds) and a worker
-thread evaluates the snapshot on its own CUDA stream while the next epoch trains. The numbers are those of an
-inline evaluation: the same kernels run on the same weights, and the global RNG draws stay on the training thread.
+Whenever the learning rate cannot change at an epoch boundary (:func:`lr_may_change`), the trainer snapshots the
+weights and the optimizer state on the training stream and a worker thread evaluates the snapshot on its own CUDA
+stream while the next epoch trains: the same kernels on the same weights, the RNG draws on the training thread.
 """
 from __future__ import annotations
 
@@ -44,12 +43,7 @@ class EpochEndOverlap:
         """Copy weights and optimizer state on the training stream; returns what the epoch-end worker needs:
         ``net`` (the shadow), ``event`` (recorded after the copies), ``opt_state``, ``opt_groups``."""
         if self._shadow is None:
-            self._shadow = copy.deepcopy(net)
-            for p in self._shadow.parameters():
-                p.requires_grad_(False)
-            for m in self._shadow.modules():
-                if isinstance(m, torch.nn.RNNBase):
-                    m.flatten_parameters()
+            self._shadow = frozen_copy(net)
             self.eval_stream = torch.cuda.Stream(device)
         with torch.no_grad():
             for ps, pl in zip(self._shadow.parameters(), net.parameters()):
@@ -59,6 +53,17 @@ class EpochEndOverlap:
         ready.record()
         return {"net": self._shadow, "event": ready, "opt_state": opt_state,
                 "opt_groups": copy.deepcopy(optimizer.state_dict()["param_groups"])}
+
+
+def frozen_copy(net):
+    """A deep copy of ``net``, gradients off, its cuDNN RNN weights repacked once (``flatten_parameters``)."""
+    shadow = copy.deepcopy(net)
+    for p in shadow.parameters():
+        p.requires_grad_(False)
+    for m in shadow.modules():
+        if isinstance(m, torch.nn.RNNBase):
+            m.flatten_parameters()
+    return shadow
 
 
 def optimizer_state(optimizer, trainable, snap: dict[str, Any] | None) -> dict[str, Any]:

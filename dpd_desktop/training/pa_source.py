@@ -13,13 +13,8 @@ from .errors import TrainingError
 
 def check_pa_run(workspace: Workspace, pa_run: str, dataset=None, fingerprint: str | None = None,
                  allow_dataset_mismatch: bool = False) -> None:
-    """Every check of :func:`load_pa_for_dpd` — the run exists and is a PA run of this dataset, its ``best.pt`` is
-    there and has the recorded architecture — without touching the global RNG (the trial load runs under
-    ``torch.random.fork_rng``), so that a DPD run can refuse a bad PA before its run folder exists.
-
-    Raises:
-        TrainingError: as :func:`load_pa_for_dpd`.
-    """
+    """Every check of :func:`load_pa_for_dpd` without touching the global RNG (the trial load runs under
+    ``fork_rng``), so that a DPD run refuses a bad PA before its run folder exists. Raises as it does."""
     with torch.random.fork_rng(devices=[]):
         load_pa_for_dpd(workspace, pa_run, dataset=dataset, fingerprint=fingerprint,
                         allow_dataset_mismatch=allow_dataset_mismatch)
@@ -27,25 +22,17 @@ def check_pa_run(workspace: Workspace, pa_run: str, dataset=None, fingerprint: s
 
 def load_pa_for_dpd(workspace: Workspace, pa_run: str, dataset=None, fingerprint: str | None = None,
                     allow_dataset_mismatch: bool = False):
-    """Build the frozen PA of a DPD run from a PA run of the workspace.
+    """``(pa_model, info)``: the frozen PA of a DPD run, built first (consuming the seeded RNG, reference §5.1 step
+    1), then loaded from the PA run's ``best.pt``. ``info``: run id, checkpoint path and sha256, architecture,
+    ``dataset_fingerprint``, ``dataset_mismatch_allowed``, ``run_state``.
 
-    Builds the PA model first (consuming the seeded RNG like the reference, §5.1 step 1), then loads the PA run's
-    selected checkpoint. Returns ``(pa_model, info)`` where info records the PA run id, checkpoint path and sha256,
-    the architecture and the PA's dataset fingerprint (``dataset_fingerprint``).
-
-    When ``fingerprint`` (of the DPD's ``dataset``) is given, it must equal the fingerprint recorded in the PA run's
-    ``config.json`` (a DPD learned through a PA model of another PA/dataset is meaningless), unless
-    ``allow_dataset_mismatch`` (then ``info["dataset_mismatch_allowed"]`` is True). A PA run without a recorded
-    fingerprint is not checked.
-
-    A PA run that is still queued or running, that failed, or whose ``status.json`` is unreadable is refused (one
-    whose ``best.pt`` is damaged fails the checkpoint load, which names the file); a cancelled or interrupted one
-    (its ``best.pt`` is the best of the epochs it completed) is accepted; its state is recorded (``info["run_state"]``) and the trainer writes a warning to the run's log.
+    ``fingerprint`` (of the DPD's dataset), when given, must equal the PA run's recorded one (if any) unless
+    ``allow_dataset_mismatch``. A cancelled or interrupted PA run is accepted (its best of the epochs it completed).
 
     Raises:
-        TrainingError: the PA run, its ``config.json`` or ``best.pt`` is missing, it is not a PA run, it is running
-            or failed, it was trained on another dataset, or the checkpoint's architecture (field names and tensor
-            shapes) differs from the one recorded.
+        TrainingError: the PA run, its ``config.json`` or ``best.pt`` is missing; it is not a PA run; it is queued,
+            running, failed or unreadable; it was trained on another dataset; its checkpoint's architecture differs
+            from the recorded one.
     """
     try:
         run_dir = workspace.resolve(pa_run)

@@ -1,12 +1,8 @@
-"""The set-up of a fine-tune (config ``parent_run``): the parent's weights; for a quantisation-aware one (``qat``)
-also the calibration of the activation formats on the training split and the fake-quantised model
-(dpd_desktop/quant). A fine-tune without ``qat`` continues the float training (a control for quantisation-aware
-training: the same extra epochs without quantisation).
-
-The parent must be a DPD run of the same family and size, trained through the same PA run on the same dataset;
-its selected checkpoint (best.pt) is the starting point. The activation formats are chosen once, here, from the
-parent's float model on the training split (``nperseg`` evaluation segments, zero state each) and recorded in
-config.json's ``qat`` block; the export of the fine-tuned run reuses them (export/fixed_export.py).
+"""The set-up of a fine-tune (config ``parent_run``): the parent's weights (its best.pt); with ``qat`` also the
+activation formats, calibrated once here on the training split from the parent's float model and recorded in
+config.json's ``qat`` block (the fixed export reuses them), and the fake-quantised model (dpd_desktop/quant). A
+fine-tune without ``qat`` continues the float training (the control of quantisation-aware training). The parent must
+be a DPD run of the same family and size, trained through the same PA run on the same dataset.
 """
 from __future__ import annotations
 

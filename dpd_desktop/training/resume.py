@@ -1,12 +1,9 @@
 """Resuming a run: reopen an interrupted, cancelled or failed run folder and continue after its last finished epoch.
 
-:func:`prepare_resume` checks everything that could refuse the resume, before anything is written: the run exists
-and is not succeeded, running or damaged; it has a last.pt that matches its config.json (architecture, step,
-format; training/resume_state.py); its dataset is the one recorded (runs/record.py ``DatasetRef.load`` checks the
-fingerprint). :func:`resume_trainer` builds a :class:`~dpd_desktop.training.trainer.Trainer` that continues in the
-same folder (a resuming :class:`~dpd_desktop.runs.writer.RunWriter`); :func:`resume_run` runs it. The resumed run
-ends bitwise equal to the uninterrupted one: last.pt holds every RNG state at the point where the next epoch
-continues (tests/unit/test_resume.py, tests/gpu/test_resume_cuda.py).
+:func:`prepare_resume` checks, before anything is written, that the run is not succeeded, running or damaged, that
+its last.pt matches its config.json and that its dataset is the recorded one. :func:`resume_trainer` builds a
+:class:`~dpd_desktop.training.trainer.Trainer` continuing in the same folder; :func:`resume_run` runs it. The resumed
+run ends bitwise equal to the uninterrupted one (last.pt holds every RNG state; tests/unit/test_resume.py).
 """
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """last.pt's resume record: what the trainer adds to each epoch's training state, and how a resumed run takes it back.
 
-At the end of epoch k the trainer captures the RNG states at the point where epoch k+1 continues (after the val and
-test iterators' seed draws of epoch k, reference §4.2; before epoch k+1's train-iterator and sampler draws), and
-emits them with the best-so-far record and the history rows (:func:`epoch_state`, carried by ``CheckpointReady``;
-runs/writer.py stores them in last.pt beside the model, optimizer and scheduler state dicts). The scheduler state
-in last.pt is the one *before* epoch k's plateau step (the trainer steps it after the checkpoint, §4.7), so
-:func:`restore` loads it and takes that step again with epoch k's validation value, as the uninterrupted run does.
+At the end of epoch k the trainer captures the RNG states where epoch k+1 continues (after epoch k's val and test
+iterator seed draws, reference §4.2) and emits them with the best-so-far record and the history rows
+(:func:`epoch_state`, in ``CheckpointReady``). last.pt's scheduler state is the one *before* epoch k's step (§4.7),
+so :func:`restore` takes that step again with epoch k's validation value, as the uninterrupted run does.
 
 last.pt (``torch.load(..., weights_only=True)``): ``format`` (:data:`FORMAT`), ``epoch`` (last finished, 0-based),
 ``model``, ``optimizer``, ``scheduler`` (state dicts), ``meta`` (the checkpoint metadata), ``rng``

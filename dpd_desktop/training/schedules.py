@@ -1,16 +1,11 @@
-"""The learning-rate schedule of a run (``ExperimentConfig.lr_schedule``, ``warmup_epochs``).
+"""The learning-rate schedule of a run (``ExperimentConfig.lr_schedule``, ``warmup_epochs``), stepped once per epoch
+after its checkpoint with the schedule metric (reference §4.7 step 8); rates change only at epoch boundaries.
 
-Every schedule is stepped once per epoch, after the epoch's checkpoint, with the validation value the run's schedule
-metric names (reference §4.7 step 8); each sets the learning rate of the next epoch. Rates change only at epoch
-boundaries, so the CUDA fast path (one captured step per batch) and the epoch-end overlap work unchanged.
-
-* ``plateau`` without warm-up: the reference's ReduceLROnPlateau (optim.py), exactly as before (bitwise-equal runs).
-* ``plateau`` with W warm-up epochs: epoch e < W trains at lr·(e+1)/W (linear warm-up, Goyal et al., "Accurate,
-  Large Minibatch SGD", 2017); the plateau scheduler starts at epoch W with lr (warm-up epochs' values are not
-  shown to it).
+* ``plateau`` without warm-up: the reference's ReduceLROnPlateau (optim.py) itself.
+* ``plateau`` with W warm-up epochs: epoch e < W trains at lr·(e+1)/W (Goyal et al., "Accurate, Large Minibatch
+  SGD", 2017); the plateau scheduler takes over at epoch W (it never sees the warm-up epochs' values).
 * ``cosine``: warm-up as above, then lr_end + (lr − lr_end)·(1 + cos(π·k/K))/2 in epoch W + k, K = epochs − 1 − W
-  (Loshchilov & Hutter, "SGDR", ICLR 2017, without restarts): lr at the first epoch after the warm-up, lr_end at
-  the last; it ignores the metric.
+  (Loshchilov & Hutter, "SGDR", ICLR 2017, without restarts); it ignores the metric.
 """
 from __future__ import annotations
 

@@ -1,25 +1,15 @@
 """The trainer: epochs, validation, test, checkpoint selection, events. It writes no file: the run record's writer
 (runs/writer.py ``RunWriter``) observes its events and writes the run folder.
 
-Behavioral spec: OpenDPD 2.2.1 reference §2 (framing), §4 (training loop), §5 (DPD through a frozen PA) and §6
-(metrics). With the same seed, settings and library versions, a PA run reproduces the reference's selected
-checkpoint and history metrics; the global torch RNG is consumed exactly as the reference consumes it (model
-construction first, then per epoch: train-iterator base seed, sampler seed, val-iterator base seed, test-iterator
-base seed — reference §4.1–§4.2). The set-up steps of :meth:`Trainer._setup` are named and run in that order.
+Behavioral spec: OpenDPD 2.2.1 reference §2 (framing), §4 (training loop), §5 (DPD through a frozen PA), §6
+(metrics). With the same seed, settings and library versions a PA run reproduces the reference's selected checkpoint
+and history; the global torch RNG is consumed as the reference does (model construction, then per epoch: train
+iterator seed, sampler seed, val iterator seed, test iterator seed; §4.1–§4.2), in :meth:`Trainer._setup`'s order.
 
-Differences from the reference, all deliberate:
-- After training the selected checkpoint is reloaded and its val and test evaluations go into results.h5 with its
-  predictions and spectra (the reference CLI only reports the selected epoch's row; Studio evaluates the selected
-  checkpoint once more, reference §4.11). Its epoch's evaluation is kept for this: the same weights through the
-  same kernels give the same numbers; a run resumed after its selected epoch evaluates it again.
-- A ``last.pt`` training state is written every epoch for resuming; a ``results.h5`` holds the selected checkpoint's
-  predictions, metrics and spectra.
-- Cancellation is checked between batches (the reference checks at epoch end only, §9.18).
-
-The trainer is composed of objects with their own state: its events and log (emitting.py ``RunOutput``), its stop
-request and time limit (limits.py ``StopRequest``), its live preview (preview.py ``LivePreview``), the CUDA epoch-end
-overlap (overlap.py); the record's payload (record_payload.py) and the resume record (resume_state.py) are read
-from its fields.
+Deliberate differences: the selected checkpoint's val and test evaluations, predictions and spectra go into
+results.h5 (its epoch's evaluation is reused: the same weights through the same kernels; a run resumed after its
+selected epoch evaluates it again); ``last.pt`` is written every epoch for resuming; cancellation is checked between
+batches (the reference: at epoch end, §9.18).
 """
 from __future__ import annotations
 
@@ -91,18 +81,15 @@ class Trainer:
     """Train one PA model or one DPD through a frozen PA; the run folder is written by a :class:`RunWriter`.
 
     Args:
-        config: the experiment (validated here).
-        dataset: an already loaded :class:`~dpd_desktop.data.IQDataset`; when None it is loaded from
-            ``config.dataset`` ("demo" → the embedded synthetic dataset).
+        dataset: an already loaded :class:`~dpd_desktop.data.IQDataset` (None: loaded from ``config.dataset``).
         workspace: where the run folder is created (default: the platform workspace).
         observers: callables receiving every event, on the training thread (or the epoch-end worker thread).
-        fast_path: False forces eager training on CUDA; ``fused_step`` False keeps the autograd step in the CUDA graph
-            where the fused GRU step could run; ``batched_loader`` False trains from the per-frame DataLoader
-            (data/framing.py ``PlainFrameLoader``). Diagnostic switches (equivalence tests, benchmarks).
-        resume: a checked last.pt (training/resume_state.py ``ResumeState``; training/resume.py builds it): the run
-            continues in its own folder after its last finished epoch (the writer must be a resuming RunWriter).
-        writer: the observer that writes the run folder (default: a new :class:`RunWriter`). It sees every event
-            first, and its errors fail the run (other observers' errors are logged and ignored).
+        fast_path, fused_step, batched_loader: False turns off the CUDA graph, the fused GRU step in it, the
+            device-resident loader (diagnostic switches for equivalence tests and benchmarks).
+        resume: a checked last.pt (resume_state.py ``ResumeState``): the run continues in its own folder (with a
+            resuming RunWriter).
+        writer: the observer that writes the run folder (default: a new :class:`RunWriter`); it sees every event
+            first and its errors fail the run (other observers' errors are logged and ignored).
         fault: a fault injected into the training batches (tests; limits.py :class:`~.limits.FaultHook`).
 
     ``run()`` never raises for run-level failures: it emits :class:`RunFailed` and returns a failed
@@ -393,13 +380,10 @@ class Trainer:
 
     # ------------------------------------------------------------------ epoch loop
     def _epoch_loop(self) -> None:
-        """Train all epochs. On CUDA, an epoch's evaluation and bookkeeping overlap the next epoch's training
-        whenever the learning rate provably cannot change at that boundary (see :func:`lr_may_change`): the
-        weights and optimizer state are snapshotted on the training stream (device copies, microseconds) and a
-        worker thread evaluates the snapshot on its own CUDA stream, emits the history row and checkpoint (the
-        record writes them), builds the plot data, emits :class:`EpochEnded` and steps the scheduler. The numbers
-        are the same as evaluating inline: the same kernels run on the same weights; the global RNG draws stay on
-        this thread, in the reference's order (train iterator, sampler, val iterator, test iterator)."""
+        """Train all epochs. On CUDA an epoch's end (evaluation, checkpoint, EpochEnded, scheduler step) runs on a
+        worker thread on a snapshot of the weights, overlapping the next epoch, whenever the learning rate cannot
+        change at that boundary (:func:`lr_may_change`); the numbers are those of the inline path, and the RNG
+        draws stay on this thread in the reference's order."""
         cfg = self.config
         overlap = self.device.type == "cuda" and OVERLAP_EPOCH_ENDS
         self._start_time = time.time() - self.elapsed_before_s
@@ -460,11 +444,10 @@ class Trainer:
         with ctx:
             val = self.evaluator.evaluate("val", net)
             test = self.evaluator.evaluate("test", net) if cfg.test_every_epoch else _not_evaluated(val)
-            # One host copy of the trained model's tensors per epoch (for last.pt, and best.pt when selected), and
-            # of the optimizer state: on the evaluation's stream, after the snapshot (on the training stream they
-            # would wait for every batch queued since).
-            model_state = {k: v.detach().to("cpu", copy=True)
-                           for k, v in _model_of(net, cfg.step).state_dict().items()}
+            # one host copy of the trained model and the optimizer state per epoch, on the evaluation's stream (on
+            # the training stream they would wait for every batch queued since)
+            model = net if cfg.step == "pa" else net.dpd
+            model_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
             opt_state = optimizer_state(self.optimizer, self.trainable, snap)
         timing.mark("eval_done", epoch=epoch, run=self.run_id)
         row = history_row(self, epoch, cfg.epochs, lr, train_loss, val, test)
@@ -716,9 +699,6 @@ def _not_evaluated(val: dict) -> dict:
     return {"loss": nan, "metrics": {k: nan for k in val["metrics"]},
             "extra": {k: nan for k in val.get("extra", {})}}
 
-
-def _model_of(net, step: str):
-    return net if step == "pa" else net.dpd
 
 
 def _dataset_summary(ds) -> dict[str, Any]:

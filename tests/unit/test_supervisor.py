@@ -16,7 +16,7 @@ from dpd_desktop.lab import event_codec
 from dpd_desktop.lab.faults import FaultSpecError, faults_of, parse_faults
 from dpd_desktop.lab.queue import RunQueue
 from dpd_desktop.runs.record import RunRecord
-from dpd_desktop.lab.supervisor import EntryEnded, EntryStarted, Supervisor, exit_reason, rss_bytes
+from dpd_desktop.lab.supervisor import EntryEnded, EntryStarted, Supervisor, exit_reason
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.runs.writer import mark_dead_run
 from dpd_desktop.runs import events as E
@@ -181,6 +181,18 @@ def test_lanes_run_side_by_side(tmp_path):
                                          order.append((type(ev).__name__, e.id))])
     assert order[:2] == [("EntryStarted", 1), ("EntryStarted", 2)]
     assert sorted(e.state for e in ends) == ["succeeded", "succeeded"]
+
+
+def rss_bytes() -> int | None:
+    """This process's resident set size (``VmRSS`` of /proc/self/status); None where /proc does not exist."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def test_fifty_tiny_runs_leave_the_supervisor_memory_as_it_was(tmp_path, capsys):

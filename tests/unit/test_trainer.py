@@ -125,7 +125,7 @@ import threading  # noqa: E402
 from dpd_desktop.runs import artifacts  # noqa: E402
 from dpd_desktop import atomic
 from dpd_desktop.runs.record import RunRecord  # noqa: E402
-from dpd_desktop.runs.workspace import process_start_ticks  # noqa: E402
+from dpd_desktop.runs.owner import process_start_ticks  # noqa: E402
 from dpd_desktop.training import trainer as trainer_mod  # noqa: E402
 from dpd_desktop.training import warm_imports  # noqa: E402
 from dpd_desktop.runs.record import HISTORY_COLUMNS  # noqa: E402
