@@ -152,11 +152,11 @@ def test_the_first_epoch_end_lays_the_panels_out_before_their_one_paint(make_win
     paints = _Paints()
     QApplication.instance().installEventFilter(paints)
     try:
-        w._on_epoch_ended(EpochEnded(epoch=0, epochs=10, row=make_row(0, 10), is_best=True, best_epoch=0,
+        w.runs._on_epoch_ended(EpochEnded(epoch=0, epochs=10, row=make_row(0, 10), is_best=True, best_epoch=0,
                                      best_value=-20.0, selection_metric="VAL_NMSE", epoch_seconds=1.0,
                                      plots=make_plotdata()))
-        w._plot_timer.stop()
-        w._flush_plots()
+        w.plots._timer.stop()
+        w.plots.flush()
         for _ in range(30):
             QApplication.processEvents()
         painted = [p._plots[0].getViewBox().geometry() for p in panels]
