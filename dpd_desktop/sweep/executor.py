@@ -1,18 +1,11 @@
 """Where a sweep's trials run: the executor protocol shared by the local runner and the Ray backend.
 
-A :class:`Trial` is one configuration of a sweep; an executor trains each trial into an ordinary run folder of the
-workspace (written by :class:`~dpd_desktop.runs.writer.RunWriter`, so the index, browser, compare and report see
-it) and reports each end through ``on_done``. ``stop`` set: no new trial starts, running ones stop after their
-current batch (they end ``cancelled``).
-
-``on_epoch`` (optional, keyword): ``on_epoch(trial, event)`` for each of a trial's
-:class:`~dpd_desktop.runs.events.EpochEnded`; a non-empty string returned stops that trial after its current
-batch with that reason (an Optuna pruner: "pruned by the sweep at epoch N"); its TrialEnd is ``cancelled`` with that
-message. An executor that cannot follow epochs may ignore it (its trials are then never pruned).
-``on_start`` (optional, keyword): ``on_start(trial, run_dir)`` once a trial's run folder exists (the sweep marks it
-running and names its run).
-``on_many`` (optional, keyword): ``on_many([TrialEnd, ...])`` for trials that end at once (a stop cancels every trial
-still queued): the sweep records them in one write (:func:`report`); without it, ``on_done`` for each.
+An executor trains each :class:`Trial` into an ordinary run folder of the workspace and reports each end through
+``on_done``. ``stop`` set: no new trial starts, running ones end ``cancelled`` after their current batch.
+Optional keywords: ``on_epoch(trial, event)`` for each epoch end, a non-empty string returned stops that trial with
+that reason (an Optuna pruner; an executor that cannot follow epochs ignores it); ``on_start(trial, run_dir)`` once
+a trial's run folder exists; ``on_many([TrialEnd, ...])`` for trials that end at once, recorded in one write
+(:func:`report`).
 """
 from __future__ import annotations
 

@@ -1,13 +1,10 @@
 """The local executor: each trial a queue entry of the workspace, trained in a child process by the supervisor.
 
-:class:`LocalExecutor` adds the trials to ``<workspace>/queue.sqlite`` (lab/queue.py), so the queue dock and
-``dpd-desktop queue list`` show them, and runs them with a :class:`~dpd_desktop.lab.supervisor.Supervisor`
-restricted to those entries (``entries=``): one child process per trial (a crash ends that trial only), one at a
-time per device lane. Trials with a ``group`` (planned by sweep/runner.py) enter the queue with the group tag
-``<sweep id>#<group>`` and train in one child (lab/group_child.py); pruning or cancelling one stops that member only,
-and a crash of that child ends each of its unfinished trials. ``stop`` set: the running trials stop after their current batch (``cancelled``) and the
-queued ones are cancelled before they start. An entry another supervisor (the window's queue) took first is
-followed through the queue file until it ends (its epochs are not seen: it cannot be pruned).
+The trials enter ``<workspace>/queue.sqlite`` (so ``queue list`` and the queue dock show them) and a
+:class:`~dpd_desktop.lab.supervisor.Supervisor` restricted to them runs one child per trial, one at a time per
+device lane. A group's trials carry the tag ``<sweep id>#<group>`` and train in one child (lab/group_child.py).
+``stop`` set: running trials end ``cancelled`` after their batch, queued ones are cancelled. An entry another
+supervisor took first is followed through the queue file until it ends (unseen epochs: it cannot be pruned).
 """
 from __future__ import annotations
 

@@ -1,23 +1,14 @@
 """An adaptive sweep through Optuna: its samplers draw the trials, its pruners stop poor ones early.
 
-The study lives in the sweep's folder, ``<workspace>/sweeps/<id>/optuna.sqlite`` (Optuna's RDB storage,
-``sqlite:///``), named after the sweep, minimising ``spec.metric`` (a run's best per-epoch value; lower is better for
-NMSE, ACLR, EVM and the loss alike). Trials are asked in batches of as many as the sweep's device lanes (one without
-``devices``) times the group size (``spec.group_size``, sweep/groups.py: ``auto`` reads the first trial's
-configuration), those of a batch that share a group key train together (SweepRun.grouped), the batch is run by the
-executor and each trial told its value. For the sampler a group size above 1 means fewer, larger rounds: the
-trials of a batch are all asked before any of them is told, so each is drawn without the results of the others
-(TPE's and CMA-ES's model is updated once per batch; a random or QMC sampler is unaffected), at the gain of
-training them at once on a GPU; each epoch's value is reported to the pruner
-(``Trial.report(value, step=epoch)``) and a trial the pruner stops ends ``cancelled`` with the message
-"pruned by the sweep at epoch N", told ``PRUNED``. A trial that fails is told ``FAIL``; one stopped by a cancel is
-told ``FAIL`` too and runs again, with the same parameters (``Study.enqueue_trial``), under the same trial number,
-when the sweep resumes.
+The study is ``<sweep folder>/optuna.sqlite``, named after the sweep, minimising ``spec.metric`` (a run's best
+per-epoch value). Trials are asked in batches of (device lanes) × (group size; ``auto`` reads the first trial's
+configuration) and all asked before any is told, so a group size above 1 means fewer, larger rounds for a
+model-based sampler (TPE, CMA-ES). Each epoch's value goes to the pruner (``Trial.report(value, step=epoch)``); a
+pruned trial ends ``cancelled`` ("pruned by the sweep at epoch N") and is told ``PRUNED``; a failed or cancelled
+one is told ``FAIL``, and a cancelled one runs again on resume with the same parameters and trial number.
 
-Samplers (seeded by ``spec.seed``): ``tpe`` TPESampler, ``random`` RandomSampler, ``cmaes`` CmaEsSampler, ``qmc``
-QMCSampler. Pruners: ``median`` MedianPruner(n_startup_trials, n_warmup_steps), ``percentile`` PercentilePruner(25,
-...), ``successive-halving`` SuccessiveHalvingPruner(), ``hyperband`` HyperbandPruner(max_resource=epochs),
-``none`` NopPruner.
+Samplers (seeded by ``spec.seed``): tpe, random, cmaes, qmc. Pruners: median and percentile (25) with
+``n_startup_trials`` / ``n_warmup_steps``, successive-halving, hyperband (max_resource = epochs), none.
 """
 from __future__ import annotations
 
@@ -65,12 +56,11 @@ def make_sampler(spec):
 def make_pruner(spec):
     o = spec.optuna
     name = o.get("pruner", "median")
+    warmup = {"n_startup_trials": o.get("n_startup_trials", 2), "n_warmup_steps": o.get("n_warmup_steps", 0)}
     if name == "median":
-        return optuna.pruners.MedianPruner(n_startup_trials=o.get("n_startup_trials", 2),
-                                           n_warmup_steps=o.get("n_warmup_steps", 0))
+        return optuna.pruners.MedianPruner(**warmup)
     if name == "percentile":
-        return optuna.pruners.PercentilePruner(25.0, n_startup_trials=o.get("n_startup_trials", 2),
-                                               n_warmup_steps=o.get("n_warmup_steps", 0))
+        return optuna.pruners.PercentilePruner(25.0, **warmup)
     if name == "successive-halving":
         return optuna.pruners.SuccessiveHalvingPruner()
     if name == "hyperband":

@@ -1,37 +1,23 @@
-"""The Ray backend of a sweep (issue 15 point 3): :class:`RayExecutor` implements the executor protocol
-(sweep/executor.py) on a Ray cluster; ``dpd-desktop sweep --ray ADDRESS`` gets it from :func:`executor_for`.
+"""The Ray backend of a sweep: :class:`RayExecutor` implements the executor protocol (sweep/executor.py) on a Ray
+cluster; ``dpd-desktop sweep --ray ADDRESS`` gets it from :func:`executor_for`.
 
-Each trial is one Ray task (sweep/ray_task.py ``train_trial``) asking for ``config.threads or 1`` CPUs and, when
-the trial trains on CUDA (its device, else the workspace's default device; ``auto`` on a cluster that has GPUs),
-``1 / trials_per_gpu`` of a GPU: the trials of a group of ``trials_per_gpu`` share one card (4 by default, issue
-15; benchmarks/results/2026-12-04-notes-core.md). The driver reserves the trial's run folder (an empty
-``runs/<run id>``, invisible to the reader until the run is imported), ships the workspace's settings.json and, for a
-DPD trial, its PA run's files, and imports what comes back (ray_task.py ``import_run``), then refreshes the
-workspace index. Trials with one ``group`` (planned by sweep/runner.py) go as ONE task (ray_task.py ``train_group``:
-one process, one dataset, TrainerGroup) asking for ``config.threads or 1`` CPUs and, on CUDA, its members' share of
-a GPU, ``min(1, members / trials_per_gpu)`` (:func:`group_resources`); each member's run folder comes back and is
-imported as a lone trial's. The code sent to the workers is this package itself (Ray's ``py_modules``), so a worker trains with
-the driver's version.
+A lone trial is one Ray task (ray_task.py ``train_trial``); a ``group``'s trials are one task (``train_group``:
+one process, one dataset). Resources: :func:`task_resources` / :func:`group_resources` (``config.threads or 1``
+CPUs; on CUDA ``1 / trials_per_gpu`` of a GPU per trial, at most one card). The driver reserves each trial's empty
+run folder, ships the workspace's settings.json (and a DPD trial's PA run files), imports what comes back
+(ray_task.py ``import_run``) and refreshes the index. The workers run this package itself (Ray's ``py_modules``).
 
-Live progress is polled: every ``poll_s`` seconds the driver drains the channel actor (ray_task.py
-``TrialChannel``) and hands each event to ``on_event`` as a dict: ``{"event": "cluster", "address",
-"dashboard_url", "folder"}`` (a ``local`` cluster started; ``folder`` its temporary folder), ``{"event": "warning",
-"message"}``,
-``{"event": "submitted", "trial", "run_id", "resources", "members"}`` (``members``: the trial numbers of its task), ``{"event": "started", "trial", "run_id", "node",
-"pid"}``, ``{"event": "epoch", "trial", "epoch", "epochs", "is_best", "row"}`` (the history row).
+Progress is polled every ``poll_s`` s from the channel actor and passed to ``on_event`` as dicts: ``cluster``
+(``address``, ``dashboard_url``, ``folder``), ``warning`` (``message``), ``submitted`` (``trial``, ``run_id``,
+``resources``, ``members``), ``started`` (``trial``, ``run_id``, ``node``, ``pid``), ``epoch`` (``trial``,
+``epoch``, ``epochs``, ``is_best``, ``row``). ``on_start(trial, run_dir)`` and ``on_epoch(trial, RemoteEpoch)``
+follow them; a reason ``on_epoch`` returns stops that trial (:meth:`RayExecutor.stop_trial`: its run ends
+``cancelled`` after the current batch; Optuna prunes this way). ``with executor:`` keeps one connection for several
+:meth:`RayExecutor.run` calls.
 
-The protocol's optional keywords: ``on_start(trial, run_dir)`` when a trial's task starts (``run_dir`` the reserved
-folder its run will be imported into); ``on_epoch(trial, epoch)`` for each ``epoch`` event (a :class:`RemoteEpoch`:
-``epoch``, ``epochs``, ``row``, ``is_best``, as the trainer's ``EpochEnded``), and a reason it returns stops that one
-trial through the channel (:meth:`RayExecutor.stop_trial`: the task's run ends ``cancelled`` with that message after
-its current batch; an Optuna sweep on Ray prunes this way). A connection is opened per :meth:`RayExecutor.run`, or
-once for several (an Optuna sweep's batches) inside ``with executor:``.
-
-``stop`` set: the channel's stop flag is raised (running trials end ``cancelled`` after their current batch and are
-imported like any other), the tasks that have not started are cancelled with ``ray.cancel`` and end ``cancelled``
-without a run folder. Security: sweep/ray_security.py (the policy before and after connecting; ``local`` starts
-a loopback, token-authenticated cluster). Ray itself is imported here only when a sweep connects: it is the
-optional extra ``dpd-desktop[cluster]``, and the sweep CLI imports this module for :func:`add_ray_arguments`.
+``stop`` set: running trials end ``cancelled`` after their current batch and are imported; tasks not started are
+cancelled and leave no run folder. Security: sweep/ray_security.py. Ray (the optional extra
+``dpd-desktop[cluster]``) is imported only when a sweep connects.
 """
 from __future__ import annotations
 
@@ -94,6 +80,14 @@ class RemoteEpoch:
     epochs: int
     row: Mapping[str, Any]
     is_best: bool
+
+    @classmethod
+    def from_event(cls, ev: Mapping[str, Any]) -> "RemoteEpoch | None":
+        """The epoch of an ``epoch`` event dict; None when a field is missing or malformed."""
+        try:
+            return cls(int(ev["epoch"]), int(ev["epochs"]), dict(ev["row"]), bool(ev.get("is_best")))
+        except (KeyError, TypeError, ValueError):
+            return None
 
 
 def task_resources(config: ExperimentConfig, default_device: str, cluster_gpus: float,
@@ -407,11 +401,8 @@ class _Follow:
                 self.on_start(known[0], str(known[1]))
         elif ev.get("event") == "epoch" and known is not None and self.on_epoch is not None \
                 and number not in self.stopped:
-            try:
-                epoch = RemoteEpoch(int(ev["epoch"]), int(ev["epochs"]), dict(ev["row"]), bool(ev.get("is_best")))
-            except (KeyError, TypeError, ValueError):
-                return
-            reason = self.on_epoch(known[0], epoch)
+            epoch = RemoteEpoch.from_event(ev)
+            reason = self.on_epoch(known[0], epoch) if epoch is not None else None
             if reason:
                 self.stop_trial(number, str(reason))
 

@@ -1,19 +1,16 @@
 """The window's way to a Ray cluster: a helper process that runs the :class:`RayExecutor`, and its client.
 
-Ray never starts inside the window's process (``ray.init`` takes over signal handling and starts threads of its
-own); the Sweep view starts ``python -m dpd_desktop.sweep.ray_helper --workspace ROOT --address ADDRESS
-[--ray-allow-unauthenticated] [--num-cpus N] [--trials-per-gpu N]`` through :meth:`RayHelperClient.start`, on
-one of its job threads (gui/jobs.py), and reads its events.
+Ray never starts inside the window's process (``ray.init`` takes over signal handling and starts threads); the
+Sweep view starts ``python -m dpd_desktop.sweep.ray_helper --workspace ROOT --address ADDRESS [...]`` through
+:meth:`RayHelperClient.start` on a job thread and reads its events.
 
 The wire is JSON lines. Standard input: first ``{"trials": [{"sweep_id", "number", "config", "group"}, ...]}``, then
-``{"cmd": "stop"}`` to stop the sweep, ``{"cmd": "stop_trial", "trial": N, "reason": TEXT}`` to stop one trial (a
-pruned one: its run ends cancelled with that message); the end of standard input (the window is gone) stops it too.
-Standard output: the executor's events (ray_executor.py: ``cluster``, ``warning``, ``submitted``, ``started``,
-``epoch``), then per trial ``{"event": "done", "trial", "state", "run_dir", "message"}``, and last ``{"event":
-"end"}``, or ``{"event": "error", "kind": "refused" | "failed", "message"}`` when the sweep could not run. Everything else the process prints
-(Ray's logs) goes to standard error. Exit status (process.py ``Exit``): 0 the sweep ran (whatever its trials'
-states), 2 refused by the security policy or bad input, 1 another failure. SIGINT is ignored: a terminal's Ctrl+C
-reaches the whole process group, and the window decides what it means (it sends ``stop``).
+``{"cmd": "stop"}`` or ``{"cmd": "stop_trial", "trial": N, "reason": TEXT}``; the end of standard input stops the
+sweep too. Standard output: the executor's events (ray_executor.py), then per trial ``{"event": "done", "trial",
+"state", "run_dir", "message"}``, and last ``{"event": "end"}`` or ``{"event": "error", "kind": "refused" |
+"failed", "message"}``. Everything else (Ray's logs) goes to standard error. Exit status (process.py ``Exit``): 0
+the sweep ran, 2 refused by the security policy or bad input, 1 another failure. SIGINT is ignored: the window
+decides what a terminal's Ctrl+C means.
 """
 from __future__ import annotations
 
@@ -198,21 +195,20 @@ class RayHelperClient:
             yield ev
         self._proc.wait()
 
-    def stop(self) -> None:
-        """Ask the helper to stop the sweep (running trials end cancelled; the rest are not started)."""
+    def _send(self, cmd: dict) -> None:
         try:
-            self._proc.stdin.write(json.dumps({"cmd": "stop"}) + "\n")
+            self._proc.stdin.write(json.dumps(cmd) + "\n")
             self._proc.stdin.flush()
         except (OSError, ValueError):
             pass
 
+    def stop(self) -> None:
+        """Ask the helper to stop the sweep (running trials end cancelled; the rest are not started)."""
+        self._send({"cmd": "stop"})
+
     def stop_trial(self, number: int, reason: str) -> None:
         """Ask the helper to stop trial ``number`` with ``reason`` (a pruned trial; its run ends cancelled)."""
-        try:
-            self._proc.stdin.write(json.dumps({"cmd": "stop_trial", "trial": int(number), "reason": reason}) + "\n")
-            self._proc.stdin.flush()
-        except (OSError, ValueError):
-            pass
+        self._send({"cmd": "stop_trial", "trial": int(number), "reason": reason})
 
     def kill(self) -> None:
         """End the helper at once (SIGKILL to this client's own process): a ``local`` cluster it started stops by
@@ -309,12 +305,8 @@ class HelperExecutor:
                 if ev.get("event") == "started" and on_start is not None and ev.get("run_id"):
                     on_start(trial, str(Path(self.workspace.runs_dir) / str(ev["run_id"])))
                 elif ev.get("event") == "epoch" and on_epoch is not None and trial.number not in stopped:
-                    try:
-                        epoch = RemoteEpoch(int(ev["epoch"]), int(ev["epochs"]), dict(ev["row"]),
-                                            bool(ev.get("is_best")))
-                    except (KeyError, TypeError, ValueError):
-                        continue
-                    reason = on_epoch(trial, epoch)
+                    epoch = RemoteEpoch.from_event(ev)
+                    reason = on_epoch(trial, epoch) if epoch is not None else None
                     if reason:
                         stopped[trial.number] = str(reason)
                         client.stop_trial(trial.number, str(reason))

@@ -1,28 +1,18 @@
 """Who may reach the Ray cluster a sweep runs on, and the local cluster this program starts itself.
 
-Ray's security page (https://docs.ray.io/en/latest/ray-security/index.html): Ray runs arbitrary code; anybody who
-can reach a cluster's dashboard, Jobs API or client port can execute arbitrary code on it, and Ray's transport
-unpickles what travels (cloudpickle). Token authentication (``RAY_AUTH_MODE=token``, Ray >= 2.52;
-https://docs.ray.io/en/latest/ray-security/token-auth.html) makes every gRPC and HTTP entry point demand one shared
-bearer token. Hence:
+Ray runs arbitrary code for anybody who reaches a cluster's dashboard, Jobs API or client port, and unpickles what
+travels (https://docs.ray.io/en/latest/ray-security/index.html); token authentication (``RAY_AUTH_MODE=token``, Ray
+>= 2.52) makes every gRPC and HTTP entry point demand one shared bearer token. Hence:
 
-* :func:`check_address` before connecting: a remote address (not the loopback) is refused unless this process has
-  token authentication configured (``RAY_AUTH_MODE=token`` and a token in ``RAY_AUTH_TOKEN``,
-  ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``), or the user passed ``--ray-allow-unauthenticated``; that
-  override, and a loopback cluster without a token, return a warning that names the risk (the window shows it).
-* :func:`check_cluster_auth_mode` after connecting: the cluster's own answer (its dashboard's
-  ``/api/authentication_mode``); a cluster that answers ``disabled`` is refused in the same way. A dashboard that
-  cannot be reached (one listening on the remote machine's loopback) gives a warning: the cluster's mode is unknown.
-* :class:`LocalCluster` (``--ray local``): ``ray start --head --block`` with ``RAY_AUTH_MODE=token`` and a fresh
-  token in a file only this user can read (mode 0600, in a private temporary folder: ``~/.ray`` is never touched);
-  the dashboard and its Jobs API listen on 127.0.0.1 only. The node is started single-machine
-  (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, Ray's own default on Windows and macOS, where multi-node clusters are
-  off: https://docs.ray.io/en/latest/cluster/getting-started.html): without it Ray on Linux replaces the loopback
-  node address by the machine's own (``ray._private.services.resolve_ip_for_localhost``), binds its gRPC servers
-  (GCS, raylet, object manager, dashboard agent) to every interface and its three Prometheus metrics servers
-  (dashboard, autoscaler monitor, dashboard agent: no token) to 0.0.0.0, as each binds to the loopback only when
-  the node address is one. With it, every port of the node listens on 127.0.0.1 (checked with ``ss -ltn``); no
-  other machine can join or reach it, and the token still guards every port from other users of this one.
+* :func:`check_address` before connecting: a remote address is refused unless this process has token authentication
+  configured or the user passed ``--ray-allow-unauthenticated``; that override, and a loopback cluster without a
+  token, return a warning naming the risk.
+* :func:`check_cluster_auth_mode` after connecting: a cluster whose dashboard answers ``disabled`` is refused the
+  same way; an unreachable dashboard gives a warning (mode unknown).
+* :class:`LocalCluster` (``--ray local``): ``ray start --head --block`` with a fresh token in a private 0600 file
+  (``~/.ray`` untouched), every port on 127.0.0.1. ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` keeps the node
+  single-machine: without it Ray on Linux replaces the loopback node address by the machine's own and binds its gRPC
+  and (token-less) Prometheus servers to every interface.
 
 Errors: :class:`RaySecurityError` (a connection refused by this policy), :class:`RayClusterError` (the local
 cluster did not start).
@@ -206,10 +196,8 @@ def check_cluster_auth_mode(address: str, dashboard_url: str | None, allow_unaut
 
 
 def _child_setup() -> None:
-    """In the ``ray start`` child before it runs: SIGINT back to its default (a driver that ignores it, as the
-    window's helper does, would pass that on through exec, and SIGINT is how the node is stopped); on Linux, SIGINT
-    when the thread that started it ends, so that a killed driver (the helper ended by SIGKILL) leaves no cluster
-    behind (prctl PR_SET_PDEATHSIG)."""
+    """In the ``ray start`` child: SIGINT (how the node is stopped) back to its default, and on Linux sent when the
+    starting thread ends, so that a killed driver leaves no cluster behind (prctl PR_SET_PDEATHSIG)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     if not sys.platform.startswith("linux"):
         return
@@ -228,14 +216,12 @@ def _free_loopback_port() -> int:
 
 
 class LocalCluster:
-    """A Ray head node on this machine, started by this program (module docstring) and stopped by :meth:`stop`.
+    """A Ray head node on this machine (module docstring), stopped by :meth:`stop`; on Linux also when the thread
+    that started it ends.
 
-    ``num_cpus`` / ``num_gpus``: the resources it offers (None: Ray counts the machine's). After :meth:`start`:
-    ``address`` (the GCS, ``127.0.0.1:port``), ``dashboard_url`` (127.0.0.1), ``env`` (what a driver process needs:
-    ``RAY_AUTH_MODE=token``, ``RAY_AUTH_TOKEN_PATH`` and ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, set before the
-    driver imports ``ray``: without the last, a driver looks for the node at the machine's address and never finds
-    it). On Linux the node stops when the thread that started it
-    ends (the process killed included). ``ray`` is the ``ray`` command beside this Python.
+    ``num_cpus`` / ``num_gpus``: its resources (None: Ray counts them). After :meth:`start`: ``address`` (the GCS,
+    ``127.0.0.1:port``), ``dashboard_url`` and ``env``, which a driver must set before importing ``ray`` (token mode,
+    token path and the single-machine switch, without which it looks for the node at the machine's address).
     """
 
     def __init__(self, num_cpus: int | None = None, num_gpus: int | None = None):

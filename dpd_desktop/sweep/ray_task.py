@@ -1,31 +1,20 @@
 """The wire between a Ray sweep's driver and its workers: what a trial task gets, what it returns, and the driver's
 check and import of the returned run folder.
 
-A task (:func:`train_trial`, run on a Ray worker) gets the trial as JSON text (:func:`trial_payload`: the
-configuration, the run id the driver reserved in its workspace) and the files to lay into a temporary workspace
-(``settings.json``; for a DPD trial the PA run folder's :data:`PA_FILES`, under ``runs/<PA run id>/``). It trains
-there with ``make_trainer`` (training/ls_fit.py), the run folder written by RunWriter as for any run, and returns
-``{"meta": JSON text, "files": {relative path: bytes}}``: the run folder's files as bytes, never a pickled object of
-ours. The dataset is read on the worker from ``config.dataset`` (the demo is regenerated): a measured dataset must
-be at the same path there (a shared folder); the run's recorded fingerprint tells whether it was the same data.
+A task (:func:`train_trial`) gets the trial as JSON text (:func:`trial_payload`: configuration and the run id the
+driver reserved) and the files of a temporary workspace (``settings.json``; a DPD trial's PA run :data:`PA_FILES`).
+It trains there (``make_trainer``) and returns ``{"meta": JSON text, "files": {relative path: bytes}}``: bytes,
+never a pickled object of ours. The dataset is read on the worker from ``config.dataset`` (a shared path; the run's
+fingerprint tells whether it was the same data). A group of trials is one task, :func:`train_group` (one dataset,
+TrainerGroup), returning each member's ``{"meta", "files"}`` in order.
 
-The driver (:func:`import_run`) writes the files into a staging folder of the workspace (each atomically,
-runs/artifacts.py), reads it back as the reader does (RunRecord; best.pt through ``artifacts.load_checkpoint``, i.e.
-``torch.load(weights_only=True)``; results.h5 through ``RunRecord.read_results``), and only then moves the whole
-folder onto the reserved, empty run folder: a malformed return fails its trial with a message naming the file and
-field, and nothing of it reaches the runs folder.
+:func:`import_run` writes the files into a staging folder of the workspace, reads it back as the reader does
+(RunRecord, ``torch.load(weights_only=True)``, ``read_results``) and only then moves it onto the reserved run
+folder: a malformed return fails its trial with a message naming the file and field, and reaches no run folder.
 
-A group of trials (sweep/groups.py: one shape, differing in seed, learning rate…) is ONE task,
-:func:`train_group`: the members' payloads and the files once; each member trains in its own temporary workspace
-(its reserved run id), all on one loaded dataset, through :class:`~dpd_desktop.training.group.TrainerGroup`, and the
-task returns a list with each member's ``{"meta", "files"}`` in order (:func:`read_group_returned` checks it).
-
-Progress and stop go through one small actor (:class:`TrialChannel`, polled by the driver): the worker pushes
-``started`` and one ``epoch`` event per epoch (the history row as JSON text); a stopped sweep sets its flag, and a
-pruned trial (the driver's ``on_epoch`` returned a reason, e.g. Optuna's pruner) gets its own stop with that reason;
-a thread of each running task reads its reason every :data:`STOP_POLL_S` seconds and answers with
-``request_cancel(reason)`` (the run ends ``cancelled`` after its current batch with that message, and its folder
-comes back like any other).
+Progress and stop go through one actor (:class:`TrialChannel`, polled by the driver): workers push ``started`` and
+``epoch`` events; a thread of each task polls its stop reason (the sweep's stop, or a pruned trial's own) every
+:data:`STOP_POLL_S` s and calls ``request_cancel(reason)``.
 """
 from __future__ import annotations
 

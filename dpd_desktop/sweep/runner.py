@@ -1,23 +1,14 @@
 """Running a sweep: its pending trials through an executor, each end recorded in sweep.json (sweep/store.py).
 
-:func:`create_sweep` makes the folder (a grid or random sweep lists every trial at once; an Optuna sweep adds each
-when its sampler draws it). :func:`run_sweep` runs the trials that are not done (all of a new sweep; after a cancel
-or an interruption only those that did not finish), on the calling thread; ``stop`` or a ``sweep cancel`` from
-another process (sweep.json ``cancel_requested``, polled) stops it: running trials end ``cancelled`` after their
-current batch, finished trials stay as they are. The sweep ends ``succeeded`` when every trial is done and one at
-least succeeded (some may have failed: the message counts them), ``failed`` when every trial is done and none
-succeeded, ``cancelled`` when stopped before, else ``failed`` (a trial's process was killed: it reads interrupted,
-and resume runs it again).
+:func:`create_sweep` makes the folder (grid / random: every trial at once; Optuna: each as it is drawn).
+:meth:`SweepRun.run` runs the trials not done, on the calling thread, until done or stopped (``stop``, or ``sweep
+cancel`` from another process through sweep.json): running trials end ``cancelled`` after their batch. The sweep
+ends ``succeeded`` when every trial is done and one succeeded, ``failed`` when none did or a trial's process was
+lost (it reads interrupted; resume runs it again), ``cancelled`` when stopped.
 
-Before a pass (a new sweep or a resume) :func:`prepare_pass` clears what an earlier, stopped or killed pass left:
-the sweep's own queue entries still ``queued`` are cancelled (a plain ``queue run`` never takes a sweep's entries:
-lab/queue.py), the trials to run again lose their run id, folder and best value (the old run id goes to
-``attempts`` when its folder holds a run), and the sweep's own empty reserved run folders (sweep/ray_executor.py)
-are removed. The devices of the trials are checked first (:func:`check_devices`).
-
-Groups: the trials of a pass are planned into groups that train together (:meth:`SweepRun.grouped`, sweep/groups.py,
-``spec.group_size``; each group's number recorded in sweep.json) before the executor gets them; a resume plans only
-the trials it runs again.
+Before a pass :func:`prepare_pass` cancels the sweep's stale queued entries, resets the trials to run again (an old
+run id that holds a run goes to ``attempts``) and removes the sweep's own empty reserved run folders. The trials of
+a pass are planned into groups (:meth:`SweepRun.grouped`, ``spec.group_size``) before the executor gets them.
 """
 from __future__ import annotations
 

@@ -9,15 +9,11 @@ sweep.json (``format`` :data:`FORMAT`), written whole and atomically (runs/artif
      "trials": [{"number", "params", "state", "run_id", "run_dir", "message", "value", "pruned", "time_limited",
                  "attempts": [earlier run ids of this trial], "optuna_number", "group"}]}
 
-A trial's ``state`` is a run state; ``value`` its best per-epoch ``spec.metric`` (the run's ``best_value``);
-``pruned``: stopped by the Optuna pruner (state ``cancelled``, message "pruned by the sweep at epoch N");
-``time_limited``: stopped by its own time limit (state ``cancelled``, message "time limit …"); ``group``
-the sweep's number of the group it trains in with other trials (sweep/groups.py; null: alone, or not planned yet;
-a trial run again is planned again). A trial is *done* when it succeeded, failed, was pruned or reached its time
-limit (it would reach it again); ``sweep resume``
-runs the others again. A sweep recorded
-``running`` whose process is gone reads ``interrupted``, and so do its trials recorded ``running``: each reads its
-run folder's state (RunRecord: a final state, or ``interrupted``), never ``running`` (:func:`reconcile_trials`).
+A trial's ``value`` is its run's best per-epoch ``spec.metric``; ``pruned`` / ``time_limited``: ended
+``cancelled`` by the Optuna pruner / its own time limit; ``group``: the group it trains in (null: alone or not
+planned yet). A trial is *done* when it succeeded, failed, was pruned or time-limited; ``sweep resume`` runs the
+others. A sweep recorded ``running`` whose process is gone reads ``interrupted``, and its trials recorded
+``running`` read their run folder's state (:func:`reconcile_trials`).
 
 Errors: :class:`SweepError` (a ValueError) names sweep.json and the field.
 """
@@ -26,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -80,11 +77,7 @@ class SweepInfo:
         return list(self.doc.get("trials", []))
 
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for t in self.trials:
-            k = "pruned" if t.get("pruned") else t.get("state", "queued")
-            out[k] = out.get(k, 0) + 1
-        return out
+        return dict(Counter("pruned" if t.get("pruned") else t.get("state", "queued") for t in self.trials))
 
 
 class SweepStore:
