@@ -1,8 +1,7 @@
-"""Synthetic demo dataset: multi-carrier OFDM through a virtual PA with memory.
+"""Synthetic demo dataset: multi-carrier OFDM through a virtual PA with memory (demo mode, examples, tests).
 
-Used by ``make run`` (demo mode), examples and tests, so the app works without the measured data in
-``../shared/datasets``. The layout mimics DPA_160MHz (OpenDPD reference §1.2: 4 × 40 MHz carriers at fs 640 MHz,
-160 MHz occupied, inputs peak-normalized to |x|max = 1 as in reference §1.4) at a smaller size.
+Layout as DPA_160MHz (OpenDPD reference §1.2: 4 × 40 MHz carriers at fs 640 MHz, 160 MHz occupied, inputs
+peak-normalized to |x|max = 1 as in reference §1.4) at a smaller size.
 
 Signal model (all complex baseband, fs = 640 MHz, nperseg = 4096 → bin spacing Δf = 156.25 kHz):
 
@@ -18,8 +17,7 @@ Signal model (all complex baseband, fs = 640 MHz, nperseg = 4096 → bin spacing
    Defaults: αa = 2.7, βa = 0.18 (small-signal gain 2.7, ≈ 2.3 at |u| = 1, i.e. ≈ 1.4 dB compression at the
    peak), αp = 0.55, βp = 0.3 (≈ 24° phase shift at |u| = 1), noise −45 dB.
 
-Splits are contiguous in time order: train, then val, then test. Deterministic for a given ``seed`` (one
-``numpy.random.Generator``); about 0.1 s for the default size.
+Splits are contiguous in time order: train, val, test. Deterministic for a given ``seed`` (one numpy Generator).
 """
 
 from __future__ import annotations
