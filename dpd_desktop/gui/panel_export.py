@@ -1,12 +1,9 @@
-"""Export a plot panel to PNG, SVG or CSV through pyqtgraph's exporters (ImageExporter, SVGExporter, CSVExporter),
-from each plot's context menu and from File ▸ Export.
+"""Export a plot panel to PNG, SVG or CSV through pyqtgraph's exporters (ImageExporter, SVGExporter, CSVExporter).
 
-Figures are at a publication size: :data:`FIGURE_IN` (3.5 in × 2.6 in, a single journal column) at
-:data:`FIGURE_DPI` (300 dpi), i.e. 1050 × 780 pixels. They are drawn from an offscreen print copy of the panel
-(:func:`figure_of`: white background, 7-8 pt text, pens and symbols scaled to 300 dpi), laid out at the PNG's own
-size, so nothing is rescaled; the live panel is not touched. The SVG is drawn from the same copy. The CSV holds each
-curve's original data (x, y columns per curve, pyqtgraph's "(x,y) per plot" layout) of every plot of the panel, one
-block of columns after the other. Each file is written atomically.
+Figures: :data:`FIGURE_IN` (3.5 in × 2.6 in, one journal column) at :data:`FIGURE_DPI` (300 dpi), i.e. 1050 × 780
+pixels, drawn from an offscreen print copy of the panel (:func:`figure_of`) laid out at the PNG's own size; the
+SVG from the same copy. The CSV holds every plot's original curve data (pyqtgraph's "(x,y) per plot" layout). Each
+file is written atomically.
 """
 from __future__ import annotations
 

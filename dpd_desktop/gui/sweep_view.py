@@ -1,15 +1,10 @@
-"""The Sweep view: a sweep's trials with their live best metrics, a Pareto plot of NMSE and ACLR against the model's
-cost, stop / resume, and the best trial one click from open, compare and report (a bottom dock, like the runs
-browser).
+"""The Sweep view (a bottom dock): a sweep's trials with their live best metrics, a Pareto plot of NMSE and ACLR
+against the model's cost, stop / resume, and the best trial one click from open, compare and report.
 
-Everything it reads comes from :func:`dpd_desktop.sweep.table.sweep_table` on a pool job (sweep.json and the
-workspace index); while the shown sweep runs, it is read again every :data:`LIVE_REFRESH_MS`. Resume runs the sweep
-(:class:`~dpd_desktop.sweep.runner.SweepRun`) on a :class:`SweepWorker` QThread: its trials are queue entries
-trained in child processes (sweep/local.py), so the window's threads never train. With the Ray bar on
-(gui/sweep_ray.py) the trials go to a Ray cluster through the helper process instead, and the table shows each
-running trial's epoch and best-so-far metrics from the helper's events; a refused cluster is shown under the bar.
-Stop: the worker's sweep stops (running trials end cancelled after their batch); a sweep run by another process is
-asked through sweep.json (``sweep cancel``).
+The table comes from :func:`dpd_desktop.sweep.table.sweep_table` on a pool job, re-read every
+:data:`LIVE_REFRESH_MS` while the shown sweep runs. Resume runs :class:`~dpd_desktop.sweep.runner.SweepRun` on a
+:class:`SweepWorker` QThread (trials in child processes, or on a Ray cluster with the Ray bar, gui/sweep_ray.py).
+Stop: the worker's sweep stops; a sweep run by another process is asked through sweep.json (``sweep cancel``).
 """
 from __future__ import annotations
 
