@@ -191,10 +191,9 @@ def execute(argv=None) -> Outcome:
 def run() -> None:
     """Process entry point (console script ``dpd-desktop`` and ``python -m dpd_desktop``): :func:`main`, then exit.
 
-    Ctrl+C is cooperative from here on (:data:`~dpd_desktop.process.CTRL_C`: first cancels, second aborts); a
-    KeyboardInterrupt that still gets through (Python's default handler, before this point or in ``runs`` and
-    ``run-dpd``) is a plain cancel (exit status 3), never a traceback; nor is a standard output closed by its reader
-    (exit status 0). The process ends with ``os._exit`` when the command allows it (:attr:`Outcome.skip_teardown`).
+    Ctrl+C is cooperative from here on (:data:`~dpd_desktop.process.CTRL_C`); a KeyboardInterrupt that gets through
+    is exit status 3 and a standard output closed by its reader exit status 0, never a traceback. Ends with
+    ``os._exit`` when the command allows it (:attr:`Outcome.skip_teardown`).
     """
     prefer_passive_wait()  # before PyTorch loads OpenMP: waiting threads sleep (training/cpu_threads.py)
     quiet_broken_pipe()  # `dpd-desktop … | head`: every print of every thread, not only the main one's
