@@ -14,8 +14,8 @@ import traceback
 
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
-                               QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QPushButton, QSplitter, QTableWidget, QTableWidgetItem,
+                               QVBoxLayout, QWidget)
 
 from ..runs.compare import compare_runs
 from ..sweep.ray_helper import RayHelperError
@@ -25,7 +25,7 @@ from ..sweep.store import SweepStore
 from ..sweep.table import COSTS, pareto_front, sweep_table
 from . import theme
 from .compare import CompareView
-from .queue_panel import hidden_dock
+from .queue_panel import hidden_dock, read_only_rows
 from .runs_jobs import start_job, write_report_job
 from .sweep_define import SweepDefineDialog, rows_of
 from .sweep_ray import INFO_STYLE, WARNING_STYLE, LiveTrials, RayBar
@@ -162,13 +162,7 @@ class SweepView(QWidget):
 
         split = QSplitter()
         self.table = QTableWidget(0, 0)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setAlternatingRowColors(True)
-        self.table.verticalHeader().setVisible(False)
-        self.table.verticalHeader().setDefaultSectionSize(20)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        read_only_rows(self.table)
         split.addWidget(self.table)
         plots = QWidget()
         pl = QVBoxLayout(plots)
