@@ -55,11 +55,8 @@ def _qam(rng: np.random.Generator, shape: tuple[int, ...], order: int) -> np.nda
 
 def saleh_pa(u: np.ndarray, alpha_a: float = 2.7, beta_a: float = 0.18, alpha_p: float = 0.55,
              beta_p: float = 0.3) -> np.ndarray:
-    """Memoryless Saleh PA model on complex samples ``u`` (any shape, complex128 recommended).
-
-    ``A(r) = alpha_a·r / (1 + beta_a·r²)`` (output amplitude), ``Φ(r) = alpha_p·r² / (1 + beta_p·r²)`` (radians);
-    returns ``A(|u|)·exp(j(∠u + Φ(|u|)))``. (A. Saleh, IEEE Trans. Commun., 1981.)
-    """
+    """Memoryless Saleh PA (A. Saleh, IEEE Trans. Commun., 1981) on complex ``u`` (any shape):
+    ``A(|u|)·exp(j(∠u + Φ(|u|)))``, A and Φ (radians) as in the module docstring."""
     r = np.abs(u)
     amp = alpha_a * r / (1.0 + beta_a * r * r)
     phi = alpha_p * r * r / (1.0 + beta_p * r * r)
@@ -69,10 +66,7 @@ def saleh_pa(u: np.ndarray, alpha_a: float = 2.7, beta_a: float = 0.18, alpha_p:
 
 
 def _to_iq(z: np.ndarray) -> np.ndarray:
-    out = np.empty((z.shape[0], 2), dtype=np.float32)
-    out[:, 0] = z.real
-    out[:, 1] = z.imag
-    return out
+    return np.stack([z.real, z.imag], axis=-1).astype(np.float32)
 
 
 def make_demo_dataset(seed: int = 0, n_train: int = 61440, n_val: int = 16384, n_test: int = 16384, *,

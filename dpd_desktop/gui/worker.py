@@ -73,8 +73,7 @@ class ThreadJob(QObject):
 class SupervisorWorker(ThreadJob):
     """A :class:`~dpd_desktop.lab.supervisor.Supervisor` on its own QThread; the followed run's events as signals.
 
-    ``supervisor_factory(workspace, observers=[...], **kw)`` builds the supervisor (tests pass one that trains
-    in this process)."""
+    ``supervisor_factory(workspace, observers=[...], **kw)`` builds the supervisor."""
 
     started = Signal(object)  # RunStarted
     batchProgress = Signal(object)  # BatchProgress (throttled)
