@@ -372,9 +372,8 @@ class MainWindow(QMainWindow):
         self._settings.sync()
 
     def shutdown(self, timeout_ms: int = CLOSE_WAIT_MS) -> bool:
-        """Ask every background job to stop (a running training cancels at its next batch) and wait for them at
-        most ``timeout_ms`` in total; True when all have ended (else they are left running, see
-        :meth:`JobRegistry.shutdown`)."""
+        """Ask every background job to stop and wait at most ``timeout_ms`` in total; True when all have ended
+        (:meth:`JobRegistry.shutdown`)."""
         left = self.jobs.shutdown(timeout_ms)
         self.runs.worker = None
         self.data.loader = None

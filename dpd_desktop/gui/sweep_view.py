@@ -79,8 +79,7 @@ class SweepWorker(ThreadJob):
     """Runs one sweep (:class:`SweepRun`) on its own QThread; ``changed(SweepInfo)`` after each sweep.json change,
     ``event(dict)`` for each event of a Ray helper, ``refused(str)`` when the cluster was refused (security policy),
     ``cluster_failed(str)`` when the helper could not run the sweep, ``failed(str)``, ``done()`` last.
-    ``ray_address``: recorded in sweep.json before the run (None: this machine).
-    A job of the window's JobRegistry (``request_stop``, ``wait``, ``is_done``)."""
+    ``ray_address``: recorded in sweep.json before the run (None: this machine). A job of the JobRegistry."""
 
     name = "sweep"
     THREAD_NAME = "dpd-sweep"

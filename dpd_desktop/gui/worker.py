@@ -71,9 +71,8 @@ class ThreadJob(QObject):
 
 
 class SupervisorWorker(ThreadJob):
-    """A :class:`~dpd_desktop.lab.supervisor.Supervisor` on its own QThread; the followed run's events as signals.
-
-    ``supervisor_factory(workspace, observers=[...], **kw)`` builds the supervisor."""
+    """A :class:`~dpd_desktop.lab.supervisor.Supervisor` (built by ``supervisor_factory(workspace, observers=[...],
+    **kw)``) on its own QThread; the followed run's events as signals."""
 
     started = Signal(object)  # RunStarted
     batchProgress = Signal(object)  # BatchProgress (throttled)
