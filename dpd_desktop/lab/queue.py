@@ -123,7 +123,7 @@ class RunQueue:
         try:
             self._db = connect(self.path)
             self._init_schema()  # first: a file that is not our queue is left exactly as it was
-            self._db.execute("PRAGMA journal_mode = WAL")  # kept as the default journal where WAL cannot work
+            self._db.execute("PRAGMA journal_mode = WAL")  # SQLite keeps its default journal where WAL cannot work
         except QueueError:
             self.close()
             raise
@@ -302,8 +302,8 @@ class RunQueue:
         return self.get_many(done)
 
     def cancel_many(self, entry_ids: Iterable[int]) -> list[int]:
-        """:meth:`cancel` for many entries in one transaction (ended ones left as they are); returns the ids whose
-        state or request changed."""
+        """:meth:`cancel` for many entries in one transaction (ended ones are left as they are, not refused);
+        returns the ids whose state or request changed."""
         changed: list[int] = []
         now = _now()
         with self._tx() as db:

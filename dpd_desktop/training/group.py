@@ -10,9 +10,9 @@ built where a lone run's can (out of memory; the log warns).
 Isolation: the members run on threads one at a time (a baton carrying the global RNG states), so each draws the
 numbers it would alone (reference §4.1–§4.2); a member that ends leaves and the graph is captured again. Members meet
 every :data:`CHUNK` full batches; the last to arrive queues replays up to two chunks ahead (a cancel takes effect
-within two chunks). A graph failure at a meeting turns every member eager (``GroupStep.ran_to``); one while a
-chunk's launches go in fails the members' runs. A run with a time limit never joins a group (:func:`group_key`).
-On the CPU the members take turns batch by batch, eagerly.
+within two chunks; an overlapped epoch end waits for the next meeting). A graph failure at a meeting turns every
+member eager (``GroupStep.ran_to``); one while a chunk's launches go in fails the members' runs. A run with a time
+limit never joins a group (:func:`group_key`). On the CPU the members take turns batch by batch, eagerly.
 """
 from __future__ import annotations
 
