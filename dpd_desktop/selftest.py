@@ -6,9 +6,8 @@ run folder with :meth:`~dpd_desktop.runs.record.RunRecord.open` and check its fi
 best checkpoint; open the main window offscreen on that workspace and check that it lists the run. Exit status 0 when
 every step passed, 1 with a line ``self-test FAILED at <step>: <reason>`` otherwise.
 
-PyTorch is imported before Qt: on some Windows builds torch imported after Qt fails to load c10.dll
-(pytorch#166628). That is why each step imports what it checks inside its own function (not at the top): the order
-is the steps' order, and an import that fails is that step's finding.
+Each step imports what it checks (PyTorch before Qt: torch after Qt fails to load c10.dll on some Windows builds,
+pytorch#166628), so an import that fails is that step's finding.
 """
 from __future__ import annotations
 

@@ -10,8 +10,7 @@ Conventions:
 * Pareto front, per condition, among gated models: not dominated in (fewer parameters, higher q); separately in
   (fewer MACs/sample, higher q).
 * Agreement with a reference row: per metric |mean_ours − mean_ref| ≤ 2·sqrt(sd_ours²/n_ours + sd_ref²/n_ref)
-  (the difference of two seed means within two standard errors); the reference's per-seed values come from its
-  published cases.
+  (two seed means within two standard errors; the reference's per-seed values from its published cases).
 """
 from __future__ import annotations
 

@@ -12,8 +12,7 @@ limit the largest training-input magnitude (as the Arena's); the test scores wit
 split without its first and last ``frame_length`` samples, EVM = in-band error (no symbol grid); the protocol's
 target gain (its ``gain_rule``/``gain_value``, the peak rule by default) for the reference and the power gate.
 
-Everything lands in ``<workspace>/arena/<protocol>/<condition>/`` and is reused by a later run of the protocol when
-its fingerprint is unchanged (``prepared.json``).
+Written to ``<workspace>/arena/<protocol>/<condition>/``, reused while its fingerprint (``prepared.json``) holds.
 """
 from __future__ import annotations
 

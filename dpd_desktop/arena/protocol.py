@@ -12,8 +12,8 @@
 ``extends = "arena-v6"`` in [protocol]: start from that protocol (its keys, [training] fields, conditions and
 models), override what this file gives (its [[models]] replace the parent's): candidates under the same rules.
 
-Overrides (``--epochs``, ``--seeds``, ``--models``, ``--datasets``) make a short run of the same protocol; the
-leaderboard records them. Errors are :class:`ProtocolError` naming the file and the key.
+Overrides (``--epochs``, ``--seeds``, ``--models``, ``--datasets``) are recorded in the leaderboard. Errors are
+:class:`ProtocolError` naming the file and the key.
 """
 from __future__ import annotations
 

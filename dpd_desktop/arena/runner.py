@@ -1,10 +1,8 @@
-"""An Arena protocol end to end: prepare each condition, one sweep per (condition, model) over the protocol's seeds
-(dpd_desktop/sweep: the workspace's queue, child processes, groups of same-shape trials training together in fast
-mode), judge every trial on the test split, write the leaderboard.
+"""An Arena protocol end to end: prepare each condition, one sweep per (condition, model) over the protocol's seeds,
+judge every trial on the test split, write the leaderboard.
 
-State: ``<out>/arena-state.json`` maps each (condition, model) to its sweep; running the same protocol into the
-same ``out`` folder again reuses the sweeps that succeeded and resumes the others (sweep resume), so an interrupted
-arena continues where it stopped.
+State: ``<out>/arena-state.json`` maps each (condition, model) to its sweep; the same protocol run into the same
+``out`` again reuses the sweeps that succeeded and resumes the others.
 """
 from __future__ import annotations
 

@@ -1,18 +1,12 @@
-"""Deploying a DPD from the command line: ``export`` and ``finetune``.
-
-    dpd-desktop export RUN --format fixed --weights 16 --activations 16 [--lut-bits 10] [--out FOLDER]
-    dpd-desktop export RUN --format onnx [--out FILE.onnx]
-    dpd-desktop finetune RUN --qat 8,8 [--epochs 10] [--lr …]     quantisation-aware training, a new run
-    dpd-desktop finetune RUN [--epochs 10]                         the same without quantisation (a control)
+"""Deploying a DPD from the command line: ``dpd-desktop export RUN --format fixed|onnx`` and ``finetune RUN``.
 
 ``export --format fixed`` writes the integer reference's folder (export/fixed_export.py) for a neural DPD, or the
 fixed-point coefficients (quant/poly.py) for an MP/GMP run; ``--format onnx`` a checked ONNX file
-(export/onnx_export.py). Outputs are never written inside a run folder, nor over an existing file or folder without
-``--overwrite``. ``finetune`` trains a new DPD run from RUN's selected checkpoint with fake quantisation
-(config.json ``experiment.qat`` and ``parent_run``, and its ``qat`` block), then scores its integer model through the
-frozen PA (export/quantized.py); without ``--qat`` it continues the float training the same way (``parent_run``
-alone: the control that tells quantisation-aware training from extra epochs). Exit status: 0, 2 for anything
-refused before work starts (named), 1/3 as training.
+(export/onnx_export.py). Outputs are checked by runs/outputs.py (``--overwrite``). ``finetune`` trains a new DPD run
+from RUN's selected checkpoint with fake quantisation (``--qat W,A``; config.json ``experiment.qat``, ``parent_run``
+and its ``qat`` block), then scores its integer model through the frozen PA (export/quantized.py); without ``--qat``
+it continues the float training the same way (the control). Exit status: 0, 2 for anything refused before work
+starts (named), 1/3 as training.
 """
 from __future__ import annotations
 

@@ -1,32 +1,16 @@
 """Command line: ``dpd-desktop`` (the window) and its headless sub-commands on the same core.
 
-    dpd-desktop                         open the window
-    dpd-desktop demo                    the embedded demo: window when a display exists, else headless + plots
-    dpd-desktop train-pa --dataset PATH [options]
-    dpd-desktop train-dpd --dataset PATH --pa-run RUN [options]
-    dpd-desktop run-dpd --run RUN [--input FILE | --split test] --out FILE.{csv,h5,mat}
-    dpd-desktop runs [pin|unpin|clean]  list the runs of the workspace (cli/runs.py); keep them; retention
-    dpd-desktop queue add|list|move|cancel|run   the run queue (cli/queue.py)
-    dpd-desktop resume RUN              continue an interrupted/cancelled/failed run (cli/resume.py)
-    dpd-desktop sweep SPEC.toml | --grid KEY=V1,V2 ... --base OPTIONS   grid/random/Optuna sweep (cli/sweep.py)
-    dpd-desktop sweep list|show|resume|cancel SWEEP
-    dpd-desktop arena PROTOCOL [--epochs N --seeds ... --models ... --datasets ...]   benchmark leaderboard (cli/arena.py)
-    dpd-desktop runs evaluate RUN --profile NAME [--json]   re-score a finished run under a metric profile
-    dpd-desktop inspect DATASET | import-capture ...   check a capture / make a dataset of one (cli/inspect.py)
-    dpd-desktop loop --power-limit DBM [--generator ... --analyzer ... --pa-run|--virtual-pa ...]   the instrument
-                                        loop with iterative DPD (cli/loop.py); loop-dataset RUN --out DIR
-    dpd-desktop export RUN --format fixed|onnx [--weights W --activations A]   deploy a DPD (cli/deploy.py)
-    dpd-desktop finetune RUN --qat W,A  quantisation-aware fine-tune of a DPD run (cli/deploy.py)
-    dpd-desktop --self-test             check the installation (dpd_desktop.selftest); with --workspace the run stays
-
+Sub-commands (each module's ``--help`` has its options): ``demo``, ``train-pa``, ``train-dpd``, ``run-dpd``,
+``runs [pin|unpin|clean|evaluate]`` (cli/runs.py), ``queue`` (cli/queue.py), ``resume`` (cli/resume.py), ``sweep``
+(cli/sweep.py), ``arena`` (cli/arena.py), ``inspect`` / ``import-capture`` (cli/inspect.py), ``loop`` /
+``loop-dataset`` (cli/loop.py), ``export`` / ``finetune`` (cli/deploy.py), ``--self-test`` (dpd_desktop.selftest).
 ``--workspace DIR`` is a global option, placed before the sub-command (it is accepted after it too).
 
 Exit status (:class:`dpd_desktop.process.Exit`):
     0  success
     1  the run failed (its run folder records why: status.json, log.txt)
-    2  bad arguments, or unusable input found before a run starts (dataset that cannot be loaded or that the
-       inspector gives an error flag without --accept-flags, unusable workspace, PA/DPD run not found, no display
-       for the window)
+    2  bad arguments, or unusable input found before a run starts (unloadable or error-flagged dataset without
+       --accept-flags, unusable workspace, PA/DPD run not found, no display for the window)
     3  cancelled (Ctrl+C: the run stops after the current batch and stays readable)
    130 aborted by a second Ctrl+C
 """
@@ -207,10 +191,9 @@ def execute(argv=None) -> Outcome:
 def run() -> None:
     """Process entry point (console script ``dpd-desktop`` and ``python -m dpd_desktop``): :func:`main`, then exit.
 
-    Ctrl+C is cooperative from here on (:data:`~dpd_desktop.process.CTRL_C`: first cancels, second aborts); a
-    KeyboardInterrupt that still gets through (Python's default handler, before this point or in ``runs`` and
-    ``run-dpd``) is a plain cancel (exit status 3), never a traceback; nor is a standard output closed by its reader
-    (exit status 0). The process ends with ``os._exit`` when the command allows it (:attr:`Outcome.skip_teardown`).
+    Ctrl+C is cooperative from here on (:data:`~dpd_desktop.process.CTRL_C`); a KeyboardInterrupt that gets through
+    is exit status 3 and a standard output closed by its reader exit status 0, never a traceback. Ends with
+    ``os._exit`` when the command allows it (:attr:`Outcome.skip_teardown`).
     """
     prefer_passive_wait()  # before PyTorch loads OpenMP: waiting threads sleep (training/cpu_threads.py)
     quiet_broken_pipe()  # `dpd-desktop … | head`: every print of every thread, not only the main one's

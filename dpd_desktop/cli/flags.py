@@ -1,15 +1,10 @@
-"""The inspector's error flags as a gate of train-pa, train-dpd, queue add and sweep (issue 28).
+"""The inspector's error flags as a gate of train-pa, train-dpd, queue add and sweep.
 
 Before a run folder (a queue entry, a sweep folder) exists, the dataset is inspected (analysis/gate.py, cached in
 the workspace by the dataset's fingerprint). A flag of ``error`` severity refuses the command, exit status 2, one
-line per flag naming the dataset and the flag, then a line with the hint ``--accept-flags``::
-
-    error: /data/pa_capture: SWAPPED: Input and output look swapped (…). Exchange the input and output files.
-    error: /data/pa_capture: the inspector marks this dataset unfit for training (dpd-desktop inspect shows the
-           report); nothing was started: fix it, or give --accept-flags to train on it anyway
-
-With ``--accept-flags`` the command goes on; each accepted flag is printed as a warning and recorded in the run's
-config.json, ``experiment.extra.accepted_flags``: ``[{"dataset", "code", "severity", "message"}, …]``.
+line per flag naming the dataset and the flag, then a hint line. With ``--accept-flags`` the command goes on; each
+accepted flag is printed as a warning and recorded in the run's config.json, ``experiment.extra.accepted_flags``:
+``[{"dataset", "code", "severity", "message"}, …]``.
 """
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""``dpd-desktop inspect`` and ``dpd-desktop import-capture`` (the core: dpd_desktop/analysis).
-
-    dpd-desktop inspect DATASET [--json] [--frame-length N]
-    dpd-desktop import-capture --input X --output Y --sample-rate HZ --bandwidth HZ [--carriers N]
-                               [--split 0.6,0.2,0.2] [--nperseg N] [--no-normalize] --out DATASET_DIR
+"""``dpd-desktop inspect DATASET`` and ``dpd-desktop import-capture ... --out DATASET_DIR`` (dpd_desktop/analysis).
 
 Exit status: 0 (inspect: also when flags were found, they are printed), 2 when the dataset cannot be loaded or the
 capture cannot be imported (the message names the file).

@@ -1,10 +1,4 @@
-"""``dpd-desktop loop`` (the instrument loop, dpd_desktop/loop) and ``dpd-desktop loop-dataset``.
-
-    dpd-desktop loop --power-limit DBM [--generator virtual|sim|visa:RES[;profile=rs-smw]...] [--analyzer ...]
-                     [--pa-run RUN | --virtual-pa delay=3.37,snr=40,...] [--strategy ilc|ila] [--iterations N]
-                     [--target-aclr DBC] [--target-evm DB] [--target-output DBM] [--input-level DBM] [--fit FAMILY]
-                     [--report FILE.html] [--dataset-out DIR] ...
-    dpd-desktop loop-dataset RUN --out DIR [--split 0.6,0.2,0.2]   a loop iteration's capture → a dataset
+"""``dpd-desktop loop`` (the instrument loop, dpd_desktop/loop) and ``dpd-desktop loop-dataset RUN --out DIR``.
 
 One line per iteration (ACLR, EVM, NMSE, output power, delay); the loop and its iterations are in the workspace
 (``loops/<id>/loop.json``, each iteration a run), and the loop's HTML report is written to ``loops/<id>/report.html``

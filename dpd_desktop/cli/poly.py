@@ -1,11 +1,5 @@
 """Command-line pieces of the MP/GMP baselines and the model cost: the training options, the run summary lines and
-the ``coefficients`` command (export a run's MP/GMP coefficients as CSV or MAT, models/poly.py layout).
-
-    dpd-desktop train-pa --dataset D --backbone mp --poly-order 5 --memory-depth 4        least squares (default)
-    dpd-desktop train-pa --dataset D --backbone gmp --cross-lag 2 --cross-lead 2 --grid-k 3,5,7 --grid-m 2,4,6
-    dpd-desktop train-dpd --dataset D --pa-run RUN --backbone mp                           indirect learning
-    dpd-desktop train-dpd --dataset D --pa-run RUN --backbone mp --fit gradient            through the frozen PA
-    dpd-desktop coefficients --run RUN --out coef.mat                                      K×M / comm.DPD layout
+the ``coefficients`` command (export a run's MP/GMP coefficients as CSV or MAT: K×M / comm.DPD layout, models/poly.py).
 """
 from __future__ import annotations
 

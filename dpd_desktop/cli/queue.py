@@ -1,18 +1,10 @@
-"""``dpd-desktop queue``: the workspace's run queue from the command line (lab/queue.py, lab/supervisor.py).
-
-    dpd-desktop queue add pa  --dataset PATH [the options of train-pa]
-    dpd-desktop queue add dpd --dataset PATH (--pa-run RUN | --after ENTRY) [the options of train-dpd]
-    dpd-desktop queue list
-    dpd-desktop queue move ENTRY POSITION
-    dpd-desktop queue cancel ENTRY          a running entry stops after its current batch
-    dpd-desktop queue run [--device D ...] [--watch]
+"""``dpd-desktop queue add|list|move|cancel|run``: the workspace's run queue (lab/queue.py, lab/supervisor.py).
 
 ``queue add`` inspects the dataset first (cli/flags.py): an error flag refuses the entry unless --accept-flags,
 which records the flags in the entry's configuration (its run's config.json).
-``queue run`` runs the entries, each in a child process, one at a time per device lane (cpu, cuda:0, cuda:1 side
-by side), until none is left for its lanes (``--watch``: keeps waiting for new ones until Ctrl+C). Ctrl+C: the
-first stops the running entries after their current batch and starts no other; the second aborts. Queued runs write
-no plots/*.png (the run folder is otherwise the one train-pa / train-dpd writes).
+``queue run`` runs the entries, each in a child process, one at a time per device lane, until none is left for its
+lanes (``--watch``: waits for new ones until Ctrl+C). Ctrl+C: the first stops the running entries after their
+current batch and starts no other; the second aborts. Queued runs write no plots/*.png.
 
 Exit status: 0 done (``run``: whatever the entries' outcomes, which ``queue list`` shows), 2 bad arguments or an
 unusable queue file (nothing queued), 3 ``run`` stopped by Ctrl+C.

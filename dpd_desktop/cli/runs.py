@@ -1,14 +1,7 @@
-"""``dpd-desktop runs``: the runs of the workspace, read through the index (runs/index.py), and their retention.
-
-    dpd-desktop runs [--step pa|dpd] [--state STATE] [--json]     list (also: runs list ...)
-    dpd-desktop runs pin RUN [RUN ...]                            keep runs (retention never removes them)
-    dpd-desktop runs unpin RUN [RUN ...]                          make them scratch again
-    dpd-desktop runs clean [--dry-run] [--older-than HOURS]       remove scratch runs older than retention_hours
-    dpd-desktop runs report RUN [RUN ...] --out FILE.html         an HTML report (one run, or a comparison)
-
-Each sub-action is one entry of :data:`ACTIONS`: ``name → (add_arguments(parser), handler(args, ws) -> exit
-status)``; a new one (e.g. ``evaluate``) is one more entry. The list's text columns are for people; ``--json`` gives
-every field of :class:`~dpd_desktop.runs.index.IndexedRun` for programs.
+"""``dpd-desktop runs [list|pin|unpin|clean|report|evaluate]``: the workspace's runs, read through the index
+(runs/index.py), and their retention. Each sub-action is one entry of :data:`ACTIONS`: ``name →
+(add_arguments(parser), handler(args, ws) -> exit status)``; ``--json`` lists every field of
+:class:`~dpd_desktop.runs.index.IndexedRun`.
 """
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
 """``dpd-desktop train-pa`` / ``train-dpd``: the training options, the console's progress and metrics table, and
-:func:`run_training`, the one headless run of an experiment (also used by demo, queue add, sweep --base, finetune).
-
-    dpd-desktop train-dpd --dataset D --pa-run RUN --backbone deltagru --hidden-size 14 \\
-        --lr-schedule cosine --warmup-epochs 5 --gain-rule small-signal --power-weight 1e-4
+:func:`run_training`, the one headless run of an experiment.
 """
 from __future__ import annotations
 
@@ -311,14 +308,11 @@ def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, q
                  plots: bool = True, observers=(), accept_flags: bool | None = None) -> int:
     """Run one experiment headless with the console observer; returns the exit status (module docstring).
 
-    The dataset (``config.dataset`` unless ``dataset``, an ``IQDataset``, is given) is loaded here, before the
-    trainer exists, so that one that cannot be loaded is exit status 2 with no run folder. Ctrl+C
-    (:data:`~dpd_desktop.process.CTRL_C`): the first cancels (before the trainer exists no run starts; then the
-    trainer stops after the current batch), the second aborts (130). When the handler is not installed (a call from
-    Python in the main thread), it is installed for the duration of the run. ``observers`` see the run's events
-    too (after the console's). ``accept_flags`` not None: the dataset's inspector flags are checked before the
-    trainer exists (cli/flags.py): an error flag is exit status 2 with no run folder unless ``accept_flags``, which
-    records the accepted flags in ``config.extra`` (config.json).
+    The dataset (``config.dataset`` unless an ``IQDataset`` is given) is loaded before the trainer exists: one that
+    cannot be loaded is exit status 2 with no run folder. Ctrl+C (:data:`~dpd_desktop.process.CTRL_C`, installed for
+    the run when it is not): the first cancels, the second aborts (130). ``observers`` see the events after the
+    console. ``accept_flags`` not None: the inspector's flags are checked first (cli/flags.py): an error flag is exit
+    status 2 unless ``accept_flags``, which records them in ``config.extra``.
     """
     from ..training.ls_fit import make_trainer  # PyTorch: see the note under the imports
     from ..training.trainer import load_dataset_for

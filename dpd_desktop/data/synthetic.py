@@ -1,8 +1,7 @@
-"""Synthetic demo dataset: multi-carrier OFDM through a virtual PA with memory.
+"""Synthetic demo dataset: multi-carrier OFDM through a virtual PA with memory (demo mode, examples, tests).
 
-Used by ``make run`` (demo mode), examples and tests, so the app works without the measured data in
-``../shared/datasets``. The layout mimics DPA_160MHz (OpenDPD reference §1.2: 4 × 40 MHz carriers at fs 640 MHz,
-160 MHz occupied, inputs peak-normalized to |x|max = 1 as in reference §1.4) at a smaller size.
+Layout as DPA_160MHz (OpenDPD reference §1.2: 4 × 40 MHz carriers at fs 640 MHz, 160 MHz occupied, inputs
+peak-normalized to |x|max = 1 as in reference §1.4) at a smaller size.
 
 Signal model (all complex baseband, fs = 640 MHz, nperseg = 4096 → bin spacing Δf = 156.25 kHz):
 
@@ -18,8 +17,7 @@ Signal model (all complex baseband, fs = 640 MHz, nperseg = 4096 → bin spacing
    Defaults: αa = 2.7, βa = 0.18 (small-signal gain 2.7, ≈ 2.3 at |u| = 1, i.e. ≈ 1.4 dB compression at the
    peak), αp = 0.55, βp = 0.3 (≈ 24° phase shift at |u| = 1), noise −45 dB.
 
-Splits are contiguous in time order: train, then val, then test. Deterministic for a given ``seed`` (one
-``numpy.random.Generator``); about 0.1 s for the default size.
+Splits are contiguous in time order: train, val, test. Deterministic for a given ``seed`` (one numpy Generator).
 """
 
 from __future__ import annotations
@@ -57,11 +55,8 @@ def _qam(rng: np.random.Generator, shape: tuple[int, ...], order: int) -> np.nda
 
 def saleh_pa(u: np.ndarray, alpha_a: float = 2.7, beta_a: float = 0.18, alpha_p: float = 0.55,
              beta_p: float = 0.3) -> np.ndarray:
-    """Memoryless Saleh PA model on complex samples ``u`` (any shape, complex128 recommended).
-
-    ``A(r) = alpha_a·r / (1 + beta_a·r²)`` (output amplitude), ``Φ(r) = alpha_p·r² / (1 + beta_p·r²)`` (radians);
-    returns ``A(|u|)·exp(j(∠u + Φ(|u|)))``. (A. Saleh, IEEE Trans. Commun., 1981.)
-    """
+    """Memoryless Saleh PA (A. Saleh, IEEE Trans. Commun., 1981) on complex ``u`` (any shape):
+    ``A(|u|)·exp(j(∠u + Φ(|u|)))``, A and Φ (radians) as in the module docstring."""
     r = np.abs(u)
     amp = alpha_a * r / (1.0 + beta_a * r * r)
     phi = alpha_p * r * r / (1.0 + beta_p * r * r)
@@ -71,10 +66,7 @@ def saleh_pa(u: np.ndarray, alpha_a: float = 2.7, beta_a: float = 0.18, alpha_p:
 
 
 def _to_iq(z: np.ndarray) -> np.ndarray:
-    out = np.empty((z.shape[0], 2), dtype=np.float32)
-    out[:, 0] = z.real
-    out[:, 1] = z.imag
-    return out
+    return np.stack([z.real, z.imag], axis=-1).astype(np.float32)
 
 
 def make_demo_dataset(seed: int = 0, n_train: int = 61440, n_val: int = 16384, n_test: int = 16384, *,

@@ -1,11 +1,9 @@
 """The main window: toolbar, dataset/model/training forms, live plot panels, progress, epoch table, status bar.
 
-The window builds its widgets (:class:`~.actions.Actions`: actions, toolbar, menus, status bar;
-:class:`~.plot_area.PlotArea`: the central widget and its drawing) and owns the objects that work with them, each
-given what it uses: :class:`~.session.Session` (the Qt-free run state it renders), :class:`~.jobs.JobRegistry`,
-:class:`~.dataset_control.DatasetController`, :class:`~.form_state.FormState`, :class:`~.run_control.RunController`
-and :class:`~.model_exports.RunDpd`. Every slow job runs off the GUI thread, registered in the job registry that a
-close waits for at most :data:`CLOSE_WAIT_MS`.
+Widgets: :class:`~.actions.Actions` and :class:`~.plot_area.PlotArea`; state and work: :class:`~.session.Session`,
+:class:`~.dataset_control.DatasetController`, :class:`~.form_state.FormState`, :class:`~.run_control.RunController`,
+:class:`~.model_exports.RunDpd`. Slow jobs run off the GUI thread in a :class:`~.jobs.JobRegistry` that a close
+waits for at most :data:`CLOSE_WAIT_MS`.
 """
 from __future__ import annotations
 
@@ -60,10 +58,9 @@ class MainWindow(QMainWindow):
 
     Args:
         workspace: the run workspace (``Workspace``); default: the platform's user data folder.
-        settings: QSettings for window geometry (tests pass one in a temporary folder).
+        settings: QSettings for window geometry.
         demo_kwargs: keyword arguments for ``make_demo_dataset`` when the demo data is loaded.
-        supervisor_factory: builds the supervisor that trains each run in a child process (lab/supervisor.py);
-            tests pass one that trains in this process.
+        supervisor_factory: builds the supervisor that trains each run (lab/supervisor.py).
 
     ``stateChanged`` and ``runEnded`` carry the core's run-state words (:data:`dpd_desktop.runs.states.RUN_STATES`).
     """
@@ -375,9 +372,8 @@ class MainWindow(QMainWindow):
         self._settings.sync()
 
     def shutdown(self, timeout_ms: int = CLOSE_WAIT_MS) -> bool:
-        """Ask every background job to stop (a running training cancels at its next batch) and wait for them at
-        most ``timeout_ms`` in total; True when all have ended (else they are left running, see
-        :meth:`JobRegistry.shutdown`)."""
+        """Ask every background job to stop and wait at most ``timeout_ms`` in total; True when all have ended
+        (:meth:`JobRegistry.shutdown`)."""
         left = self.jobs.shutdown(timeout_ms)
         self.runs.worker = None
         self.data.loader = None

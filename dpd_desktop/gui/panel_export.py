@@ -1,12 +1,9 @@
-"""Export a plot panel to PNG, SVG or CSV through pyqtgraph's exporters (ImageExporter, SVGExporter, CSVExporter),
-from each plot's context menu and from File ▸ Export.
+"""Export a plot panel to PNG, SVG or CSV through pyqtgraph's exporters (ImageExporter, SVGExporter, CSVExporter).
 
-Figures are at a publication size: :data:`FIGURE_IN` (3.5 in × 2.6 in, a single journal column) at
-:data:`FIGURE_DPI` (300 dpi), i.e. 1050 × 780 pixels. They are drawn from an offscreen print copy of the panel
-(:func:`figure_of`: white background, 7-8 pt text, pens and symbols scaled to 300 dpi), laid out at the PNG's own
-size, so nothing is rescaled; the live panel is not touched. The SVG is drawn from the same copy. The CSV holds each
-curve's original data (x, y columns per curve, pyqtgraph's "(x,y) per plot" layout) of every plot of the panel, one
-block of columns after the other. Each file is written atomically.
+Figures: :data:`FIGURE_IN` (3.5 in × 2.6 in, one journal column) at :data:`FIGURE_DPI` (300 dpi), i.e. 1050 × 780
+pixels, drawn from an offscreen print copy of the panel (:func:`figure_of`) laid out at the PNG's own size; the
+SVG from the same copy. The CSV holds every plot's original curve data (pyqtgraph's "(x,y) per plot" layout). Each
+file is written atomically.
 """
 from __future__ import annotations
 
@@ -55,11 +52,9 @@ def _pen(pen) -> QPen:
 
 
 def figure_of(panel: PlotPanel) -> pg.GraphicsLayoutWidget:
-    """An offscreen copy of ``panel`` for print, :data:`FIGURE_PX` pixels (3.5 in × 2.6 in at 300 dpi; text in points
-    at 96 dpi times :data:`SCALE`), on a white background with black axes: every PlotItem (title, axis labels and
-    kinds, log mode, view range, legend), its curves and points (original data, same pens and symbols), its marker
-    lines and shaded regions, and the layout's text labels (the PSD's ACLR read-out). The live panel is not touched.
-    Close the copy after use."""
+    """An offscreen print copy of ``panel``, :data:`FIGURE_PX` pixels (text in points at 96 dpi times
+    :data:`SCALE`), white background, black axes: every PlotItem with its curves, markers, regions and legend, and
+    the layout's text labels. Close the copy after use."""
     saved = {k: pg.getConfigOption(k) for k in ("background", "foreground", "antialias")}
     pg.setConfigOptions(background="w", foreground="k", antialias=True)
     try:
@@ -199,11 +194,8 @@ def _svg_via_qt(fig) -> bytes:
 
 
 def export_svg(panel: PlotPanel, path: str | os.PathLike) -> Path:
-    """Write the panel as SVG (vector; the print copy, 3.5 in × 2.6 in in logical pixels at 96 dpi).
-
-    pyqtgraph's SVGExporter first; where it fails on a closed path ("Z" in a path's data, pyqtgraph 0.14.0:
-    pyqtgraph/pyqtgraph#3495, ValueError), Qt's QSvgGenerator paints the same scene.
-    """
+    """Write the panel as SVG (the print copy, 3.5 in × 2.6 in in logical pixels at 96 dpi): pyqtgraph's SVGExporter,
+    or Qt's QSvgGenerator where it fails on a closed path (pyqtgraph/pyqtgraph#3495)."""
     fig = figure_of(panel)
     try:
         try:
@@ -250,8 +242,7 @@ EXPORTERS = {"png": export_png, "svg": export_svg, "csv": export_csv}
 def export_panel(panel: PlotPanel, path: str | os.PathLike, fmt: str | None = None, overwrite: bool = False,
                  workspace=None) -> Path:
     """Export ``panel`` to ``path`` in ``fmt`` ("png", "svg", "csv"; default: from the suffix), under the output rule
-    (runs/outputs.py: never a file of a run folder, a dataset or the workspace; an existing file only with
-    ``overwrite``).
+    (runs/outputs.py; an existing file only with ``overwrite``).
 
     Raises:
         OutputRefused (a ValueError): the rule refuses ``path``. ValueError: an unknown format, or a CSV of a panel

@@ -307,13 +307,24 @@ def bottom_dock(window, title: str, object_name: str, widget) -> QDockWidget:
     return dock
 
 
+def read_only_rows(table, multi: bool = True) -> None:
+    """Set up ``table`` as a read-only list of rows: whole-row (``multi``: extended) selection, alternating colours,
+    no row numbers, 20 px rows, columns sized to their contents."""
+    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection if multi
+                           else QAbstractItemView.SelectionMode.SingleSelection)
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.setAlternatingRowColors(True)
+    table.verticalHeader().setVisible(False)
+    table.verticalHeader().setDefaultSectionSize(20)
+    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+
+
 def hidden_dock(window, title: str, object_name: str, widget, *, tab_with, toggle_text: str, shortcut: str,
                 tooltip: str, on_shown) -> QDockWidget:
     """A :func:`bottom_dock` tabbed with the dock ``tab_with`` (None: untabbed), hidden until its toggle (added to
-    the Run menu, with ``shortcut`` and ``tooltip``) shows it; ``on_shown()`` runs each time it is shown.
-
-    Hidden at first: a tabbed dock's tab bar would raise the window's minimum height past a small screen's
-    (tests/gui/test_main_window.py, the 800 px offscreen screen)."""
+    the Run menu, with ``shortcut`` and ``tooltip``) shows it; ``on_shown()`` runs each time it is shown. Hidden at
+    first: a tabbed dock's tab bar would raise the window's minimum height past a small screen's."""
     dock = bottom_dock(window, title, object_name, widget)
     if tab_with is not None:
         window.tabifyDockWidget(tab_with, dock)

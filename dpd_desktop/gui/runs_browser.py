@@ -18,8 +18,7 @@ import math
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton,
-                               QTableView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QTableView, QVBoxLayout, QWidget)
 
 from ..runs.compare import compare_runs
 from ..runs.index import quant_text
@@ -29,7 +28,7 @@ from ..runs.replay import load_replay
 from ..runs.states import DAMAGED, RUN_STATES, UNREADABLE
 from . import history
 from .compare import CompareView
-from .queue_panel import hidden_dock
+from .queue_panel import hidden_dock, read_only_rows
 from .run_status import show_reopened
 from .runs_jobs import index_rows, start_job, write_report_job
 from .session import power_caveat
@@ -216,13 +215,7 @@ class RunsBrowser(QWidget):
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(0, Qt.SortOrder.DescendingOrder)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setAlternatingRowColors(True)
-        self.table.verticalHeader().setVisible(False)
-        self.table.verticalHeader().setDefaultSectionSize(20)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        read_only_rows(self.table)
         self.table.horizontalHeader().setStretchLastSection(True)
         lay.addWidget(self.table, 1)
 

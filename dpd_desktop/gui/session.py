@@ -1,9 +1,7 @@
-"""The window's session model, free of Qt: the run state, the progress read-out and its ETA, which controls are
-enabled, and the texts the window shows. Tests drive it without a QApplication; the window renders it.
+"""The window's session model, free of Qt: run state, progress read-out and ETA, enabled controls, texts.
 
-The run state uses the core's one vocabulary (:data:`dpd_desktop.runs.states.RUN_STATES`): ``None`` while no run
-has been started, ``queued`` while a started run waits for its dataset to load, then ``running`` and one of the
-final states. A requested stop is the flag :attr:`Session.cancel_requested`, not a state of its own.
+Run state: ``None`` (no run yet) or one of :data:`dpd_desktop.runs.states.RUN_STATES` (``queued`` while the
+dataset loads); a requested stop is the flag :attr:`Session.cancel_requested`, not a state.
 """
 from __future__ import annotations
 
@@ -50,11 +48,8 @@ def epoch_pace_s(batch: int, batches: int, elapsed_s: float | None, sec_per_epoc
 
 def remaining_s(epoch: int, epochs: int, batch: int, batches: int, elapsed_s: float | None,
                 eta_s: float | None, sec_per_epoch: float | None) -> float | None:
-    """Seconds left in the run at batch ``batch`` (1-based) of epoch ``epoch`` (0-based) out of ``epochs``.
-
-    The rest of this epoch (the trainer's ``eta_s`` when it gives one, else the pace times the fraction of batches
-    left) plus the later epochs at the pace of :func:`epoch_pace_s`. None when no pace is known yet.
-    """
+    """Seconds left at batch ``batch`` (1-based) of epoch ``epoch`` (0-based): this epoch's rest (``eta_s``, else
+    pace x fraction of batches left) plus later epochs at :func:`epoch_pace_s`; None when no pace is known."""
     pace = epoch_pace_s(batch, batches, elapsed_s, sec_per_epoch)
     if pace is None:
         return None
@@ -79,13 +74,9 @@ class Controls:
 
 @dataclass(frozen=True)
 class SessionState:
-    """Everything the controls depend on.
-
-    ``run``: None or one of RUN_STATES. ``loading``: a dataset loader is in flight. ``exporting``: a Run DPD job is
-    in flight. ``step``: "pa" or "dpd" as chosen in the toolbar. ``pa_run_available``: the PA run combo lists at
-    least one usable PA run. ``preview``: "Live batch preview" is ticked. ``dpd_run_ready``: the ended run is a DPD
-    run with a selected checkpoint (the core's :func:`~dpd_desktop.export.dpd_export.is_dpd_run`).
-    """
+    """Everything the controls depend on. ``run``: None or one of RUN_STATES; ``loading``/``exporting``: a dataset
+    load / Run DPD job in flight; ``step``: "pa" or "dpd"; ``dpd_run_ready``: the ended run is a DPD run with a
+    checkpoint."""
 
     run: str | None = None
     cancel_requested: bool = False
@@ -115,8 +106,7 @@ def controls(s: SessionState) -> Controls:
 
 
 def is_dpd_run(run_dir: str) -> bool:
-    """:func:`dpd_desktop.export.dpd_export.is_dpd_run`, imported when a run ends: that module brings PyTorch,
-    which the window imports behind its first paint (gui/preload.py)."""
+    """:func:`dpd_desktop.export.dpd_export.is_dpd_run`, imported late: it brings PyTorch (see gui/preload.py)."""
     from ..export.dpd_export import is_dpd_run as check
 
     return check(run_dir)
@@ -240,8 +230,7 @@ class Session:
 
     # -- what a quit would stop ---------------------------------------------------------------------------------
     def add_busy_check(self, check: Callable[[], str | None]) -> None:
-        """Let another part of the window (a queue panel) say what it keeps busy: ``check()`` returns a short
-        description (e.g. "2 queued runs") or None when idle. Asked by :meth:`busy`."""
+        """Add ``check() -> str | None``: what another part keeps busy ("2 queued runs"), None when idle."""
         self._busy_checks.append(check)
 
     def busy(self) -> list[str]:
@@ -313,8 +302,7 @@ class Session:
         return True
 
     def request_cancel(self) -> bool:
-        """Stop: a queued run ends ``cancelled`` at once; a running one sets the flag (the trainer stops at its next
-        batch boundary and reports). False when there is nothing to stop or a stop is already pending."""
+        """Stop: a queued run ends ``cancelled`` at once, a running one sets the flag. False when nothing to stop."""
         if self._state.run == "queued":
             self._text = "Stopped before it started"
             self._set_run("cancelled")
@@ -325,8 +313,7 @@ class Session:
         return True
 
     def refuse_queued(self, message: str) -> bool:
-        """A queued start the user declined (flagged dataset): → ``cancelled`` ("Not started: <message>"). False when
-        no run is queued."""
+        """A declined queued start → ``cancelled`` ("Not started: <message>"). False when no run is queued."""
         if self._state.run != "queued":
             return False
         self._text = f"Not started: {message}"
@@ -334,8 +321,7 @@ class Session:
         return True
 
     def fail_queued(self, message: str = "the dataset could not be loaded") -> bool:
-        """The dataset of a queued run could not be loaded: → ``failed`` ("Not started: <message>"). False when no
-        run is queued."""
+        """A queued run's dataset failed to load → ``failed``. False when no run is queued."""
         if self._state.run != "queued":
             return False
         self._text = f"Not started: {message}"
@@ -409,9 +395,8 @@ class Session:
         self._end("cancelled", ev.run_dir)
 
     def on_reopened(self, config, run_id: str, run_dir: str, state: str, epochs_done: int = 0) -> bool:
-        """A finished run reopened from its folder (the runs browser) becomes the current run, as if it had just
-        ended in ``state`` (a final state): Run DPD (a DPD run with a checkpoint) and Resume (cancelled, interrupted,
-        failed) follow it. False (nothing changes) while a run is live or for a state that is not final."""
+        """A run reopened from its folder becomes the current run, as if just ended in ``state`` (a final state).
+        False (nothing changes) while a run is live or for a state that is not final."""
         if self.is_live or state not in FINAL_STATES:
             return False
         self._reset(config)
@@ -422,9 +407,8 @@ class Session:
         return True
 
     def forget_ended_run(self) -> bool:
-        """Another dataset was loaded: the ended run no longer belongs to what the window shows → no run (Idle; Run
-        DPD of it disabled). False (nothing changes) while a run is live, when there is none, or when the run ended
-        before it had a run folder (a queued run stopped while its dataset loaded keeps its ``cancelled``)."""
+        """Another dataset was loaded → no run (Idle). False (nothing changes) while a run is live, when there is
+        none, or when it ended without a run folder."""
         if self._state.run is None or self.is_live or not self.run_dir:
             return False
         self._reset(None)
@@ -438,8 +422,8 @@ class Session:
         self._end("interrupted", run_dir)
 
     def on_worker_done(self) -> str | None:
-        """The training thread ended. When no outcome event arrived (should not happen) the run ends ``cancelled``
-        if a stop was requested, else ``failed``; returns that state, or None when an outcome had arrived."""
+        """The training thread ended without an outcome event: → ``cancelled`` (stop requested) or ``failed``;
+        returns that state, or None when an outcome had arrived."""
         if self._state.run != "running":
             return None
         state = "cancelled" if self._state.cancel_requested else "failed"

@@ -1,15 +1,10 @@
-"""The Sweep view: a sweep's trials with their live best metrics, a Pareto plot of NMSE and ACLR against the model's
-cost, stop / resume, and the best trial one click from open, compare and report (a bottom dock, like the runs
-browser).
+"""The Sweep view (a bottom dock): a sweep's trials with their live best metrics, a Pareto plot of NMSE and ACLR
+against the model's cost, stop / resume, and the best trial one click from open, compare and report.
 
-Everything it reads comes from :func:`dpd_desktop.sweep.table.sweep_table` on a pool job (sweep.json and the
-workspace index); while the shown sweep runs, it is read again every :data:`LIVE_REFRESH_MS`. Resume runs the sweep
-(:class:`~dpd_desktop.sweep.runner.SweepRun`) on a :class:`SweepWorker` QThread: its trials are queue entries
-trained in child processes (sweep/local.py), so the window's threads never train. With the Ray bar on
-(gui/sweep_ray.py) the trials go to a Ray cluster through the helper process instead, and the table shows each
-running trial's epoch and best-so-far metrics from the helper's events; a refused cluster is shown under the bar.
-Stop: the worker's sweep stops (running trials end cancelled after their batch); a sweep run by another process is
-asked through sweep.json (``sweep cancel``).
+The table comes from :func:`dpd_desktop.sweep.table.sweep_table` on a pool job, re-read every
+:data:`LIVE_REFRESH_MS` while the shown sweep runs. Resume runs :class:`~dpd_desktop.sweep.runner.SweepRun` on a
+:class:`SweepWorker` QThread (trials in child processes, or on a Ray cluster with the Ray bar, gui/sweep_ray.py).
+Stop: the worker's sweep stops; a sweep run by another process is asked through sweep.json (``sweep cancel``).
 """
 from __future__ import annotations
 
@@ -19,8 +14,8 @@ import traceback
 
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
-                               QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QPushButton, QSplitter, QTableWidget, QTableWidgetItem,
+                               QVBoxLayout, QWidget)
 
 from ..runs.compare import compare_runs
 from ..sweep.ray_helper import RayHelperError
@@ -30,7 +25,7 @@ from ..sweep.store import SweepStore
 from ..sweep.table import COSTS, pareto_front, sweep_table
 from . import theme
 from .compare import CompareView
-from .queue_panel import hidden_dock
+from .queue_panel import hidden_dock, read_only_rows
 from .runs_jobs import start_job, write_report_job
 from .sweep_define import SweepDefineDialog, rows_of
 from .sweep_ray import INFO_STYLE, WARNING_STYLE, LiveTrials, RayBar
@@ -84,8 +79,7 @@ class SweepWorker(ThreadJob):
     """Runs one sweep (:class:`SweepRun`) on its own QThread; ``changed(SweepInfo)`` after each sweep.json change,
     ``event(dict)`` for each event of a Ray helper, ``refused(str)`` when the cluster was refused (security policy),
     ``cluster_failed(str)`` when the helper could not run the sweep, ``failed(str)``, ``done()`` last.
-    ``ray_address``: recorded in sweep.json before the run (None: this machine).
-    A job of the window's JobRegistry (``request_stop``, ``wait``, ``is_done``)."""
+    ``ray_address``: recorded in sweep.json before the run (None: this machine). A job of the JobRegistry."""
 
     name = "sweep"
     THREAD_NAME = "dpd-sweep"
@@ -167,13 +161,7 @@ class SweepView(QWidget):
 
         split = QSplitter()
         self.table = QTableWidget(0, 0)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setAlternatingRowColors(True)
-        self.table.verticalHeader().setVisible(False)
-        self.table.verticalHeader().setDefaultSectionSize(20)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        read_only_rows(self.table)
         split.addWidget(self.table)
         plots = QWidget()
         pl = QVBoxLayout(plots)

@@ -1,11 +1,6 @@
-"""Training followed from a QThread: the supervisor (lab/supervisor.py) trains each run in a child process
-(lab/child.py), and the workers here turn its observer calls into Qt signals queued to the GUI thread.
-
-:class:`RunWorker` is the window's Start (one run, :meth:`Supervisor.run_entry`); :class:`QueueWorker` runs the
-workspace's queue and follows its first running entry. Both emit the same signals, each carrying the event
-dataclass of runs/events.py; progress is throttled (latest value wins, at most ~10 per second, an epoch's last
-batch always passes). With ``request_stop``, ``wait`` and ``is_done`` they are jobs of
-:class:`~dpd_desktop.gui.jobs.JobRegistry`.
+"""Workers on a QThread that turn the supervisor's observer calls (lab/supervisor.py, a child process per run)
+into Qt signals carrying runs/events.py dataclasses. Progress is throttled (latest wins, at most ~10 per second, an
+epoch's last batch always passes). They are jobs of :class:`~dpd_desktop.gui.jobs.JobRegistry`.
 """
 from __future__ import annotations
 
@@ -76,10 +71,8 @@ class ThreadJob(QObject):
 
 
 class SupervisorWorker(ThreadJob):
-    """A :class:`~dpd_desktop.lab.supervisor.Supervisor` on its own QThread; the followed run's events as signals.
-
-    ``supervisor_factory(workspace, observers=[...], **kw)`` builds the supervisor (tests pass one that trains
-    in this process)."""
+    """A :class:`~dpd_desktop.lab.supervisor.Supervisor` (built by ``supervisor_factory(workspace, observers=[...],
+    **kw)``) on its own QThread; the followed run's events as signals."""
 
     started = Signal(object)  # RunStarted
     batchProgress = Signal(object)  # BatchProgress (throttled)
@@ -140,13 +133,9 @@ class SupervisorWorker(ThreadJob):
 
 
 class RunWorker(SupervisorWorker):
-    """The window's run: ``config`` on the loaded ``dataset`` (None: the config's, or for a ``resume`` — a run
-    folder — the run's recorded one) in a child process.
-
-    A child that ends without an outcome gets its final status.json from the supervisor: the window hears
-    ``failed`` (RunFailed, "process ended by signal SIGSEGV") or :attr:`interrupted` (a kill: the
-    :class:`~dpd_desktop.lab.supervisor.EntryEnded` with state ``interrupted``). ``resumed_rows``: for a resume,
-    the history rows of the epochs done before it, set before ``started`` is emitted.
+    """The window's Start: ``config`` on ``dataset`` (None: the config's, or a ``resume`` run folder's) in a child
+    process. A child killed without an outcome emits :attr:`interrupted`; ``resumed_rows``: a resume's earlier
+    history rows, set before ``started`` is emitted.
     """
 
     name = "training run"
@@ -218,11 +207,9 @@ class RunWorker(SupervisorWorker):
 
 
 class QueueWorker(SupervisorWorker):
-    """Runs the workspace's queue (``lanes``: the device lanes served, None: all) until no entry is ready, and
-    follows its first running entry (the run signals); ``entryStarted`` / ``entryEnded`` carry every entry's.
-
-    :meth:`request_cancel` stops the followed entry after its current batch (the toolbar's Stop);
-    :meth:`request_stop` stops the queue: the running entries stop after their batch and none starts.
+    """Runs the workspace's queue (``lanes``: None for all) until no entry is ready, following its first running
+    entry; ``entryStarted`` / ``entryEnded`` carry every entry's. :meth:`request_cancel` stops the followed entry,
+    :meth:`request_stop` the queue (running entries stop after their batch, none starts).
     """
 
     name = "run queue"

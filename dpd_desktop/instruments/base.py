@@ -4,15 +4,9 @@ Units used throughout the instrument layer and the loop: complex baseband sample
 instantaneous power in mW at the instrument's RF port (an RMS level of P dBm is ``mean|z|² = 10**(P/10)``). The
 sample rate is in Hz, frequencies in Hz, levels in dBm, timeouts in seconds.
 
-* :class:`Generator`: :meth:`~Generator.load` a waveform (complex, any scale: the generator plays its shape, the
-  level sets its RMS power), :meth:`~Generator.set_frequency`, :meth:`~Generator.set_level` (RMS, dBm),
-  :meth:`~Generator.rf` on/off, :meth:`~Generator.play`. :meth:`~Generator.mute` switches RF off and never raises.
-* :class:`Analyzer`: :meth:`~Analyzer.capture` N complex samples at a centre frequency and sample rate, triggered by
-  the generator's waveform marker (so that sample 0 is the waveform's first sample plus the path's delay).
-* Both: :meth:`identify` (``*IDN?``), :meth:`reset` (``*RST``), :meth:`errors` (the error queue, drained),
-  ``timeout_s``, :meth:`close`.
-
-Errors: :mod:`.errors` (every one an :class:`~dpd_desktop.instruments.errors.InstrumentError`, one line).
+A :class:`Generator` plays its waveform's shape (any scale) at the RMS level set; :meth:`~Generator.mute` never
+raises. An :class:`Analyzer` capture is triggered by the generator's waveform marker (sample 0 is the waveform's
+first sample plus the path's delay). Errors: :class:`~dpd_desktop.instruments.errors.InstrumentError` (one line).
 """
 from __future__ import annotations
 

@@ -2,7 +2,6 @@
 
 Every error a driver raises is an :class:`InstrumentError`; its ``str()`` is one line of plain words fit for a
 status bar or a terminal (``"analyzer (Rohde&Schwarz FSW): no answer within 5.0 s to 'TRAC:IQ:DATA:MEM? 0,16384'"``).
-The loop (dpd_desktop/loop) turns any of them into the loop's one-line failure after muting the generator.
 """
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 :class:`ScpiSession` wraps a pyvisa ``MessageBasedResource`` (or any object with ``write``, ``query``,
 ``write_raw``, ``read_raw``, ``query_binary_values``, ``timeout`` in ms and ``close``: tests pass recording fakes).
-It keeps :attr:`ScpiSession.log`, the messages in the order they went out (``"> TEXT"`` written, ``"? TEXT"``
-queried, ``"> TEXT #<block of N bytes>"`` for binary blocks), which is what the tests check.
+:attr:`ScpiSession.log` holds the messages in order (``"> TEXT"`` written, ``"? TEXT"`` queried,
+``"> TEXT #<block of N bytes>"`` for binary blocks).
 
 Faults: a VISA timeout (``VI_ERROR_TMO``, pyvisa's ``VisaIOError``) → :class:`InstrumentTimeout`; any other VISA
 or connection error (a closed socket, a resource that vanished) → :class:`InstrumentDead`; once dead, every later

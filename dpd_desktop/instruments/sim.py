@@ -1,17 +1,14 @@
 """Simulated SCPI instruments for pyvisa-sim: an R&S SMW200A-like generator and an R&S FSW-like analyzer that
-answer the commands of profiles.py ``RS_SMW`` / ``RS_FSW`` (used by the tests and CI, and by
-``dpd-desktop loop --generator sim --analyzer sim``).
+answer the commands of profiles.py ``RS_SMW`` / ``RS_FSW`` (``--generator sim --analyzer sim``).
 
-pyvisa-sim answers text messages from a YAML definition (https://pyvisa.readthedocs.io/projects/pyvisa-sim):
-exact dialogues, properties with a getter and a setter, and an error queue that an unknown command fills
-(``SYST:ERR?`` then answers ``-113,"Undefined header"``). It cannot compute: the analyzer's answer to
-``TRAC:IQ:DATA:MEM? 0,<n>`` is a fixed capture written into the YAML by :func:`write_sim_yaml` (the loop's signal
-through a :class:`~dpd_desktop.instruments.virtual.VirtualBench`, in V), and the generator takes its waveform as a
-file (the driver's ``transfer="file"``), since pyvisa-sim matches text only.
+pyvisa-sim answers text from a YAML definition (dialogues, properties, an error queue: ``SYST:ERR?`` answers
+``-113,"Undefined header"`` after an unknown command) and cannot compute: the answer to ``TRAC:IQ:DATA:MEM? 0,<n>``
+is a fixed capture written by :func:`write_sim_yaml` (the loop's signal through a
+:class:`~dpd_desktop.instruments.virtual.VirtualBench`, in V); the generator takes its waveform as a file
+(``transfer="file"``).
 
-Resources (192.0.2.0/24 is TEST-NET-1, RFC 5737: no real host there; nothing is sent anywhere):
-``GENERATOR`` (the SMW), ``ANALYZER`` (the FSW) and ``SILENT_ANALYZER`` (an FSW that never answers the I/Q fetch:
-a timeout).
+Resources (192.0.2.0/24 is TEST-NET-1, RFC 5737: no real host there): ``GENERATOR`` (the SMW), ``ANALYZER`` (the
+FSW) and ``SILENT_ANALYZER`` (an FSW that never answers the I/Q fetch: a timeout).
 """
 from __future__ import annotations
 

@@ -1,20 +1,15 @@
-"""A virtual bench: a generator and an analyzer joined by a virtual PA, for running and testing the loop without
-hardware.
+"""A virtual bench: a generator and an analyzer joined by a virtual PA, for the loop without hardware.
 
-The RF path of :class:`VirtualBench`: the generator plays its waveform periodically (as an ARB does) at its RMS
-level → the PA (:class:`MemoryPolynomialPA`, or :class:`RunPA`: a trained PA model of the workspace) → a gain and
-phase drift that grows with every capture → a fractional delay → additive white Gaussian noise at ``snr_db`` below
-the output power, over the capture bandwidth (the sample rate) → the analyzer. The analyzer is triggered by the
-waveform's marker: sample 0 of a capture is the waveform's sample 0 seen through the path's delay. A capture of n
-samples covers ⌈n / N⌉ periods of the N-sample waveform, each with its own noise (so that periods can be averaged).
+The RF path of :class:`VirtualBench`: the generator plays its waveform periodically at its RMS level → the PA
+(:class:`MemoryPolynomialPA`, or :class:`RunPA`: a trained PA model of the workspace) → a gain and phase drift that
+grows with every capture → a fractional delay ``Y_k·exp(−j2πkτ/N)`` on the periodic output → additive white
+Gaussian noise at ``snr_db`` below the output power, over the sample rate → the analyzer, triggered by the
+waveform's marker. A capture of n samples covers ⌈n / N⌉ periods of the N-sample waveform, each with its own noise.
 
 Units: generator and analyzer in √mW (instruments/base.py). The PA works in normalised units: the input
 ``u / √(10^(input_fs_dbm/10))`` (|u| = 1 at a peak power of ``input_fs_dbm``) and the output scaled back by the
-same factor and ``gain_db``.
-
-The fractional delay is applied to the periodic output in the frequency domain, ``Y_k·exp(−j2πkτ/N)`` (the exact
-delay of the band-limited periodic signal the samples describe). Test hooks are passed in: a :class:`FaultPlan`
-makes the n-th call of a method time out or kill the instrument.
+same factor and ``gain_db``. Test hooks: a :class:`FaultPlan` makes the n-th call of a method time out or kill the
+instrument.
 """
 from __future__ import annotations
 

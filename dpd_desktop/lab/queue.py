@@ -1,16 +1,15 @@
 """The workspace's run queue: experiments that wait their turn, kept in ``<workspace>/queue.sqlite``.
 
-One SQLite file (WAL journal, a busy timeout; every change one short transaction) so that the window and the command
-line may use one queue at once. An entry holds the whole :class:`~dpd_desktop.config.ExperimentConfig` as JSON, its
-device lane, its state (:mod:`.states`: queued → running → succeeded / failed / cancelled / interrupted), the run id
-once its folder exists, and a message. A "running" entry records its supervisor (:mod:`.owner`); when that process
-is gone the entry reads ``interrupted`` (:meth:`RunQueue.recover` writes it so).
+One SQLite file (WAL journal, a busy timeout, every change one short transaction) shared by the window and the
+command line. An entry holds its :class:`~dpd_desktop.config.ExperimentConfig` as JSON, its device lane, its state
+(queued → running → a final state), the run id once its folder exists, and a message. A "running" entry records its
+supervisor (runs/owner.py); when that process is gone the entry reads ``interrupted`` (:meth:`RunQueue.recover`).
 
 Lanes: one run at a time per lane; ``cpu``, ``cuda:0``, ``cuda:1``… run side by side (``cuda`` is ``cuda:0``;
 ``auto`` is a lane of its own). A DPD entry may wait for a queued PA entry (``after``): that entry's run id becomes
 its ``pa_run``, or its failure fails it. Entries with one ``group`` tag (a sweep's trials, training/group.py) are
-claimed together (:meth:`RunQueue.claim_group`) and train in one child (lab/group_child.py). Schema version 2 added
-``group_id``; a version 1 file gains it when opened.
+claimed together (:meth:`RunQueue.claim_group`) and train in one child (lab/group_child.py). A schema version 1 file
+gains version 2's ``group_id`` when opened.
 
 Errors: :class:`QueueError` (a ``ValueError``) names the queue file, and the entry and field at fault.
 """
@@ -59,8 +58,7 @@ _COLUMNS = ("id", "position", "step", "config", "device", "after", "state", "run
 
 
 class QueueError(ValueError):
-    """The queue file cannot be used, or a request on it is refused. ``path`` is the queue file; ``entry`` and
-    ``field`` name what is at fault when known."""
+    """The queue file cannot be used, or a request is refused; ``entry`` and ``field`` name what is at fault."""
 
     def __init__(self, path: str | Path, message: str, entry: int | None = None, field: str | None = None):
         where = f"queue file {path}" + (f": entry {entry}" if entry is not None else "")
@@ -76,9 +74,7 @@ def device_lane(device: str) -> str:
 
 @dataclass(frozen=True)
 class QueueEntry:
-    """One queued experiment. ``state`` is one of :data:`RUN_STATES` (a running entry whose supervisor is gone reads
-    ``interrupted``); ``after`` the id of the PA entry a DPD entry waits for; ``run_id`` / ``run_dir`` once its run
-    folder exists."""
+    """One queued experiment: ``state`` one of :data:`RUN_STATES`, ``after`` the PA entry a DPD entry waits for."""
 
     id: int
     position: int
@@ -118,9 +114,8 @@ def _now() -> str:
 
 
 class RunQueue:
-    """The queue of one workspace: ``RunQueue(workspace_root)`` or ``RunQueue.at(path_of_queue_file)``, created on
-    first use. Raises :class:`QueueError` for a file that is not a queue of a readable schema version, or an entry
-    whose config is not a valid config."""
+    """The queue of one workspace: ``RunQueue(workspace_root)`` or ``RunQueue.at(queue_file)``, created on first use.
+    Raises :class:`QueueError` for a file that is not a queue of a readable schema version, or an invalid entry."""
 
     def __init__(self, root: str | Path, *, path: str | Path | None = None):
         self.path = Path(path) if path is not None else Path(root) / QUEUE_FILE
@@ -128,9 +123,7 @@ class RunQueue:
         try:
             self._db = connect(self.path)
             self._init_schema()  # first: a file that is not our queue is left exactly as it was
-            # WAL: readers never wait for the writer (window and command line at once); where the file system
-            # cannot hold WAL's shared memory SQLite keeps its default journal, which still works
-            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA journal_mode = WAL")  # SQLite keeps its default journal where WAL cannot work
         except QueueError:
             self.close()
             raise
@@ -232,7 +225,7 @@ class RunQueue:
     # ------------------------------------------------------------------------------------------------ changes
     def add(self, config: ExperimentConfig, after: int | None = None, group: str | None = None) -> QueueEntry:
         """Append ``config`` (validated; a DPD entry with ``after`` needs no ``pa_run``); ``group``: the tag of the
-        entries that train together (the caller plans the groups).
+        entries that train together.
 
         Raises:
             ConfigError: the config is invalid (nothing queued).
@@ -309,9 +302,8 @@ class RunQueue:
         return self.get_many(done)
 
     def cancel_many(self, entry_ids: Iterable[int]) -> list[int]:
-        """Cancel entries in one transaction: each queued one ends ``cancelled`` (and the DPD entries waiting for it
-        fail), each running one is asked to stop after its current batch; entries that ended are left as they are.
-        Returns the ids whose state or request changed."""
+        """:meth:`cancel` for many entries in one transaction (ended ones are left as they are, not refused);
+        returns the ids whose state or request changed."""
         changed: list[int] = []
         now = _now()
         with self._tx() as db:
@@ -335,9 +327,8 @@ class RunQueue:
         return changed
 
     def move(self, entry_id: int, position: int) -> list[QueueEntry]:
-        """Put a queued entry at ``position`` (1-based among all entries, clamped) and renumber; returns the queue.
-
-        Raises QueueError for an entry that is not queued."""
+        """Put a queued entry at ``position`` (1-based, clamped) and renumber; returns the queue. Raises QueueError
+        for an entry that is not queued."""
         with self._tx() as db:
             e = self.get(entry_id)
             if e.state != "queued":
@@ -460,7 +451,6 @@ class RunQueue:
             dep = self.get(entry_id)
             for (w,) in db.execute("SELECT id FROM entries WHERE after=? AND state='queued'", (entry_id,)).fetchall():
                 self._set_final(db, w, "failed", _dependency_message(dep))
-
 
 
 def _chunks(entry_ids: Iterable[int], size: int = 900):

@@ -1,16 +1,15 @@
 """The supervisor of queued runs: each in a child process (lab/child.py), one at a time per device lane.
 
-:class:`Supervisor` claims entries from the workspace's :class:`~dpd_desktop.lab.queue.RunQueue`, starts a child for
-each, hands every forwarded event to its observers, and when a child ends decides the entry's state:
+:class:`Supervisor` claims entries of :class:`~dpd_desktop.lab.queue.RunQueue`, starts a child for each, forwards
+its events to the observers, and when a child ends decides the entry's state:
 
 - an outcome event (RunFinished / RunFailed / RunCancelled) → succeeded / failed / cancelled;
 - none, ended by SIGKILL/SIGTERM/SIGHUP (a kill, the out-of-memory killer) → ``interrupted``;
 - none, another signal or a non-zero exit status → ``failed`` ("process ended by signal SIGSEGV").
 
-A run folder the child left "running" gets its final status (:func:`~dpd_desktop.runs.writer.mark_dead_run`) and the
-observers a :class:`~dpd_desktop.runs.events.RunFailed`, as for an in-process failure. A group's entries
-(``claim_group``) share one child (lab/group_child.py): events and requests carry the entry id, each entry ends on
-its own outcome, and a dead child ends every member still without one.
+A run folder the child left "running" gets its final status (:func:`~dpd_desktop.runs.writer.mark_dead_run`) and
+the observers a RunFailed. A group's entries share one child (lab/group_child.py); a dead child ends every member
+still without an outcome.
 
 Children start from a ``forkserver`` with lab/child.py preloaded where the platform has one, else ``spawn``.
 Observers are ``observer(entry, event)`` callables (``event`` one of :data:`~dpd_desktop.lab.event_codec.FORWARDED`,

@@ -1,19 +1,16 @@
 """Time, gain and phase alignment of a periodic capture to the reference waveform.
 
-The loop plays an N-sample waveform repeatedly and captures it triggered by its marker, so that the captured period
-is the output delayed **circularly** by the path's delay τ. :func:`estimate_delay` finds τ to a small fraction of a
-sample, :func:`align` removes it and measures the complex gain.
+The captured period (marker-triggered) is the output delayed **circularly** by the path's delay τ.
+:func:`estimate_delay` finds τ to a small fraction of a sample, :func:`align` removes it and measures the gain.
 
 Delay, in three steps (numpy only):
 
 1. circular cross-correlation r[k] = Σ_n y[n]·x*[n − k] by FFT, C = Y·X*; the integer lag is argmax |r|;
 2. a parabola through |r| at the peak and its two neighbours gives a start within about 0.1 sample;
-3. Newton steps maximise |R(τ)|², with R(τ) = Σ_k C_k·exp(j2πkτ/N) (k the signed frequency index): for periodic,
-   band-limited signals R is the exact interpolation of r between its samples (a trigonometric polynomial), so the
-   maximum is found to machine precision in a few steps; the derivatives come from the same cross spectrum. This is
-   a frequency-domain refinement of the correlation peak (a parabola alone is biased by up to a tenth of a sample
-   for wideband signals: G. Jacovitti, G. Scarano, "Discrete time techniques for time delay estimation", IEEE
-   Trans. Signal Processing 41(2), 1993; analysis/estimators.py measured 0.096 sample at 80 % occupancy).
+3. Newton steps maximise |R(τ)|², R(τ) = Σ_k C_k·exp(j2πkτ/N) (k the signed frequency index), the exact
+   interpolation of r for periodic band-limited signals, so the maximum is found to machine precision (a parabola
+   alone is biased by up to a tenth of a sample for wideband signals: G. Jacovitti, G. Scarano, "Discrete time
+   techniques for time delay estimation", IEEE Trans. Signal Processing 41(2), 1993).
 
 Alignment: y advanced by τ with the same FFT phase ramp (instruments/virtual.py ``apply_delay``), then the least-
 squares complex gain ĝ = Σ y·x* / Σ |x|² (y ≈ ĝ·x), reported in dB and degrees.

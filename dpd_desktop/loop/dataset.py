@@ -1,10 +1,8 @@
 """Datasets from the loop, each in one step:
 
-* :func:`capture_to_dataset` — an iteration's capture (the waveform played, ``pa_input.h5``, and what the analyzer
-  measured, ``pa_output.h5``) becomes a split-CSV dataset folder with spec.json through the capture import
-  (analysis/capture_import.py: delay found and its integer part removed, both scaled by max|x| of the train range,
-  contiguous splits, written into a temporary folder and renamed); the channel layout comes from the iteration's
-  config.json (``loop.signal``);
+* :func:`capture_to_dataset` — an iteration's capture (``pa_input.h5``, ``pa_output.h5``) becomes a split-CSV
+  dataset folder with spec.json through the capture import (analysis/capture_import.py), with the channel layout of
+  the iteration's config.json (``loop.signal``);
 * :func:`write_dataset` — an in-memory dataset (the DPD fit's x → u pairs, loop/fit.py) written the same way.
 """
 from __future__ import annotations

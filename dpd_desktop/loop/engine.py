@@ -1,13 +1,12 @@
 """The loop: play → capture → align → normalise → measure → update, for N iterations or until the targets are met.
 
-:class:`LoopRunner` drives a :class:`~dpd_desktop.instruments.connect.Bench` (generator and analyzer) and records
-every iteration as a run of the workspace (store.py); observers get the events of events.py. One iteration:
+:class:`LoopRunner` drives a :class:`~dpd_desktop.instruments.connect.Bench` and records every iteration as a run
+(store.py); observers get the events of events.py. One iteration:
 
 1. **Safety**: the waveform's peak envelope power (PEP, dBm) must not exceed ``power_limit_dbm``; one that would is
    refused before anything is sent (:class:`~dpd_desktop.instruments.errors.PowerLimitError`).
 2. **Play**: RF off, load the waveform (its shape), set its RMS level, start the ARB, RF on.
-3. **Capture** ``averages`` whole periods (marker-triggered) and average them (coherent averaging: the noise power
-   drops by the number of periods).
+3. **Capture** ``averages`` whole periods (marker-triggered) and average them coherently.
 4. **Align** (align.py): the fractional delay τ (estimated and reported) is removed; the complex gain ĝ measured.
 5. **Normalise**: y_n = y·e^(−j∠ĝ)/G, G the target gain (|G|² = target output power / input level; without a
    target, the first capture's RMS gain: linearise at the output power reached without DPD).
@@ -17,10 +16,9 @@ every iteration as a run of the workspace (store.py); observers get the events o
 Iteration 0 plays x itself (no DPD: the baseline). After the loop, ``fit`` fits a DPD family to the last waveform
 through the training core (fit.py) and plays the fitted DPD's output once more as the last iteration.
 
-Stop (:meth:`LoopRunner.request_stop`, thread-safe: Ctrl+C, the window's Stop) is checked after every instrument
-call; the first thing the loop then does is mute the generator. The same holds for any failure — a timeout, a dead
-instrument, a refused waveform: **mute first**, then the iteration's run is marked failed / cancelled, loop.json
-records the one-line message and whether RF is known to be off. Nothing half-written: every file is atomic.
+Stop (:meth:`LoopRunner.request_stop`, thread-safe) is checked after every instrument call. On a stop or any
+failure the generator is **muted first**, then the iteration's run is marked cancelled / failed and loop.json
+records the one-line message and whether RF is known to be off.
 """
 from __future__ import annotations
 

@@ -2,10 +2,9 @@
 
 The last iteration's waveform u (what the PA needed to give the target g·x, found by ILC or ILA) and the reference x
 make a dataset, x → u (both in units of the waveform's peak, split contiguously 60/20/20 %), written into the loop
-folder (``datasets/dpd-fit``) by loop/dataset.py; a run of the training core then fits the chosen family to it as a
-behavioural model of x → u (step ``pa`` of the trainer: the model maps x to the predistorted u): MP/GMP by least
-squares (training/ls_fit.py), the neural families by the epoch loop. The fitted model (its selected checkpoint,
-read back through the run record) applied to x gives the DPD waveform played by the loop's last iteration.
+folder (``datasets/dpd-fit``) by loop/dataset.py; a ``pa``-step run of the training core fits the chosen family to
+x → u (MP/GMP by least squares, neural families by the epoch loop). Its selected checkpoint applied to x gives the
+DPD waveform played by the loop's last iteration.
 """
 from __future__ import annotations
 

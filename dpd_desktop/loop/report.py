@@ -1,10 +1,6 @@
 """The loop's report: one self-contained HTML file (inline SVG, no external file, script or style), built from the
-loop folder and its iteration runs alone, with the run report's parts (runs/report_html.py, runs/svg_plot.py).
-
-Contents: the loop (state, message, instruments, signal, target, power limit), a summary (no DPD, best, last), one
-row per iteration (ACLR L/R/avg, EVM, NMSE, output power and target, waveform RMS and peak, delay, gain, phase),
-charts per iteration (ACLR/EVM/NMSE, output power against the target, the delay estimate), the PSD of the
-normalised output of the first and the last iterations with the reference, and every setting.
+loop folder and its iteration runs alone with the run report's parts (runs/report_html.py, runs/svg_plot.py): the
+loop's settings and outcome, one row and chart point per iteration, the PSDs of the first and last iterations.
 """
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The loop's record: ``<workspace>/loops/<loop-id>/loop.json`` (one writer, :class:`LoopStore`, and its reader
-:func:`read_loop`), and each iteration as a run of the workspace written by the one writer of run folders
-(runs/writer.py ``RunWriter``, fed the trainer's record events) plus the iteration's own files.
+"""The loop's record: ``<workspace>/loops/<loop-id>/loop.json`` (writer :class:`LoopStore`, reader
+:func:`read_loop`), and each iteration as a run folder (runs/writer.py ``RunWriter``) plus its own files.
 
 loop.json (``format`` :data:`FORMAT`), written whole and atomically (runs/artifacts.py)::
 

@@ -116,11 +116,9 @@ def build_model(backbone: str, hidden_size: int, num_layers: int = 1,
         ValueError: unknown backbone (the message lists the choices), hidden_size < 1 or num_layers < 1, an MP/GMP
             order out of range, a negative or non-finite delta threshold.
 
-    RNG: consumes the global torch generator as the reference does — PyTorch default inits at construction in the
-    backbone's module registration order, then the backbone's custom ``reset_parameters()`` if it has one (§3.1).
-    Seed with ``torch.manual_seed`` beforehand for reproducible weights. For every family the resulting state_dict
-    (keys, key order, values) and the RNG state afterwards are bitwise equal to the reference's after the same seed
-    (tests/unit/test_models_vs_reference.py, run when the reference sources are present).
+    RNG: draws from the global torch generator in the reference's order (default inits in module registration
+    order, then the backbone's ``reset_parameters()``, §3.1): state_dict and RNG state after the same
+    ``torch.manual_seed`` are bitwise the reference's.
     """
     key = str(backbone).strip().lower()
     if key not in REGISTRY:

@@ -19,11 +19,8 @@ from ..atomic import atomic_write_bytes, atomic_write_text
 
 
 def format_value(v: Any, precision: int = 8) -> str:
-    """History-CSV text of one value, like the reference logger (reference §4.8).
-
-    Python floats (and NumPy float64) are written with ``precision`` decimals; NumPy float32 scalars keep their
-    default text form; everything else is ``str``.
-    """
+    """History-CSV text of one value, like the reference logger (reference §4.8): floats with ``precision``
+    decimals, NumPy float32 scalars in their default text form, everything else ``str``."""
     if isinstance(v, np.float32):
         return str(v)
     if isinstance(v, (float, np.floating)):
@@ -51,9 +48,8 @@ class HistoryFormatError(ValueError):
 
 
 def read_history_csv(path: str | Path) -> list[dict[str, str]]:
-    """Read a history CSV back as a list of {column: text} dicts (the header's columns, in order).
-
-    Empty cells past the header's last column (a trailing comma, as some spreadsheets save) are ignored.
+    """Read a history CSV back as a list of {column: text} dicts (the header's columns, in order); empty cells past
+    the header's last column (a trailing comma) are ignored.
 
     Raises:
         HistoryFormatError (a ValueError): a row with more non-empty cells or fewer cells than the header has
@@ -91,11 +87,8 @@ def read_history_csv(path: str | Path) -> list[dict[str, str]]:
 
 
 def save_checkpoint(path: str | Path, state_dict: Mapping[str, Any], meta: Mapping[str, Any]) -> Path:
-    """Save ``{"state_dict": tensors, "meta": plain metadata}`` atomically (torch.save to a temp file + os.replace).
-
-    ``meta`` must contain only str/int/float/bool/None and lists/dicts of them, so the file loads with
-    ``weights_only=True``.
-    """
+    """Save ``{"state_dict": tensors, "meta": plain metadata}`` atomically; ``meta`` holds only str/int/float/bool/
+    None and lists/dicts of them, so the file loads with ``weights_only=True``."""
     import torch
 
     buf = io.BytesIO()
@@ -197,8 +190,7 @@ DELTA_BACKBONES = ("deltagru", "tres_deltagru")
 
 
 def delta_fields(config) -> dict[str, float]:
-    """``{"thx", "thh"}`` of a delta family's configuration (an ExperimentConfig), else {} (the other families'
-    architecture records and checkpoints stay as they were)."""
+    """``{"thx", "thh"}`` of a delta family's configuration (an ExperimentConfig), else {}."""
     if config.backbone not in DELTA_BACKBONES:
         return {}
     return {"thx": float(config.thx), "thh": float(config.thh)}

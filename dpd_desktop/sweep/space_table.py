@@ -15,8 +15,8 @@ from typing import Iterable
 
 from ..config import ExperimentConfig
 from .spec import AUTO
-from .spec import ALIASES, NOT_SEARCHABLE, SEARCHES, Param, SweepSpec, SweepSpecError, _FIELDS, _coerce, \
-    base_table, parse_spec, unknown_field
+from .spec import ALIASES, NOT_SEARCHABLE, SEARCHES, Param, SweepSpec, SweepSpecError, _FIELDS, _SEARCHABLE_FIELD, \
+    _coerce, base_table, parse_spec, unknown_field
 
 __all__ = ["SOURCE", "SEARCHABLE_FIELDS", "parse_cell", "param_text", "spec_from_table", "trial_count"]
 
@@ -29,8 +29,7 @@ _RANGE = re.compile(r"^\s*(?P<low>[^.\s][^\s]*?)\s*\.\.\s*(?P<high>[^\s]+?)\s*(?
 def _field(key: str, where: str) -> str:
     name = ALIASES.get(key.strip(), key.strip())
     if name not in _FIELDS or name in NOT_SEARCHABLE:
-        raise SweepSpecError(SOURCE, where, unknown_field(key, SEARCHABLE_FIELDS).replace(
-            "a configuration", "a searchable configuration"))
+        raise SweepSpecError(SOURCE, where, unknown_field(key, SEARCHABLE_FIELDS, _SEARCHABLE_FIELD))
     return name
 
 

@@ -70,6 +70,7 @@ _FIELDS = {f.name: f for f in fields(ExperimentConfig)}
 _SECTIONS = ("sweep", "base", "space", "optuna")
 _BASE_KEYS = tuple(k for k in _FIELDS if k not in ("extra", "name"))
 _SEARCHABLE = tuple(k for k in _FIELDS if k not in NOT_SEARCHABLE) + tuple(ALIASES)
+_SEARCHABLE_FIELD = "a searchable configuration field"
 
 
 class SweepSpecError(ValueError):
@@ -81,18 +82,12 @@ class SweepSpecError(ValueError):
 
 
 AUTO = "auto"
-#: the most members a group may have (far above what fills a GPU: benchmarks/results/2026-12-01-group-h200.md);
-#: more is refused as a likely typo or an out-of-memory trap
-MAX_GROUP_SIZE = 64
+MAX_GROUP_SIZE = 64  # far above what fills a GPU: more is refused as a likely typo or an out-of-memory trap
 
 
 def parse_group_size(value, source: str, key: str):
     """``value`` as a group size: ``"auto"`` or an int 1..MAX_GROUP_SIZE (a string of digits is read as one).
-
-    Raises:
-        SweepSpecError: naming ``source`` (the TOML file, "command line") and ``key`` (``sweep.group_size``,
-            ``--group-size``).
-    """
+    Raises SweepSpecError naming ``source`` and ``key`` (``sweep.group_size``, ``--group-size``)."""
     if isinstance(value, str) and value.strip().lower() == AUTO:
         return AUTO
     n = value
@@ -117,12 +112,12 @@ class SpecFileError(SweepSpecError):
 _SWEEP_KEYS = ("name", "search", "trials", "seed", "metric", "devices", "group_size")
 
 
-def unknown_field(key: str, choices) -> str:
-    """The message for a key that is not a configuration field: a close match if there is one, else the list."""
+def unknown_field(key: str, choices, what: str = "a configuration field") -> str:
+    """The message for a key that is not ``what``: a close match if there is one, else the list."""
     close = difflib.get_close_matches(key, list(choices), n=1)
     if close:
-        return f"not a configuration field (did you mean {close[0]}?)"
-    return f"not a configuration field (expected one of {', '.join(sorted(choices))})"
+        return f"not {what} (did you mean {close[0]}?)"
+    return f"not {what} (expected one of {', '.join(sorted(choices))})"
 
 
 @dataclass(frozen=True)
@@ -189,13 +184,9 @@ class SweepSpec:
 
 
 def load_spec(path: str | Path) -> SweepSpec:
-    """Read and validate a TOML spec; a relative ``[base] dataset`` (and a ``pa_run`` folder found there) is resolved
-    against the file's folder.
-
-    Raises:
-        SpecFileError: no such file, a folder, or unreadable (one line naming the file).
-        SweepSpecError: a spec that cannot be used (file and key).
-    """
+    """Read and validate a TOML spec; a relative ``[base] dataset`` (and a ``pa_run`` folder there) is resolved
+    against the file's folder. Raises SpecFileError (no such file, a folder, unreadable: one line naming the file)
+    or SweepSpecError (a spec that cannot be used: file and key)."""
     p = Path(path)
     if p.is_dir():
         raise SpecFileError(f"{p}: is a folder, not a spec file")
@@ -314,8 +305,7 @@ def _param(key: str, value: Any, search: str, base: dict, source: str) -> Param:
     where = f"space.{key}"
     name = ALIASES.get(key, key)
     if name not in _FIELDS or name in NOT_SEARCHABLE:
-        raise SweepSpecError(source, where, unknown_field(key, _SEARCHABLE).replace("a configuration",
-                                                                                    "a searchable configuration"))
+        raise SweepSpecError(source, where, unknown_field(key, _SEARCHABLE, _SEARCHABLE_FIELD))
     if name in base:
         raise SweepSpecError(source, where, f"{name} is also set in [base] (base.{name} = {base[name]!r}): give it "
                                             "in one place, [base] or [space]")
@@ -442,8 +432,7 @@ def parse_grid_option(text: str) -> tuple[str, list]:
         raise SweepSpecError("command line", where, "expected KEY=V1,V2,...")
     name = ALIASES.get(key, key)
     if name not in _FIELDS or name in NOT_SEARCHABLE:
-        raise SweepSpecError("command line", where, f"{key}: " + unknown_field(key, _SEARCHABLE).replace(
-            "a configuration", "a searchable configuration"))
+        raise SweepSpecError("command line", where, f"{key}: " + unknown_field(key, _SEARCHABLE, _SEARCHABLE_FIELD))
     items = [s.strip() for s in rest.split(",")]
     if any(not s for s in items):
         raise SweepSpecError("command line", where, "an empty value")

@@ -11,7 +11,7 @@ as the reference computes its g, §1.4); the formulas are :data:`FORMULAS`:
   differs between rules; ``arg c`` is recorded and the DPD still undoes it.
 * ``rms``: a DPD meeting g·x keeps the mean output power of the PA without DPD.
 
-:meth:`TargetGain.block` (config.json ``gain``) records the rule, the value, the formula and every candidate.
+:meth:`TargetGain.block` (config.json ``gain``) records the rule, value, formula and every candidate.
 
 :func:`equal_power_report` (DPD runs, test split) compares the cascade's output power with the PA's alone and ACLR/EVM
 **at equal output power**: the frozen PA is driven at ``a·x`` whose output RMS equals the cascade's (fixed-point

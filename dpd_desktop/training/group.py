@@ -1,21 +1,18 @@
 """Trials that train together: runs of one shape in one process, their full batches replayed as one CUDA graph.
 
-A :class:`TrainerGroup` runs several ordinary :class:`~dpd_desktop.training.trainer.Trainer` s (each with its own run
-folder, writer, RNG stream and checkpoints) whose configurations differ only in :data:`MAY_DIFFER`. On CUDA with the
-fast path one graph per full batch trains every member: the members' fused GRU step (training/fused_step.py) where
-all can use it, else one branch per member holding its own captured step (training/fast_path.py). A member's history
-and checkpoints are bitwise those of the same configuration trained alone (tests/gpu/test_group_training_cuda.py),
-except when the group's fused step cannot be built where a lone run's can (out of memory; the log warns).
+A :class:`TrainerGroup` runs several ordinary :class:`~dpd_desktop.training.trainer.Trainer` s (own run folder,
+writer, RNG stream, checkpoints) whose configurations differ only in :data:`MAY_DIFFER`. On CUDA with the fast path
+one graph per full batch trains every member: the members' fused GRU step (training/fused_step.py) where all can use
+it, else one branch per member (training/fast_path.py). A member's history and checkpoints are bitwise those of the
+same configuration trained alone (tests/gpu/test_group_training_cuda.py), unless the group's fused step cannot be
+built where a lone run's can (out of memory; the log warns).
 
-Isolation: the members run on threads, one at a time (a baton carrying the global RNG states), so each draws the
-numbers it would draw alone (reference §4.1–§4.2). A member that ends leaves; the others' graph is captured again
-without it. The members meet every :data:`CHUNK` full batches; the last to arrive queues replays for all up to two
-chunks ahead, counted from the host's position (so a cancel takes effect within two chunks, and a live preview shows
-the weights after the batches queued so far). A graph failure at a meeting turns every member eager (the batches
-queued before count as replayed, ``GroupStep.ran_to``); one while a chunk's launches go in fails the members' runs.
-An overlapped epoch end waits for the next meeting. A run with a time limit never joins a group (:func:`group_key`).
-On the CPU the members take turns batch by batch and train eagerly: the same numbers, no speed-up. Speed:
-benchmarks/results/2026-12-04-notes-training.md.
+Isolation: the members run on threads one at a time (a baton carrying the global RNG states), so each draws the
+numbers it would alone (reference §4.1–§4.2); a member that ends leaves and the graph is captured again. Members meet
+every :data:`CHUNK` full batches; the last to arrive queues replays up to two chunks ahead (a cancel takes effect
+within two chunks; an overlapped epoch end waits for the next meeting). A graph failure at a meeting turns every
+member eager (``GroupStep.ran_to``); one while a chunk's launches go in fails the members' runs. A run with a time
+limit never joins a group (:func:`group_key`). On the CPU the members take turns batch by batch, eagerly.
 """
 from __future__ import annotations
 

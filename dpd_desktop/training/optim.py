@@ -1,10 +1,10 @@
 """AdamW and ReduceLROnPlateau with PyTorch's exact arithmetic, without ``torch.optim``'s start-up cost.
 
-Constructing any ``torch.optim.Optimizer`` imports ``torch._dynamo`` (seconds; benchmarks/results/
-2026-12-04-notes-training.md). These classes call the very functions ``torch.optim.AdamW`` uses by default
-(``torch.optim.adam._multi_tensor_adam`` on CUDA, ``_single_tensor_adam`` on CPU; reference §4.3–§4.4) with the same
-arguments, so parameters, state and learning rates are bitwise ``torch.optim``'s (tests/unit/test_optim.py). Where
-those private functions are missing or changed, :func:`make_optimizer` falls back to ``torch.optim.AdamW`` and says so.
+Constructing any ``torch.optim.Optimizer`` imports ``torch._dynamo``. These classes call the functions
+``torch.optim.AdamW`` uses by default (``torch.optim.adam._multi_tensor_adam`` on CUDA, ``_single_tensor_adam`` on
+CPU; reference §4.3–§4.4) with the same arguments, so parameters, state and learning rates are bitwise
+``torch.optim``'s. Where those private functions are missing or changed, :func:`make_optimizer` falls back to
+``torch.optim.AdamW`` and says so.
 """
 from __future__ import annotations
 
