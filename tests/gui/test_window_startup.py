@@ -33,6 +33,9 @@ def loaded():
     from dpd_desktop.gui.preload import preload_job
     out["preload_ended"] = preload_job().wait(5000)
     out["jobs_left"] = len(w.jobs)
+    import gc
+    out["gc_enabled_after_preload"] = gc.isenabled()
+    out["frozen_after_preload"] = gc.get_freeze_count()
     app.quit()
 w.firstPainted.connect(painted)
 w.coreLoaded.connect(loaded)
@@ -60,6 +63,8 @@ def test_linux_window_paints_before_torch_is_imported_then_preloads_it():
     assert out["tooltip_before"] == "Gated recurrent unit"
     assert out["tooltip_after"].startswith("nn.GRU(2, H)")
     assert out["preload_ended"] is True and out["jobs_left"] == 0  # then no longer a live job of the window
+    # torch's objects frozen (no collector pass walks them again), the collector on
+    assert out["gc_enabled_after_preload"] is True and out["frozen_after_preload"] > 100_000
 
 
 def test_torch_first_only_on_windows():
@@ -104,3 +109,39 @@ def test_start_checks_the_config_by_hand_while_the_preload_imports_torch(monkeyp
     assert run_control.validate_config(good) is good and validated == []
     monkeypatch.setattr(preload, "_job", None)  # no preload (or ended): the full check
     assert run_control.validate_config(good) is good and validated == [good]
+
+
+def test_the_preload_imports_with_the_collector_off_then_freezes_what_it_imported(qtbot):
+    """A cyclic collection while torch imports is a full pass over its objects, holding the GIL the GUI thread waits
+    for: the preload imports with the collector off, freezes the objects and turns it on again, also on failure."""
+    import gc
+
+    from dpd_desktop.gui.preload import CorePreloadJob
+
+    seen = []
+
+    def importer(name):
+        seen.append((name, gc.isenabled()))
+        if name == "broken":
+            raise ImportError("no such module")
+
+    assert gc.isenabled()
+    frozen = gc.get_freeze_count()  # an earlier window's preload in this process froze its objects
+    gc.unfreeze()
+    job = CorePreloadJob(("json", "email.message"), forkserver=False, importer=importer)
+    try:
+        with qtbot.waitSignal(job.signals.done, timeout=10_000):
+            job.submit()
+        assert seen == [("json", False), ("email.message", False)]
+        assert gc.isenabled()
+        assert gc.get_freeze_count() > 1000  # this process's objects, the test's among them
+        job = CorePreloadJob(("broken", "json"), forkserver=False, importer=importer)
+        with qtbot.waitSignal(job.signals.failed, timeout=10_000) as failed:
+            job.submit()
+        assert "no such module" in failed.args[0] and seen[-1] == ("broken", False)
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()
+        gc.enable()
+        if frozen:
+            gc.freeze()
