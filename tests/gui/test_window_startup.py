@@ -145,3 +145,42 @@ def test_the_preload_imports_with_the_collector_off_then_freezes_what_it_importe
         gc.enable()
         if frozen:
             gc.freeze()
+
+
+LIBS = r"""
+import json, sys, threading, time
+sys.setswitchinterval(1000)  # the GIL changes hands only where a thread releases it
+from dpd_desktop.gui.preload import load_libraries
+count, stop = [0], []
+def spin():
+    while not stop:
+        count[0] += 1
+        time.sleep(0)
+t = threading.Thread(target=spin)
+t.start()
+time.sleep(0.05)
+before = count[0]
+paths = load_libraries("torch")
+during = count[0] - before
+stop.append(1)
+t.join()
+print("RESULT " + json.dumps({"paths": paths, "during": during, "torch": "torch" in sys.modules}))
+"""
+
+
+def test_torchs_libraries_load_with_the_gil_released():
+    """The import of torch loads libtorch_cpu holding the GIL (the GUI thread waited for it); the preload loads the
+    library first with the GIL released: another thread runs meanwhile."""
+    if not sys.platform.startswith("linux"):
+        import pytest
+
+        pytest.skip("Linux only: Windows imports torch before Qt")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", LIBS], env=env, capture_output=True, text=True, timeout=120)
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert line, proc.stderr[-3000:]
+    out = json.loads(line[0][7:])
+    assert [Path(p).name for p in out["paths"]][:1] == ["libtorch_cpu.so"]
+    assert out["torch"] is False  # not imported, only its library loaded
+    # held: 1 to 5 turns of the other thread (the file look-ups release the GIL briefly); released: thousands
+    assert out["during"] > 200, out
