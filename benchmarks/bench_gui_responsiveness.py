@@ -236,7 +236,8 @@ def summarize(name: str, ticks: list[tuple[float, float, float]], events, t_from
     thread's and the whole process's CPU time within it: a stall whose GUI-thread CPU is far below its length was
     spent waiting (for the GIL another thread of the process held, or for a core the other processes had).
     Returns {"p95", "max" [ms], "worst": the longest stall's last window event} ({} with too few ticks)."""
-    tk = np.array([t for t in ticks if t_from <= t[0] <= t_to]).reshape(-1, 3)
+    before = [t for t in ticks if t[0] < t_from][-1:]  # the interval in which the phase began is the phase's
+    tk = np.array(before + [t for t in ticks if t_from <= t[0] <= t_to]).reshape(-1, 3)
     ts = tk[:, 0]
     iv = np.diff(ts) * 1e3
     if len(iv) < 2:
