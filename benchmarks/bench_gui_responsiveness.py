@@ -18,10 +18,12 @@ difference is the time the thread waited for a core (or for the GIL).
 
 ticks: a 10 ms QTimer (Qt.PreciseTimer) records the time between its timeouts from the window's first paint
 (the window's preload runs then) through a real CPU training run on the demo data (loaded in the background, Live
-batch preview on; the run trains in a child process of the supervisor, gui/worker.py) until its PNGs are written.
-Printed per phase: the 95th percentile and the longest interval, and the five longest stalls, each with the GUI
-thread's and the process's CPU time within it, the window's handlers and the garbage collector's passes that ran in
-it. ``--rounds N``: N rounds, each in a fresh process (the preload and the forkserver start anew), then the median
+batch preview on; the run trains in a child process of the supervisor, gui/worker.py), its PNGs written, and the
+run reopened from the runs browser (measured until ``--settle-ms`` after it is shown). Phases: preload, dataset load,
+run (Start → PNGs), run end, reopen, whole session; each with the 95th percentile and the longest interval, and the
+five longest stalls, each with the GUI thread's and the process's CPU time within it, the window's handlers and the
+garbage collector's passes that ran in it. A round still going after ``--deadline-s`` ends (reported incomplete),
+a modal dialog it opened closed first. ``--rounds N``: N rounds, each in a fresh process (the preload and the forkserver start anew), then the median
 and the range of each phase's longest stall; with ``--tree DIR`` (repeatable) the rounds alternate between source
 trees (each with this script under ``benchmarks/``), e.g. a ``git archive`` of the commit before a change.
 
@@ -40,6 +42,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -335,14 +338,30 @@ def part_ticks(a) -> None:
     def give_up():
         """A round still going at ``--deadline-s`` ends, reported as incomplete; a modal dialog (e.g. a prompt the
         run asked) runs its own event loop, which is left first."""
-        print(f"  DEADLINE: {a.deadline_s:.0f} s passed; modal dialog open: {QApplication.activeModalWidget()}")
+        print(f"  ENDED EARLY (deadline {a.deadline_s:.0f} s or Ctrl+C); modal dialog open: "
+              f"{QApplication.activeModalWidget()}", flush=True)
         while (modal := QApplication.activeModalWidget()) is not None:
             modal.done(0)
             modal.hide()
         loop.quit()
 
     QTimer.singleShot(int(a.deadline_s * 1e3), give_up)
-    loop.exec()
+    # Ctrl+C: Qt's loop would swallow the KeyboardInterrupt (raised inside a slot); leave it, then raise it here, so
+    # that the busy processes end (Busy.__exit__)
+    interrupted: list[int] = []
+    old_handler = signal.signal(signal.SIGINT, lambda *_: (interrupted.append(1), give_up()))
+    try:
+        loop.exec()
+    finally:
+        signal.signal(signal.SIGINT, old_handler)
+    if interrupted:  # the run stopped (its child ends) and the window closed first
+        watch.stop()
+        w.stop_run()
+        t = time.perf_counter()
+        while w.runs.worker is not None and time.perf_counter() - t < 15:
+            QApplication.processEvents(QEventLoop.ProcessEventsFlag.WaitForMoreEvents, 50)
+        w.close()
+        raise KeyboardInterrupt
     timer.stop()
     watch.stop()
     t_paint = marks["painted"]
