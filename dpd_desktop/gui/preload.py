@@ -38,6 +38,7 @@ CORE_MODULES = ("torch", "dpd_desktop.export.dpd_export")
 TORCH_LIBRARIES = ("libtorch_cpu.so", "libtorch_cuda.so")
 
 _lock = threading.Lock()
+_job: "CorePreloadJob | None" = None
 
 
 def load_libraries(package: str = "torch", names=TORCH_LIBRARIES) -> list[str]:
@@ -62,8 +63,6 @@ def load_libraries(package: str = "torch", names=TORCH_LIBRARIES) -> list[str]:
         else:
             log.warning("could not preload %s", path)
     return loaded
-_job: "CorePreloadJob | None" = None
-
 
 
 class _PreloadSignals(QObject):
@@ -94,7 +93,7 @@ class CorePreloadJob(PoolJob):
                 start_forkserver()
             except Exception:  # noqa: BLE001 - the first run's start starts it again (and reports a failure)
                 log.warning("the children's forkserver did not start:\n%s", traceback.format_exc())
-        # gc off while importing, then frozen: full passes over torch's objects held the GIL (stall 397 -> 303 ms)
+        # gc off while importing, then frozen: full passes over torch's objects held the GIL (226-778 ms each)
         was_enabled = gc.isenabled()
         gc.disable()
         try:
