@@ -1,38 +1,48 @@
 """The window's responsiveness on this machine (offscreen): event-loop ticks during a CPU training run, GUI-thread
-work per epoch end on DPA_160MHz plot data, and the cost and memory of 10,000 epochs in the panels.
+work per epoch end on DPA_160MHz plot data, the run's end, and the cost and memory of 10,000 epochs in the panels.
 
-    python benchmarks/bench_gui_responsiveness.py                       # all three parts
-    python benchmarks/bench_gui_responsiveness.py --part ticks --epochs 4 --preview-every 20   # A/B thread, child
-    python benchmarks/bench_gui_responsiveness.py --part ticks --path child                    # one path only
+    python benchmarks/bench_gui_responsiveness.py                       # all four parts
+    python benchmarks/bench_gui_responsiveness.py --part ticks --rounds 5     # each round a fresh process, medians
+    python benchmarks/bench_gui_responsiveness.py --part ticks --rounds 4 --tree /tmp/old --tree .   # A/B, interleaved
     python benchmarks/bench_gui_responsiveness.py --part epoch-end --dataset ../shared/datasets/DPA_160MHz
+    python benchmarks/bench_gui_responsiveness.py --part run-end
     python benchmarks/bench_gui_responsiveness.py --part many-epochs
 
-Targets (issues 11 and 28): 95th-percentile tick under 50 ms and no stall over 200 ms during a run, epoch ends and
-previews included; a median under 50 ms of GUI-thread work per epoch end on DPA_160MHz plot data; 10,000 epochs
-grow the process by under 50 MB and the cost of an epoch end stays flat (the last 1,000 within 10 % of the first
-1,000). Issue 28: met "while another process is busy": ``--busy N`` (default 1) starts N processes that spin on the
-CPU for the whole measurement of each part (``--busy 0``: none), and every figure is printed with that count and the
-load average. Wall times are printed with the GUI thread's CPU time (``time.thread_time``): their difference is the
-time the thread waited for a core (or for the GIL).
+Targets (issues 11 and 28): 95th-percentile tick under 50 ms and no stall over 200 ms during a run, epoch ends,
+previews and the run's end included; a median under 50 ms of GUI-thread work per epoch end on DPA_160MHz plot data;
+10,000 epochs grow the process by under 50 MB and the cost of an epoch end stays flat (the last 1,000 within 10 % of
+the first 1,000). Issue 28: met "while another process is busy": ``--busy N`` (default 1) starts N processes that
+spin on the CPU for the whole measurement of each part (``--busy 0``: none), and every figure is printed with that
+count and the load average. Wall times are printed with the GUI thread's CPU time (``time.thread_time``): their
+difference is the time the thread waited for a core (or for the GIL).
 
 ticks: a 10 ms QTimer (Qt.PreciseTimer) records the time between its timeouts from the window's first paint
-(the PyTorch preload runs then) through a real CPU training run on the demo data (loaded in the background, Live
-batch preview on) until its PNGs are written. Printed per phase: the 95th percentile and the longest interval, and
-the five longest stalls, each with the GUI thread's and the process's CPU time within it, the window's handlers and
-the garbage collector's passes that ran in it. ``--path both`` (the default) runs one round with the training on a
-QThread of the window's process (the old way) and one with it in a child process (the window's default since issue
-11), each in a fresh process, interleaved, with the load average. ``--gc-freeze`` measures a proposed change.
+(the window's preload runs then) through a real CPU training run on the demo data (loaded in the background, Live
+batch preview on; the run trains in a child process of the supervisor, gui/worker.py), its PNGs written, and the
+run reopened from the runs browser (measured until ``--settle-ms`` after it is shown). Phases: preload, dataset load,
+run (Start → PNGs), run end, reopen, whole session; each with the 95th percentile and the longest interval, and the
+five longest stalls, each with the GUI thread's and the process's CPU time within it, the window's handlers and the
+garbage collector's passes that ran in it. A round still going after ``--deadline-s`` ends (reported incomplete),
+a modal dialog it opened closed first. ``--rounds N``: N rounds, each in a fresh process (the preload and the forkserver start anew), then the median
+and the range of each phase's longest stall; with ``--tree DIR`` (repeatable) the rounds alternate between source
+trees (each with this script under ``benchmarks/``), e.g. a ``git archive`` of the commit before a change.
 
 epoch-end: each EpochEnded decoded from the bytes the child sends (new arrays every epoch, the prediction of each
 of four epochs another), then drawn and painted; also the size and decode time of that event (the decoding runs on
 the window's supervisor thread, holding the GIL).
+
+run-end: a run's last EpochEnded, its RunFinished (final plots) and the worker's end, emitted from another thread as
+the run's worker does (queued to the GUI thread), ``--repeats`` times; each the longest event-loop pass (a 10 ms
+ticker's longest interval) and the GUI-thread CPU from the first event to ``runEnded``.
 
 many-epochs: the first and the last 1,000 of ``--n-epochs`` epoch ends timed, each with its repaint.
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -101,12 +111,13 @@ GC_PASSES: list[tuple[float, float, int]] = []  # the ticks part's garbage colle
 
 
 def _timed(cls, name, what):
-    """Wrap the window part's handler ``cls.name`` (called by MainWindow's thin slots, on the GUI thread); ``what``:
-    a text, or ``what(self, first argument)`` → text."""
+    """Wrap the window part's handler ``cls.name`` (GUI thread); ``what``: a text, or ``what(self, first
+    argument)`` → text."""
     fn = getattr(cls, name, None)
-    if fn is None:  # an older window without this part (when comparing with the commit before)
+    if fn is None:  # a tree without this part (``--tree``)
         return
 
+    @functools.wraps(fn)  # keeps a Qt slot a slot: a signal from a worker's thread stays queued to the GUI thread
     def wrapper(self, *args):
         t, c = time.perf_counter(), time.thread_time()
         out = fn(self, *args)
@@ -119,21 +130,27 @@ def _timed(cls, name, what):
 
 
 def instrument() -> None:
-    from dpd_desktop.gui.plot_area import PlotArea
-    from dpd_desktop.gui.run_control import RunControl
-
-    _timed(RunControl, "_on_run_started", "run started")
-    _timed(RunControl, "_on_epoch_ended", lambda w, ev: f"epoch {ev.epoch} end")
-    _timed(RunControl, "_flush_progress", "progress")
-    _timed(RunControl, "_on_run_finished", "run finished")
-    _timed(PlotArea, "_on_preview_ready", lambda w, ev: f"preview e{ev.epoch} b{ev.batch}")
-    _timed(PlotArea, "_flush_plots", "plots drawn")
-    _timed(PlotArea, "_write_plots", "PNGs rendered")
-    from dpd_desktop.gui.dataset_control import DatasetControl
-    _timed(DatasetControl, "set_dataset", "dataset shown")
-    _timed(RunControl, "_launch_worker", "worker launched")
-    _timed(PlotArea, "_draw_panel", lambda w, panel: f"{panel.title} data set")
+    from dpd_desktop.gui.dataset_control import DatasetController
+    from dpd_desktop.gui.main_window import MainWindow as W
     from dpd_desktop.gui.panels.base import PlotPanel
+    from dpd_desktop.gui.plot_area import PlotArea
+    from dpd_desktop.gui.run_control import RunController
+    from dpd_desktop.gui.runs_browser import RunsBrowser
+
+    _timed(RunController, "launch", "worker launched")
+    _timed(RunController, "_on_run_started", "run started")
+    _timed(RunController, "_on_epoch_ended", lambda w, ev: f"epoch {ev.epoch} end")
+    _timed(RunController, "_flush_progress", "progress")
+    _timed(RunController, "_on_preview_ready", lambda w, ev: f"preview e{ev.epoch} b{ev.batch}")
+    _timed(RunController, "_on_run_finished", "run finished")
+    _timed(RunController, "_on_worker_done", "worker done")
+    _timed(RunController, "write_run_plots", "PNG process started")
+    _timed(PlotArea, "flush", "plots drawn")
+    _timed(PlotArea, "_draw_panel", lambda w, panel: f"{panel.title} data set")
+    _timed(PlotArea, "finish_drawing", "final drawing")
+    _timed(DatasetController, "_on_loaded", "dataset shown")
+    _timed(W, "_on_core_loaded", "core loaded")
+    _timed(RunsBrowser, "_show_replay", "reopened run shown")
     _timed(PlotPanel, "paintEvent", lambda panel, ev: f"{panel.title} painted")
 
 
@@ -217,16 +234,18 @@ class GilWatch:
                 self.late.append((t, late, where))
 
 
-def summarize(name: str, ticks: list[tuple[float, float, float]], events, t_from: float, t_to: float) -> None:
+def summarize(name: str, ticks: list[tuple[float, float, float]], events, t_from: float, t_to: float) -> dict:
     """``ticks``: (wall, GUI-thread CPU, process CPU) [s] at each timeout. Each stall is printed with the GUI
     thread's and the whole process's CPU time within it: a stall whose GUI-thread CPU is far below its length was
-    spent waiting (for the GIL another thread of the process held, or for a core the other processes had)."""
-    tk = np.array([t for t in ticks if t_from <= t[0] <= t_to]).reshape(-1, 3)
+    spent waiting (for the GIL another thread of the process held, or for a core the other processes had).
+    Returns {"p95", "max" [ms], "worst": the longest stall's last window event} ({} with too few ticks)."""
+    before = [t for t in ticks if t[0] < t_from][-1:]  # the interval in which the phase began is the phase's
+    tk = np.array(before + [t for t in ticks if t_from <= t[0] <= t_to]).reshape(-1, 3)
     ts = tk[:, 0]
     iv = np.diff(ts) * 1e3
     if len(iv) < 2:
         print(f"  {name}: too few ticks")
-        return
+        return {}
     gui_cpu, proc_cpu = np.diff(tk[:, 1]) * 1e3, np.diff(tk[:, 2]) * 1e3
     p95 = float(np.percentile(iv, 95))
     span = ts[-1] - ts[0]
@@ -234,6 +253,7 @@ def summarize(name: str, ticks: list[tuple[float, float, float]], events, t_from
           f"p95 {p95:.1f} ms, max {iv.max():.0f} ms  (targets: p95 < 50, max < 200); GUI thread busy "
           f"{gui_cpu.sum() / 1e3 / span:.0%} of the time, the process {proc_cpu.sum() / 1e3 / span:.0%} of a core")
     worst = np.argsort(iv)[::-1][:5]
+    out = {"p95": round(p95, 1), "max": round(float(iv.max()), 1), "worst": ""}
     for i in sorted(worst, key=lambda k: -iv[k]):
         start = ts[i]
         before = [e for e in events if e[0] <= ts[i + 1]]
@@ -241,28 +261,31 @@ def summarize(name: str, ticks: list[tuple[float, float, float]], events, t_from
         what = f"{last[2]} ({last[1] * 1e3:.0f} ms in its slot, {(start - last[0]) * 1e3:+.0f} ms)" if last else "—"
         print(f"      stall {iv[i]:6.0f} ms at {start - t_from:6.2f} s (CPU: GUI thread {gui_cpu[i]:4.0f} ms, process "
               f"{proc_cpu[i]:4.0f} ms); last window event: {what}")
+        inside = sorted((e for e in events if start <= e[0] <= ts[i + 1]), key=lambda e: -e[1])
+        out["worst"] = out["worst"] or (inside[0][2] if inside else f"(waiting; last: {last[2] if last else '—'})")
         gcs = [g for g in GC_PASSES if start <= g[0] <= ts[i + 1]]
         if gcs:
             print(f"        garbage collection within it: {len(gcs)} passes, {sum(g[1] for g in gcs) * 1e3:.0f} ms "
                   f"(generations {sorted({g[2] for g in gcs})})")
-        inside = sorted((e for e in events if start <= e[0] <= ts[i + 1]), key=lambda e: -e[1])
         if inside:
             print("        within it: " + ", ".join(f"{e[2]} {e[1] * 1e3:.0f} ms (CPU {e[3] * 1e3:.0f})"
                                                    for e in inside[:4])
                   + (f" and {len(inside) - 4} more" if len(inside) > 4 else ""))
+    return out
 
 
 def part_ticks(a) -> None:
+    import gc
+    import json
+
     from dpd_desktop.config import ExperimentConfig
     from dpd_desktop.runs.workspace import Workspace
 
-    app = ensure_app()
+    ensure_app()
     tmp = tempfile.mkdtemp(prefix="bench-gui-")
     instrument()
     w = MainWindow(workspace=Workspace(Path(tmp) / "ws"), settings=QSettings(str(Path(tmp) / "w.ini"),
                                                                              QSettings.Format.IniFormat))
-    if hasattr(w, "train_in_child"):
-        w.train_in_child = a.path == "child"
     ticks: list[tuple[float, float, float]] = []
     timer = QTimer(w)
     timer.setTimerType(Qt.TimerType.PreciseTimer)
@@ -270,18 +293,31 @@ def part_ticks(a) -> None:
     timer.timeout.connect(lambda: ticks.append((time.perf_counter(), time.thread_time(), time.process_time())))
     marks: dict[str, float] = {}
     loop = QEventLoop()
-    painted = getattr(w, "firstPainted", None)  # absent before the start-up work (commit 9097fd6): a 0 ms timer
-    if painted is not None:
-        painted.connect(lambda: (marks.setdefault("painted", time.perf_counter()), timer.start()))
-        w.coreLoaded.connect(lambda: marks.setdefault("core loaded", time.perf_counter()))
-    if a.gc_freeze:  # the proposed change: no collection while the preload imports, their objects frozen after
-        import gc
+    w.firstPainted.connect(lambda: (marks.setdefault("painted", time.perf_counter()), timer.start()))
+    w.coreLoaded.connect(lambda: marks.setdefault("core loaded", time.perf_counter()))
+    w.datasetLoaded.connect(lambda d: marks.setdefault("dataset loaded", time.perf_counter()))
+    ended_state: list[str] = []
 
-        if painted is not None:
-            painted.connect(gc.disable)  # the preload starts at the first paint
-        w.coreLoaded.connect(lambda: (gc.freeze(), gc.enable()))
-    w.runEnded.connect(lambda s: marks.setdefault("run ended", time.perf_counter()))
-    w.plotsWritten.connect(lambda r: (marks.setdefault("PNGs written", time.perf_counter()), loop.quit()))
+    def run_ended(state):
+        marks.setdefault("run ended", time.perf_counter())
+        ended_state.append(state)
+        if state != "succeeded":  # no PNGs follow: the round ends here (and says so below)
+            loop.quit()
+
+    def reopen(result):
+        """The PNGs are written: reopen the run as the runs browser's Open does (its replay loaded on the pool,
+        drawn on the GUI thread), and measure until ``--settle-ms`` after it is shown."""
+        from types import SimpleNamespace
+
+        marks.setdefault("PNGs written", time.perf_counter())
+        run_dir = w.session.run_dir
+        w.runs_browser.open_run(SimpleNamespace(folder=Path(run_dir), run_id=Path(run_dir).name))
+
+    w.runEnded.connect(run_ended)
+    w.plotsWritten.connect(reopen)
+    w.runs_browser.runOpened.connect(lambda r: (marks.setdefault("reopened", time.perf_counter()),
+                                                QTimer.singleShot(a.settle_ms, loop.quit)))
+    w.runs_browser.openFailed.connect(lambda text: (print(f"reopen failed: {text}"), loop.quit()))
     w.resize(1600, 1000)
     watch = GilWatch()
     watch.start()
@@ -297,27 +333,57 @@ def part_ticks(a) -> None:
         w.preview_check.setChecked(True)
         w.start_run(cfg)  # queued: the demo data loads in the background first
 
-    # the run starts 1 s after the paint, while the preload may still be going (the worst case)
-    if painted is not None:
-        painted.connect(lambda: QTimer.singleShot(a.start_after_ms, start))
-    else:
-        QTimer.singleShot(0, lambda: (marks.setdefault("painted", time.perf_counter()), timer.start(),
-                                      QTimer.singleShot(a.start_after_ms, start)))
-    QTimer.singleShot(600_000, loop.quit)
-    loop.exec()
+    # the run starts after the paint, while the preload may still be going (the worst case)
+    w.firstPainted.connect(lambda: QTimer.singleShot(a.start_after_ms, start))
+    def give_up():
+        """A round still going at ``--deadline-s`` ends, reported as incomplete; a modal dialog (e.g. a prompt the
+        run asked) runs its own event loop, which is left first."""
+        print(f"  ENDED EARLY (deadline {a.deadline_s:.0f} s or Ctrl+C); modal dialog open: "
+              f"{QApplication.activeModalWidget()}", flush=True)
+        while (modal := QApplication.activeModalWidget()) is not None:
+            modal.done(0)
+            modal.hide()
+        loop.quit()
+
+    QTimer.singleShot(int(a.deadline_s * 1e3), give_up)
+    # Ctrl+C: Qt's loop would swallow the KeyboardInterrupt (raised inside a slot); leave it, then raise it here, so
+    # that the busy processes end (Busy.__exit__)
+    interrupted: list[int] = []
+    old_handler = signal.signal(signal.SIGINT, lambda *_: (interrupted.append(1), give_up()))
+    try:
+        loop.exec()
+    finally:
+        signal.signal(signal.SIGINT, old_handler)
+    if interrupted:  # the run stopped (its child ends) and the window closed first
+        watch.stop()
+        w.stop_run()
+        t = time.perf_counter()
+        while w.runs.worker is not None and time.perf_counter() - t < 15:
+            QApplication.processEvents(QEventLoop.ProcessEventsFlag.WaitForMoreEvents, 50)
+        w.close()
+        raise KeyboardInterrupt
     timer.stop()
     watch.stop()
     t_paint = marks["painted"]
+    load = os.getloadavg()[0]
     print(f"ticks ({TICK_MS} ms QTimer), demo data, GRU-16, {a.epochs} epochs, stride {a.stride}, preview every "
-          f"{a.preview_every} batches, CPU, training {PATHS[a.path]}; {Busy(a.busy)}; "
-          f"{'collector off during the preload, then gc.freeze() (--gc-freeze); ' if a.gc_freeze else ''}load average "
-          f"{os.getloadavg()[0]:.2f}")
+          f"{a.preview_every} batches, CPU, training in a child process; {Busy(a.busy)}; load average {load:.2f}")
     for k, v in sorted(marks.items(), key=lambda kv: kv[1]):
         print(f"    {k:14s} {v - t_paint:7.2f} s after the first paint")
     ev = EVENTS
-    summarize("preload (paint → core loaded)", ticks, ev, t_paint, marks.get("core loaded", t_paint))
-    summarize("run (Start → PNGs written)", ticks, ev, marks["start"], marks.get("PNGs written", ticks[-1][0]))
-    summarize("whole session", ticks, ev, t_paint, ticks[-1][0])
+    res = {"load": round(load, 2)}
+    res["preload"] = summarize("preload (paint → core loaded)", ticks, ev, t_paint, marks.get("core loaded", t_paint))
+    if "reopened" not in marks:
+        print(f"  INCOMPLETE: the round ended before the run was reopened (run state {ended_state or 'none'})")
+    res["dataset"] = summarize("dataset load (Start → dataset loaded)", ticks, ev, marks["start"],
+                               marks.get("dataset loaded", marks["start"]))
+    res["run"] = summarize("run (Start → PNGs written)", ticks, ev, marks["start"],
+                           marks.get("PNGs written", ticks[-1][0]))
+    res["end"] = summarize("run end (run ended → PNGs written)", ticks, ev, marks.get("run ended", ticks[-1][0]) - 0.5,
+                           marks.get("PNGs written", ticks[-1][0]))
+    res["reopen"] = summarize("reopen (PNGs written → settled)", ticks, ev, marks.get("PNGs written", ticks[-1][0]),
+                              ticks[-1][0])
+    res["whole"] = summarize("whole session", ticks, ev, t_paint, ticks[-1][0])
     by = {}
     for _, dt, what, cpu in ev:
         key = ("epoch end" if what.endswith(" end") else "preview" if what.startswith("preview") else
@@ -326,37 +392,62 @@ def part_ticks(a) -> None:
         by.setdefault(key, []).append((dt * 1e3, cpu * 1e3))
     for k, v in by.items():
         wall, cpu = [d for d, _ in v], [c for _, c in v]
-        print(f"    {k:18s} n={len(v):4d}  median {statistics.median(wall):6.1f} ms  max {max(wall):6.1f} ms  (GUI-thread "
-              f"CPU median {statistics.median(cpu):5.1f} ms, max {max(cpu):5.1f} ms)")
+        print(f"    {k:20s} n={len(v):4d}  median {statistics.median(wall):6.1f} ms  max {max(wall):6.1f} ms  "
+              f"(GUI-thread CPU median {statistics.median(cpu):5.1f} ms, max {max(cpu):5.1f} ms)")
     gcw.__exit__()
-    print(f"  {gcw.summary(t_paint)}")
+    res["gen2"] = sum(1 for p in GC_PASSES if p[2] == 2)
+    res["frozen"] = gc.get_freeze_count()
+    res["torch"] = "torch" in sys.modules
+    print(f"  {gcw.summary(t_paint)}; torch imported in this process: {res['torch']}")
     print(f"  a 5 ms sleeper thread woke over {watch.threshold_s * 1e3:.0f} ms late {len(watch.late)} times; the other "
           "threads were then at (innermost dpd_desktop frame):")
     for t, late, where in sorted(watch.late, key=lambda r: -r[1])[:8]:
         print(f"    {late * 1e3:5.0f} ms at {t - t_paint:6.2f} s: " + " | ".join(where))
+    print("ROUND " + json.dumps(res))
     w.close()
 
 
-PATHS = {"child": "in a child process (gui/child_worker.py)", "thread": "on a QThread of the window's process"}
-
-
-def ticks_ab(a) -> None:
-    """``--path both``: one ticks round per path in a fresh process each (the preload and the forkserver start
-    anew), thread and child interleaved for ``--rounds`` rounds, each printed with the load average."""
+def ticks_rounds(a) -> None:
+    """``--rounds N`` / ``--tree``: each ticks round in a fresh process (the preload and the forkserver start anew),
+    the trees alternating, each round printed with the load average; then per tree the median and the range of the
+    longest stall of each phase."""
+    import json
     import subprocess
 
-    args = [sys.executable, str(Path(__file__).resolve()), "--part", "ticks", "--epochs", str(a.epochs), "--stride",
-            str(a.stride), "--preview-every", str(a.preview_every), "--start-after-ms", str(a.start_after_ms),
-            "--busy", str(a.busy), *(["--gc-freeze"] if a.gc_freeze else [])]
+    trees = [Path(t).resolve() for t in (a.tree or [str(ROOT)])]
+    args = ["--part", "ticks", "--rounds", "1", "--epochs", str(a.epochs), "--stride", str(a.stride),
+            "--preview-every", str(a.preview_every), "--start-after-ms", str(a.start_after_ms), "--busy", str(a.busy),
+            "--settle-ms", str(a.settle_ms), "--deadline-s", str(a.deadline_s)]
+    results: dict[Path, list[dict]] = {t: [] for t in trees}
     for r in range(a.rounds):
-        for path in ("thread", "child"):
-            print(f"==== round {r + 1}, training {PATHS[path]} (load average before: {os.getloadavg()[0]:.2f})",
-                  flush=True)
-            out = subprocess.run([*args, "--path", path], capture_output=True, text=True)
+        for tree in trees:
+            print(f"==== round {r + 1}, tree {tree} (load average before: {os.getloadavg()[0]:.2f})", flush=True)
+            script = tree / "benchmarks" / Path(__file__).name
+            out = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
+                                 env=dict(os.environ, PYTHONPATH=str(tree)))
             lines = [ln for ln in out.stdout.splitlines() if ln.strip()]
-            print("\n".join(lines), flush=True)
+            print("\n".join(ln for ln in lines if not ln.startswith("ROUND ")), flush=True)
+            results[tree] += [json.loads(ln[6:]) for ln in lines if ln.startswith("ROUND ")]
             if out.returncode:
                 print(out.stderr[-2000:], flush=True)
+    print(f"==== summary: longest stall per phase [ms], median (min–max) over the rounds; {Busy(a.busy)}")
+    for tree, rs in results.items():
+        if not rs:
+            continue
+
+        def stat(key, phase):
+            v = [r[phase][key] for r in rs if r.get(phase)]
+            return f"{statistics.median(v):.0f} ({min(v):.0f}–{max(v):.0f})" if v else "—"
+
+        loads = [r["load"] for r in rs]
+        print(f"  {tree}: {len(rs)} rounds, load {statistics.median(loads):.1f} ({min(loads):.1f}–{max(loads):.1f}); "
+              f"preload max {stat('max', 'preload')}; run max {stat('max', 'run')}, run p95 {stat('p95', 'run')}; "
+              f"dataset load max {stat('max', 'dataset')}; run end max {stat('max', 'end')}; reopen max "
+              f"{stat('max', 'reopen')}; "
+              f"generation-2 passes {[r['gen2'] for r in rs]}; torch in the window's process "
+              f"{sorted({r['torch'] for r in rs})}")
+        print("    the run's longest stalls: " + "; ".join(f"{r['run'].get('max', 0):.0f} ms {r['run'].get('worst', '')}"
+                                                         for r in rs))
 
 
 def codec_figures(plots) -> str:
@@ -442,11 +533,11 @@ def part_epoch_end(a) -> None:
     for e in range(a.repeats):
         ev = event_codec.decode(encoded[e])  # the window's supervisor thread does this
         t, c = time.perf_counter(), time.thread_time()
-        w._on_epoch_ended(ev)
-        w._plot_timer.stop()
-        w._flush_plots()
+        w.runs._on_epoch_ended(ev)
+        w.plots._timer.stop()
+        w.plots.flush()
         app.processEvents()  # the repaints the changes posted
-        while getattr(w, "_draw_queue", None):  # the panels drawn one per event-loop pass, and their repaints
+        while w.plots._draw_queue:  # the panels drawn one per event-loop pass, and their repaints
             app.processEvents()
         app.processEvents()
         times.append(time.perf_counter() - t)
@@ -463,12 +554,99 @@ def part_epoch_end(a) -> None:
     w.close()
 
 
+def part_run_end(a) -> None:
+    """A run's end as the window receives it: the last EpochEnded (its plots pending), RunFinished with the final
+    plots and the worker's end, emitted from another thread one after the other as the run's worker does (each
+    queued to the GUI thread), ``--repeats`` times in one window (each after a new start, the banner hidden). Each
+    repeat: the longest interval of a 10 ms ticker from the first event until ``--settle-ms`` after ``runEnded``
+    (the longest event-loop pass), the GUI-thread CPU over that span, and when ``runEnded`` came."""
+    import threading
+
+    from PySide6.QtCore import QObject, Signal
+
+    from dpd_desktop.config import ExperimentConfig
+    from dpd_desktop.gui.preload import start_preload
+    from dpd_desktop.runs.events import RunFinished
+
+    ds, variants = dpa_plotdata(a.dataset, variants=4)
+    instrument()
+    app, w = bench_window(ds)
+    job = start_preload(w.jobs)  # as in the window long after its start: whatever its preload imports, imported
+    t = time.perf_counter()
+    while not job.is_done() and time.perf_counter() - t < 120:
+        app.processEvents()
+        time.sleep(0.01)
+    w.runs.write_plots = False  # the PNGs' process is not part of this
+
+    class Emitter(QObject):  # the run worker's signals, emitted from its thread
+        epochEnded, finished, done = Signal(object), Signal(object), Signal()
+
+    em = Emitter()
+    em.epochEnded.connect(w.runs._on_epoch_ended)
+    em.finished.connect(w.runs._on_run_finished)
+    em.done.connect(w.runs._on_worker_done)
+    ticks: list[float] = []
+    timer = QTimer(w)
+    timer.setTimerType(Qt.TimerType.PreciseTimer)
+    timer.setInterval(TICK_MS)
+    timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
+    ended: list[float] = []
+    w.runEnded.connect(lambda s: ended.append(time.perf_counter()))
+    cfg = ExperimentConfig(step="pa", dataset=str(a.dataset), epochs=3, device="cpu")
+    rows = []
+    for r in range(a.repeats):
+        w.plots.banner.setVisible(False)
+        w.reset_run_views()
+        w.session.start(cfg)
+        for e in range(2):  # the run's first epochs, drawn
+            w.runs._on_epoch_ended(epoch_event(e, variants[(r + e) % 4], 3))
+            w.plots.flush()
+            while w.plots._draw_queue:
+                app.processEvents()
+        for _ in range(20):
+            app.processEvents()
+        last = epoch_event(2, variants[(r + 2) % 4], 3)
+        fin = RunFinished(run_id=f"r{r}", run_dir=str(Path(tempfile.mkdtemp(prefix="bench-run-"))), best_epoch=2,
+                          val_metrics={"NMSE": -30.0}, test_metrics={"NMSE": -30.1}, wall_s=12.0,
+                          plots=variants[(r + 3) % 4], best_value=-30.0)
+        ticks.clear()
+        ended.clear()
+        timer.start()
+        app.processEvents()
+        t0, c0 = time.perf_counter(), time.thread_time()
+        th = threading.Thread(target=lambda: (em.epochEnded.emit(last), time.sleep(a.finish_gap_ms / 1e3),
+                                              em.finished.emit(fin), em.done.emit()))
+        th.start()
+        while (not ended or time.perf_counter() - ended[0] < a.settle_ms / 1e3) and time.perf_counter() - t0 < 30:
+            app.processEvents(QEventLoop.ProcessEventsFlag.WaitForMoreEvents, 5)
+        c1 = time.thread_time()
+        timer.stop()
+        th.join()
+        ts = [t0, *ticks]
+        iv = np.diff(ts) * 1e3
+        k = int(np.argmax(iv))
+        inside = sorted((e for e in EVENTS if ts[k] <= e[0] <= ts[k + 1]), key=lambda e: -e[1])
+        rows.append((float(iv.max()), (c1 - c0) * 1e3, (ended[0] - t0) * 1e3 if ended else float("nan"),
+                     ", ".join(f"{e[2]} {e[1] * 1e3:.0f} ms (CPU {e[3] * 1e3:.0f})" for e in inside[:5])))
+    mx = np.array([r[0] for r in rows])
+    cpu = np.array([r[1] for r in rows])
+    print(f"run end on {Path(a.dataset).name} plot data ({Busy(a.busy)}, load average {os.getloadavg()[0]:.2f}; the "
+          f"last epoch end, {a.finish_gap_ms} ms, RunFinished and the worker's end; {len(rows)} repeats): longest "
+          f"event-loop pass median {np.median(mx):.0f} ms, max {mx.max():.0f} ms (target < 200); GUI-thread CPU from "
+          f"the first event to {a.settle_ms} ms after runEnded median {np.median(cpu):.0f} ms; runEnded after median "
+          f"{np.median([r[2] for r in rows]):.0f} ms; each repeat's longest pass: "
+          + ", ".join(f"{m:.0f}" for m in mx))
+    worst = max(rows, key=lambda r: r[0])
+    print(f"  the longest pass ({worst[0]:.0f} ms) held: {worst[3] or '—'}")
+    w.close()
+
+
 def _feed(app, w, events, timed, paint_every: int = 1):
     """Epoch ends into the window; (wall, GUI-thread CPU) [ms] of each one in ``timed`` (indices), with its repaint."""
     wall, cpu = [], []
     for e, ev in enumerate(events):
         t, c = time.perf_counter(), time.thread_time()
-        w._on_epoch_ended(ev)
+        w.runs._on_epoch_ended(ev)
         if e in timed or e % paint_every == 0:
             app.processEvents()  # the repaints the append posted
         if e in timed:
@@ -513,7 +691,7 @@ def part_many_epochs(a) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("ticks", "epoch-end", "many-epochs", "all"), default="all")
+    ap.add_argument("--part", choices=("ticks", "epoch-end", "run-end", "many-epochs", "all"), default="all")
     ap.add_argument("--epochs", type=int, default=4)
     ap.add_argument("--stride", type=int, default=8)
     ap.add_argument("--preview-every", type=int, default=20)
@@ -524,29 +702,34 @@ def main(argv=None) -> int:
     ap.add_argument("--paint-every", type=int, default=100,
                     help="many-epochs: a repaint every N epochs between the first and the last 1,000 (each timed "
                          "epoch has its own)")
-    ap.add_argument("--path", choices=("child", "thread", "both"), default="both",
-                    help="ticks: train in a child process, on a QThread of the window's process (the old way), or "
-                         "both, interleaved, each round in a fresh process (default)")
-    ap.add_argument("--rounds", type=int, default=1, help="ticks --path both: rounds of (thread, child)")
-    ap.add_argument("--gc-freeze", action="store_true",
-                    help="ticks: the garbage collector off while the window's preload imports, then gc.freeze() and "
-                         "on again (a proposed change of the window: no full pass over the imports' objects)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="ticks: rounds, each in a fresh process, then the medians (1: this process)")
+    ap.add_argument("--tree", action="append", help="ticks: a source tree to measure (repeatable: the rounds "
+                    "alternate between the trees; default: this script's)")
+    ap.add_argument("--finish-gap-ms", type=int, default=0,
+                    help="run-end: the time between the last EpochEnded and RunFinished (0: the worst case)")
+    ap.add_argument("--settle-ms", type=int, default=500,
+                    help="run-end: measured until this long after runEnded; ticks: after the reopened run is shown")
+    ap.add_argument("--deadline-s", type=float, default=300.0, help="ticks: a round still going then ends")
     ap.add_argument("--busy", type=int, default=1, help="other processes spinning on the CPU during each part "
                     "(default 1: the targets hold while another process is busy; 0: none)")
     a = ap.parse_args(argv)
     if a.part in ("ticks", "all"):
-        if a.path == "both":
-            ticks_ab(a)  # each round a process of its own, which starts its busy processes
+        if a.rounds > 1 or a.tree:
+            ticks_rounds(a)  # each round a process of its own, which starts its busy processes
         else:
             with Busy(a.busy):
                 part_ticks(a)
     if a.part in ("epoch-end", "all"):
         with Busy(a.busy):
             part_epoch_end(a)
+    if a.part in ("run-end", "all"):
+        with Busy(a.busy):
+            part_run_end(a)
     if a.part in ("many-epochs", "all"):
         with Busy(a.busy):
             part_many_epochs(a)
-    app = QApplication.instance()  # none when only the A/B rounds ran (each in a process of its own)
+    app = QApplication.instance()  # none when only the rounds ran (each in a process of its own)
     if app is not None:
         app.processEvents()
     return 0

@@ -40,6 +40,10 @@ class PlotArea(QObject):
         self.last_plots = None  # the PlotData drawn last
         self._pending = None  # (PlotData, label) to draw when the timer fires
         self._draw_queue: list = []
+        self._then: list = []  # finish_drawing's callbacks, called once the queue is drawn
+        # the next step of a drawing: a zero timer, not a posted call (two of those can run in one pass)
+        self._next = QTimer(self, singleShot=True, interval=0)
+        self._next.timeout.connect(self._step)
         self._timer = QTimer(self, singleShot=True, interval=30)
         self._timer.timeout.connect(self.flush)
 
@@ -197,6 +201,8 @@ class PlotArea(QObject):
         """Forget the shown run's drawing: data, signal legend, zoom (axes back to auto range), table, rows."""
         self._timer.stop()
         self._draw_queue = []
+        if self._then:  # a finished drawing's callbacks still run (nothing is left to draw)
+            self._next.start()
         for p in self.panels:
             p.clear_data()
             p.reset_view()
@@ -269,15 +275,29 @@ class PlotArea(QObject):
         if not self._draw_queue or self._pending is not None:
             return  # done, or newer data is pending (its own flush starts again)
         self._draw_panel(*self._draw_queue.pop(0))
-        if self._draw_queue:
-            QTimer.singleShot(0, self._draw_next)
+        if self._draw_queue or self._then:  # the next panel, or finish_drawing's callbacks, in a pass of their own
+            self._next.start()
 
-    def finish_drawing(self) -> None:
-        """Draw now what is pending or queued (a run's end: ``runEnded`` promises its final plots)."""
+    def _step(self) -> None:
+        if self._draw_queue:
+            self._draw_next()
+        else:
+            self._finish_step()
+
+    def finish_drawing(self, then: Callable[[], None] | None = None) -> None:
+        """Draw what is pending or queued, one data panel per event-loop pass, then call ``then()`` in a pass of
+        its own (a run's end: ``runEnded`` promises its final plots)."""
+        if then is not None:
+            self._then.append(then)
+        self._next.start()
+
+    def _finish_step(self) -> None:
         if self._pending is not None:
-            self.flush()
-        while self._draw_queue:
-            self._draw_panel(*self._draw_queue.pop(0))
+            self.flush()  # its panels one per pass; the last one's pass schedules this step again
+        elif not self._draw_queue:
+            then, self._then = self._then, []
+            for fn in then:
+                fn()
 
     def _draw_panel(self, panel, plots, label: str) -> None:
         try:
@@ -290,6 +310,8 @@ class PlotArea(QObject):
         """Draw one PlotData in every data panel now (GUI thread; arrays are small)."""
         self.last_plots = plots
         self._draw_queue = []
+        if self._then:
+            self._next.start()
         self.signal_legend.set_signals(ordered(plots.psd.keys(), plots.target_name, plots.pred_name))
         for p in (self.psd_panel, self.amam_panel, self.ampm_panel, self.time_panel):
             self._draw_panel(p, plots, label)

@@ -11,10 +11,16 @@ imported and only adds the core's modules.
 """
 from __future__ import annotations
 
+import ctypes
+import gc
 import importlib
+import importlib.util
 import logging
+import os
+import sys
 import threading
 import traceback
+from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
@@ -27,9 +33,36 @@ log = logging.getLogger("dpd_desktop.gui")
 #: child processes' (their forkserver preloads it), never imported in the window's process.
 CORE_MODULES = ("torch", "dpd_desktop.export.dpd_export")
 
+#: torch's C++ libraries (those its ``lib/`` folder holds), loaded before ``import torch`` by
+#: :func:`load_libraries`: the import's own load of them holds the GIL, which the GUI thread then waits for.
+TORCH_LIBRARIES = ("libtorch_cpu.so", "libtorch_cuda.so")
+
 _lock = threading.Lock()
 _job: "CorePreloadJob | None" = None
 
+
+def load_libraries(package: str = "torch", names=TORCH_LIBRARIES) -> list[str]:
+    """Load the shared libraries ``names`` of ``package``'s ``lib/`` folder with the GIL released (libc's
+    ``dlopen`` through ctypes, which releases it for the call), so that the package's import finds them loaded.
+    Linux only (elsewhere nothing). Returns the paths loaded; one that fails to load is logged and skipped (the
+    import then reports the error)."""
+    if not sys.platform.startswith("linux"):
+        return []
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.origin:
+        return []
+    dlopen = ctypes.CDLL(None).dlopen
+    dlopen.restype, dlopen.argtypes = ctypes.c_void_p, (ctypes.c_char_p, ctypes.c_int)
+    loaded = []
+    for name in names:
+        path = Path(spec.origin).parent / "lib" / name
+        if not path.is_file():
+            continue
+        if dlopen(os.fsencode(path), os.RTLD_NOW | os.RTLD_LOCAL):
+            loaded.append(str(path))
+        else:
+            log.warning("could not preload %s", path)
+    return loaded
 
 
 class _PreloadSignals(QObject):
@@ -43,10 +76,11 @@ class CorePreloadJob(PoolJob):
 
     name = "PyTorch preload"
 
-    def __init__(self, modules=CORE_MODULES, forkserver: bool = True):
+    def __init__(self, modules=CORE_MODULES, forkserver: bool = True, importer=importlib.import_module):
         super().__init__()
         self.modules = tuple(modules)
         self.forkserver = forkserver
+        self.importer = importer
         self.signals = _PreloadSignals()
         self.error: str | None = None
 
@@ -59,11 +93,21 @@ class CorePreloadJob(PoolJob):
                 start_forkserver()
             except Exception:  # noqa: BLE001 - the first run's start starts it again (and reports a failure)
                 log.warning("the children's forkserver did not start:\n%s", traceback.format_exc())
+        # gc off while importing, then frozen: full passes over torch's objects held the GIL (226-778 ms each)
+        was_enabled = gc.isenabled()
+        gc.disable()
         try:
+            if "torch" in self.modules and "torch" not in sys.modules:
+                load_libraries("torch")
             for name in self.modules:
-                importlib.import_module(name)
+                self.importer(name)
         except Exception:  # noqa: BLE001 - reported; whoever needs the module imports it again and raises
             self.error = traceback.format_exc()
+        finally:
+            gc.freeze()
+            if was_enabled:
+                gc.enable()
+        if self.error is not None:
             self.signals.failed.emit(self.error)
             return
         self.signals.done.emit(time.perf_counter() - t0)

@@ -279,6 +279,10 @@ class QueuePanel(QWidget):
 
     @Slot()
     def _on_done(self) -> None:
+        # after the followed run's end, whose final plots are drawn over the next passes (RunController.run_ended)
+        self.window.plots.finish_drawing(self._queue_ended)
+
+    def _queue_ended(self) -> None:
         worker, self.worker = self.worker, None
         w = self.window
         if worker is not None:

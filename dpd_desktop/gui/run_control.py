@@ -225,10 +225,8 @@ class RunController(QObject):
     def _on_run_finished(self, ev) -> None:
         timing.mark("gui_run_finished")
         if ev.plots is not None:
-            # the first panel now, the others one per event-loop pass; ``ended`` waits for them (_on_worker_done)
+            # drawn one panel per event-loop pass after this one; ``ended`` waits for them (run_ended)
             self.plots.queue(ev.plots, f"{ev.plots.source} · selected epoch {ev.best_epoch}")
-            self.plots.flush()
-        timing.mark("gui_final_plots_shown")
         self.plots.mark_best(ev.best_epoch)
         power = output_power_change_db(ev.extra, ev.test_metrics)
         self.plots.psd_panel.set_power_change(power)
@@ -268,8 +266,12 @@ class RunController(QObject):
         self.run_ended(s.state, s.run_dir)
 
     def run_ended(self, state: str | None, run_dir: str | None) -> None:
-        """A followed run has ended (its process too): its final plots drawn, its PNGs started, ``ended``."""
-        self.plots.finish_drawing()
+        """A followed run has ended (its process too): its final plots drawn (one panel per event-loop pass),
+        then, in a pass of its own, its PNGs started and ``ended``."""
+        self.plots.finish_drawing(lambda: self._after_drawing(state, run_dir))
+
+    def _after_drawing(self, state: str | None, run_dir: str | None) -> None:
+        timing.mark("gui_final_plots_shown")
         if state == "succeeded" and run_dir and self.write_plots:
             self.write_run_plots(run_dir)
         self.ended.emit(state)

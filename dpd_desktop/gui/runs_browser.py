@@ -321,7 +321,7 @@ class RunsBrowser(QWidget):
 
     def _show_replay(self, replay) -> None:
         show_replay(self.window_, replay)
-        self.runOpened.emit(replay)
+        self.window_.plots.finish_drawing(lambda: self.runOpened.emit(replay))
 
     def fill_form_from_selected(self) -> None:
         rows = self.selected_rows()
@@ -367,13 +367,14 @@ def _alive(widget) -> bool:
 
 
 def show_replay(window, replay) -> None:
-    """Put a replayed run into the window's panels and epoch table (GUI thread; the arrays are small)."""
+    """Put a replayed run into the window's epoch table and learning curves, and queue its plots (drawn one data
+    panel per event-loop pass: ``window.plots.finish_drawing(then)`` calls back when they are)."""
     window.reset_run_views()
     best = replay.best_epoch
     # durations from history.csv's TIME: column
     window.plots.add_rows(replay.history, history.epoch_seconds(replay.history), best)
     if replay.plots is not None:
-        window.show_plots(replay.plots, f"test · saved run, epoch {best}")
+        window.plots.queue(replay.plots, f"test · saved run, epoch {best}")
     rec = replay.record
     # the reopened run is the window's current run, as if it had just ended: Run DPD and Resume follow it
     window.session.on_reopened(rec.config, rec.run_id, str(rec.run_dir), rec.state, epochs_done=len(replay.history))

@@ -202,3 +202,29 @@ def test_menus_and_dock_toggle(win, qtbot):
     with qtbot.waitSignal(win.runs_browser.rowsLoaded, timeout=20000):
         win.runs_dock.toggleViewAction().trigger()  # showing the dock reads the index again
     assert win.runs_dock.isVisible()
+
+
+def test_open_draws_the_runs_plots_one_panel_per_pass_then_says_opened(win, runs, monkeypatch):
+    """Reopening a run (issue 28, the longest stall): the replay's slot draws no data panel itself, each is drawn
+    in an event-loop pass of its own, and ``runOpened`` comes after the last."""
+    from dpd_desktop.runs.replay import load_replay
+
+    from PySide6.QtWidgets import QApplication
+
+    app, b = QApplication.instance(), win.runs_browser
+    replay = load_replay(runs["a"])
+    passes, drawn, opened = [0], [], []
+    draw = win.plots._draw_panel
+    monkeypatch.setattr(win.plots, "_draw_panel",
+                        lambda panel, plots, label: (drawn.append((panel.title, passes[0])), draw(panel, plots, label)))
+    b.runOpened.connect(lambda r: opened.append(passes[0]))
+    b._show_replay(replay)  # the replay job's done slot
+    assert drawn == [] and opened == [] and win.epoch_table.rowCount() == len(replay.history)
+    while not opened and passes[0] < 500:
+        passes[0] += 1
+        app.processEvents()
+    assert [t for t, _ in drawn] == [p.title for p in (win.psd_panel, win.amam_panel, win.ampm_panel,
+                                                       win.time_panel)]
+    at = [p for _, p in drawn]
+    assert all(b > a for a, b in zip(at, at[1:])) and opened[0] > at[-1], (drawn, opened)
+    assert win.plots.last_plots is replay.plots

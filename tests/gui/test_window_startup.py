@@ -33,6 +33,9 @@ def loaded():
     from dpd_desktop.gui.preload import preload_job
     out["preload_ended"] = preload_job().wait(5000)
     out["jobs_left"] = len(w.jobs)
+    import gc
+    out["gc_enabled_after_preload"] = gc.isenabled()
+    out["frozen_after_preload"] = gc.get_freeze_count()
     app.quit()
 w.firstPainted.connect(painted)
 w.coreLoaded.connect(loaded)
@@ -60,6 +63,8 @@ def test_linux_window_paints_before_torch_is_imported_then_preloads_it():
     assert out["tooltip_before"] == "Gated recurrent unit"
     assert out["tooltip_after"].startswith("nn.GRU(2, H)")
     assert out["preload_ended"] is True and out["jobs_left"] == 0  # then no longer a live job of the window
+    # torch's objects frozen (no collector pass walks them again), the collector on
+    assert out["gc_enabled_after_preload"] is True and out["frozen_after_preload"] > 100_000
 
 
 def test_torch_first_only_on_windows():
@@ -104,3 +109,78 @@ def test_start_checks_the_config_by_hand_while_the_preload_imports_torch(monkeyp
     assert run_control.validate_config(good) is good and validated == []
     monkeypatch.setattr(preload, "_job", None)  # no preload (or ended): the full check
     assert run_control.validate_config(good) is good and validated == [good]
+
+
+def test_the_preload_imports_with_the_collector_off_then_freezes_what_it_imported(qtbot):
+    """A cyclic collection while torch imports is a full pass over its objects, holding the GIL the GUI thread waits
+    for: the preload imports with the collector off, freezes the objects and turns it on again, also on failure."""
+    import gc
+
+    from dpd_desktop.gui.preload import CorePreloadJob
+
+    seen = []
+
+    def importer(name):
+        seen.append((name, gc.isenabled()))
+        if name == "broken":
+            raise ImportError("no such module")
+
+    assert gc.isenabled()
+    frozen = gc.get_freeze_count()  # an earlier window's preload in this process froze its objects
+    gc.unfreeze()
+    job = CorePreloadJob(("json", "email.message"), forkserver=False, importer=importer)
+    try:
+        with qtbot.waitSignal(job.signals.done, timeout=10_000):
+            job.submit()
+        assert seen == [("json", False), ("email.message", False)]
+        assert gc.isenabled()
+        assert gc.get_freeze_count() > 1000  # this process's objects, the test's among them
+        job = CorePreloadJob(("broken", "json"), forkserver=False, importer=importer)
+        with qtbot.waitSignal(job.signals.failed, timeout=10_000) as failed:
+            job.submit()
+        assert "no such module" in failed.args[0] and seen[-1] == ("broken", False)
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()
+        gc.enable()
+        if frozen:
+            gc.freeze()
+
+
+LIBS = r"""
+import json, sys, threading, time
+sys.setswitchinterval(1000)  # the GIL changes hands only where a thread releases it
+from dpd_desktop.gui.preload import load_libraries
+count, stop = [0], []
+def spin():
+    while not stop:
+        count[0] += 1
+        time.sleep(0)
+t = threading.Thread(target=spin)
+t.start()
+time.sleep(0.05)
+before = count[0]
+paths = load_libraries("torch")
+during = count[0] - before
+stop.append(1)
+t.join()
+print("RESULT " + json.dumps({"paths": paths, "during": during, "torch": "torch" in sys.modules}))
+"""
+
+
+def test_torchs_libraries_load_with_the_gil_released():
+    """The import of torch loads libtorch_cpu holding the GIL (the GUI thread waited for it); the preload loads the
+    library first with the GIL released: another thread runs meanwhile."""
+    if not sys.platform.startswith("linux"):
+        import pytest
+
+        pytest.skip("Linux only: Windows imports torch before Qt")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", LIBS], env=env, capture_output=True, text=True, timeout=120)
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert line, proc.stderr[-3000:]
+    out = json.loads(line[0][7:])
+    assert [Path(p).name for p in out["paths"]][:1] == ["libtorch_cpu.so"]
+    assert out["torch"] is False  # not imported, only its library loaded
+    # held: 1 to 5 turns of the other thread (the file look-ups release the GIL briefly); released: thousands
+    assert out["during"] > 200, out
