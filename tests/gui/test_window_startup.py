@@ -10,6 +10,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
+
+def _pythonpath() -> str:
+    """This checkout first, then the caller's PYTHONPATH (where Qt may come from, as on the GPU machine)."""
+    return os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+
+
 CHILD = r"""
 import json, sys, tempfile
 from dpd_desktop.gui.qt_app import ensure_app
@@ -47,7 +53,7 @@ print("RESULT " + json.dumps(out))
 
 
 def test_linux_window_paints_before_torch_is_imported_then_preloads_it():
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=_pythonpath())
     proc = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=120)
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert line, proc.stderr[-3000:]
@@ -175,7 +181,7 @@ def test_torchs_libraries_load_with_the_gil_released():
         import pytest
 
         pytest.skip("Linux only: Windows imports torch before Qt")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=_pythonpath())
     proc = subprocess.run([sys.executable, "-c", LIBS], env=env, capture_output=True, text=True, timeout=120)
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert line, proc.stderr[-3000:]
