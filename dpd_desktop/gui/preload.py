@@ -35,7 +35,7 @@ CORE_MODULES = ("torch", "dpd_desktop.export.dpd_export")
 
 #: torch's C++ libraries (those its ``lib/`` folder holds), loaded before ``import torch`` by
 #: :func:`load_libraries`: the import's own load of them holds the GIL, which the GUI thread then waits for
-#: (measured on 2 cores: a GUI-thread gap of 175-190 ms → 43-45 ms; benchmarks/results/2026-12-04-gui-responsiveness.md).
+#: (a GUI-thread gap of 175-190 ms → 43-45 ms on 2 cores; benchmarks/results/2026-12-04-gui-responsiveness.md).
 TORCH_LIBRARIES = ("libtorch_cpu.so", "libtorch_cuda.so")
 
 _lock = threading.Lock()
