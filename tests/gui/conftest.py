@@ -28,6 +28,31 @@ def _isolated_env(tmp_path, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _widgets_deleted_by_qt(qtbot, monkeypatch):
+    """Widgets a test registers (``qtbot.addWidget``) are held until pytest-qt has closed them and Qt has deleted
+    them (deleteLater), then collected: a top-level pyqtgraph widget is never destroyed by Python's cyclic collector
+    in the middle of a later test. That order of destruction (children's wrappers cleared in arbitrary order) crashed
+    the suite now and then inside pyqtgraph (an InfiniteLine's ``boundingRect`` on a deleted object, then SIGSEGV)."""
+    import gc
+
+    from PySide6.QtCore import QEvent
+    from PySide6.QtWidgets import QApplication
+
+    held = []
+    add = qtbot.addWidget
+
+    def add_and_hold(widget, *args, **kwargs):
+        held.append(widget)
+        return add(widget, *args, **kwargs)
+
+    monkeypatch.setattr(qtbot, "addWidget", add_and_hold)
+    yield
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+    held.clear()
+    gc.collect()
+
+
+@pytest.fixture(autouse=True)
 def _close_answers_stop(monkeypatch):
     """A close while a run is live asks (gui/close_prompt.py); a modal dialog would block an offscreen test, so the
     answer is "Stop and quit" unless a test sets another (tests/gui/test_close_prompt.py)."""
