@@ -38,8 +38,8 @@ __all__ = ["OutputRefused", "check_output", "protected_reason", "recorded_datase
 WORKSPACE_DATABASES = ("index.sqlite", "queue.sqlite")
 WORKSPACE_FILES = tuple(f"{db}{suffix}" for db in WORKSPACE_DATABASES for suffix in ("", "-wal", "-shm", "-journal")) \
     + ("settings.json",)
-#: folders of a workspace that hold its records: runs, sweeps, the Ray staging area
-WORKSPACE_FOLDERS = ("runs", "sweeps", ".sweep-incoming")
+#: folders of a workspace that hold its records: runs, sweeps, loops (loop/store.py), the Ray staging area, the cache
+WORKSPACE_FOLDERS = ("runs", "sweeps", "loops", ".sweep-incoming", "cache")
 #: a run folder: status.json, or config.json with one of these
 RUN_FILES = ("history.csv", "best.pt", "last.pt", "results.h5", "log.txt")
 SQLITE_MAGIC = b"SQLite format 3\x00"
