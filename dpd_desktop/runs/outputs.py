@@ -4,7 +4,8 @@ dataset folder): every writer of such a file calls :func:`check_output` first.
 Never written, whatever the flags (:class:`OutputRefused`, naming the path and why):
 
 * a file of a **run folder**: any folder above the target holding a run's ``status.json``, or its ``config.json``
-  with one of :data:`RUN_FILES` (runs/writer.py is a run folder's one writer);
+  with one of :data:`RUN_FILES` (runs/writer.py is a run folder's one writer); of a sweep's or a loop's folder
+  (``sweep.json``, ``loop.json``);
 * a file of a **dataset**: in a folder holding ``spec.json`` or a split CSV, in or equal to a dataset the command
   reads (``datasets``), an existing HDF5 file with ``/train``, ``/val``, ``/test``, an existing CSV whose header
   names ``I_in,Q_in,I_out,Q_out``;
@@ -181,6 +182,8 @@ def protected_reason(out: str | os.PathLike, *, inputs: Iterable = (), datasets:
                         if t.exists() else f"lies inside the run folder {folder}, which holds that run's record only")
             if (folder / "sweep.json").is_file():
                 return f"lies in the sweep folder {folder}, which holds that sweep's record only"
+            if (folder / "loop.json").is_file():  # loop/store.py LOOP_FILE
+                return f"lies in the loop folder {folder}, which holds that loop's record only"
         ws_root = next((r for r in roots if r in t.parents), None) or _workspace_above(t)
         if ws_root is not None:
             rel = t.relative_to(ws_root)

@@ -159,4 +159,4 @@ def test_report_from_the_save_dialog_suggests_a_file_outside_the_loop_and_replac
     with qtbot.waitSignal(v.reportWritten, timeout=30000) as rep:
         v.write_report()
     assert isinstance(rep.args[0], ValueError) and "--overwrite" not in str(rep.args[0])
-    assert "loops folder" in v.status.text() and (folder / "report.html").read_bytes() == own
+    assert f"lies in the loop folder {folder}" in v.status.text() and (folder / "report.html").read_bytes() == own

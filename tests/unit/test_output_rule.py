@@ -179,7 +179,16 @@ def test_no_writer_touches_a_loop_record_or_the_workspace_cache(world, command, 
     for out in (own, loop / f"new{ext}", loop.parent / f"new{ext}", world["ws"].root / "cache" / f"new{ext}"):
         assert _cli(world, *_commands(world, out)[command], "--overwrite") == 2, out
         err = capsys.readouterr().err
-        assert f"the output {out} lies in the workspace's" in err and "Traceback" not in err, err
+        assert (f"the output {out} lies in the workspace's" in err or f"the output {out} lies in the loop folder" in err) \
+            and "Traceback" not in err, err
     assert own.read_text() == "the loop's own report"
     assert sorted(p.name for p in loop.iterdir()) == ["loop.json", f"report{ext}"]
     assert not (loop.parent / f"new{ext}").exists() and not (world["ws"].root / "cache" / f"new{ext}").exists()
+    # a loop folder outside any workspace with databases (a loop-only workspace has no index.sqlite)
+    elsewhere = world["root"] / f"loop-only-{command}" / "loops" / "2026-01-01-000000-ilc"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "loop.json").write_text("{}")
+    (elsewhere / f"report{ext}").write_text("the loop's own report")
+    assert _cli(world, *_commands(world, elsewhere / f"report{ext}")[command], "--overwrite") == 2
+    assert f"lies in the loop folder {elsewhere}" in capsys.readouterr().err
+    assert (elsewhere / f"report{ext}").read_text() == "the loop's own report"
