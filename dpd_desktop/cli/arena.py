@@ -25,7 +25,24 @@ from pathlib import Path
 
 from ..config import KERNELS
 from ..process import CTRL_C, Exit
+from ..runs.outputs import OutputRefused, protected_reason
 from .common import Outcome
+
+
+def _leaderboard_out(out: Path, ws) -> Path:
+    """``--out``: a new or empty folder, or one an arena wrote before (its ``arena-state.json`` or
+    ``leaderboard.json``: the same command continues there); never where the output rule (runs/outputs.py) forbids
+    the leaderboard's files. Raises OutputRefused."""
+    why = protected_reason(out / "leaderboard.json", workspace=ws)
+    if why:
+        raise OutputRefused(out, f"cannot hold the leaderboard ({out / 'leaderboard.json'} {why})", "give another --out")
+    if out.exists() and not out.is_dir():
+        raise OutputRefused(out, "is a file", "give a folder name")
+    if out.is_dir() and any(out.iterdir()) and not any((out / f).is_file() for f in ("arena-state.json",
+                                                                                       "leaderboard.json")):
+        raise OutputRefused(out, "is not an arena leaderboard folder (no arena-state.json, no leaderboard.json) and "
+                            "not empty; its files would be replaced", "give another --out")
+    return out
 
 
 def _names(text: str) -> list[str]:
@@ -72,7 +89,7 @@ def handle(args, ws):
             print("error: --merge needs --out DIR", file=sys.stderr)
             return Outcome(Exit.USAGE)
         try:
-            paths = merge_leaderboards([Path(d) for d in args.merge], Path(args.out),
+            paths = merge_leaderboards([Path(d) for d in args.merge], _leaderboard_out(Path(args.out), ws),
                                        Path(args.assets) if args.assets else default_root(),
                                        command="dpd-desktop " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
         except ValueError as exc:
@@ -100,6 +117,11 @@ def handle(args, ws):
     from ..data import DatasetError
 
     out = Path(args.out) if args.out else ws.root / "arena" / proto.name / "leaderboard"
+    try:
+        _leaderboard_out(out, ws)
+    except OutputRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return Outcome(Exit.USAGE)
     ws.check(create=True)
     stop = threading.Event()
     own = not CTRL_C.installed and CTRL_C.install()

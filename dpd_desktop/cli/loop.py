@@ -70,6 +70,7 @@ def add_parser(add) -> None:
     p.add_argument("--timeout", type=float, default=d.timeout_s, help="instrument timeout, s (default %(default)s)")
     p.add_argument("--name", default=None, help="a label for the loop's folder")
     p.add_argument("--report", default=None, help="also write the loop's HTML report here")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --report file")
     p.add_argument("--dataset-out", default=None, help="make a dataset of the last iteration's capture here")
     p.add_argument("--json", action="store_true", help="print the loop's result as JSON at the end")
     ds = add("loop-dataset", help="make a dataset (split CSV + spec.json) of a loop iteration's capture")
@@ -129,7 +130,7 @@ def _loop(a, ws) -> int:
             raise ValueError("--pa-impairments goes with --pa-run; --virtual-pa already holds the impairments")
         signal = load_signal(cfg.signal, cfg.signal_samples, cfg.signal_seed)
         if a.report:  # refused before the loop runs (runs/outputs.py: the one output rule)
-            check_output(a.report, suffixes=(".html", ".htm"), workspace=ws, option="--report")
+            check_output(a.report, overwrite=a.overwrite, suffixes=(".html", ".htm"), workspace=ws, option="--report")
     except (ConfigError, ValueError, OSError) as exc:  # ValueError: OutputRefused too
         print(f"error: {exc}", file=sys.stderr)
         return Exit.USAGE
@@ -161,7 +162,7 @@ def _loop(a, ws) -> int:
     report = write_loop_report(result.folder)
     print(f"report: {report}")
     if a.report:
-        print(f"report: {write_loop_report(result.folder, a.report)}")
+        print(f"report: {write_loop_report(result.folder, a.report, a.overwrite, ws)}")
     if a.dataset_out and result.iterations:
         try:
             r = capture_to_dataset(Path(ws.runs_dir) / result.iterations[-1]["run_id"], a.dataset_out)

@@ -499,14 +499,20 @@ def load_dataset(path: str | Path) -> IQDataset:
             empty split, a missing HDF5 group/dataset or one of wrong shape/dtype.
     """
     p = Path(path).expanduser()
-    if not p.exists():
-        raise DatasetError(f"path not found: {p}", path=p,
-                           expected="an existing dataset folder, .csv file or .h5/.hdf5 file")
-    if p.is_file() and p.name == "spec.json":
-        p = p.parent
-    if p.is_dir():
+    try:  # a folder without read/search permission fails the stat of what it holds
+        if not p.exists():
+            raise DatasetError(f"path not found: {p}", path=p,
+                               expected="an existing dataset folder, .csv file or .h5/.hdf5 file")
+        if p.is_file() and p.name == "spec.json":
+            p = p.parent
         spec_path = p / "spec.json"
-        spec = read_spec_file(spec_path) if spec_path.is_file() else DatasetSpec()
+        is_dir = p.is_dir()
+        has_spec = is_dir and spec_path.is_file()
+    except OSError as exc:
+        raise DatasetError(f"cannot read {p} ({exc.strerror or exc})", path=p,
+                           expected="a readable dataset folder, .csv file or .h5/.hdf5 file") from exc
+    if is_dir:
+        spec = read_spec_file(spec_path) if has_spec else DatasetSpec()
         if spec.dataset_format == "single_csv":
             splits = _load_single_csv(_single_csv_path(p, spec, spec_path), spec, spec_path)
         elif spec.dataset_format == "hdf5":

@@ -27,6 +27,7 @@ from ..instruments.connect import open_bench, parse_instrument
 from ..loop import events as LE
 from ..loop.config import LoopConfig
 from . import theme
+from ..runs.outputs import suggested_output
 from .queue_panel import hidden_dock, read_only_rows
 from .runs_jobs import start_job
 from .worker import ThreadJob
@@ -422,14 +423,16 @@ class LoopView(QWidget):
     def write_report(self, path: str | None = None) -> None:
         if self.loop_folder is None:
             return
+        overwrite = path is None  # the save dialog asks before replacing a file
         if path is None:
-            path, _ = QFileDialog.getSaveFileName(self, "Loop report", str(Path(self.loop_folder) / "report.html"),
-                                                  "HTML (*.html)")
+            start = suggested_output(f"{Path(self.loop_folder).name}-report.html", workspace=self.window_.workspace)
+            path, _ = QFileDialog.getSaveFileName(self, "Loop report", str(start), "HTML (*.html)")
             if not path:
                 return
         from ..loop.report import write_loop_report
 
-        start_job(self.window_, "loop report", write_loop_report, self.loop_folder, path,
+        start_job(self.window_, "loop report", write_loop_report, self.loop_folder, path, overwrite,
+                  self.window_.workspace, "",
                   done=self._report_done, failed=lambda exc, tb: self._report_done(exc))
 
     def _report_done(self, result) -> None:

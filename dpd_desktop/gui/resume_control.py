@@ -1,8 +1,10 @@
 """The window's Resume action: continue the current/last run when it was cancelled, interrupted or failed, in its own
 run folder, after its last finished epoch (the core's training/resume.py; the numbers are those of an uninterrupted
-run). The checks (last.pt, dataset fingerprint) and the loading run in the run's child process; a refusal reaches
-the banner as the "could not start" failure, in the core's words."""
+run). Offered only for a run with a ``last.pt``; the checks (its contents, the dataset fingerprint) and the loading
+run in the run's child process; a refusal reaches the banner as the "could not start" failure, in the core's words."""
 from __future__ import annotations
+
+from pathlib import Path
 
 from PySide6.QtCore import QObject, Slot
 from PySide6.QtGui import QAction
@@ -38,8 +40,10 @@ class ResumeControl(QObject):
         self._render()
 
     def can_resume(self) -> bool:
+        """A stopped run with a finished epoch (its ``last.pt``; a resume of one without would only be refused)."""
         s, w = self.window.session, self.window
-        return s.state in RESUMABLE and bool(s.run_dir) and s.config is not None and w.runs.worker is None
+        return (s.state in RESUMABLE and bool(s.run_dir) and s.config is not None and w.runs.worker is None
+                and Path(s.run_dir, "last.pt").is_file())
 
     def _render(self, *_) -> None:
         self.action.setEnabled(self.can_resume())

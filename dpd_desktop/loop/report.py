@@ -142,8 +142,11 @@ def _flat(d: dict, prefix: str = ""):
             yield f"{prefix}{k}", v
 
 
-def write_loop_report(folder: str | Path, out: str | Path | None = None) -> Path:
+def write_loop_report(folder: str | Path, out: str | Path | None = None, overwrite: bool = False, workspace=None,
+                      option: str = "--report") -> Path:
     """Write the loop's report (default ``<folder>/report.html``) atomically; returns its path. A named ``out`` obeys
-    the output rule (runs/outputs.py; raises OutputRefused, a ValueError)."""
-    target = check_output(out, suffixes=(".html", ".htm")) if out is not None else Path(folder) / "report.html"
+    the output rule (runs/outputs.py ``check_output`` with ``overwrite``, ``workspace``, ``option``; raises
+    OutputRefused, a ValueError)."""
+    target = Path(folder) / "report.html" if out is None else check_output(
+        out, overwrite=overwrite, suffixes=(".html", ".htm"), workspace=workspace, option=option)
     return atomic_write_text(target, render_loop(folder))

@@ -4,7 +4,8 @@ dataset folder): every writer of such a file calls :func:`check_output` first.
 Never written, whatever the flags (:class:`OutputRefused`, naming the path and why):
 
 * a file of a **run folder**: any folder above the target holding a run's ``status.json``, or its ``config.json``
-  with one of :data:`RUN_FILES` (runs/writer.py is a run folder's one writer);
+  with one of :data:`RUN_FILES` (runs/writer.py is a run folder's one writer); of a sweep's or a loop's folder
+  (``sweep.json``, ``loop.json``);
 * a file of a **dataset**: in a folder holding ``spec.json`` or a split CSV, in or equal to a dataset the command
   reads (``datasets``), an existing HDF5 file with ``/train``, ``/val``, ``/test``, an existing CSV whose header
   names ``I_in,Q_in,I_out,Q_out``;
@@ -38,8 +39,8 @@ __all__ = ["OutputRefused", "check_output", "protected_reason", "recorded_datase
 WORKSPACE_DATABASES = ("index.sqlite", "queue.sqlite")
 WORKSPACE_FILES = tuple(f"{db}{suffix}" for db in WORKSPACE_DATABASES for suffix in ("", "-wal", "-shm", "-journal")) \
     + ("settings.json",)
-#: folders of a workspace that hold its records: runs, sweeps, the Ray staging area
-WORKSPACE_FOLDERS = ("runs", "sweeps", ".sweep-incoming")
+#: folders of a workspace that hold its records: runs, sweeps, loops (loop/store.py), the Ray staging area, the cache
+WORKSPACE_FOLDERS = ("runs", "sweeps", "loops", ".sweep-incoming", "cache")
 #: a run folder: status.json, or config.json with one of these
 RUN_FILES = ("history.csv", "best.pt", "last.pt", "results.h5", "log.txt")
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -181,6 +182,8 @@ def protected_reason(out: str | os.PathLike, *, inputs: Iterable = (), datasets:
                         if t.exists() else f"lies inside the run folder {folder}, which holds that run's record only")
             if (folder / "sweep.json").is_file():
                 return f"lies in the sweep folder {folder}, which holds that sweep's record only"
+            if (folder / "loop.json").is_file():  # loop/store.py LOOP_FILE
+                return f"lies in the loop folder {folder}, which holds that loop's record only"
         ws_root = next((r for r in roots if r in t.parents), None) or _workspace_above(t)
         if ws_root is not None:
             rel = t.relative_to(ws_root)

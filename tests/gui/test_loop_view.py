@@ -4,6 +4,7 @@ and a PNG of the view for a person to look at (LOOP_VIEW_PNG, when set, names wh
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -122,3 +123,40 @@ def test_trained_pa_runs_are_offered_as_the_virtual_pa(make_window, qtbot, works
     w.loop_dock.show()
     qtbot.waitUntil(lambda: v.pa_combo.count() == 2, timeout=10000)
     assert v.pa_combo.itemData(1) == "2026-01-01-000000-pa-ok"
+
+
+def test_report_from_the_save_dialog_suggests_a_file_outside_the_loop_and_replaces_a_confirmed_one(
+        view, qtbot, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
+    w, v = view
+    with qtbot.waitSignal(v.loopEnded, timeout=60000) as blocker:
+        v.start(_cfg(iterations=1), bench_factory=_bench_factory([]))
+    qtbot.waitUntil(lambda: v.worker is None, timeout=10000)
+    folder = Path(blocker.args[0].folder)
+    from dpd_desktop.loop.report import write_loop_report
+    own = write_loop_report(folder).read_bytes()  # the loop's own report, as `dpd-desktop loop` leaves it
+    asked = []
+    answer = {}
+
+    def save_dialog(parent, caption, start, filt):  # the user presses Enter, or picks ``answer["path"]``
+        asked.append(start)
+        return answer.get("path", start), filt
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", save_dialog)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with qtbot.waitSignal(v.reportWritten, timeout=30000) as rep:
+        v.write_report()
+    suggested = asked[0]
+    assert folder not in Path(suggested).parents, suggested
+    assert rep.args[0] == Path(suggested) and "<svg" in rep.args[0].read_text(encoding="utf-8")
+    mine = tmp_path / "mine.html"
+    mine.write_text("an older report")  # the dialog asked before replacing it
+    answer["path"] = str(mine)
+    with qtbot.waitSignal(v.reportWritten, timeout=30000) as rep:
+        v.write_report()
+    assert rep.args[0] == mine and "<svg" in mine.read_text(encoding="utf-8")
+    answer["path"] = str(folder / "report.html")  # the loop's own record: refused, in the window's words
+    with qtbot.waitSignal(v.reportWritten, timeout=30000) as rep:
+        v.write_report()
+    assert isinstance(rep.args[0], ValueError) and "--overwrite" not in str(rep.args[0])
+    assert f"lies in the loop folder {folder}" in v.status.text() and (folder / "report.html").read_bytes() == own

@@ -14,7 +14,7 @@ from dpd_desktop.data import make_demo_dataset
 from dpd_desktop.runs.labels import dataset_label
 from dpd_desktop.runs.replay import BASELINE_NAME, load_replay
 from dpd_desktop.runs.workspace import Workspace
-from dpd_desktop.runs.events import RunFinished
+from dpd_desktop.runs.events import EpochEnded, RunFinished
 from dpd_desktop.training.trainer import Trainer
 
 
@@ -30,7 +30,12 @@ def runs(tmp_path_factory):
     cancelled = Trainer(tiny_config(epochs=3), dataset=ds, workspace=ws)
     cancelled.request_cancel()  # before the first batch: cancelled with no epoch
     res = cancelled.run()
-    return {"root": root, "pa": pa.run_dir, "dpd": dpd.run_dir, "live": live[0], "cancelled": res.run_dir}
+    after = Trainer(tiny_config(epochs=3), dataset=ds, workspace=ws)  # cancelled after its first epoch: last.pt
+    after.observers.append(lambda ev: isinstance(ev, EpochEnded) and ev.epoch == 0 and after.request_cancel())
+    res_after = after.run()
+    assert res_after.state == "cancelled" and len(res_after.history) == 1
+    return {"root": root, "pa": pa.run_dir, "dpd": dpd.run_dir, "live": live[0], "cancelled": res.run_dir,
+            "cancelled_after_epoch": res_after.run_dir}
 
 
 def test_replay_of_a_dpd_run_has_the_live_pa_baseline(runs):
@@ -84,10 +89,14 @@ def test_an_opened_dpd_run_draws_the_baseline_and_is_current_for_run_dpd(make_wi
 
 def test_an_opened_cancelled_run_can_be_resumed(make_window, runs, qtbot):
     w = make_window(ws=Workspace(runs["root"]))
-    _open(w, qtbot, runs["cancelled"])
-    assert w.session.state == "cancelled" and w.session.run_dir == str(runs["cancelled"])
+    _open(w, qtbot, runs["cancelled_after_epoch"])
+    assert w.session.state == "cancelled" and w.session.run_dir == str(runs["cancelled_after_epoch"])
     assert w.resume_control.can_resume() and w.resume_control.action.isEnabled()
     assert not w.act_run_dpd.isEnabled()  # a PA run
+    # one cancelled before its first epoch has no last.pt: it is shown, Resume is not offered (it would be refused)
+    _open(w, qtbot, runs["cancelled"])
+    assert w.session.state == "cancelled" and w.session.run_dir == str(runs["cancelled"])
+    assert not w.resume_control.can_resume() and not w.resume_control.action.isEnabled()
 
 
 def test_dataset_label_lives_in_the_core():

@@ -46,3 +46,20 @@ def test_cancel_then_resume_from_the_window(make_window, qtbot, workspace, tmp_p
         row.pop("TIME:")
     assert got == want and len(got) == 4
     assert f"resumed from epoch {done - 1} (last.pt)" in Path(run_dir, "log.txt").read_text()
+
+
+def test_resume_is_not_offered_for_a_run_stopped_before_its_first_epoch(make_window, qtbot):
+    """Such a run has no last.pt: Resume would only fail ("has no last.pt") and show the untouched run as failed."""
+    ds = make_demo_dataset(seed=2, n_train=40_000, n_val=4096, n_test=4096)
+    cfg = ExperimentConfig(epochs=4, hidden_size=6, frame_length=40, stride=1, batch_size=32, device="cpu")
+    w = make_window()
+    w.set_dataset(ds, "demo")
+    w.set_form_from_config(cfg)
+    w.start_run()
+    qtbot.waitUntil(lambda: w.state == "running" and w.session.run_dir is not None, timeout=60_000)
+    with qtbot.waitSignal(w.runEnded, timeout=60_000) as blocker:
+        w.stop_run()
+    assert blocker.args == ["cancelled"] and w.state == "cancelled"
+    assert not Path(w.session.run_dir, "last.pt").exists()
+    assert not w.resume_control.action.isEnabled() and w.resume_control.resume() is False
+    assert w.state == "cancelled"

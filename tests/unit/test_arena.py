@@ -285,3 +285,30 @@ def test_protocol_extends_another(tmp_path):
     cand = load_protocol(str(Path(__file__).resolve().parents[2] / "benchmarks" / "arena-v6-candidates.toml"))
     assert cand.training == base.training and all(m.hidden_size <= 15 for m in cand.models)
     assert all(count_parameters(build_model(m.backbone, m.hidden_size)) <= 1000 for m in cand.models)
+
+
+def test_leaderboard_out_is_never_a_run_folder_a_dataset_or_someone_elses_folder(tmp_path, capsys):
+    """--out (and --merge's) obeys the output rule (runs/outputs.py): refused before any training, nothing written."""
+    from dpd_desktop.data import make_demo_dataset, save_split_csv
+
+    data = save_split_csv(make_demo_dataset(seed=1, n_train=512, n_val=512, n_test=512, nperseg=256), tmp_path / "d")
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(TINY.format(dataset=data))
+    run = tmp_path / "elsewhere" / "2026-01-01-000000-pa-gru4"  # a run's record, copied out of its workspace
+    run.mkdir(parents=True)
+    (run / "status.json").write_text('{"run_id": "2026-01-01-000000-pa-gru4", "state": "succeeded"}')
+    (run / "config.json").write_text("{}")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "trials.csv").write_text("my own table\n")
+    ws = ["--workspace", str(tmp_path / "ws")]
+    for out, why in ((run, "the run folder"), (data, "dataset"), (mine, "not an arena leaderboard folder"), (spec, "is a file")):
+        before = {p: p.read_bytes() for p in Path(out).rglob("*") if p.is_file()} if out.is_dir() else None
+        for argv in (["arena", str(spec), "--device", "cpu", "--out", str(out)],
+                     ["arena", "--merge", str(tmp_path / "a"), "--out", str(out)]):
+            assert main([*ws, *argv]) == 2, (out, argv)
+            err = capsys.readouterr().err
+            assert f"the output {out} " in err and why in err.split(str(out), 1)[1] and "Traceback" not in err, err
+        if before is not None:
+            assert {p: p.read_bytes() for p in Path(out).rglob("*") if p.is_file()} == before
+    assert not (tmp_path / "ws" / "runs").exists() or not any((tmp_path / "ws" / "runs").iterdir())  # nothing trained

@@ -99,3 +99,17 @@ def test_a_trained_pa_run_is_the_virtual_pa(tmp_path):
     # a recurrent PA model is causal: its memory adds to the path's 1.25 samples (about 0.9 for this 2-epoch GRU)
     assert all(1.25 < r["delay_samples"] < 3.25 for r in res.iterations)
     assert res.iterations[-1]["NMSE"] < res.iterations[0]["NMSE"] - 3
+
+
+def test_loop_report_replaces_an_existing_file_only_with_overwrite(tmp_path, capsys):
+    ws = ["--workspace", str(tmp_path / "ws")]
+    mine = tmp_path / "mine.html"
+    mine.write_text("an older report")
+    argv = [*ws, "loop", "--power-limit", "6", "--virtual-pa", "delay=3", "--iterations", "1", "--averages", "2",
+            "--samples", "4096", "--report", str(mine)]
+    assert cli.main(argv) == 2  # refused before the loop runs, naming the flag that replaces it
+    assert capsys.readouterr().err.strip() == (f"error: the output {mine} exists (give --overwrite to replace it, "
+                                               "or give another --report)")
+    assert mine.read_text() == "an older report" and not (tmp_path / "ws" / "loops").exists()
+    assert cli.main([*argv, "--overwrite"]) == 0
+    assert f"report: {mine}" in capsys.readouterr().out and "<svg" in mine.read_text(encoding="utf-8")

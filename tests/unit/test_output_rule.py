@@ -164,3 +164,31 @@ def test_import_capture_never_makes_a_dataset_inside_a_run_folder_or_a_dataset(w
                  "--bandwidth", "200e6", "--nperseg", "256", "--out", str(tmp_path / "ok" / "ds")]) == 0
     assert (tmp_path / "ok" / "ds" / "spec.json").is_file()
     os.chmod(x, 0o644)
+
+
+@pytest.mark.parametrize("command", ["report", "coefficients", "run-dpd"])
+def test_no_writer_touches_a_loop_record_or_the_workspace_cache(world, command, capsys):
+    """A loop's folder (loops/<id>: loop.json, report.html) and the workspace's cache are records like runs/."""
+    loop = world["ws"].root / "loops" / f"2026-01-01-000000-ilc-{command}"
+    loop.mkdir(parents=True, exist_ok=True)
+    (loop / "loop.json").write_text("{}")
+    ext = {"report": ".html", "coefficients": ".csv", "run-dpd": ".csv"}[command]
+    own = loop / f"report{ext}"
+    own.write_text("the loop's own report")
+    (world["ws"].root / "cache").mkdir(exist_ok=True)
+    for out in (own, loop / f"new{ext}", loop.parent / f"new{ext}", world["ws"].root / "cache" / f"new{ext}"):
+        assert _cli(world, *_commands(world, out)[command], "--overwrite") == 2, out
+        err = capsys.readouterr().err
+        assert (f"the output {out} lies in the workspace's" in err or f"the output {out} lies in the loop folder" in err) \
+            and "Traceback" not in err, err
+    assert own.read_text() == "the loop's own report"
+    assert sorted(p.name for p in loop.iterdir()) == ["loop.json", f"report{ext}"]
+    assert not (loop.parent / f"new{ext}").exists() and not (world["ws"].root / "cache" / f"new{ext}").exists()
+    # a loop folder outside any workspace with databases (a loop-only workspace has no index.sqlite)
+    elsewhere = world["root"] / f"loop-only-{command}" / "loops" / "2026-01-01-000000-ilc"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "loop.json").write_text("{}")
+    (elsewhere / f"report{ext}").write_text("the loop's own report")
+    assert _cli(world, *_commands(world, elsewhere / f"report{ext}")[command], "--overwrite") == 2
+    assert f"lies in the loop folder {elsewhere}" in capsys.readouterr().err
+    assert (elsewhere / f"report{ext}").read_text() == "the loop's own report"

@@ -157,6 +157,23 @@ def test_split_folder_without_spec_uses_defaults(tmp_path):
     assert "input_signal_fs" in msg and "bw_main_ch" in msg and "n_sub_ch" in msg and "nperseg" not in ei.value.field
 
 
+@pytest.mark.parametrize("given", ["folder", "spec.json"])
+def test_an_unreadable_dataset_folder_is_a_dataset_error_naming_it(tmp_path, monkeypatch, given):
+    """A folder without read/search permission (chmod 000; root is not refused, so the refusal is injected)."""
+    folder = make_split_folder(tmp_path / "locked", n=5)
+    real_stat = Path.stat
+
+    def stat(self, *a, **kw):
+        if folder in Path(os.path.abspath(self)).parents:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_stat(self, *a, **kw)
+    monkeypatch.setattr(Path, "stat", stat)
+    with pytest.raises(DatasetError) as ei:
+        load_dataset(folder if given == "folder" else folder / "spec.json")
+    msg = str(ei.value)
+    assert "cannot read" in msg and "Permission denied" in msg and "locked" in msg and "expected a readable" in msg
+
+
 def test_require_metrics_says_spec_json_is_missing(tmp_path):
     """The trainer passes the dataset's path: a folder without spec.json is named, not 'fields missing in spec.json'."""
     folder = make_split_folder(tmp_path / "nospec", n=5)
