@@ -143,7 +143,8 @@ def import_capture(x_file: str | Path, y_file: str | Path, out: str | Path, *, s
     Raises:
         CaptureImportError: a file (named) cannot be read; ratios not positive or not summing to 1; a split
             shorter than one ``nperseg`` segment (val/test) or empty; the channel layout impossible for fs/nperseg
-            (the spec's field named); ``out`` exists and is not empty.
+            (the spec's field named); ``out`` exists and is not empty; the input and output are one file, or equal
+            sample for sample.
     """
     out = Path(out).expanduser()
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
@@ -164,7 +165,13 @@ def import_capture(x_file: str | Path, y_file: str | Path, out: str | Path, *, s
         raise CaptureImportError(f"channel layout: {exc}") from exc
 
     x_path, y_path = Path(x_file).expanduser(), Path(y_file).expanduser()
+    if x_path.resolve() == y_path.resolve():
+        raise CaptureImportError(f"{x_path}: named as both the PA input and the PA output; give the measured output "
+                                 "as --output")
     x0, y0 = read_signal(x_path), read_signal(y_path)
+    if x0.shape == y0.shape and np.array_equal(x0, y0):
+        raise CaptureImportError(f"{y_path.name}: the PA output equals the PA input ({x_path.name}) sample for "
+                                 "sample; is it the measured output?")
     n = min(x0.size, y0.size)
     x, y = x0[:n], y0[:n]
     delay = est.estimate_delay(x[:_DELAY_BLOCK], y[:_DELAY_BLOCK])

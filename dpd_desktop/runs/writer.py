@@ -365,7 +365,8 @@ def set_pinned(run_dir: str | Path, pinned: bool) -> Path:
 def mark_dead_run(run_dir: str | Path, state: str, message: str) -> bool:
     """Final status.json ("failed" or "interrupted", ``message`` why) of a run whose process died without one.
     Claims no more than the disk holds (``epochs_completed`` at most history.csv's rows, ``best_epoch`` only with
-    best.pt and best.csv); a final status is left as it is. Returns True when status.json was written."""
+    best.pt and best.csv); a final status is left as it is. log.txt gains a line saying why the run ended, and the
+    dead writer's space reserve (``.space-reserve``) is removed. Returns True when status.json was written."""
     run_dir = Path(run_dir)
     path = run_dir / "status.json"
     try:
@@ -393,4 +394,10 @@ def mark_dead_run(run_dir: str | Path, state: str, message: str) -> bool:
            "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     doc.setdefault("run_id", run_dir.name)
     atomic.atomic_write_json(path, doc)
+    try:  # appended: the log is the dead writer's, whole up to its last atomic write
+        with open(run_dir / "log.txt", "a", encoding="utf-8") as fh:
+            fh.write(f"{time.strftime('%H:%M:%S')} {state}: {message}\n")
+    except OSError:
+        pass  # status.json says it; a log that cannot be written is not a reason to leave the run "running"
+    (run_dir / RESERVE_FILE).unlink(missing_ok=True)
     return True

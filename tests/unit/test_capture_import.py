@@ -90,6 +90,11 @@ def test_bad_inputs_name_the_file(tmp_path, files):
         import_capture(xf, yf, tmp_path / "o", sample_rate_hz=cf.FS, bandwidth_hz=cf.BW, split=(0.9, 0.05, 0.05))
     with pytest.raises(CaptureImportError, match="summing to 1"):
         import_capture(xf, yf, tmp_path / "o", sample_rate_hz=cf.FS, bandwidth_hz=cf.BW, split=(0.6, 0.3, 0.3))
+    with pytest.raises(CaptureImportError, match=r"x\.csv: named as both the PA input and the PA output"):
+        import_capture(xf, tmp_path / "." / "x.csv", tmp_path / "o", sample_rate_hz=cf.FS, bandwidth_hz=cf.BW)
+    _write_csv(tmp_path / "x_copy.csv", x)
+    with pytest.raises(CaptureImportError, match=r"x_copy\.csv: the PA output equals the PA input \(x\.csv\)"):
+        import_capture(xf, tmp_path / "x_copy.csv", tmp_path / "o", sample_rate_hz=cf.FS, bandwidth_hz=cf.BW)
     assert not (tmp_path / "o").exists()
 
 

@@ -4,6 +4,7 @@ the next entry starts; the events cross the pipe intact; 50 tiny runs leave the 
 from __future__ import annotations
 
 import json
+import re
 import signal
 from dataclasses import replace
 
@@ -18,7 +19,7 @@ from dpd_desktop.lab.queue import RunQueue
 from dpd_desktop.runs.record import RunRecord
 from dpd_desktop.lab.supervisor import EntryEnded, EntryStarted, Supervisor, exit_reason
 from dpd_desktop.runs.workspace import Workspace
-from dpd_desktop.runs.writer import mark_dead_run
+from dpd_desktop.runs.writer import RESERVE_FILE, mark_dead_run
 from dpd_desktop.runs import events as E
 
 TINY = ExperimentConfig(step="pa", dataset="demo", hidden_size=4, frame_length=50, epochs=2, max_train_samples=200,
@@ -157,7 +158,13 @@ def test_mark_dead_run_claims_no_more_than_the_disk_holds(tmp_path):
     (d / "history.csv").write_text(header + "0,5,-10\n1,5,-12\n")
     (d / "best.csv").write_text(header + "1,5,-12\n")
     (d / "status.json").write_text(json.dumps({"state": "running", "epochs_completed": 3, "pid": 1, "step": "pa"}))
+    (d / "log.txt").write_text("10:00:00 epoch 0: …\n10:00:05 epoch 1: …\n")
+    (d / RESERVE_FILE).write_bytes(b"\0" * 32768)  # the dead writer's space reserve
     assert mark_dead_run(d, "failed", "process ended by signal SIGSEGV") is True
+    log = (d / "log.txt").read_text().splitlines()
+    assert log[:2] == ["10:00:00 epoch 0: …", "10:00:05 epoch 1: …"]
+    assert re.fullmatch(r"\d\d:\d\d:\d\d failed: process ended by signal SIGSEGV", log[2]) and len(log) == 3
+    assert not (d / RESERVE_FILE).exists()
     st = json.loads((d / "status.json").read_text())
     assert (st["state"], st["message"], st["epochs_completed"], st["best_epoch"], st["step"]) == (
         "failed", "process ended by signal SIGSEGV", 2, None, "pa")  # no best.pt: no best epoch claimed
@@ -167,9 +174,9 @@ def test_mark_dead_run_claims_no_more_than_the_disk_holds(tmp_path):
     mark_dead_run(d, "interrupted", "killed")
     st = json.loads((d / "status.json").read_text())
     assert (st["state"], st["epochs_completed"], st["best_epoch"]) == ("interrupted", 2, 1)
-    before = (d / "status.json").read_text()
+    before, log_before = (d / "status.json").read_text(), (d / "log.txt").read_text()
     assert mark_dead_run(d, "failed", "again") is False  # a final status stays as the run wrote it
-    assert (d / "status.json").read_text() == before
+    assert (d / "status.json").read_text() == before and (d / "log.txt").read_text() == log_before
 
 
 def test_lanes_run_side_by_side(tmp_path):
