@@ -1,0 +1,62 @@
+"""After training, found by a fresh-clone trial: a fine-tune whose parent's frozen PA changed or is gone is refused
+before a run folder exists (naming the checkpoint and the config.json field), and a resumed quantisation-aware
+fine-tune scores its integer model as the finetune command does (quantized.json, the runs table's Q ACLR)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dpd_desktop import cli
+from dpd_desktop.config import ExperimentConfig
+from dpd_desktop.data import make_demo_dataset
+from dpd_desktop.runs.workspace import Workspace
+from dpd_desktop.training.trainer import Trainer
+
+DEMO = dict(seed=2, n_train=3000, n_val=4096, n_test=4096)
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """A PA run (GRU 4) and a DPD run (GRU 4) on the demo dataset, 1 epoch each, in a workspace of this test."""
+    ws = Workspace(tmp_path / "ws")
+    ds = make_demo_dataset(**DEMO)
+    base = dict(dataset="demo", backbone="gru", hidden_size=4, epochs=1, frame_length=50, stride=16, device="cpu")
+    pa = Trainer(ExperimentConfig(step="pa", **base), dataset=ds, workspace=ws).run()
+    dpd = Trainer(ExperimentConfig(step="dpd", pa_run=pa.run_id, **base), dataset=ds, workspace=ws).run()
+    assert pa.state == dpd.state == "succeeded"
+    return {"ws": ws, "ds": ds, "pa_dir": Path(pa.run_dir), "dpd": dpd.run_id, "dpd_dir": Path(dpd.run_dir)}
+
+
+def _finetune(runs, *extra):
+    return cli.main(["--workspace", str(runs["ws"].root), "finetune", runs["dpd"], "--epochs", "1", "--quiet",
+                     "--no-plots", *extra])
+
+
+@pytest.mark.parametrize("qat", [(), ("--qat", "8,8")])
+def test_finetune_refuses_a_changed_pa_checkpoint_before_a_run_exists(runs, capsys, qat):
+    """It was exit 1 with a failed run folder and "trained through another PA checkpoint (<the same PA run>)"."""
+    pa_ckpt = runs["pa_dir"] / "best.pt"
+    pa_ckpt.write_bytes(pa_ckpt.read_bytes() + b"changed")
+    before = sorted(p.name for p in runs["ws"].runs_dir.iterdir())
+    assert _finetune(runs, *qat) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (f"error: {pa_ckpt}: the PA checkpoint changed since the parent run (its SHA-256 differs "
+                           f"from 'pa.sha256' in {runs['dpd_dir'] / 'config.json'}); a fine-tune trains through "
+                           "the parent's PA")
+    assert sorted(p.name for p in runs["ws"].runs_dir.iterdir()) == before
+
+
+def test_finetune_refuses_a_removed_pa_run_naming_the_field(runs, capsys):
+    """It named an option the finetune command does not have ("(option --pa-run)")."""
+    moved = runs["pa_dir"].with_name("elsewhere")
+    shutil.move(runs["pa_dir"], moved)
+    before = sorted(p.name for p in runs["ws"].runs_dir.iterdir())
+    assert _finetune(runs, "--qat", "8,8") == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (f"error: {runs['dpd_dir'] / 'config.json'}: field 'pa.checkpoint' names "
+                           f"{runs['pa_dir'] / 'best.pt'}, which is not there (the PA run was moved or removed); a "
+                           "fine-tune trains through the parent's PA")
+    assert "--pa-run" not in err
+    assert sorted(p.name for p in runs["ws"].runs_dir.iterdir()) == before
