@@ -9,8 +9,12 @@ from pathlib import Path
 import pytest
 
 from dpd_desktop import cli
-from dpd_desktop.config import ExperimentConfig
+from dpd_desktop.cli.deploy import finetune_config
+from dpd_desktop.config import ExperimentConfig, QuantSpec
 from dpd_desktop.data import make_demo_dataset
+from dpd_desktop.runs import events as E
+from dpd_desktop.runs.index import RunIndex
+from dpd_desktop.runs.record import RunRecord
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.training.trainer import Trainer
 
@@ -60,3 +64,26 @@ def test_finetune_refuses_a_removed_pa_run_naming_the_field(runs, capsys):
                            "fine-tune trains through the parent's PA")
     assert "--pa-run" not in err
     assert sorted(p.name for p in runs["ws"].runs_dir.iterdir()) == before
+
+
+def test_a_resumed_quantisation_aware_finetune_scores_its_integer_model(runs, capsys):
+    """A QAT fine-tune stopped after its first epoch and resumed ended succeeded without quantized.json: the runs
+    table showed QUANT "qat W8A8" and Q ACLR "-"."""
+    ws = runs["ws"]
+    parent = RunRecord.open(runs["dpd_dir"])
+    cfg = finetune_config(parent, QuantSpec(8, 8), epochs=2)
+    tr = Trainer(cfg, dataset=runs["ds"], workspace=ws)
+    tr.observers.append(lambda ev: isinstance(ev, E.EpochEnded) and ev.epoch == 0 and tr.request_cancel())
+    first = tr.run()
+    assert first.state == "cancelled"
+    run_dir = Path(first.run_dir)
+    assert not (run_dir / "quantized.json").exists()
+    assert cli.main(["--workspace", str(ws.root), "resume", run_dir.name, "--quiet", "--no-plots"]) == 0
+    assert "integer model test" in capsys.readouterr().out
+    rec = RunRecord.open(run_dir)
+    q = rec.quantized["W8A8"]
+    assert q["plan_source"].startswith("recorded by the quantisation-aware run")
+    assert q["metrics"]["test"]["ACLR_AVG"] == pytest.approx(rec.test_metrics["ACLR_AVG"], abs=0.05)
+    with RunIndex.open(ws) as idx:
+        row = idx.get(run_dir.name)
+    assert (row.quant_label, row.quant_test_aclr_avg) == ("W8A8", pytest.approx(q["metrics"]["test"]["ACLR_AVG"]))
