@@ -3,15 +3,17 @@ before a run folder exists (naming the checkpoint and the config.json field), an
 fine-tune scores its integer model as the finetune command does (quantized.json, the runs table's Q ACLR)."""
 from __future__ import annotations
 
+import errno
 import shutil
 from pathlib import Path
 
 import pytest
 
-from dpd_desktop import cli
+from dpd_desktop import atomic, cli
 from dpd_desktop.cli.deploy import finetune_config
 from dpd_desktop.config import ExperimentConfig, QuantSpec
 from dpd_desktop.data import make_demo_dataset
+from dpd_desktop.export import onnx_export
 from dpd_desktop.runs import events as E
 from dpd_desktop.runs.index import RunIndex
 from dpd_desktop.runs.record import RunRecord
@@ -87,3 +89,18 @@ def test_a_resumed_quantisation_aware_finetune_scores_its_integer_model(runs, ca
     with RunIndex.open(ws) as idx:
         row = idx.get(run_dir.name)
     assert (row.quant_label, row.quant_test_aclr_avg) == ("W8A8", pytest.approx(q["metrics"]["test"]["ACLR_AVG"]))
+
+
+def test_an_onnx_file_that_cannot_be_written_is_named_with_its_folder(runs, tmp_path, monkeypatch):
+    """A read-only output folder gave "e.onnx: cannot write: Read-only file system" (no folder named)."""
+    out = tmp_path / "ro" / "e.onnx"
+    out.parent.mkdir()
+
+    def read_only(path, data):
+        raise atomic.ArtifactWriteError(path, OSError(errno.EROFS, "Read-only file system"))
+
+    monkeypatch.setattr(onnx_export.atomic, "atomic_write_bytes", read_only)
+    with pytest.raises(onnx_export.OnnxExportError) as ei:
+        onnx_export.export_onnx(runs["ws"], runs["dpd"], out, dataset=runs["ds"])
+    assert str(ei.value) == f"cannot write {out}: Read-only file system; nothing written"
+    assert list(out.parent.iterdir()) == []
