@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -133,6 +134,22 @@ def _cut(n: int, ratios: dict[str, float]) -> list[int]:
     return [0, n_train, n_train + n_val, n]
 
 
+def _positive(v, integer: bool = False) -> bool:
+    ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+    return ok and (not integer or int(v) == v)
+
+
+def _check_options(sample_rate_hz, bandwidth_hz, n_sub_ch, bw_sub_hz, nperseg) -> None:
+    """Refuse a non-positive or non-finite rate, bandwidth, carrier count or segment length, naming the option."""
+    hz = (("--sample-rate", sample_rate_hz), ("--bandwidth", bandwidth_hz), ("--carrier-bandwidth", bw_sub_hz))
+    for opt, v in hz:
+        if v is not None and not _positive(v):
+            raise CaptureImportError(f"{opt} {v}: expected a positive number of Hz")
+    for opt, v in (("--carriers", n_sub_ch), ("--nperseg", nperseg)):
+        if not _positive(v, integer=True):
+            raise CaptureImportError(f"{opt} {v}: expected a positive integer")
+
+
 def import_capture(x_file: str | Path, y_file: str | Path, out: str | Path, *, sample_rate_hz: float,
                    bandwidth_hz: float, n_sub_ch: int = 1, bw_sub_hz: float | None = None, nperseg: int = 2560,
                    split: tuple[float, float, float] = (0.6, 0.2, 0.2), normalize: bool = True,
@@ -153,6 +170,7 @@ def import_capture(x_file: str | Path, y_file: str | Path, out: str | Path, *, s
         check_output(out, folder=True, inputs=[x_file, y_file])  # never inside a run folder, dataset, workspace
     except OutputRefused as exc:
         raise CaptureImportError(str(exc)) from exc
+    _check_options(sample_rate_hz, bandwidth_hz, n_sub_ch, bw_sub_hz, nperseg)
     if len(split) != 3 or min(split) <= 0 or abs(sum(split) - 1) > 1e-6:
         raise CaptureImportError(f"--split {','.join(map(str, split))}: expected three positive ratios summing to 1")
     ratios = dict(zip(("train", "val", "test"), (float(r) for r in split)))

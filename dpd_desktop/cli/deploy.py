@@ -150,7 +150,6 @@ class _RunDir:
 
 def _finetune(args, ws) -> Outcome:
     from .checks import option_message, preflight
-    from ..export.quantized import QuantEvalError, evaluate_quantized, save_quantized
     from ..runs.record import DatasetChanged, DatasetUnavailable, RecordError
     from ..training.errors import TrainingError
     from ..training.qat_setup import parent_record
@@ -175,14 +174,22 @@ def _finetune(args, ws) -> Outcome:
     print(f"{what}: {cfg.epochs} epochs, lr {cfg.lr:g}")
     where = _RunDir()
     status = run_training(cfg, ws, dataset=ds, quiet=args.quiet, plots=not args.no_plots, observers=[where])
-    if status != Exit.OK or where.run_dir is None or spec is None:
-        return Outcome(status, skip_teardown=True)
+    if status == Exit.OK and where.run_dir is not None and spec is not None:
+        score_integer_model(where.run_dir, spec, ds)
+    return Outcome(status, skip_teardown=True)
+
+
+def score_integer_model(run_dir, spec: QuantSpec, dataset=None) -> bool:
+    """Score a finished quantisation-aware run's integer model through the frozen PA into its quantized.json
+    (``runs`` QUANT / Q ACLR) and print the line; a failure is a warning. Returns whether it was scored."""
+    from ..export.quantized import QuantEvalError, evaluate_quantized, save_quantized
+
     try:
-        doc = evaluate_quantized(where.run_dir, spec, dataset=ds)
-        save_quantized(where.run_dir, doc)
+        doc = evaluate_quantized(run_dir, spec, dataset=dataset)
+        save_quantized(run_dir, doc)
     except (QuantEvalError, OSError) as exc:
         print(f"warning: the integer model was not scored: {exc}", file=sys.stderr)
-        return Outcome(status, skip_teardown=True)
+        return False
     print("integer model " + _metric_line(doc["metric_profile"], doc["float_metrics"]["test"],
                                           doc["metrics"]["test"], spec.label).replace("float", "float weights", 1))
-    return Outcome(status, skip_teardown=True)
+    return True

@@ -41,6 +41,9 @@ def _load(ref: str):
 def handle(args, ws=None) -> int:
     if args.command == "import-capture":
         return _import(args)
+    if args.frame_length is not None and args.frame_length < 1:
+        print(f"error: --frame-length {args.frame_length}: expected a positive number of samples", file=sys.stderr)
+        return 2
     try:
         ds = _load(args.dataset)
     except (DatasetError, OSError) as exc:

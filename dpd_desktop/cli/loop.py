@@ -178,12 +178,22 @@ def _loop(a, ws) -> int:
 
 def _loop_dataset(a, ws) -> int:
     from ..loop.dataset import CaptureImportError, capture_to_dataset
+    from ..loop.store import LOOPS_DIR, LoopRecordError, read_loop
 
     try:
         run_dir = ws.resolve(a.run)
         r = capture_to_dataset(run_dir, a.out, split=a.split)
     except (FileNotFoundError, CaptureImportError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        hint = ""
+        loop_dir = Path(ws.root) / LOOPS_DIR / str(a.run)
+        if isinstance(exc, FileNotFoundError) and loop_dir.is_dir():
+            try:
+                runs = [str(it.get("run_id")) for it in read_loop(loop_dir).iterations if it.get("run_id")]
+                hint = (f"; {a.run} is a loop, whose iterations are the runs "
+                        f"{', '.join(dict.fromkeys(runs)) or '(none yet)'}: give one of them")
+            except LoopRecordError:
+                pass
+        print(f"error: {exc}{hint}", file=sys.stderr)
         return Exit.USAGE
     print(f"wrote {r.folder}: {r.n_samples['train']}/{r.n_samples['val']}/{r.n_samples['test']} samples "
           f"(train/val/test), delay {r.delay_integer} samples removed ({r.delay_fraction:+.4f} left), scale "

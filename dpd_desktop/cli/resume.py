@@ -7,8 +7,10 @@ from __future__ import annotations
 import sys
 
 from .common import Outcome
+from .deploy import score_integer_model
 from .train import STOPPING, ConsoleObserver, PlotRecorder, write_plots
 from .limits import add_limit_options
+from ..config import QuantSpec
 from ..process import CTRL_C, Exit
 
 
@@ -48,6 +50,8 @@ def handle(args, ws) -> Outcome:
             CTRL_C.uninstall()
     if result.state == "succeeded" and not args.no_plots and not CTRL_C.pressed.is_set():
         write_plots(result.run_dir, rec)
+    if result.state == "succeeded" and plan.config.qat:  # a quantisation-aware fine-tune: as finetune ends
+        score_integer_model(result.run_dir, QuantSpec.from_dict(plan.config.qat), plan.dataset)
     if result.state == "failed" and result.run_dir is None:
         return Outcome(Exit.USAGE)  # refused in the set-up, before the folder was reopened (e.g. the PA run)
     status = {"succeeded": Exit.OK, "failed": Exit.FAILED, "cancelled": Exit.CANCELLED}[result.state]

@@ -44,6 +44,7 @@ __all__ = ["FixedExportError", "export_fixed", "verify_export", "read_golden", "
 
 EXPORT_FORMAT = "dpd-desktop-fixed-export-1"
 DEFAULT_GOLDEN_FRAMES = 4
+POLY_EXPORT_FORMAT = "dpd-desktop-poly-fixed-export-1"  # export/poly_fixed.py FORMAT
 
 
 class FixedExportError(ValueError):
@@ -412,8 +413,10 @@ def _readme(rec, graph: Graph, plan: QuantPlan, ib: IntBackend, meta) -> str:
 
 
 # ====================================================================================================== reading back
-def read_golden(folder: str | Path) -> tuple[dict[str, Any], np.ndarray, dict[str, np.ndarray]]:
-    """(formats.json, float32 input (F, T, 2), {tensor: int64 (F, T, C)}) of an export folder.
+def read_golden(folder: str | Path, fmt: str = EXPORT_FORMAT) -> tuple[dict[str, Any], np.ndarray,
+                                                                          dict[str, np.ndarray]]:
+    """(formats.json, float32 input (F, T, 2), {tensor: int64 (F, T, C)}) of an export folder whose formats.json
+    ``format`` is ``fmt``.
 
     Raises:
         FixedExportError: a file is missing or malformed (named).
@@ -421,8 +424,10 @@ def read_golden(folder: str | Path) -> tuple[dict[str, Any], np.ndarray, dict[st
     folder = Path(folder)
     try:
         meta = json.loads((folder / "formats.json").read_text(encoding="utf-8"))
-        if meta.get("format") != EXPORT_FORMAT:
-            raise ValueError(f"field 'format' is {meta.get('format')!r}, expected {EXPORT_FORMAT!r}")
+        if meta.get("format") != fmt:
+            hint = ("; an MP/GMP export: check it with dpd_desktop.export.poly_fixed.verify_poly_export"
+                    if meta.get("format") == POLY_EXPORT_FORMAT else "")
+            raise ValueError(f"field 'format' is {meta.get('format')!r}, expected {fmt!r}{hint}")
         g = meta["golden"]
         # float32 samples written with 9 significant digits: read back as float32 they are the exported values
         x = np.loadtxt(folder / g["input_float"], delimiter=",", skiprows=1, dtype=np.float32, ndmin=2)

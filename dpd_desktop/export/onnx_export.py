@@ -140,7 +140,11 @@ def export_onnx(workspace: Workspace, run: str | Path, out: str | Path, *, overw
                               "written")
     try:
         atomic.atomic_write_bytes(target, data)
+    except OSError as exc:
+        raise OnnxExportError(f"cannot write {target}: {exc.strerror or exc}; nothing written") from exc
+    try:
         atomic.atomic_write_json(side, meta)
     except OSError as exc:
-        raise OnnxExportError(str(exc)) from exc
+        raise OnnxExportError(f"cannot write {side}: {exc.strerror or exc}; {target} was written without its "
+                              "side-car") from exc
     return meta

@@ -28,20 +28,21 @@ from ..metrics.profiles import compute_profile_metrics
 from ..models import POLY_BACKBONES
 from ..models.poly import matlab_coefficients
 from ..quant import fixed
-from ..config import QuantSpec
+from ..config import PolySpec, QuantSpec
+from ..quant.fixed import QFormat
 from ..quant.poly import PolyFixed
 from ..runs import artifacts
 from .. import atomic
 from .coef_export import CoefficientExportError, read_coefficients
-from .fixed_export import _golden_csv, _golden_hex, _hex_words
+from .fixed_export import POLY_EXPORT_FORMAT, FixedExportError, _golden_csv, _golden_hex, _hex_words, read_golden
 from ..runs.outputs import OutputRefused, check_output, recorded_dataset, write_folder
 from .quantized import QuantEvalError, load_run_models
 from ..runs.record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
 from ..runs.workspace import Workspace
 
-__all__ = ["PolyFixedError", "export_poly_fixed"]
+__all__ = ["PolyFixedError", "export_poly_fixed", "verify_poly_export"]
 
-FORMAT = "dpd-desktop-poly-fixed-export-1"
+FORMAT = POLY_EXPORT_FORMAT
 
 
 class PolyFixedError(ValueError):
@@ -134,6 +135,47 @@ def export_poly_fixed(workspace: Workspace, run: str | Path, out: str | Path, *,
     return meta
 
 
+def verify_poly_export(folder: str | Path) -> dict[str, Any]:
+    """Rebuild the fixed-point MP/GMP from the folder's formats.json and coefficients.csv alone (no checkpoint), run
+    it on the golden float input and compare the coefficient words and every golden tensor. Returns ``{"tensors": n,
+    "words": n, "mismatches": {tensor: count}}`` as fixed_export.verify_export (empty mismatches: bit for bit).
+
+    Raises:
+        PolyFixedError: the folder cannot be read (the file or field named).
+    """
+    folder = Path(folder)
+    try:
+        meta, x, golden = read_golden(folder, FORMAT)
+    except FixedExportError as exc:
+        raise PolyFixedError(str(exc)) from exc
+    try:
+        pspec = PolySpec.from_mapping(meta["spec"]["kind"], meta["spec"])
+        with open(folder / "coefficients.csv", newline="", encoding="ascii") as fh:
+            rows = list(csv.DictReader(fh))
+        w = np.array([complex(float(r["real"]), float(r["imag"])) for r in rows], dtype=np.complex128)
+        words = np.array([[int(r["re"]), int(r["im"])] for r in rows], dtype=np.int64).reshape(-1, 2)
+        pf = PolyFixed(pspec, w, QuantSpec.from_dict(meta["quant"]))
+        pf.formats = {k: QFormat.from_dict(f) for k, f in meta["formats"].items()}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise PolyFixedError(f"{folder}: cannot rebuild the fixed-point MP/GMP ({exc})") from exc
+    _, traces = pf.run_int(x.astype(np.float64))
+    mism = {}
+    bad = int(np.count_nonzero(np.stack([pf.coef_re, pf.coef_im], axis=1) != words))
+    if bad:
+        mism["coefficients"] = bad
+    n_words = 0
+    for key, want in golden.items():
+        n_words += want.size
+        got = traces.get(key)
+        if got is None or got[0].size != want.size:
+            mism[key] = int(want.size)
+            continue
+        bad = int(np.count_nonzero(got[0].reshape(want.shape) != want))
+        if bad:
+            mism[key] = bad
+    return {"tensors": len(golden), "words": int(n_words), "mismatches": mism}
+
+
 def _bits(pf: PolyFixed, key: str) -> int:
     f = pf.formats.get(key)
     return f.bits if f is not None else (pf.formats["x"].bits + 2 if key == "amp" else pf.qspec.activations)
@@ -222,5 +264,8 @@ def _readme(pf: PolyFixed, meta) -> str:
     out += ["", "## Files", "", "- `coefficients.csv`: basis order; `coefficients_mk.csv`: comm.DPD M-by-K words "
                 "(aligned terms); `dpd_coeffs.h`; `formats.json`;",
             f"- `golden/`: the first {meta['golden']['frames']} test frames of {meta['golden']['frame_length']} "
-            "samples: `x_float.csv` (float32) and the words of " + ", ".join(meta["golden"]["tensors"]) + ".", ""]
+            "samples: `x_float.csv` (float32) and the words of " + ", ".join(meta["golden"]["tensors"]) + ".", "",
+            "Check the folder with `python -c \"from dpd_desktop.export.poly_fixed import verify_poly_export; "
+            "print(verify_poly_export('THIS_FOLDER'))\"`: it rebuilds the fixed-point model from formats.json and "
+            "coefficients.csv alone and compares the coefficient words and every golden file bit for bit.", ""]
     return "\n".join(out)

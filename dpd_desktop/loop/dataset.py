@@ -31,7 +31,12 @@ def capture_to_dataset(run_dir: str | Path, out: str | Path, *, split=(0.6, 0.2,
         doc = json.loads(cfg.read_text(encoding="utf-8"))
         sig = doc["loop"]["signal"]
         fs, bw, nsc = float(sig["sample_rate_hz"]), float(sig["bw_main_hz"]), int(sig["n_sub_ch"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except KeyError as exc:
+        key = exc.args[0] if exc.args else ""
+        field = {"loop": "loop", "signal": "loop.signal"}.get(key, f"loop.signal.{key}")
+        raise CaptureImportError(f"{cfg}: not a loop iteration's configuration (field '{field}' is missing; give "
+                                 "the run of a loop iteration, as its loop.json lists them)") from exc
+    except (OSError, ValueError, TypeError) as exc:
         raise CaptureImportError(f"{cfg}: not a loop iteration's configuration (field 'loop.signal': {exc})") from exc
     x_file, y_file = run_dir / "pa_input.h5", run_dir / "pa_output.h5"
     for f in (x_file, y_file):

@@ -184,6 +184,8 @@ def protected_reason(out: str | os.PathLike, *, inputs: Iterable = (), datasets:
                 return f"lies in the sweep folder {folder}, which holds that sweep's record only"
             if (folder / "loop.json").is_file():  # loop/store.py LOOP_FILE
                 return f"lies in the loop folder {folder}, which holds that loop's record only"
+        if t in roots or _is_workspace(t):
+            return f"is the workspace {t}, which holds its runs and records; it is never replaced"
         ws_root = next((r for r in roots if r in t.parents), None) or _workspace_above(t)
         if ws_root is not None:
             rel = t.relative_to(ws_root)
@@ -233,6 +235,13 @@ def _is_run_folder(folder: Path) -> bool:
         with open(status, "rb") as fh:
             head = fh.read(65536)
         return b'"run_id"' in head and b'"state"' in head
+    except OSError:
+        return False
+
+
+def _is_workspace(folder: Path) -> bool:
+    try:
+        return any((folder / db).is_file() for db in WORKSPACE_DATABASES)
     except OSError:
         return False
 

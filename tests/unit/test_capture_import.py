@@ -126,6 +126,39 @@ def test_cli_exit_codes(tmp_path, capsys):
     assert "a.csv: not found" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("option, value, message", [
+    ("--carriers", "0", "--carriers 0: expected a positive integer"),
+    ("--carriers", "-2", "--carriers -2: expected a positive integer"),
+    ("--nperseg", "0", "--nperseg 0: expected a positive integer"),
+    ("--nperseg", "-1", "--nperseg -1: expected a positive integer"),
+    ("--sample-rate", "0", "--sample-rate 0.0: expected a positive number of Hz"),
+    ("--bandwidth", "0", "--bandwidth 0.0: expected a positive number of Hz"),
+    ("--carrier-bandwidth", "nan", "--carrier-bandwidth nan: expected a positive number of Hz"),
+])
+def test_cli_bad_layout_options_name_the_option(files, tmp_path, capsys, option, value, message):
+    """A carrier count, segment length, rate or bandwidth of zero or less is exit 2 naming the option (--carriers 0
+    was a ZeroDivisionError traceback; --nperseg 0 blamed a spec.json field), and nothing is written."""
+    xf, yf, _, _ = files
+    args = {"--sample-rate": "800e6", "--bandwidth": "200e6", option: value}
+    argv = ["--workspace", str(tmp_path / "ws"), "import-capture", "--input", str(xf), "--output", str(yf),
+            "--out", str(tmp_path / "o")]
+    for k, v in args.items():
+        argv += [k, v]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == f"error: {message}"
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_inspect_frame_length_must_be_positive(files, tmp_path, capsys):
+    """--frame-length 0 or -5 was accepted and ignored (exit 0, no flag); now exit 2 naming the option."""
+    xf, yf, _, _ = files
+    out = tmp_path / "ds"
+    import_capture(xf, yf, out, sample_rate_hz=cf.FS, bandwidth_hz=cf.BW)
+    for v in ("0", "-5"):
+        assert main(["--workspace", str(tmp_path / "ws"), "inspect", str(out), "--frame-length", v]) == 2
+        assert capsys.readouterr().err.strip() == f"error: --frame-length {v}: expected a positive number of samples"
+
+
 def test_cli_human_table_prints_flags_and_exits_0(tmp_path, capsys):
     d = DATASETS / "DPA_200MHz"
     if not d.is_dir():

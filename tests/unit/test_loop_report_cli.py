@@ -59,6 +59,31 @@ def test_loop_from_the_command_line(tmp_path, capsys):
     assert "delay 3 samples removed" in capsys.readouterr().out
 
 
+def test_loop_dataset_given_a_loop_or_another_run_says_what_it_needs(tmp_path, capsys):
+    """loop-dataset given the loop's id said only "run not found"; given a run that is no loop iteration it said
+    "(field 'loop.signal': 'loop')". Both name what is needed now."""
+    ws = tmp_path / "ws"
+    assert cli.main(["--workspace", str(ws), "loop", "--power-limit", "6", "--iterations", "2", "--averages", "1",
+                     "--samples", "4096", "--json"]) == 0
+    out = capsys.readouterr().out
+    doc = json.loads(out[out.index("{"):])
+    runs = [it["run_id"] for it in doc["iterations"]]
+    assert len(runs) == 2
+    assert cli.main(["--workspace", str(ws), "loop-dataset", doc["loop_id"], "--out", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"; {doc['loop_id']} is a loop, whose iterations are the runs {runs[0]}, {runs[1]}: give "
+                        "one of them")
+    assert err.startswith(f"error: run '{doc['loop_id']}' not found")
+    other = ws / "runs" / "not-a-loop-run"
+    other.mkdir()
+    (other / "config.json").write_text(json.dumps({"experiment": {"step": "pa"}}))
+    assert cli.main(["--workspace", str(ws), "loop-dataset", "not-a-loop-run", "--out", str(tmp_path / "d")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: {other / 'config.json'}: not a loop iteration's configuration (field 'loop' is missing; give the "
+        "run of a loop iteration, as its loop.json lists them)")
+    assert not (tmp_path / "d").exists()
+
+
 def test_loop_command_line_errors_are_one_line_and_exit_2(tmp_path, capsys):
     ws = ["--workspace", str(tmp_path / "ws")]
     with pytest.raises(SystemExit) as e:

@@ -192,3 +192,16 @@ def test_no_writer_touches_a_loop_record_or_the_workspace_cache(world, command, 
     assert _cli(world, *_commands(world, elsewhere / f"report{ext}")[command], "--overwrite") == 2
     assert f"lies in the loop folder {elsewhere}" in capsys.readouterr().err
     assert (elsewhere / f"report{ext}").read_text() == "the loop's own report"
+
+
+def test_the_workspace_itself_is_refused_as_an_output_folder(world, capsys):
+    """``export --out WORKSPACE`` answered "exists; the folder is not replaced unless --overwrite is given", as if
+    --overwrite could replace the workspace; it names the workspace now, with and without --overwrite."""
+    _victims(world)  # the workspace's index exists
+    root = world["ws"].root
+    before = sorted(p.name for p in root.iterdir())
+    for extra in ([], ["--overwrite"]):
+        assert _cli(world, "export", world["dpd"].name, "--format", "fixed", "--out", str(root), *extra) == 2
+        assert capsys.readouterr().err.strip() == (f"error: the output {root} is the workspace {root}, which holds "
+                                                   "its runs and records; it is never replaced (give another --out)")
+    assert sorted(p.name for p in root.iterdir()) == before

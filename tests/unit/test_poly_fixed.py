@@ -16,8 +16,8 @@ from dpd_desktop.quant import fixed
 from dpd_desktop.config import QuantSpec
 from dpd_desktop.quant.poly import PolyFixed
 from dpd_desktop.export.coef_export import read_coefficients
-from dpd_desktop.export.fixed_export import _as3
-from dpd_desktop.export.poly_fixed import PolyFixedError, export_poly_fixed
+from dpd_desktop.export.fixed_export import FixedExportError, _as3, verify_export
+from dpd_desktop.export.poly_fixed import PolyFixedError, export_poly_fixed, verify_poly_export
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.training.ls_fit import make_trainer
 
@@ -146,3 +146,34 @@ def test_poly_export_refusals(mp_runs, tmp_path, capsys):
                      "--weights", "8", "--activations", "8", "--out", str(out)]) == 0
     assert "MP/GMP coefficients as 8-bit words" in capsys.readouterr().out and (out / "coefficients.csv").is_file()
     assert not Path(tmp_path / "a").exists()
+
+
+@pytest.mark.parametrize("w", [16, 8])
+def test_poly_export_checks_itself_from_its_own_files(mp_runs, w):
+    """The MP/GMP export's README named no way to check its golden vectors, and verify_export refused the folder
+    ("field 'format' is 'dpd-desktop-poly-fixed-export-1'"): verify_poly_export rebuilds it from the folder alone."""
+    out = mp_runs["root"] / f"verify-w{w}"
+    meta = export_poly_fixed(mp_runs["ws"], mp_runs["dpd"], out, spec=QuantSpec(w, w), dataset=mp_runs["ds"])
+    res = verify_poly_export(out)
+    n = meta["golden"]["frames"] * meta["golden"]["frame_length"]
+    assert res["mismatches"] == {} and res["tensors"] == len(meta["golden"]["tensors"]) >= 3
+    assert res["words"] == sum(math.prod(t["shape"]) for t in meta["golden"]["tensors"].values()) >= 2 * n
+    assert "verify_poly_export('THIS_FOLDER')" in (out / "README.md").read_text()
+    with pytest.raises(FixedExportError, match="an MP/GMP export: check it with dpd_desktop.export.poly_fixed"):
+        verify_export(out)
+    # a changed coefficient word is found; so is a changed coefficient value (every golden y word it moves)
+    c = out / "coefficients.csv"
+    good = c.read_text()
+    rows = good.splitlines()
+    cells = rows[1].split(",")
+    cells[4] = str(int(cells[4]) + 1)
+    c.write_text("\n".join(rows[:1] + [",".join(cells)] + rows[2:]) + "\n")
+    assert verify_poly_export(out)["mismatches"] == {"coefficients": 1}
+    cells = rows[1].split(",")
+    cells[9] = repr(float(cells[9]) * 1.5)
+    c.write_text("\n".join(rows[:1] + [",".join(cells)] + rows[2:]) + "\n")
+    mism = verify_poly_export(out)["mismatches"]
+    assert mism["coefficients"] >= 1 and mism["y"] > n, mism
+    (out / "formats.json").write_text("{}")
+    with pytest.raises(PolyFixedError, match="field 'format' is None"):
+        verify_poly_export(out)
