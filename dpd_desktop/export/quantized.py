@@ -25,7 +25,7 @@ from ..quant.lower import LoweringError, lower
 from ..quant.plan import QuantPlan, calibrate
 from ..config import QuantError, QuantSpec
 from ..runs import artifacts
-from ..runs.record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
+from ..runs.record import DatasetChanged, DatasetUnavailable, PACheckpointError, RecordError, RunRecord
 from ..runs.writer import write_quantized
 
 __all__ = ["QuantEvalError", "evaluate_quantized", "save_quantized", "load_dpd", "load_run_models", "quant_plan_for",
@@ -76,14 +76,10 @@ def load_run_models(rec: RunRecord):
     dpd = load_dpd(rec)
     ckpt = rec.best_checkpoint
     pa_block = rec.pa or {}
-    pa_ckpt = Path(str(pa_block.get("checkpoint") or ""))
-    if not pa_block.get("checkpoint") or not pa_ckpt.is_file():
-        raise QuantEvalError(f"{rec.config_path}: field 'pa.checkpoint' names {pa_ckpt}, which is not there (the PA "
-                             "run was moved or removed); the quantised DPD cannot be scored through its PA")
-    sha = artifacts.file_sha256(pa_ckpt)
-    if pa_block.get("sha256") and sha != pa_block["sha256"]:
-        raise QuantEvalError(f"{pa_ckpt}: the PA checkpoint changed since the DPD run (its SHA-256 differs from "
-                             f"'pa.sha256' in {rec.config_path})")
+    try:
+        pa_ckpt, sha = rec.pa_checkpoint("the DPD run", "the quantised DPD cannot be scored through its PA")
+    except PACheckpointError as exc:
+        raise QuantEvalError(str(exc)) from exc
     try:
         pa = build_from_arch(_arch_of(pa_block))
         artifacts.load_state_checked(pa, pa_ckpt, _arch_of(pa_block))

@@ -55,6 +55,10 @@ class DatasetChanged(RecordError):
     """The dataset found is not the one the run recorded (its fingerprint differs)."""
 
 
+class PACheckpointError(RecordError):
+    """The frozen PA checkpoint a DPD run recorded is gone, or changed since the run."""
+
+
 # ====================================================================================================== dataset
 @dataclass(frozen=True)
 class DatasetRef:
@@ -326,6 +330,24 @@ class RunRecord:
     @property
     def pa(self) -> dict[str, Any] | None:
         return _block(self.doc, "pa")
+
+    def pa_checkpoint(self, run: str, needed_for: str) -> tuple[Path, str]:
+        """(path, SHA-256) of the frozen PA checkpoint config.json's ``pa`` block names, checked against its
+        ``pa.sha256``. ``run`` ("the DPD run") and ``needed_for`` (what the PA is for) complete the messages.
+
+        Raises:
+            PACheckpointError: no ``pa.checkpoint``, no file there, or a file whose SHA-256 differs.
+        """
+        block = self.pa or {}
+        ckpt = Path(str(block.get("checkpoint") or ""))
+        if not block.get("checkpoint") or not ckpt.is_file():
+            raise PACheckpointError(f"{self.config_path}: field 'pa.checkpoint' names {ckpt}, which is not there (the "
+                                    f"PA run was moved or removed); {needed_for}")
+        sha = artifacts.file_sha256(ckpt)
+        if block.get("sha256") and sha != block["sha256"]:
+            raise PACheckpointError(f"{ckpt}: the PA checkpoint changed since {run} (its SHA-256 differs from "
+                                    f"'pa.sha256' in {self.config_path}); {needed_for}")
+        return ckpt, sha
 
     @property
     def model(self) -> dict[str, Any]:

@@ -6,7 +6,6 @@ be a DPD run of the same family and size, trained through the same PA run on the
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ..data.segments import segment
@@ -15,7 +14,7 @@ from ..quant.plan import calibrate
 from ..config import QuantSpec
 from ..quant.qat import FakeQuantModel
 from ..runs import artifacts
-from ..runs.record import RecordError, RunRecord
+from ..runs.record import PACheckpointError, RecordError, RunRecord
 from ..runs.workspace import Workspace
 from .errors import TrainingError
 
@@ -34,23 +33,12 @@ def parent_record(workspace: Workspace, parent_run: str) -> RunRecord:
     if not rec.best_checkpoint.is_file():
         raise TrainingError(f"{rec.best_checkpoint}: the parent run has no selected checkpoint (best.pt); did it "
                             "finish an epoch?")
-    _check_parent_pa(rec)
+    if (rec.pa or {}).get("checkpoint"):  # a fine-tune trains through the parent's frozen PA, unchanged
+        try:
+            rec.pa_checkpoint("the parent run", "a fine-tune trains through the parent's PA")
+        except PACheckpointError as exc:
+            raise TrainingError(str(exc)) from exc
     return rec
-
-
-def _check_parent_pa(rec: RunRecord) -> None:
-    """The PA checkpoint the parent was trained through is still there and unchanged (config.json's ``pa`` block):
-    a fine-tune trains through that same frozen PA."""
-    pa = rec.pa or {}
-    if not pa.get("checkpoint"):
-        return
-    ckpt = Path(str(pa["checkpoint"]))
-    if not ckpt.is_file():
-        raise TrainingError(f"{rec.config_path}: field 'pa.checkpoint' names {ckpt}, which is not there (the PA run "
-                            "was moved or removed); a fine-tune trains through the parent's PA")
-    if pa.get("sha256") and artifacts.file_sha256(ckpt) != pa["sha256"]:
-        raise TrainingError(f"{ckpt}: the PA checkpoint changed since the parent run (its SHA-256 differs from "
-                            f"'pa.sha256' in {rec.config_path}); a fine-tune trains through the parent's PA")
 
 
 def prepare_finetune(cfg, dpd, workspace: Workspace, dataset, pa_info: dict[str, Any] | None):
