@@ -134,6 +134,11 @@ def _cut(n: int, ratios: dict[str, float]) -> list[int]:
     return [0, n_train, n_train + n_val, n]
 
 
+#: the spec field each import-capture option sets (its channel-layout errors name the option)
+_OPTIONS = {"input_signal_fs": "--sample-rate", "bw_main_ch": "--bandwidth", "bw_sub_ch": "--carrier-bandwidth",
+            "n_sub_ch": "--carriers", "nperseg": "--nperseg"}
+
+
 def _positive(v, integer: bool = False) -> bool:
     ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and v > 0
     return ok and (not integer or int(v) == v)
@@ -180,7 +185,8 @@ def import_capture(x_file: str | Path, y_file: str | Path, out: str | Path, *, s
     try:
         spec.require_metrics("spec.json")
     except DatasetError as exc:
-        raise CaptureImportError(f"channel layout: {exc}") from exc
+        option = _OPTIONS.get(exc.field or "")
+        raise CaptureImportError(f"channel layout{f' ({option})' if option else ''}: {exc}") from exc
 
     x_path, y_path = Path(x_file).expanduser(), Path(y_file).expanduser()
     if x_path.resolve() == y_path.resolve():

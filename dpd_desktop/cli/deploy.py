@@ -108,8 +108,12 @@ def _export(args, ws) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return Exit.USAGE
     m = meta["metrics"]
-    print(f"wrote {out}: {spec.label} integer reference of {meta['family']} ({len(meta['golden']['tensors'])} golden "
-          f"tensors, {meta['golden']['frames']} frames), C header, README")
+    g = meta["golden"]
+    print(f"wrote {out}: {spec.label} integer reference of {meta['family']} ({len(g['tensors'])} golden "
+          f"tensors, {g['frames']} frames), C header, README")
+    if g["frames"] < args.golden_frames:
+        print(f"note: --golden-frames {args.golden_frames}: the test split holds {g['frames']} frames of "
+              f"{g['frame_length']} samples, all of them in the golden vectors")
     print(_metric_line(m["metric_profile"], m["float_metrics"]["test"], m["metrics"]["test"], spec.label))
     return Exit.OK
 

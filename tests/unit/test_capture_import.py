@@ -90,6 +90,9 @@ def test_bad_inputs_name_the_file(tmp_path, files):
         import_capture(xf, yf, tmp_path / "o", sample_rate_hz=cf.FS, bandwidth_hz=cf.BW, split=(0.9, 0.05, 0.05))
     with pytest.raises(CaptureImportError, match="summing to 1"):
         import_capture(xf, yf, tmp_path / "o", sample_rate_hz=cf.FS, bandwidth_hz=cf.BW, split=(0.6, 0.3, 0.3))
+    with pytest.raises(CaptureImportError, match=r"^channel layout \(--bandwidth\): spec\.json field 'bw_main_ch': "
+                                                 r"main bandwidth bw_main_ch = 9e\+08 Hz \(900 MHz\) is not below"):
+        import_capture(xf, yf, tmp_path / "o", sample_rate_hz=640e6, bandwidth_hz=900e6)
     with pytest.raises(CaptureImportError, match=r"x\.csv: named as both the PA input and the PA output"):
         import_capture(xf, tmp_path / "." / "x.csv", tmp_path / "o", sample_rate_hz=cf.FS, bandwidth_hz=cf.BW)
     _write_csv(tmp_path / "x_copy.csv", x)

@@ -104,3 +104,18 @@ def test_an_onnx_file_that_cannot_be_written_is_named_with_its_folder(runs, tmp_
         onnx_export.export_onnx(runs["ws"], runs["dpd"], out, dataset=runs["ds"])
     assert str(ei.value) == f"cannot write {out}: Read-only file system; nothing written"
     assert list(out.parent.iterdir()) == []
+
+
+def test_golden_frames_beyond_the_test_split_are_said_to_be_capped(runs, tmp_path, capsys):
+    """The demo's test split holds 4096 // 50 = 81 frames of 50 samples; --golden-frames 1000 was capped silently."""
+    out = tmp_path / "fx"
+    assert cli.main(["--workspace", str(runs["ws"].root), "export", runs["dpd"], "--format", "fixed",
+                     "--golden-frames", "1000", "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"wrote {out}: W16A16 integer reference of gru (") and lines[0].endswith(
+        " golden tensors, 81 frames), C header, README")
+    assert lines[1] == ("note: --golden-frames 1000: the test split holds 81 frames of 50 samples, all of them in "
+                        "the golden vectors")
+    assert cli.main(["--workspace", str(runs["ws"].root), "export", runs["dpd"], "--format", "fixed",
+                     "--golden-frames", "81", "--out", str(tmp_path / "fx81")]) == 0
+    assert "note:" not in capsys.readouterr().out
