@@ -40,7 +40,7 @@ from .quantized import QuantEvalError, evaluate_quantized, load_run_models, quan
 from ..runs.record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
 from ..runs.workspace import Workspace
 
-__all__ = ["FixedExportError", "export_fixed", "verify_export", "read_golden", "EXPORT_FORMAT"]
+__all__ = ["FixedExportError", "export_fixed", "verify_export", "read_golden", "compare_golden", "EXPORT_FORMAT"]
 
 EXPORT_FORMAT = "dpd-desktop-fixed-export-1"
 DEFAULT_GOLDEN_FRAMES = 4
@@ -479,10 +479,17 @@ def verify_export(folder: str | Path) -> dict[str, Any]:
         raise FixedExportError(f"{folder}: cannot rebuild the integer reference ({exc})") from exc
     ib = IntBackend(plan, params)
     graph.run(ib, x.astype(np.float64))
+    return compare_golden(golden, ib.traces)
+
+
+def compare_golden(golden: dict[str, np.ndarray], traces: dict[str, tuple[np.ndarray, int]]) -> dict[str, Any]:
+    """Every golden tensor (F, T, C) against the rebuilt model's trace of the same key (words, frac). Returns
+    ``{"tensors": n, "words": n, "mismatches": {tensor: words that differ}}``; a missing or misshapen trace counts
+    all its words."""
     mism = {}
     words = 0
     for key, want in golden.items():
-        got = ib.traces.get(key)
+        got = traces.get(key)
         words += want.size
         if got is None or _as3(got[0]).shape != want.shape:
             mism[key] = int(want.size)

@@ -34,7 +34,8 @@ from ..quant.poly import PolyFixed
 from ..runs import artifacts
 from .. import atomic
 from .coef_export import CoefficientExportError, read_coefficients
-from .fixed_export import POLY_EXPORT_FORMAT, FixedExportError, _golden_csv, _golden_hex, _hex_words, read_golden
+from .fixed_export import (POLY_EXPORT_FORMAT, FixedExportError, _golden_csv, _golden_hex, _hex_words,
+                           compare_golden, read_golden)
 from ..runs.outputs import OutputRefused, check_output, recorded_dataset, write_folder
 from .quantized import QuantEvalError, load_run_models
 from ..runs.record import DatasetChanged, DatasetUnavailable, RecordError, RunRecord
@@ -159,21 +160,11 @@ def verify_poly_export(folder: str | Path) -> dict[str, Any]:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise PolyFixedError(f"{folder}: cannot rebuild the fixed-point MP/GMP ({exc})") from exc
     _, traces = pf.run_int(x.astype(np.float64))
-    mism = {}
+    out = compare_golden(golden, traces)
     bad = int(np.count_nonzero(np.stack([pf.coef_re, pf.coef_im], axis=1) != words))
     if bad:
-        mism["coefficients"] = bad
-    n_words = 0
-    for key, want in golden.items():
-        n_words += want.size
-        got = traces.get(key)
-        if got is None or got[0].size != want.size:
-            mism[key] = int(want.size)
-            continue
-        bad = int(np.count_nonzero(got[0].reshape(want.shape) != want))
-        if bad:
-            mism[key] = bad
-    return {"tensors": len(golden), "words": int(n_words), "mismatches": mism}
+        out["mismatches"] = {"coefficients": bad, **out["mismatches"]}
+    return out
 
 
 def _bits(pf: PolyFixed, key: str) -> int:
