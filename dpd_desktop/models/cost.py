@@ -106,6 +106,16 @@ def model_cost(backbone: str, hidden_size: int, num_layers: int = 1,
     if key == "gru_amp":  # [I, Q, |x|, |x|³] → GRU(4, H) → Linear(H, 2)
         p, w, e, a = _rnn("gru", 4, h, n)
         return Cost(p + 2 * h + 2, w + 2 * h, e + 2 + 2, a + 1)
+    if key in ("pn_gru", "pn_gru2"):  # unit phasor, 2 or 4 neighbours turned → GRU(I, H) → Linear(H, 2) → turned back
+        taps = 2 if key == "pn_gru" else 4
+        p, w, e, a = _rnn("gru", 2 + 2 * taps, h, n)
+        feat_e, feat_a = 2 + 2 + 4 * taps, 1 + 2  # I², Q², |x|³ (2); 4 per turned neighbour; sqrt, two divisions
+        return Cost(p + 2 * h + 2, w + 2 * h, e + feat_e + 4, a + feat_a)  # + 4: the output turned back
+    if key in ("gru_gain", "gru_gain3", "gru_gain5"):  # polar features → GRU(6, H) → Linear(H, 2K + 2) → x + Σ x(t+k)·g_k + a
+        k = {"gru_gain": 1, "gru_gain3": 3, "gru_gain5": 5}[key]
+        p, w, e, a = _rnn("gru", 6, h, n)
+        out = 2 * k + 2
+        return Cost(p + out * h + out, w + out * h, e + 2 + 2 + 4 * k, a + 1 + 2)
     if key == "tcn":  # features → Conv1d(6, C, 1) → 4 × depthwise Conv1d(C, C, 5) → Conv1d(C, 2, 1), Hardswish × 5C
         c = h
         weight = 6 * c + len(TCN_DILATIONS) * TCN_DW_KERNEL * c + 2 * c

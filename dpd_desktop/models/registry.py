@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping
 
 from torch import Tensor, nn
 
-from . import deltagru, dgru, gru, gru_amp, lstm, rvtdcnn, tcn, tres_deltagru, tres_gru
+from . import deltagru, dgru, gru, gru_amp, lstm, pn_gru, rvtdcnn, tcn, tres_deltagru, tres_gru
 from .base import CoreModel
 from .poly import POLY_BACKBONES, PolyBackbone
 from ..config import PolySpec
@@ -83,6 +83,23 @@ REGISTRY: dict[str, ModelFamily] = {f.name: f for f in (
     ModelFamily("gru_amp", "GRU-amp", "GRU(4, H) on [I, Q, |x|, |x|³] + linear head H→2 (OpenDPD 2.4.2 qgru_amp1, "
                 "float32)", ("I", "Q", "|x|", "|x|^3"), gru_amp.features, gru_amp.GRUAmpBackbone,
                 lambda h, n: 3 * h * h + 20 * h + 2 + (n - 1) * (6 * h * h + 6 * h)),
+    ModelFamily("pn_gru", "PN-GRU", "phase-normalized GRU(6, H) on [|x|, |x|³, x(t±1)·u*] + linear H→2 turned back by "
+                "u = x/|x|: y = x + u·o (models/pn_gru.py)", ("|x|", "|x|^3", "Re x(t-1)u*", "Im x(t-1)u*",
+                "Re x(t+1)u*", "Im x(t+1)u*"), pn_gru.pn_features, pn_gru.PNGRUBackbone,
+                lambda h, n: 3 * h * h + 26 * h + 2 + (n - 1) * (6 * h * h + 6 * h)),
+    ModelFamily("pn_gru2", "PN-GRU-2", "PN-GRU reading x(t±1) and x(t±2): GRU(10, H) (models/pn_gru.py)",
+                ("|x|", "|x|^3", "Re x(t-1)u*", "Im x(t-1)u*", "Re x(t+1)u*", "Im x(t+1)u*", "Re x(t-2)u*",
+                 "Im x(t-2)u*", "Re x(t+2)u*", "Im x(t+2)u*"), pn_gru.pn_features2, pn_gru.PNGRU2Backbone,
+                lambda h, n: 3 * h * h + 38 * h + 2 + (n - 1) * (6 * h * h + 6 * h)),
+    ModelFamily("gru_gain", "GRU-gain", "GRU(6, H) on polar features + linear H→4: y = x·(1 + g) + a, a complex gain "
+                "and an additive term (models/pn_gru.py)", _POLAR, deltagru.features, pn_gru.GRUGainBackbone,
+                lambda h, n: 3 * h * h + 28 * h + 4 + (n - 1) * (6 * h * h + 6 * h)),
+    ModelFamily("gru_gain3", "GRU-gain-3", "GRU-gain generating complex gains on x(t−1), x(t), x(t+1): y = x + Σ "
+                "x(t+k)·g_k + a (models/pn_gru.py)", _POLAR, deltagru.features, pn_gru.GRUGain3Backbone,
+                lambda h, n: 3 * h * h + 24 * h + 8 * (h + 1) + (n - 1) * (6 * h * h + 6 * h)),
+    ModelFamily("gru_gain5", "GRU-gain-5", "GRU-gain generating complex gains on x(t−2) … x(t+2) (models/pn_gru.py)",
+                _POLAR, deltagru.features, pn_gru.GRUGain5Backbone,
+                lambda h, n: 3 * h * h + 24 * h + 12 * (h + 1) + (n - 1) * (6 * h * h + 6 * h)),
     ModelFamily("tcn", "TCN", "pointwise conv 6→C, four depthwise dilated convs (k 5), pointwise C→2, I/Q residual "
                 "(OpenDPD 2.4.2 TCN; hidden size = channels C)", _POLAR, tcn.features, tcn.TCNBackbone,
                 lambda h, n: 29 * h, has_layers=False),

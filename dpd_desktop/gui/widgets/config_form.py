@@ -24,6 +24,10 @@ BACKBONES: tuple[tuple[str, str, str], ...] = (
                              "thresholds)"),
     ("tres_deltagru", "TRes-DeltaGRU", "TRes-GRU with a delta-thresholded recurrence (OpenDPD 2.4.2)"),
     ("gru_amp", "GRU-amp", "GRU on [I, Q, |x|, |x|³] (OpenDPD 2.4.2 qgru_amp1, float32)"),
+    ("gru_gain", "GRU-gain", "GRU on amplitude/phase features whose head is a complex gain on x plus an additive "
+                             "term: y = x·(1 + g) + a"),
+    ("gru_gain3", "GRU-gain-3", "GRU-gain with complex gains on x(t−1), x(t), x(t+1)"),
+    ("gru_gain5", "GRU-gain-5", "GRU-gain with complex gains on x(t−2) … x(t+2)"),
     ("tcn", "TCN", "Dilated depthwise temporal convolutions with an I/Q residual (OpenDPD 2.4.2; hidden size = "
                    "channels)"),
     ("mp", "MP", "Memory polynomial (least squares, or gradient through the frozen PA for a DPD)"),
