@@ -4,7 +4,7 @@
 # benchmarks/arena_plan.py). Run from the repository root on the GPU machine with these carried (git-ignored):
 #   .ref/opendpd-2.4.2-arena/opendpd/arena_assets   (4.2 MB: the Arena capture, frozen PA, calibration, leaderboard)
 #   .ref/opendpd-2.4.2-arena/datasets/DPA_200MHz    (1.9 MB: the tiny protocol of the GPU tests)
-# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|all
+# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|pn|gain|dpa160|all
 # Results go to $OUT/<stage>/ (leaderboard.md/.html/.csv/.json, trials.csv); the workspace is workspace/arena-gpu
 # (git-ignored: kept between calls while the machine stays warm, so a stage cut by its time limit resumes when run
 # again: finished sweeps are reused).
@@ -43,8 +43,17 @@ case "$STAGE" in
   candidates)  # our <= 1,000-parameter candidates with the new training options (~3 min)
     arena benchmarks/arena-v6-candidates.toml candidates
     ;;
+  pn)  # phase-normalized and gain-head GRUs at <= 1,000 parameters (~5 min)
+    arena benchmarks/arena-v6-pn.toml pn --models PN-GRU-14,PN-GRU2-12,GRU-gain-14
+    ;;
+  gain)  # the gain-head GRUs with taps (~3 min)
+    arena benchmarks/arena-v6-pn.toml gain --models GRU-gain3-13,GRU-gain5-12
+    ;;
+  dpa160)  # DPA_160MHz: its PA, then GRU-gain-14 and TRes-DeltaGRU-15 (~5 min; carry .ref/opendpd-2.4.2-arena/datasets/DPA_160MHz)
+    arena benchmarks/arena-dpa160.toml dpa160
+    ;;
   all)
     for s in test probe reproduce candidates; do bash "$0" "$s"; done
     ;;
-  *) echo "usage: $0 test|probe|reproduce|candidates|all" >&2; exit 2 ;;
+  *) echo "usage: $0 test|probe|reproduce|candidates|pn|gain|dpa160|all" >&2; exit 2 ;;
 esac
