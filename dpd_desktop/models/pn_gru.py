@@ -1,5 +1,5 @@
-"""Phase-normalized GRU families (PN-GRU, PN-GRU-2) and the gain-head GRU (GRU-gain): GRUs whose output is a
-correction turned by the input sample's own phase, so a common phase rotation of the input turns the output alike.
+"""Phase-normalized GRU families (PN-GRU, PN-GRU-2), whose output is a correction turned by the input sample's own
+phase, and the gain-head GRUs (GRU-gain, GRU-gain-3, GRU-gain-5), whose head gives complex gains on input samples.
 
 A PA's baseband behaviour is equivariant to a common phase rotation: PA(x·e^{jθ}) = PA(x)·e^{jθ}; so is its inverse.
 Phase normalization (Fischer-Bühner et al., "Phase-Normalized Neural Network for Linearization of RF Power
@@ -18,8 +18,8 @@ new sample through the neighbours' relative phase. At |x(t)| = 0, u(t) = 0: the 
   x(t+2)) at every step, y = x + Σ_k x(t+k)·g_k + a: a linear filter whose taps follow the signal.
   3H² + 24H + (2K + 2)(H + 1) for K taps (K = 3, H = 13 → 931; K = 5, H = 12 → 876).
 
-Neighbours beyond the frame's ends are zeros (no wrap). Look-ahead: 1 sample (``pn_gru``), 2 (``pn_gru2``), 0
-(``gru_gain``). forward(x ``(B, T, 2)`` float32, h0 ``(L, B, H)``) → ``(B, T, 2)``; biases, init as GRU-amp's.
+Neighbours beyond the frame's ends are zeros (no wrap). Look-ahead: 1 sample (``pn_gru``, ``gru_gain3``), 2
+(``pn_gru2``, ``gru_gain5``), 0 (``gru_gain``). Measured under Arena v6: benchmarks/results/2026-12-05-arena-gain-h200. forward(x ``(B, T, 2)`` float32, h0 ``(L, B, H)``) → ``(B, T, 2)``; biases, init as GRU-amp's.
 """
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ from ..kernels.dispatch import DEFAULT_KERNEL, run_recurrent
 from . import deltagru
 from .base import init_linear_xavier_, init_recurrent_gate_blocks_, safe_amplitude
 
-__all__ = ["PNGRUBackbone", "GRUGainBackbone", "GRUGain3Backbone", "GRUGain5Backbone", "pn_features", "pn_features2", "unit_phasor"]
+__all__ = ["PNGRUBackbone", "PNGRU2Backbone", "GRUGainBackbone", "GRUGain3Backbone", "GRUGain5Backbone", "pn_features",
+           "pn_features2", "unit_phasor"]
 
 
 def unit_phasor(x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
