@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
 from ..config import PolySpec
+from .pn_gru import GRUGain3Backbone, GRUGain5Backbone, GRUGainBackbone, PNGRU2Backbone, PNGRUBackbone
 from .rvtdcnn import CONV_CHANNELS, CONV_OUT
 from .tcn import DILATIONS as TCN_DILATIONS
 from .tcn import KERNEL as TCN_DW_KERNEL
@@ -107,12 +108,12 @@ def model_cost(backbone: str, hidden_size: int, num_layers: int = 1,
         p, w, e, a = _rnn("gru", 4, h, n)
         return Cost(p + 2 * h + 2, w + 2 * h, e + 2 + 2, a + 1)
     if key in ("pn_gru", "pn_gru2"):  # unit phasor, 2 or 4 neighbours turned → GRU(I, H) → Linear(H, 2) → turned back
-        taps = 2 if key == "pn_gru" else 4
+        taps = len((PNGRUBackbone if key == "pn_gru" else PNGRU2Backbone).offsets)
         p, w, e, a = _rnn("gru", 2 + 2 * taps, h, n)
         feat_e, feat_a = 2 + 2 + 4 * taps, 1 + 2  # I², Q², |x|³ (2); 4 per turned neighbour; sqrt, two divisions
         return Cost(p + 2 * h + 2, w + 2 * h, e + feat_e + 4, a + feat_a)  # + 4: the output turned back
     if key in ("gru_gain", "gru_gain3", "gru_gain5"):  # polar features → GRU(6, H) → Linear(H, 2K + 2) → x + Σ x(t+k)·g_k + a
-        k = {"gru_gain": 1, "gru_gain3": 3, "gru_gain5": 5}[key]
+        k = len({"gru_gain": GRUGainBackbone, "gru_gain3": GRUGain3Backbone, "gru_gain5": GRUGain5Backbone}[key].taps)
         p, w, e, a = _rnn("gru", 6, h, n)
         out = 2 * k + 2
         return Cost(p + out * h + out, w + out * h, e + 2 + 2 + 4 * k, a + 1 + 2)
