@@ -4,7 +4,7 @@
 # benchmarks/arena_plan.py). Run from the repository root on the GPU machine with these carried (git-ignored):
 #   .ref/opendpd-2.4.2-arena/opendpd/arena_assets   (4.2 MB: the Arena capture, frozen PA, calibration, leaderboard)
 #   .ref/opendpd-2.4.2-arena/datasets/DPA_200MHz    (1.9 MB: the tiny protocol of the GPU tests)
-# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|pn|gain|dpa160|all
+# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|pn|gain|train|long|dpa160|all
 # Results go to $OUT/<stage>/ (leaderboard.md/.html/.csv/.json, trials.csv); the workspace is workspace/arena-gpu
 # (git-ignored: kept between calls while the machine stays warm, so a stage cut by its time limit resumes when run
 # again: finished sweeps are reused).
@@ -49,11 +49,19 @@ case "$STAGE" in
   gain)  # the gain-head GRUs with taps (~3 min)
     arena benchmarks/arena-v6-pn.toml gain --models GRU-gain3-13,GRU-gain5-12
     ;;
+  train)  # GRU-gain3-13: the out-of-band loss term (w = 10, 30; 240 epochs) beside 600 epochs, two processes (~8 min)
+    ARENA_WS=workspace/arena-long bash "$0" long > "$OUT/long.log" 2>&1 &
+    arena benchmarks/arena-v6-train.toml train --models GRU-gain3-13-oob10,GRU-gain3-13-oob30
+    wait; cat "$OUT/long.log"
+    ;;
+  long)  # GRU-gain3-13 at 600 epochs
+    arena benchmarks/arena-v6-train.toml long --models GRU-gain3-13 --epochs 600
+    ;;
   dpa160)  # DPA_160MHz: its PA, then GRU-gain-14 and TRes-DeltaGRU-15 (~5 min; carry .ref/opendpd-2.4.2-arena/datasets/DPA_160MHz)
     arena benchmarks/arena-dpa160.toml dpa160
     ;;
   all)
     for s in test probe reproduce candidates; do bash "$0" "$s"; done
     ;;
-  *) echo "usage: $0 test|probe|reproduce|candidates|pn|gain|dpa160|all" >&2; exit 2 ;;
+  *) echo "usage: $0 test|probe|reproduce|candidates|pn|gain|train|long|dpa160|all" >&2; exit 2 ;;
 esac

@@ -247,6 +247,9 @@ class ExperimentConfig:
             training/objectives.py). DPD only.
         power_weight: w ≥ 0 of the gain-rule-aware loss term w·mean(t²)·ΔP², ΔP = 10·log10(Σ|ŷ|²/Σ|t|²) dB of each
             batch (training/losses.py); 0: off (the plain loss).
+        oob_weight: w ≥ 0: the part of the squared error that lies outside the main channel (each loss window's DFT
+            bins with f < −bw_main/2 or f ≥ bw_main/2) counts (1 + w) times (training/losses.py); 0: off. Needs the
+            dataset's ``input_signal_fs`` and ``bw_main_ch``; an L2 loss only.
         gain_value: a fixed DPD target gain g (> 0) instead of the gain rule's (recorded as rule ``fixed``).
         peak_limit: a DPD's output magnitude limit before the PA (|u| ≤ peak, the direction kept; None: none).
         loss_window: [start, stop): the loss counts only these samples of each training frame (None: all).
@@ -321,6 +324,7 @@ class ExperimentConfig:
     plateau_threshold_mode: str = "rel"
     dpd_learning: str = "direct"
     power_weight: float = 0.0
+    oob_weight: float = 0.0
     gain_value: float | None = None
     peak_limit: float | None = None
     loss_window: list[int] | None = None
@@ -418,7 +422,8 @@ class ExperimentConfig:
         if isinstance(w, bool) or not isinstance(w, int) or not 0 <= w < self.epochs:
             raise ConfigError("warmup_epochs", f"expected an integer from 0 to epochs - 1 ({self.epochs - 1}), "
                               f"got {w!r}")
-        for name, positive in (("plateau_threshold", False), ("power_weight", False), ("power_gate_db", True)):
+        for name, positive in (("plateau_threshold", False), ("power_weight", False), ("oob_weight", False),
+                               ("power_gate_db", True)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < v if positive else 0 <= v) \
                     or not v < math.inf:
@@ -427,6 +432,9 @@ class ExperimentConfig:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf):
                 raise ConfigError(name, f"expected a finite number > 0 or none, got {v!r}")
+        if self.oob_weight and self.loss != "l2":
+            raise ConfigError("oob_weight", f"the out-of-band term is a share of the squared error: it needs loss "
+                              f"'l2', got {self.loss!r}")
         win = self.loss_window
         if win is not None and (not isinstance(win, (list, tuple)) or len(win) != 2
                                 or any(isinstance(e, bool) or not isinstance(e, int) for e in win)

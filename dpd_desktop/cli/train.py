@@ -120,6 +120,9 @@ def _add_schedule_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--power-weight", type=float, default=d.power_weight,
                    help="weight of the output-power term of the loss (0: off; training/losses.py; default "
                         "%(default)s)")
+    g.add_argument("--oob-weight", type=float, default=d.oob_weight,
+                   help="the squared error outside the main channel counts 1 + W times (0: off; needs the "
+                        "dataset's fs and bw_main; training/losses.py; default %(default)s)")
     g.add_argument("--loss-window", type=_start_stop, default=None, metavar="START,STOP",
                    help="the loss counts these samples of each frame only, [START, STOP) (default: all)")
     g.add_argument("--no-test-every-epoch", dest="test_every_epoch", action="store_false",
@@ -144,7 +147,8 @@ def _add_schedule_options(p: argparse.ArgumentParser) -> None:
 def _schedule_config_fields(a) -> dict:
     """ExperimentConfig fields from the parsed options of :func:`_add_schedule_options`."""
     out = {k: getattr(a, k) for k in ("thx", "thh", "lr_schedule", "warmup_epochs", "plateau_threshold",
-                                      "plateau_threshold_mode", "power_weight", "loss_window", "test_every_epoch")}
+                                      "plateau_threshold_mode", "power_weight", "oob_weight", "loss_window",
+                                      "test_every_epoch")}
     for k in ("dpd_learning", "gain_value", "peak_limit", "selection", "power_gate_db", "evaluation"):
         if hasattr(a, k):
             out[k] = getattr(a, k)

@@ -1,30 +1,64 @@
 """The training loss of a run: the reference's MSE/L1 (``loss``), or that loss on a window of each frame and/or with
-an output-power term (``loss_window``, ``power_weight``). :func:`make_criterion` returns ``nn.MSELoss()`` /
-``nn.L1Loss()`` themselves for the default settings (bitwise the reference), else a :class:`FrameLoss`:
+an output-power term and an out-of-band term (``loss_window``, ``power_weight``, ``oob_weight``).
+:func:`make_criterion` returns ``nn.MSELoss()`` / ``nn.L1Loss()`` themselves for the default settings (bitwise the
+reference), else a :class:`FrameLoss`:
 
-    loss = base(ŷ[:, a:b], t[:, a:b]) + w · mean(t[:, a:b]²) · ΔP²,   ΔP = 10·log10(Σ ŷ[:, a:b]² / Σ t[:, a:b]²) [dB]
+    loss = base(ŷ_w, t_w) + w_p · mean(t_w²) · ΔP² + w_o · Σ_{k ∉ main} |E_k|² / numel(e),
+    ΔP = 10·log10(Σ ŷ_w² / Σ t_w²) [dB],   E = DFT(e_I + j·e_Q) along each frame (unitary),   e = ŷ_w − t_w
 
-over the batch; ``[a, b)`` the window (OpenDPD 2.4.2's Arena scores the middle 100 samples of 200-sample frames).
-The power term holds the DPD at the target's output power instead of backing off (the ±0.5 dB gate of OpenDPD's
-Arena); w = 1e-4 makes a 0.5 dB power error cost as much as an error vector at −46 dB.
+over the batch; ``ŷ_w = ŷ[:, a:b]``, ``[a, b)`` the window (OpenDPD 2.4.2's Arena scores the middle 100 samples of
+200-sample frames). The power term holds the DPD at the target's output power instead of backing off (the ±0.5 dB
+gate of OpenDPD's Arena); w_p = 1e-4 makes a 0.5 dB power error cost as much as an error vector at −46 dB. The
+out-of-band term is the share of the MSE whose DFT bins lie outside the main channel (f < −B/2 or f ≥ B/2, f =
+k·fs/L folded to [−fs/2, fs/2)): by Parseval the terms of all bins sum to the MSE, so with it the error that falls in
+the adjacent channels (ACLR) counts (1 + w_o) times and the in-band error (EVM) once. The DFT of a short window is
+unwindowed: in-band error leaks into the nearest out-of-band bins.
 """
 from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
 
+from ..config import ConfigError
+
 __all__ = ["FrameLoss", "base_criterion", "make_criterion"]
 
 
 class FrameLoss(nn.Module):
     """``base`` (an ``nn.MSELoss``/``nn.L1Loss``, mean) on frame samples ``window`` = (start, stop) (None: all), plus
-    the power term with weight ``power_weight`` (module docstring). Inputs ``(B, T, 2)``; returns a 0-dim tensor."""
+    the power term with weight ``power_weight`` and the out-of-band term with weight ``oob_weight`` on a main channel
+    ``band`` = bw_main / fs wide (module docstring). Inputs ``(B, T, 2)``; returns a 0-dim tensor.
 
-    def __init__(self, base: nn.Module, window: tuple[int, int] | None = None, power_weight: float = 0.0) -> None:
+    Raises ValueError: ``oob_weight`` without ``band`` in (0, 1]."""
+
+    def __init__(self, base: nn.Module, window: tuple[int, int] | None = None, power_weight: float = 0.0,
+                 oob_weight: float = 0.0, band: float | None = None) -> None:
         super().__init__()
         self.base = base
         self.window = None if window is None else (int(window[0]), int(window[1]))
         self.power_weight = float(power_weight)
+        self.oob_weight = float(oob_weight)
+        if self.oob_weight and not (band is not None and 0 < band <= 1):
+            raise ValueError(f"the out-of-band term needs the main channel's width as a fraction of fs in (0, 1], "
+                             f"got {band!r}")
+        self.band = band
+        self._masks: dict[tuple[int, str], Tensor] = {}
+
+    def out_of_band_mask(self, n: int, device) -> Tensor:
+        """``(n,)`` float32: 1 for the DFT bins of an n-sample window outside the main channel, else 0."""
+        key = (n, str(device))
+        if key not in self._masks:  # built at the first (eager) step, before any CUDA graph capture
+            f = torch.fft.fftfreq(n, dtype=torch.float64)  # cycles/sample, in [-1/2, 1/2)
+            half = self.band / 2
+            self._masks[key] = ((f < -half) | (f >= half)).to(device=device, dtype=torch.float32)
+        return self._masks[key]
+
+    def out_of_band(self, out: Tensor, target: Tensor) -> Tensor:
+        """The out-of-band share of the MSE of ``out`` against ``target`` ``(B, L, 2)`` (module docstring)."""
+        e = out - target
+        spec = torch.fft.fft(torch.complex(e[..., 0], e[..., 1]), dim=1, norm="ortho")
+        power = spec.real.square() + spec.imag.square()
+        return (power * self.out_of_band_mask(e.shape[1], e.device)).sum() / e.numel()
 
     def forward(self, out: Tensor, target: Tensor) -> Tensor:
         if self.window is not None:
@@ -35,18 +69,36 @@ class FrameLoss(nn.Module):
             p_t = target.square().sum()
             ratio_db = 10.0 * torch.log10(out.square().sum() / p_t)
             loss = loss + self.power_weight * (p_t / target.numel()) * ratio_db.square()
+        if self.oob_weight:
+            loss = loss + self.oob_weight * self.out_of_band(out, target)
         return loss
 
     def extra_repr(self) -> str:
-        return f"window={self.window}, power_weight={self.power_weight}"
+        return (f"window={self.window}, power_weight={self.power_weight}, oob_weight={self.oob_weight}, "
+                f"band={self.band}")
 
 
-def make_criterion(cfg) -> nn.Module:
-    """The training loss of ``cfg`` (an ExperimentConfig): module docstring."""
+def make_criterion(cfg, spec=None) -> nn.Module:
+    """The training loss of ``cfg`` (an ExperimentConfig) on a dataset of ``spec`` (a DatasetSpec; needed by the
+    out-of-band term only): module docstring.
+
+    Raises ConfigError (field ``oob_weight``): the out-of-band term without the spec's sample rate and main-channel
+    bandwidth, or a main channel wider than the sample rate."""
     base = nn.MSELoss() if cfg.loss == "l2" else nn.L1Loss()
-    if cfg.loss_window is None and not cfg.power_weight:
+    if cfg.loss_window is None and not cfg.power_weight and not cfg.oob_weight:
         return base
-    return FrameLoss(base, tuple(cfg.loss_window) if cfg.loss_window is not None else None, cfg.power_weight)
+    band = None
+    if cfg.oob_weight:
+        fs, bw = getattr(spec, "sample_rate_hz", None), getattr(spec, "bw_main_hz", None)
+        if not fs or not bw:
+            raise ConfigError("oob_weight", "the out-of-band term needs the dataset's input_signal_fs and bw_main_ch "
+                              "(spec.json)")
+        if not 0 < bw <= fs:
+            raise ConfigError("oob_weight", f"the main channel ({bw:g} Hz) must lie within the sample rate "
+                              f"({fs:g} Hz)")
+        band = bw / fs
+    return FrameLoss(base, tuple(cfg.loss_window) if cfg.loss_window is not None else None, cfg.power_weight,
+                     cfg.oob_weight, band)
 
 
 def base_criterion(criterion: nn.Module) -> nn.Module:

@@ -309,7 +309,7 @@ class Trainer:
         if self._fault is not None:
             self.loader = self._fault.wrap(self.loader)
         # the criterion is needed by the evaluator; building it draws no random numbers
-        self.criterion = make_criterion(cfg)  # the reference's MSELoss/L1Loss unless a window/power term is set
+        self.criterion = make_criterion(cfg, ds.spec)  # the reference's MSELoss/L1Loss unless a window/power term is set
         self.evaluator = Evaluator(ds, targets, cfg.step, base_criterion(self.criterion), cfg.batch_size_eval, dev,
                                    metric_profile=cfg.metric_profile, mode=cfg.evaluation,
                                    frame_length=cfg.frame_length)

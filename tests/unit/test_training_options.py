@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -94,6 +95,57 @@ def test_frame_loss_window_and_power_term():
         float(torch.nn.functional.mse_loss(scaled, tgt)), rel=1e-5)
 
 
+
+def _numpy_oob_share(out, tgt, band):
+    """The out-of-band share of the MSE from NumPy: unitary DFT of the complex error, bins |f| outside [-b/2, b/2)."""
+    e = (out[..., 0] - tgt[..., 0]).double().numpy() + 1j * (out[..., 1] - tgt[..., 1]).double().numpy()
+    spec = np.fft.fft(e, axis=1) / np.sqrt(e.shape[1])
+    f = np.fft.fftfreq(e.shape[1])
+    oob = (f < -band / 2) | (f >= band / 2)
+    return float((np.abs(spec[:, oob]) ** 2).sum() / (2 * e.size))
+
+
+def test_out_of_band_term_against_numpy():
+    torch.manual_seed(1)
+    out, tgt = torch.randn(3, 40, 2), torch.randn(3, 40, 2)
+    spec = SimpleNamespace(sample_rate_hz=800e6, bw_main_hz=200e6)
+    crit = make_criterion(ExperimentConfig(loss_window=[10, 30], oob_weight=7.0), spec)
+    o, t = out[:, 10:30], tgt[:, 10:30]
+    want = float(((o.double() - t.double()) ** 2).mean()) + 7.0 * _numpy_oob_share(o, t, 0.25)
+    assert float(crit(out, tgt)) == pytest.approx(want, rel=1e-5)
+    # Parseval: with a main channel of the whole band nothing is out of it; the shares of all bins sum to the MSE
+    assert float(FrameLoss(torch.nn.MSELoss(), None, 0.0, 1.0, 1.0).out_of_band(o, t)) == 0.0
+    narrow = FrameLoss(torch.nn.MSELoss(), None, 0.0, 1.0, 1e-9).out_of_band(o, t)  # only bin 0 in band
+    assert float(narrow) == pytest.approx(float(((o - t) ** 2).mean()) - _bin0_share(o - t), rel=1e-5)
+
+
+def _bin0_share(e):
+    z = e[..., 0].double().numpy() + 1j * e[..., 1].double().numpy()
+    return float((np.abs(z.sum(axis=1)) ** 2 / z.shape[1]).sum() / (2 * z.size))
+
+
+@pytest.mark.parametrize("freq, outside", [(0.30, True), (-0.30, True), (0.10, False), (-0.125, False),
+                                           (0.125, True)])
+def test_out_of_band_term_of_a_tone(freq, outside):
+    """An error that is one complex tone on a DFT bin (f = freq·fs) is all out of band or all in band: band = 0.25
+    (200 MHz of 800 MS/s), the band half-open, [-0.125, 0.125)."""
+    n = 40
+    ph = 2 * np.pi * freq * np.arange(n)
+    err = torch.tensor(np.stack([0.3 * np.cos(ph), 0.3 * np.sin(ph)], axis=-1), dtype=torch.float32)[None]
+    crit = FrameLoss(torch.nn.MSELoss(), None, 0.0, 1.0, 0.25)
+    got = float(crit.out_of_band(err, torch.zeros_like(err)))
+    assert got == pytest.approx(0.09 / 2 if outside else 0.0, abs=1e-8)
+
+
+def test_out_of_band_term_needs_the_spectral_spec():
+    with pytest.raises(ConfigError) as e:
+        make_criterion(ExperimentConfig(oob_weight=1.0), SimpleNamespace(sample_rate_hz=None, bw_main_hz=200e6))
+    assert e.value.field == "oob_weight"
+    with pytest.raises(ConfigError) as e:
+        make_criterion(ExperimentConfig(oob_weight=1.0), SimpleNamespace(sample_rate_hz=100e6, bw_main_hz=200e6))
+    assert e.value.field == "oob_weight"
+    assert type(make_criterion(ExperimentConfig(oob_weight=0.0), None)) is torch.nn.MSELoss
+
 def test_peak_limiter():
     dpd, pa = build_model("gru", 4), build_model("gru", 4)
     c = Cascade(dpd, pa, peak_limit=0.5)
@@ -107,7 +159,8 @@ def test_peak_limiter():
 @pytest.mark.parametrize("bad", [dict(warmup_epochs=150), dict(lr_schedule="step"), dict(loss_window=[3, 3]),
                                  dict(power_weight=-1.0), dict(gain_value=0.0), dict(selection="power-gated"),
                                  dict(evaluation="overlap"), dict(peak_limit=1.0), dict(dpd_learning="ila"),
-                                 dict(plateau_threshold_mode="percent"), dict(power_gate_db=0.0)])
+                                 dict(plateau_threshold_mode="percent"), dict(power_gate_db=0.0),
+                                 dict(oob_weight=-1.0), dict(oob_weight=1.0, loss="l1")])
 def test_invalid_options_name_their_field(bad):
     with pytest.raises(ConfigError) as e:
         ExperimentConfig(**bad).validate()
