@@ -10,6 +10,9 @@
   magnitude is found by 18 bisection steps on [0.01, 2] so that mean |PA(limit(α x))|² = mean |g x|².
 * q = 0.5·ΔEVM + 0.5·ΔACLR_worse against that baseline (metrics.py ``quality_db``); the power gate: |power error|
   ≤ the protocol's gate on every seed.
+* The floor (ours, not the Arena's): the ACLR_L/R [dBc] of g·x_test itself, scored as the trials are (metrics.py
+  ``floor_aclr``): a DPD whose output equals its target measures exactly this, so no model that matches its target
+  measures below it.
 """
 from __future__ import annotations
 
@@ -23,10 +26,10 @@ import torch
 from ..runs.record import RunRecord
 from ..runs.workspace import Workspace
 from ..training.pa_source import load_pa_for_dpd
-from .metrics import arena_metrics, quality_db
+from .metrics import arena_metrics, floor_aclr, quality_db
 from .prepare import Prepared
 
-__all__ = ["baseline_scores", "calibrate_baseline", "judge_trial", "pa_output"]
+__all__ = ["baseline_scores", "calibrate_baseline", "floor_scores", "judge_trial", "pa_output", "target"]
 
 PROBE = 4096
 BISECTION_STEPS = 18
@@ -96,6 +99,18 @@ def baseline_scores(workspace: Workspace, prep: Prepared, device="cpu") -> dict[
     return scores
 
 
+def target(x: np.ndarray, gain: float) -> np.ndarray:
+    """The reference g·x of a split's input ``x`` (N, 2), float32 (computed in float64)."""
+    return (gain * np.asarray(x, dtype=np.float64)).astype(np.float32)
+
+
+def floor_scores(prep: Prepared) -> dict[str, float]:
+    """The condition's floor (module docstring): ``aclr_l_db, aclr_r_db, aclr_db`` (worse side) [dBc] of g·x_test on
+    the test metric window with the condition's fs, bw, n_sub_ch and nperseg."""
+    j = prep.judge
+    return floor_aclr(target(prep.dataset.test.x, j["gain"]), j["signal"], tuple(j["window"]))
+
+
 def judge_trial(run_dir: str | Path, prep: Prepared, baseline: dict[str, Any], gate_db: float) -> dict[str, Any]:
     """One trial's test scores: arena/metrics.py's, ``quality_db``, ``gate_ok``, the selected epoch, parameters and
     MACs/sample. Raises RecordError when the run has no results (it did not finish)."""
@@ -103,7 +118,7 @@ def judge_trial(run_dir: str | Path, prep: Prepared, baseline: dict[str, Any], g
     _, splits = rec.read_results()
     test = splits["test"]
     j = prep.judge
-    ref = (j["gain"] * np.asarray(test["x"], dtype=np.float64)).astype(np.float32)
+    ref = target(test["x"], j["gain"])
     pred = np.asarray(test["prediction"])
     if not np.isfinite(pred).all():
         raise FloatingPointError(f"{rec.results_path}: the cascade output has non-finite samples")

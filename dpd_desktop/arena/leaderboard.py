@@ -11,6 +11,10 @@ Conventions:
   (fewer MACs/sample, higher q).
 * Agreement with a reference row: per metric |mean_ours − mean_ref| ≤ 2·sqrt(sd_ours²/n_ours + sd_ref²/n_ref)
   (two seed means within two standard errors; the reference's per-seed values from its published cases).
+* Floor, per condition (``meta["floors"]``, judge.py ``floor_scores``): the ACLR left / right / worse [dBc] of the
+  target g·x itself under the condition's metric settings, listed under the linear baseline; a model whose mean ACLR
+  is within FLOOR_MARGIN_DB of it (or below) is marked †. In the JSON only, as the baselines (not in the CSV); a
+  leaderboard.json written before floors existed renders without the line.
 """
 from __future__ import annotations
 
@@ -24,11 +28,15 @@ from typing import Any, Iterable
 
 from ..atomic import atomic_write_json, atomic_write_text
 
-__all__ = ["METRICS", "build_rows", "pareto", "reference_summary", "write_leaderboard"]
+__all__ = ["FLOOR_MARGIN_DB", "METRICS", "build_rows", "floor_lines", "pareto", "reference_summary",
+           "write_leaderboard"]
 
 #: (key in a trial's scores, column label, unit)
 METRICS = (("nmse_db", "NMSE", "dB"), ("aclr_db", "ACLR (worse)", "dBc"), ("evm_db", "EVM", "dB"),
            ("quality_db", "q", "dB"), ("power_error_db", "power error", "dB"))
+#: A row whose mean worse-side ACLR is within this many dB of its condition's floor (or below it) is marked †.
+FLOOR_MARGIN_DB = 1.0
+FLOOR_HEAD = "Floor (a DPD whose output equals g·x; no model that matches its target measures below it):"
 
 
 def _mean_sd(values: Iterable[float]) -> tuple[float, float]:
@@ -139,10 +147,22 @@ _COLUMNS = ("rank", "condition", "model", "params", "MACs/sample", "NMSE [dB]", 
             "q [dB]", "power error [dB]", "gate ±{gate} dB", "Pareto (params)", "Pareto (MACs)", "seeds")
 
 
-def _cells(r: dict, gate_db: float) -> list[str]:
+def _at_floor(r: dict, floors: dict[str, dict]) -> bool:
+    f, m = floors.get(r["condition"]), r["stats"]["aclr_db"][0]
+    return bool(f) and math.isfinite(m) and m <= f["aclr_db"] + FLOOR_MARGIN_DB
+
+
+def floor_lines(floors: dict[str, dict]) -> list[str]:
+    """One Markdown list line per condition of ``floors`` (condition → ``aclr_l_db, aclr_r_db, aclr_db`` [dBc])."""
+    return [f"- {c}: ACLR {f['aclr_l_db']:.2f} / {f['aclr_r_db']:.2f} dBc (left / right; "
+            f"worse {f['aclr_db']:.2f} dBc)" for c, f in floors.items()]
+
+
+def _cells(r: dict, gate_db: float, floors: dict[str, dict] | None = None) -> list[str]:
     s = r["stats"]
+    aclr = _pm(s["aclr_db"]) + ("†" if _at_floor(r, floors or {}) else "")
     return [str(r["rank"]) if r["rank"] else "—", r["condition"], r["model"], str(r["params"]), str(r["macs"]),
-            _pm(s["nmse_db"]), _pm(s["aclr_db"]), _pm(s["evm_db"]) + ("" if r["evm_kind"] == "demodulated" else "*"),
+            _pm(s["nmse_db"]), aclr, _pm(s["evm_db"]) + ("" if r["evm_kind"] == "demodulated" else "*"),
             _pm(s["quality_db"]), _pm(s["power_error_db"]), "pass" if r["gate_ok"] else "FAIL",
             "●" if r["pareto_params"] else "", "●" if r["pareto_macs"] else "", f"{r['n']}/{r['n_planned']}"]
 
@@ -172,12 +192,13 @@ def _md_table(head: list[str], rows: list[list[str]]) -> str:
 def write_leaderboard(out_dir: Path, meta: dict[str, Any], rows: list[dict[str, Any]],
                       trials: list[dict[str, Any]]) -> dict[str, Path]:
     """Write leaderboard.{md,html,csv,json} and trials.csv into ``out_dir``; returns the paths. ``meta``: protocol
-    (dict), command, overrides, baselines per condition, notes."""
+    (dict), command, overrides, baselines and floors per condition (``floors`` may be absent), notes."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     gate = meta["protocol"]["power_gate_db"]
     head = [c.format(gate=gate) for c in _COLUMNS]
-    body = [_cells(r, gate) for r in rows]
+    floors = meta.get("floors") or {}
+    body = [_cells(r, gate, floors) for r in rows]
     refs = [r for r in rows if r.get("reference")]
     title = meta["protocol"]["title"]
     notes = [f"Protocol `{meta['protocol']['name']}` ({meta['protocol']['source']}); command: `{meta['command']}`.",
@@ -194,6 +215,11 @@ def write_leaderboard(out_dir: Path, meta: dict[str, Any], rows: list[dict[str, 
                   f"power {b['power_error_db']:+.3f} dB" for c, b in meta.get("baselines", {}).items()]
     if base_lines:
         md += ["", "Linear baseline (no DPD, α·x calibrated to the target power):", *base_lines]
+    fl_lines = floor_lines(floors)
+    if any(_at_floor(r, floors) for r in rows):
+        fl_lines.append(f"- † mean ACLR within {FLOOR_MARGIN_DB:g} dB of its condition's floor, or below it")
+    if fl_lines:
+        md += ["", FLOOR_HEAD, *fl_lines]
     if refs:
         md += ["", f"## Reference rows beside ours ({meta.get('reference_source', 'reference leaderboard')})", "",
                _md_table(list(_REF_COLUMNS), [_ref_cells(r) for r in refs]), "",
@@ -201,7 +227,7 @@ def write_leaderboard(out_dir: Path, meta: dict[str, Any], rows: list[dict[str, 
     paths = {"md": out_dir / "leaderboard.md", "html": out_dir / "leaderboard.html",
              "csv": out_dir / "leaderboard.csv", "trials": out_dir / "trials.csv", "json": out_dir / "leaderboard.json"}
     atomic_write_text(paths["md"], "\n".join(md) + "\n")
-    atomic_write_text(paths["html"], _html(title, notes, head, body, refs, base_lines))
+    atomic_write_text(paths["html"], _html(title, notes, head, body, refs, base_lines, fl_lines))
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["condition", "model", "backbone", "hidden_size", "params", "macs_per_sample", "n_seeds",
@@ -231,7 +257,7 @@ def write_leaderboard(out_dir: Path, meta: dict[str, Any], rows: list[dict[str, 
     return paths
 
 
-def _html(title, notes, head, body, refs, base_lines) -> str:
+def _html(title, notes, head, body, refs, base_lines, fl_lines=()) -> str:
     e = html.escape
 
     def table(h, rows):
@@ -246,6 +272,8 @@ def _html(title, notes, head, body, refs, base_lines) -> str:
              f"<h1>{e(title)}</h1><ul>" + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>", table(head, body)]
     if base_lines:
         parts.append("<p>Linear baseline:</p><ul>" + "".join(f"<li>{e(b[2:])}</li>" for b in base_lines) + "</ul>")
+    if fl_lines:
+        parts.append(f"<p>{e(FLOOR_HEAD)}</p><ul>" + "".join(f"<li>{e(b[2:])}</li>" for b in fl_lines) + "</ul>")
     if refs:
         parts.append("<h2>Reference rows beside ours</h2>" + table(list(_REF_COLUMNS), [_ref_cells(r) for r in refs]))
     parts.append("</body></html>\n")

@@ -17,7 +17,7 @@ from ..models.cost import model_cost
 from ..atomic import atomic_write_json
 from ..runs.workspace import Workspace
 from .assets import ArenaAssetError, reference_rows
-from .judge import baseline_scores, judge_trial
+from .judge import baseline_scores, floor_scores, judge_trial
 from .leaderboard import build_rows, write_leaderboard
 from .prepare import prepare_condition
 from .protocol import Protocol
@@ -105,11 +105,13 @@ def run_arena(workspace: Workspace, proto: Protocol, assets: Path, out: Path, *,
             raise RuntimeError(f"the PA run of {label} did not succeed ({t['state']}: {t.get('message')})")
         return t["run_id"]
 
-    results, trials_out, baselines = [], [], {}
+    results, trials_out, baselines, floors = [], [], {}, {}
     for cond in proto.conditions:
         prep = prepare_condition(workspace, proto, cond, assets, device=device, train_pa=train_pa, log=log)
         base = baseline_scores(workspace, prep)
         baselines[cond.id] = base
+        floors[cond.id] = fl = floor_scores(prep)
+        log(f"arena: {cond.id}: floor (output = g·x) ACLR {fl['aclr_l_db']:.2f} / {fl['aclr_r_db']:.2f} dBc")
         for model in proto.models:
             if stop is not None and stop.is_set():
                 break
@@ -151,7 +153,7 @@ def run_arena(workspace: Workspace, proto: Protocol, assets: Path, out: Path, *,
             log(f"arena: reference rows not shown: {exc}")
     rows = build_rows(results, proto.power_gate_db, ref)
     meta = {"protocol": proto.to_dict(), "command": command, "overrides": proto.overrides, "device": device,
-            "kernel": kernel, "baselines": baselines, "reference_source": ref_source,
+            "kernel": kernel, "baselines": baselines, "floors": floors, "reference_source": ref_source,
             "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "sweeps": state["sweeps"], "results": results}
     return write_leaderboard(out, meta, rows, trials_out)
 
@@ -159,7 +161,8 @@ def run_arena(workspace: Workspace, proto: Protocol, assets: Path, out: Path, *,
 def merge_leaderboards(folders: list[Path], out: Path, assets: Path | None, command: str = "") -> dict[str, Path]:
     """One leaderboard of several arena runs' ``leaderboard.json`` (e.g. one per GPU call): their (condition,
     model) results side by side, the first one's protocol and gate; later duplicates of a (condition, model)
-    replace earlier ones. Raises ValueError for a folder without leaderboard.json or with another power gate."""
+    replace earlier ones; a leaderboard written before floors existed adds no floor line. Raises ValueError for a
+    folder without leaderboard.json or with another power gate."""
     docs = []
     for f in folders:
         p = Path(f) / "leaderboard.json"
@@ -169,13 +172,14 @@ def merge_leaderboards(folders: list[Path], out: Path, assets: Path | None, comm
     gate = docs[0]["protocol"]["power_gate_db"]
     if any(d["protocol"]["power_gate_db"] != gate for d in docs):
         raise ValueError("the leaderboards use different power gates; they cannot be ranked together")
-    results, trials, baselines, sources = {}, {}, {}, []
+    results, trials, baselines, floors, sources = {}, {}, {}, {}, []
     for d, f in zip(docs, folders):
         for r in d["results"]:
             key = (r["condition"], r["model"]["name"])
             results[key] = r
             trials[key] = [t for t in d["trials"] if (t["condition"], t["model"]) == key]
         baselines.update(d.get("baselines", {}))
+        floors.update(d.get("floors") or {})
         sources.append({"folder": str(f), "command": d.get("command"), "protocol": d["protocol"]["name"],
                         "overrides": d.get("overrides")})
     ref, ref_source = None, docs[0].get("reference_source")
@@ -186,7 +190,7 @@ def merge_leaderboards(folders: list[Path], out: Path, assets: Path | None, comm
         except ArenaAssetError:
             ref = None
     rows = build_rows(list(results.values()), gate, ref)
-    meta = {**docs[0], "command": command, "merged_from": sources, "baselines": baselines,
+    meta = {**docs[0], "command": command, "merged_from": sources, "baselines": baselines, "floors": floors,
             "results": list(results.values()), "reference_source": ref_source if ref else None,
             "written": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     meta["protocol"] = {**docs[0]["protocol"], "title": docs[0]["protocol"]["title"] + " (merged)"}

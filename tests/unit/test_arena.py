@@ -1,5 +1,6 @@
 """``dpd-desktop arena`` (dpd_desktop/arena): protocols, the Arena's metrics and judge, the leaderboard, and a tiny
-protocol end to end on the CPU (a slice of DPA_200MHz, one epoch, two seeds, two models).
+protocol end to end on the CPU (a slice of DPA_200MHz, one epoch, two seeds, two models; its floor line too - the
+floor itself: tests/unit/test_arena_floor.py).
 
 With OpenDPD 2.4.2's Arena assets (``make arena-data`` → ``.ref/opendpd-2.4.2-arena``): the common linear
 baseline of Arena v6 (α, NMSE, demodulated EVM, ACLR, output power through the frozen TRes-GRU) equals the values
@@ -251,7 +252,16 @@ def test_tiny_protocol_end_to_end(tmp_path, capsys):
         assert (rec.config.step, rec.config.epochs, rec.config.evaluation, rec.config.selection) == \
             ("dpd", 1, "overlap", "power-gated")
     assert (out / "leaderboard.html").read_text().startswith("<!doctype html>")
-    assert "| rank | condition | model |" in (out / "leaderboard.md").read_text()
+    md = (out / "leaderboard.md").read_text()
+    assert "| rank | condition | model |" in md
+    from dpd_desktop.data import load_dataset
+    from tests.unit.test_arena_floor import independent_aclr
+
+    fl, ds = doc["floors"]["dpa-200mhz"], load_dataset(DPA200)  # the floor: the test input's own ACLR (issue 24)
+    s, n = ds.spec, ds.test.x.shape[0]
+    want = independent_aclr(ds.test.x[40:n - 40], s.sample_rate_hz, s.bw_main_hz, s.n_sub_ch, s.nperseg)
+    assert (fl["aclr_l_db"], fl["aclr_r_db"]) == pytest.approx(want, abs=1e-4)
+    assert f"- dpa-200mhz: ACLR {fl['aclr_l_db']:.2f} / {fl['aclr_r_db']:.2f} dBc (left / right; worse " in md
     runs = sorted(p.name for p in (tmp_path / "ws" / "runs").iterdir())
     assert main(argv) == 0  # again: the finished sweeps are reused, nothing is trained
     assert sorted(p.name for p in (tmp_path / "ws" / "runs").iterdir()) == runs
