@@ -49,13 +49,13 @@ case "$STAGE" in
   gain)  # the gain-head GRUs with taps (~3 min)
     arena benchmarks/arena-v6-pn.toml gain --models GRU-gain3-13,GRU-gain5-12
     ;;
-  train)  # GRU-gain3-13: the out-of-band loss term (w = 10, 30; 240 epochs) beside 600 epochs, two processes (~8 min)
+  train)  # GRU-gain3-13: the out-of-band loss term (w = 10, 30; 240 epochs) beside 480 epochs, two processes (~8 min)
     ARENA_WS=workspace/arena-long bash "$0" long > "$OUT/long.log" 2>&1 &
     arena benchmarks/arena-v6-train.toml train --models GRU-gain3-13-oob10,GRU-gain3-13-oob30
     wait; cat "$OUT/long.log"
     ;;
-  long)  # GRU-gain3-13 at 600 epochs
-    arena benchmarks/arena-v6-train.toml long --models GRU-gain3-13 --epochs 600
+  long)  # GRU-gain3-13 at 480 epochs
+    arena benchmarks/arena-v6-train.toml long --models GRU-gain3-13 --epochs 480
     ;;
   dpa160)  # DPA_160MHz: its PA, then GRU-gain-14 and TRes-DeltaGRU-15 (~5 min; carry .ref/opendpd-2.4.2-arena/datasets/DPA_160MHz)
     arena benchmarks/arena-dpa160.toml dpa160
