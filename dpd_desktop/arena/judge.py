@@ -13,6 +13,9 @@
 * The floor (ours, not the Arena's): the ACLR_L/R [dBc] of g·x_test itself, scored as the trials are (metrics.py
   ``floor_aclr``): a DPD whose output equals its target measures exactly this, so no model that matches its target
   measures below it.
+* With the protocol's ``legacy_aclr`` flag (``prep.judge["legacy_aclr"]``), trials, baseline and floor also carry
+  the ACLR in OpenDPD 2.2.1's convention (metrics.py ``legacy_scores``: ``aclr_legacy_l_db``, ``aclr_legacy_r_db``,
+  ``aclr_legacy_db``) [dBc].
 """
 from __future__ import annotations
 
@@ -78,8 +81,11 @@ def calibrate_baseline(pa, x_train: np.ndarray, gain: float, peak: float | None,
 def baseline_scores(workspace: Workspace, prep: Prepared, device="cpu") -> dict[str, Any]:
     """The condition's baseline scores (cached in ``<condition folder>/baseline.json`` per PA run and gain)."""
     j = prep.judge
+    legacy = bool(j.get("legacy_aclr"))
     key = {"pa_run": prep.pa_run, "gain": j["gain"], "peak": j["peak"], "window": list(j["window"]),
            "nperseg": j["signal"]["nperseg"]}
+    if legacy:  # only then: a cache written without the flag stays valid for protocols without it
+        key["legacy_aclr"] = True
     cache = prep.folder / "baseline.json"
     try:
         doc = json.loads(cache.read_text())
@@ -92,7 +98,7 @@ def baseline_scores(workspace: Workspace, prep: Prepared, device="cpu") -> dict[
     alpha = calibrate_baseline(pa, ds.train.x, j["gain"], j["peak"], device)
     x = ds.test.x
     y0 = pa_output(pa, limit_array(_scaled(x, alpha), j["peak"]), device)
-    scores = arena_metrics(y0, j["gain"] * x, j["signal"], tuple(j["window"]), j["grid"], j["start"])
+    scores = arena_metrics(y0, j["gain"] * x, j["signal"], tuple(j["window"]), j["grid"], j["start"], legacy)
     scores.update(alpha_re=alpha.real, alpha_im=alpha.imag)
     from ..atomic import atomic_write_json
     atomic_write_json(cache, {"key": key, "scores": scores})
@@ -106,9 +112,11 @@ def target(x: np.ndarray, gain: float) -> np.ndarray:
 
 def floor_scores(prep: Prepared) -> dict[str, float]:
     """The condition's floor (module docstring): ``aclr_l_db, aclr_r_db, aclr_db`` (worse side) [dBc] of g·x_test on
-    the test metric window with the condition's fs, bw, n_sub_ch and nperseg."""
+    the test metric window with the condition's fs, bw, n_sub_ch and nperseg (with the legacy flag, also the
+    ``aclr_legacy_*`` keys, of the whole split)."""
     j = prep.judge
-    return floor_aclr(target(prep.dataset.test.x, j["gain"]), j["signal"], tuple(j["window"]))
+    return floor_aclr(target(prep.dataset.test.x, j["gain"]), j["signal"], tuple(j["window"]),
+                      bool(j.get("legacy_aclr")))
 
 
 def judge_trial(run_dir: str | Path, prep: Prepared, baseline: dict[str, Any], gate_db: float) -> dict[str, Any]:
@@ -122,7 +130,8 @@ def judge_trial(run_dir: str | Path, prep: Prepared, baseline: dict[str, Any], g
     pred = np.asarray(test["prediction"])
     if not np.isfinite(pred).all():
         raise FloatingPointError(f"{rec.results_path}: the cascade output has non-finite samples")
-    scores = arena_metrics(pred, ref, j["signal"], tuple(j["window"]), j["grid"], j["start"])
+    scores = arena_metrics(pred, ref, j["signal"], tuple(j["window"]), j["grid"], j["start"],
+                           bool(j.get("legacy_aclr")))
     scores["quality_db"] = quality_db(scores, baseline)
     scores["gate_ok"] = bool(abs(scores["power_error_db"]) <= gate_db)
     u = test.get("dpd_output")

@@ -15,6 +15,9 @@ Conventions:
   target g·x itself under the condition's metric settings, listed under the linear baseline; a model whose mean ACLR
   is within FLOOR_MARGIN_DB of it (or below) is marked †. In the JSON only, as the baselines (not in the CSV); a
   leaderboard.json written before floors existed renders without the line.
+* ACLR 2.2.1 (protocol flag ``legacy_aclr``; arena/metrics.py ``legacy_aclr``): when any trial has
+  ``aclr_legacy_db``, a column of it (worse side per seed, mean ± sd, as the ACLR; not in q), in the CSVs too, and
+  on the baseline and floor lines. Without it every output is as before.
 """
 from __future__ import annotations
 
@@ -28,12 +31,17 @@ from typing import Any, Iterable
 
 from ..atomic import atomic_write_json, atomic_write_text
 
-__all__ = ["FLOOR_MARGIN_DB", "METRICS", "build_rows", "floor_lines", "pareto", "reference_summary",
-           "write_leaderboard"]
+__all__ = ["FLOOR_MARGIN_DB", "LEGACY", "LEGACY_NOTE", "METRICS", "build_rows", "floor_lines", "pareto",
+           "reference_summary", "write_leaderboard"]
 
 #: (key in a trial's scores, column label, unit)
 METRICS = (("nmse_db", "NMSE", "dB"), ("aclr_db", "ACLR (worse)", "dBc"), ("evm_db", "EVM", "dB"),
            ("quality_db", "q", "dB"), ("power_error_db", "power error", "dB"))
+#: The ACLR in OpenDPD 2.2.1's convention, a column only when a trial has it.
+LEGACY = ("aclr_legacy_db", "ACLR 2.2.1 (worse)", "dBc")
+LEGACY_NOTE = ("ACLR 2.2.1 (worse) [dBc]: OpenDPD 2.2.1's ACLR: a Hann-windowed periodogram per nperseg-sample "
+               "segment from the split start (no overlap, the last segment zero-padded), averaged; adjacent bands "
+               "one sub-channel wide; the convention of published DPA numbers. Not in q.")
 #: A row whose mean worse-side ACLR is within this many dB of its condition's floor (or below it) is marked †.
 FLOOR_MARGIN_DB = 1.0
 FLOOR_HEAD = "Floor (a DPD whose output equals g·x; no model that matches its target measures below it):"
@@ -94,6 +102,8 @@ def build_rows(results: list[dict[str, Any]], gate_db: float, reference: list[di
                "worst_power_db": max((abs(t["power_error_db"]) for t in trials), default=math.nan),
                "evm_kind": trials[0]["evm_kind"] if trials else "",
                "gate_ok": bool(trials) and len(trials) == len(r["trials"]) and all(t["gate_ok"] for t in trials)}
+        if any(LEGACY[0] in t for t in trials):
+            row["stats"][LEGACY[0]] = _mean_sd(t[LEGACY[0]] for t in trials if LEGACY[0] in t)
         ref = None
         if reference and r["model"].get("arena_row"):
             ref = reference_summary(reference, *r["model"]["arena_row"], condition=r["condition"])
@@ -147,6 +157,23 @@ _COLUMNS = ("rank", "condition", "model", "params", "MACs/sample", "NMSE [dB]", 
             "q [dB]", "power error [dB]", "gate ±{gate} dB", "Pareto (params)", "Pareto (MACs)", "seeds")
 
 
+def _has_legacy(rows: list[dict]) -> bool:
+    return any(LEGACY[0] in r["stats"] for r in rows)
+
+
+def _metrics(legacy: bool) -> tuple:
+    """METRICS, with LEGACY after the ACLR when ``legacy``."""
+    return METRICS[:2] + (LEGACY,) + METRICS[2:] if legacy else METRICS
+
+
+def _legacy_text(d: dict) -> str:
+    """'; ACLR 2.2.1 L / R dBc (worse W dBc)' of a floor or baseline dict with the legacy keys, else ''."""
+    if LEGACY[0] not in d:
+        return ""
+    return (f"; ACLR 2.2.1 {d['aclr_legacy_l_db']:.2f} / {d['aclr_legacy_r_db']:.2f} dBc (worse "
+            f"{d['aclr_legacy_db']:.2f} dBc)")
+
+
 def _at_floor(r: dict, floors: dict[str, dict]) -> bool:
     f, m = floors.get(r["condition"]), r["stats"]["aclr_db"][0]
     return bool(f) and math.isfinite(m) and m <= f["aclr_db"] + FLOOR_MARGIN_DB
@@ -155,14 +182,15 @@ def _at_floor(r: dict, floors: dict[str, dict]) -> bool:
 def floor_lines(floors: dict[str, dict]) -> list[str]:
     """One Markdown list line per condition of ``floors`` (condition → ``aclr_l_db, aclr_r_db, aclr_db`` [dBc])."""
     return [f"- {c}: ACLR {f['aclr_l_db']:.2f} / {f['aclr_r_db']:.2f} dBc (left / right; "
-            f"worse {f['aclr_db']:.2f} dBc)" for c, f in floors.items()]
+            f"worse {f['aclr_db']:.2f} dBc){_legacy_text(f)}" for c, f in floors.items()]
 
 
-def _cells(r: dict, gate_db: float, floors: dict[str, dict] | None = None) -> list[str]:
+def _cells(r: dict, gate_db: float, floors: dict[str, dict] | None = None, legacy: bool = False) -> list[str]:
     s = r["stats"]
     aclr = _pm(s["aclr_db"]) + ("†" if _at_floor(r, floors or {}) else "")
+    extra = [_pm(s.get(LEGACY[0], (math.nan, math.nan)))] if legacy else []
     return [str(r["rank"]) if r["rank"] else "—", r["condition"], r["model"], str(r["params"]), str(r["macs"]),
-            _pm(s["nmse_db"]), aclr, _pm(s["evm_db"]) + ("" if r["evm_kind"] == "demodulated" else "*"),
+            _pm(s["nmse_db"]), aclr, *extra, _pm(s["evm_db"]) + ("" if r["evm_kind"] == "demodulated" else "*"),
             _pm(s["quality_db"]), _pm(s["power_error_db"]), "pass" if r["gate_ok"] else "FAIL",
             "●" if r["pareto_params"] else "", "●" if r["pareto_macs"] else "", f"{r['n']}/{r['n_planned']}"]
 
@@ -196,9 +224,12 @@ def write_leaderboard(out_dir: Path, meta: dict[str, Any], rows: list[dict[str, 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     gate = meta["protocol"]["power_gate_db"]
+    legacy = _has_legacy(rows)
     head = [c.format(gate=gate) for c in _COLUMNS]
+    if legacy:
+        head.insert(head.index("ACLR worse [dBc]") + 1, f"{LEGACY[1]} [{LEGACY[2]}]")
     floors = meta.get("floors") or {}
-    body = [_cells(r, gate, floors) for r in rows]
+    body = [_cells(r, gate, floors, legacy) for r in rows]
     refs = [r for r in rows if r.get("reference")]
     title = meta["protocol"]["title"]
     notes = [f"Protocol `{meta['protocol']['name']}` ({meta['protocol']['source']}); command: `{meta['command']}`.",
@@ -208,11 +239,15 @@ def write_leaderboard(out_dir: Path, meta: dict[str, Any], rows: list[dict[str, 
              "mean ± sd over seeds; ACLR = worse side; q = 0.5·ΔEVM + 0.5·ΔACLR against the common linear baseline; "
              "* EVM = in-band error (no OFDM symbol grid for this dataset).",
              "Parameters and MACs/sample of the DPD alone (dpd_desktop/models/cost.py convention)."]
+    if legacy:
+        notes.append(LEGACY_NOTE)
     if meta.get("overrides"):
         notes.append(f"**Short run** (overrides {meta['overrides']}): not the protocol's full budget.")
     md = [f"# {title}", "", *[f"- {n}" for n in notes], "", _md_table(head, body)]
-    base_lines = [f"- {c}: NMSE {b['nmse_db']:.2f} dB, ACLR {b['aclr_db']:.2f} dBc, EVM {b['evm_db']:.2f} dB, "
-                  f"power {b['power_error_db']:+.3f} dB" for c, b in meta.get("baselines", {}).items()]
+    base_lines = [f"- {c}: NMSE {b['nmse_db']:.2f} dB, ACLR {b['aclr_db']:.2f} dBc, "
+                  + (f"ACLR 2.2.1 {b[LEGACY[0]]:.2f} dBc, " if LEGACY[0] in b else "")
+                  + f"EVM {b['evm_db']:.2f} dB, power {b['power_error_db']:+.3f} dB"
+                  for c, b in meta.get("baselines", {}).items()]
     if base_lines:
         md += ["", "Linear baseline (no DPD, α·x calibrated to the target power):", *base_lines]
     fl_lines = floor_lines(floors)
@@ -228,16 +263,18 @@ def write_leaderboard(out_dir: Path, meta: dict[str, Any], rows: list[dict[str, 
              "csv": out_dir / "leaderboard.csv", "trials": out_dir / "trials.csv", "json": out_dir / "leaderboard.json"}
     atomic_write_text(paths["md"], "\n".join(md) + "\n")
     atomic_write_text(paths["html"], _html(title, notes, head, body, refs, base_lines, fl_lines))
+    metrics = _metrics(legacy)
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["condition", "model", "backbone", "hidden_size", "params", "macs_per_sample", "n_seeds",
-                *[f"{k}_{x}" for k, _, _ in METRICS for x in ("mean", "sd")], "worst_abs_power_error_db", "gate_ok",
+                *[f"{k}_{x}" for k, _, _ in metrics for x in ("mean", "sd")], "worst_abs_power_error_db", "gate_ok",
                 "rank", "pareto_params", "pareto_macs", "evm_kind", "ref_row", "ref_quality_mean", "ref_quality_sd",
                 "ref_agrees"])
     for r in rows:
         ref = r.get("reference")
         w.writerow([r["condition"], r["model"], r["backbone"], r["hidden_size"], r["params"], r["macs"], r["n"],
-                    *[f"{v:.6g}" for k, _, _ in METRICS for v in r["stats"][k]], f"{r['worst_power_db']:.6g}",
+                    *[f"{v:.6g}" for k, _, _ in metrics for v in r["stats"].get(k, (math.nan, math.nan))],
+                    f"{r['worst_power_db']:.6g}",
                     r["gate_ok"], r["rank"] or "", r["pareto_params"], r["pareto_macs"], r["evm_kind"],
                     f"{ref['backbone']}@{ref['budget']}" if ref else "",
                     f"{ref['stats']['quality_db'][0]:.6g}" if ref else "",
@@ -248,6 +285,9 @@ def write_leaderboard(out_dir: Path, meta: dict[str, Any], rows: list[dict[str, 
     keys = ["condition", "model", "seed", "run_id", "selected_epoch", "params", "macs_per_sample", "nmse_db",
             "ib_error_db", "evm_db", "evm_kind", "aclr_l_db", "aclr_r_db", "aclr_db", "power_error_db", "quality_db",
             "gate_ok", "limited_fraction", "error"]
+    if legacy:
+        keys[keys.index("aclr_db") + 1:keys.index("aclr_db") + 1] = ["aclr_legacy_l_db", "aclr_legacy_r_db",
+                                                                       "aclr_legacy_db"]
     w = csv.DictWriter(buf, fieldnames=keys, extrasaction="ignore")
     w.writeheader()
     for t in trials:

@@ -17,6 +17,13 @@ facts and formulas carried over, cited):
   a DPD whose cascade output equals g·x measures. NMSE, IBE and EVM of such an output are DB_FLOOR and say nothing;
   its ACLR is the target's own out-of-channel content as these metric settings see it (e.g. the block joins of a
   generator's test signal in a 50 %-overlap Welch), so a model measures below it only by departing from its target.
+* ACLR in OpenDPD 2.2.1's convention (``legacy_aclr``; scored beside the above when the protocol sets
+  ``legacy_aclr = true``): the ``legacy-2.2.1`` profile's metrics/aclr.py ``aclr_db`` on the whole split from its
+  first sample, cut into nperseg-sample segments with the last one zero-padded (data/segments.py ``segment``, as
+  2.2.1 segments a split): one periodic-Hann periodogram per segment, no overlap, one-sub-channel-wide adjacent
+  bands. The convention of published DPA numbers. A generator whose nperseg-sample blocks start at the split start
+  (DPA_160MHz) is never cut across a join there: its input measures about −158 dBc (float32 rounding only) where the
+  corrected profile sees the joins (about −38 dBc).
 """
 from __future__ import annotations
 
@@ -25,10 +32,13 @@ from typing import Any
 
 import numpy as np
 
+from ..data.segments import segment
+from ..metrics.aclr import aclr_db
 from ..metrics.profiles import corrected_aclr, inband_error_db, pooled_nmse_db
 from ..metrics.transfer import as_complex
 
-__all__ = ["DB_FLOOR", "arena_metrics", "evm_carriers_db", "floor_aclr", "quality_db", "window_aclr"]
+__all__ = ["DB_FLOOR", "arena_metrics", "evm_carriers_db", "floor_aclr", "legacy_aclr", "legacy_scores", "quality_db",
+           "window_aclr"]
 
 DB_FLOOR = -300.0
 
@@ -85,19 +95,41 @@ def window_aclr(iq: np.ndarray, signal: dict[str, Any], window: tuple[int, int])
     return left, right
 
 
-def floor_aclr(ref: np.ndarray, signal: dict[str, Any], window: tuple[int, int]) -> dict[str, float]:
+def legacy_aclr(iq: np.ndarray, signal: dict[str, Any]) -> tuple[float, float]:
+    """(ACLR_L, ACLR_R) [dBc] of ``iq`` ((N, 2), a whole split) in OpenDPD 2.2.1's convention (module docstring):
+    ``aclr_db`` of the split from its first sample (not the metric window) as (S, nperseg, 2) float32 segments, the
+    tail zero-padded, with ``signal``'s fs, bw, n_sub_ch and nperseg."""
+    seg = segment(np.asarray(iq, dtype=np.float32), int(signal["nperseg"]))
+    left, right, _ = aclr_db(seg, signal["fs"], signal["bw"], signal["n_sub_ch"])
+    return left, right
+
+
+def legacy_scores(iq: np.ndarray, signal: dict[str, Any]) -> dict[str, float]:
+    """``aclr_legacy_l_db, aclr_legacy_r_db, aclr_legacy_db`` (worse side) [dBc]: :func:`legacy_aclr` of ``iq``."""
+    left, right = legacy_aclr(iq, signal)
+    return {"aclr_legacy_l_db": float(left), "aclr_legacy_r_db": float(right),
+            "aclr_legacy_db": float(max(left, right))}
+
+
+def floor_aclr(ref: np.ndarray, signal: dict[str, Any], window: tuple[int, int],
+               legacy: bool = False) -> dict[str, float]:
     """The floor of a condition (module docstring): ``aclr_l_db, aclr_r_db, aclr_db`` (worse side) [dBc] of the
-    reference ``ref`` = g·x itself ((N, 2), a whole split) on the metric ``window``, as a trial's ACLR is scored."""
+    reference ``ref`` = g·x itself ((N, 2), a whole split) on the metric ``window``, as a trial's ACLR is scored;
+    with ``legacy``, also :func:`legacy_scores` of ``ref``."""
     left, right = window_aclr(ref, signal, window)
-    return {"aclr_l_db": float(left), "aclr_r_db": float(right), "aclr_db": float(max(left, right))}
+    out = {"aclr_l_db": float(left), "aclr_r_db": float(right), "aclr_db": float(max(left, right))}
+    if legacy:
+        out.update(legacy_scores(ref, signal))
+    return out
 
 
 def arena_metrics(pred: np.ndarray, ref: np.ndarray, signal: dict[str, Any], window: tuple[int, int],
-                  grid: dict[str, Any] | None = None, start: int = 0) -> dict[str, Any]:
+                  grid: dict[str, Any] | None = None, start: int = 0, legacy: bool = False) -> dict[str, Any]:
     """Every Arena test metric of one cascade output ``pred`` against ``ref`` = g·x ((N, 2) arrays of a split).
 
     Returns ``nmse_db, ib_error_db, evm_db, evm_kind ("demodulated" | "in-band error"), aclr_l_db, aclr_r_db,
-    aclr_db (worse side), power_error_db``.
+    aclr_db (worse side), power_error_db``; with ``legacy`` also ``aclr_legacy_l_db, aclr_legacy_r_db,
+    aclr_legacy_db`` [dBc] (:func:`legacy_scores` of ``pred``; not in q).
     """
     a, b = window
     p, r = np.asarray(pred)[a:b], np.asarray(ref)[a:b]
@@ -107,9 +139,12 @@ def arena_metrics(pred: np.ndarray, ref: np.ndarray, signal: dict[str, Any], win
     demod = bool(grid and grid.get("carriers"))
     evm = evm_carriers_db(pred, ref, fs, grid, start, window) if demod else ibe
     power = _db(float(np.sum(np.square(p, dtype=np.float64))) / float(np.sum(np.square(r, dtype=np.float64))))
-    return {"nmse_db": pooled_nmse_db(p, r), "ib_error_db": ibe, "evm_db": evm,
-            "evm_kind": "demodulated" if demod else "in-band error", "aclr_l_db": left, "aclr_r_db": right,
-            "aclr_db": max(left, right), "power_error_db": power}
+    out = {"nmse_db": pooled_nmse_db(p, r), "ib_error_db": ibe, "evm_db": evm,
+           "evm_kind": "demodulated" if demod else "in-band error", "aclr_l_db": left, "aclr_r_db": right,
+           "aclr_db": max(left, right), "power_error_db": power}
+    if legacy:
+        out.update(legacy_scores(pred, signal))
+    return out
 
 
 def quality_db(scores: dict[str, Any], baseline: dict[str, Any]) -> float:

@@ -37,7 +37,8 @@ __all__ = ["Prepared", "prepare_condition"]
 class Prepared:
     """A condition ready for trials (module docstring). ``judge`` holds what scoring needs: ``signal`` (fs, bw,
     n_sub_ch, nperseg), ``window`` (first, stop) of the test split, ``grid`` (EVM grid or None), ``start`` (the test
-    split's capture index), ``gain``, ``peak``."""
+    split's capture index), ``gain``, ``peak``, ``legacy_aclr`` (the protocol's flag: also score ACLR in OpenDPD
+    2.2.1's convention)."""
 
     spec: ConditionSpec
     folder: Path
@@ -144,6 +145,7 @@ def prepare_condition(workspace: Workspace, proto: Protocol, cond: ConditionSpec
                  "peak": peak}
         prepared = Prepared(cond, folder, str(path), ds, pa_run, None, peak, judge,
                             {"dataset": str(src), "peak_limit": peak})
+    prepared.judge["legacy_aclr"] = bool(proto.legacy_aclr)
     atomic_write_json(folder / "prepared.json", {"fingerprint": prepared.dataset.fingerprint(),
                                                  "pa_run": prepared.pa_run, "dataset": prepared.dataset_path,
                                                  "info": prepared.info})

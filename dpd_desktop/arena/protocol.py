@@ -1,7 +1,8 @@
 """A named Arena protocol: one TOML file (``protocols/<name>.toml`` in this package, or any path).
 
     [protocol]   name, title, seeds, epochs, reference_rows (optional); power_gate_db, selection, metric_profile
-                 (optional: config.py's defaults)
+                 (optional: config.py's defaults); legacy_aclr (optional, default false: true adds the ACLR in
+                 OpenDPD 2.2.1's per-segment convention beside the corrected one, arena/metrics.py ``legacy_aclr``)
     [training]   ExperimentConfig fields shared by every DPD trial (frame, batch, optimizer, schedule, loss window…)
     [[conditions]]  id, kind = "arena" (calibration = the wheel's calibration file, validation_nperseg) or
                     kind = "dataset" (dataset = a folder name under the assets' datasets/ or a path; pa = {backbone,
@@ -80,6 +81,7 @@ class Protocol:
     reference_rows: str | None = None
     source: str = ""
     overrides: dict = field(default_factory=dict)
+    legacy_aclr: bool = False
 
     def trial_config(self, condition: ConditionSpec, model: ModelSpec, *, dataset: str, pa_run: str,
                      gain_value: float | None, peak_limit: float | None, device: str, kernel: str | None,
@@ -129,12 +131,16 @@ class Protocol:
         return replace(out, overrides=ov)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "title": self.title, "seeds": list(self.seeds), "epochs": self.epochs,
-                "power_gate_db": self.power_gate_db, "selection": self.selection,
-                "metric_profile": self.metric_profile, "training": dict(self.training),
-                "conditions": [vars(c) for c in self.conditions],
-                "models": [{**vars(m), "arena_row": list(m.arena_row) if m.arena_row else None} for m in self.models],
-                "reference_rows": self.reference_rows, "source": self.source, "overrides": dict(self.overrides)}
+        """The protocol as JSON; ``legacy_aclr`` only when true (a protocol without it keeps its old dict)."""
+        out = {"name": self.name, "title": self.title, "seeds": list(self.seeds), "epochs": self.epochs,
+               "power_gate_db": self.power_gate_db, "selection": self.selection,
+               "metric_profile": self.metric_profile, "training": dict(self.training),
+               "conditions": [vars(c) for c in self.conditions],
+               "models": [{**vars(m), "arena_row": list(m.arena_row) if m.arena_row else None} for m in self.models],
+               "reference_rows": self.reference_rows, "source": self.source, "overrides": dict(self.overrides)}
+        if self.legacy_aclr:
+            out["legacy_aclr"] = True
+        return out
 
 
 def protocol_names() -> list[str]:
@@ -213,6 +219,9 @@ def load_protocol(name_or_path: str) -> Protocol:
     selection = head.get("selection", ExperimentConfig.selection)
     if selection not in SELECTIONS:
         raise ProtocolError(src, "protocol.selection", f"expected one of {SELECTIONS}")
+    legacy_aclr = head.get("legacy_aclr", False)
+    if not isinstance(legacy_aclr, bool):
+        raise ProtocolError(src, "protocol.legacy_aclr", f"expected true or false, got {legacy_aclr!r}")
     training = _fields(raw.get("training") or {}, src, "training")
     conds = []
     for i, c in enumerate(raw.get("conditions") or []):
@@ -247,7 +256,7 @@ def load_protocol(name_or_path: str) -> Protocol:
                      power_gate_db=float(head.get("power_gate_db", ExperimentConfig.power_gate_db)), selection=selection,
                      metric_profile=str(head.get("metric_profile", ExperimentConfig.metric_profile)), training=training,
                      conditions=tuple(conds), models=tuple(models), reference_rows=head.get("reference_rows"),
-                     source=shown_path(path))
+                     source=shown_path(path), legacy_aclr=legacy_aclr)
     # every (condition, model) must make a valid trial
     for m in proto.models:
         try:

@@ -77,6 +77,12 @@ def _run_sweep(workspace: Workspace, raw: dict, reuse: str | None, log: Callable
     return info
 
 
+def _trained(protocol: dict | None) -> dict | None:
+    """What of a protocol's dict its sweeps depend on: all but ``legacy_aclr`` (scoring only), so turning that flag
+    on or off reuses the sweeps."""
+    return None if protocol is None else {k: v for k, v in protocol.items() if k != "legacy_aclr"}
+
+
 def run_arena(workspace: Workspace, proto: Protocol, assets: Path, out: Path, *, device: str = "auto",
               kernel: str | None = None, group_size="auto", command: str = "", log: Callable[[str], None] = print,
               stop=None) -> dict[str, Path]:
@@ -91,8 +97,9 @@ def run_arena(workspace: Workspace, proto: Protocol, assets: Path, out: Path, *,
         state = json.loads(state_path.read_text())
     except (OSError, ValueError):
         state = {}
-    if state.get("protocol") != proto.to_dict():
+    if _trained(state.get("protocol")) != _trained(proto.to_dict()):
         state = {"protocol": proto.to_dict(), "sweeps": {}}
+    state["protocol"] = proto.to_dict()
 
     def train_pa(cfg: ExperimentConfig, label: str) -> str:
         key = f"pa::{label}"
@@ -111,7 +118,9 @@ def run_arena(workspace: Workspace, proto: Protocol, assets: Path, out: Path, *,
         base = baseline_scores(workspace, prep)
         baselines[cond.id] = base
         floors[cond.id] = fl = floor_scores(prep)
-        log(f"arena: {cond.id}: floor (output = g·x) ACLR {fl['aclr_l_db']:.2f} / {fl['aclr_r_db']:.2f} dBc")
+        log(f"arena: {cond.id}: floor (output = g·x) ACLR {fl['aclr_l_db']:.2f} / {fl['aclr_r_db']:.2f} dBc"
+            + (f"; 2.2.1 convention {fl['aclr_legacy_l_db']:.2f} / {fl['aclr_legacy_r_db']:.2f} dBc"
+               if "aclr_legacy_db" in fl else ""))
         for model in proto.models:
             if stop is not None and stop.is_set():
                 break
