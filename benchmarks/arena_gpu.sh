@@ -4,7 +4,7 @@
 # benchmarks/arena_plan.py). Run from the repository root on the GPU machine with these carried (git-ignored):
 #   .ref/opendpd-2.4.2-arena/opendpd/arena_assets   (4.2 MB: the Arena capture, frozen PA, calibration, leaderboard)
 #   .ref/opendpd-2.4.2-arena/datasets/DPA_200MHz    (1.9 MB: the tiny protocol of the GPU tests)
-# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|pn|gain|train|long|dpa160|all
+# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|pn|gain|train|long|dpa160|dpa160-2p2|all
 # Results go to $OUT/<stage>/ (leaderboard.md/.html/.csv/.json, trials.csv); the workspace is workspace/arena-gpu
 # (git-ignored: kept between calls while the machine stays warm, so a stage cut by its time limit resumes when run
 # again: finished sweeps are reused).
@@ -57,11 +57,14 @@ case "$STAGE" in
   long)  # GRU-gain3-13 at 480 epochs
     arena benchmarks/arena-v6-train.toml long --models GRU-gain3-13 --epochs 480
     ;;
+  dpa160-2p2)  # DPA_160MHz, peak gain, ACLR also in OpenDPD 2.2.1's convention (~5 min; carry DPA_160MHz as for dpa160)
+    arena benchmarks/arena-dpa160-2p2.toml dpa160-2p2
+    ;;
   dpa160)  # DPA_160MHz: its PA, then GRU-gain-14 and TRes-DeltaGRU-15 (~5 min; carry .ref/opendpd-2.4.2-arena/datasets/DPA_160MHz)
     arena benchmarks/arena-dpa160.toml dpa160
     ;;
   all)
     for s in test probe reproduce candidates; do bash "$0" "$s"; done
     ;;
-  *) echo "usage: $0 test|probe|reproduce|candidates|pn|gain|train|long|dpa160|all" >&2; exit 2 ;;
+  *) echo "usage: $0 test|probe|reproduce|candidates|pn|gain|train|long|dpa160|dpa160-2p2|all" >&2; exit 2 ;;
 esac
