@@ -4,7 +4,7 @@
 # benchmarks/arena_plan.py). Run from the repository root on the GPU machine with these carried (git-ignored):
 #   .ref/opendpd-2.4.2-arena/opendpd/arena_assets   (4.2 MB: the Arena capture, frozen PA, calibration, leaderboard)
 #   .ref/opendpd-2.4.2-arena/datasets/DPA_200MHz    (1.9 MB: the tiny protocol of the GPU tests)
-# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|pn|gain|train|long|dpa160|dpa160-2p2|all
+# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|pn|gain|train|train2|long|dpa160|dpa160-2p2|all
 # Results go to $OUT/<stage>/ (leaderboard.md/.html/.csv/.json, trials.csv); the workspace is workspace/arena-gpu
 # (git-ignored: kept between calls while the machine stays warm, so a stage cut by its time limit resumes when run
 # again: finished sweeps are reused).
@@ -54,6 +54,11 @@ case "$STAGE" in
     arena benchmarks/arena-v6-train.toml train --models GRU-gain3-13-oob10,GRU-gain3-13-oob30
     wait; cat "$OUT/long.log"
     ;;
+  train2)  # DPA_160MHz in 2.2.1's convention beside GRU-gain3-13 with the Hann-windowed out-of-band term (~9 min)
+    ARENA_WS=workspace/arena-dpa160 bash "$0" dpa160-2p2 > "$OUT/dpa160-2p2.log" 2>&1 &
+    arena benchmarks/arena-v6-train.toml train2 --models GRU-gain3-13-oob3,GRU-gain3-13-oob10
+    wait; cat "$OUT/dpa160-2p2.log"
+    ;;
   long)  # GRU-gain3-13 at 480 epochs
     arena benchmarks/arena-v6-train.toml long --models GRU-gain3-13 --epochs 480
     ;;
@@ -66,5 +71,5 @@ case "$STAGE" in
   all)
     for s in test probe reproduce candidates; do bash "$0" "$s"; done
     ;;
-  *) echo "usage: $0 test|probe|reproduce|candidates|pn|gain|train|long|dpa160|dpa160-2p2|all" >&2; exit 2 ;;
+  *) echo "usage: $0 test|probe|reproduce|candidates|pn|gain|train|train2|long|dpa160|dpa160-2p2|all" >&2; exit 2 ;;
 esac

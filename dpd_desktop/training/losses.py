@@ -4,15 +4,17 @@ an output-power term and an out-of-band term (``loss_window``, ``power_weight``,
 reference), else a :class:`FrameLoss`:
 
     loss = base(ŷ_w, t_w) + w_p · mean(t_w²) · ΔP² + w_o · Σ_{k ∉ main} |E_k|² / numel(e),
-    ΔP = 10·log10(Σ ŷ_w² / Σ t_w²) [dB],   E = DFT(e_I + j·e_Q) along each frame (unitary),   e = ŷ_w − t_w
+    ΔP = 10·log10(Σ ŷ_w² / Σ t_w²) [dB],   E = DFT(h·(e_I + j·e_Q)) / sqrt(L·mean(h²)),   e = ŷ_w − t_w
 
-over the batch; ``ŷ_w = ŷ[:, a:b]``, ``[a, b)`` the window (OpenDPD 2.4.2's Arena scores the middle 100 samples of
-200-sample frames). The power term holds the DPD at the target's output power instead of backing off (the ±0.5 dB
-gate of OpenDPD's Arena); w_p = 1e-4 makes a 0.5 dB power error cost as much as an error vector at −46 dB. The
-out-of-band term is the share of the MSE whose DFT bins lie outside the main channel (f < −B/2 or f ≥ B/2, f =
-k·fs/L folded to [−fs/2, fs/2)): by Parseval the terms of all bins sum to the MSE, so with it the error that falls in
-the adjacent channels (ACLR) counts (1 + w_o) times and the in-band error (EVM) once. The DFT of a short window is
-unwindowed: in-band error leaks into the nearest out-of-band bins.
+over the batch; ``ŷ_w = ŷ[:, a:b]``, ``[a, b)`` the window of L samples (OpenDPD 2.4.2's Arena scores the middle 100
+samples of 200-sample frames), h the periodic Hann window of L samples. The power term holds the DPD at the target's
+output power instead of backing off (the ±0.5 dB gate of OpenDPD's Arena); w_p = 1e-4 makes a 0.5 dB power error
+cost as much as an error vector at −46 dB. The out-of-band term is the share of the squared error whose DFT bins lie
+outside the main channel (f < −B/2 or f ≥ B/2, f = k·fs/L folded to [−fs/2, fs/2)), so the error that falls in the
+adjacent channels (ACLR) counts (1 + w_o) times and the in-band error (EVM) about once. The Hann window (the ACLR's
+Welch window, metrics/profiles.py) keeps in-band error from leaking past the bin next to the band edge; the scale
+1/(L·mean(h²)) makes the terms of all bins sum to the MSE for white error (a tone on bin k: 2/3 of its power on k,
+1/6 on each neighbour).
 """
 from __future__ import annotations
 
@@ -42,23 +44,28 @@ class FrameLoss(nn.Module):
             raise ValueError(f"the out-of-band term needs the main channel's width as a fraction of fs in (0, 1], "
                              f"got {band!r}")
         self.band = band
-        self._masks: dict[tuple[int, str], Tensor] = {}
+        self._masks: dict[tuple[int, str], tuple[Tensor, Tensor]] = {}
 
-    def out_of_band_mask(self, n: int, device) -> Tensor:
-        """``(n,)`` float32: 1 for the DFT bins of an n-sample window outside the main channel, else 0."""
+    def out_of_band_mask(self, n: int, device) -> tuple[Tensor, Tensor]:
+        """``(mask, h)``, each ``(n,)`` float32: 1 for the DFT bins of an n-sample window outside the main channel
+        (else 0), and the periodic Hann window scaled by 1/sqrt(n·mean(h²)) (module docstring)."""
         key = (n, str(device))
         if key not in self._masks:  # built at the first (eager) step, before any CUDA graph capture
             f = torch.fft.fftfreq(n, dtype=torch.float64)  # cycles/sample, in [-1/2, 1/2)
             half = self.band / 2
-            self._masks[key] = ((f < -half) | (f >= half)).to(device=device, dtype=torch.float32)
+            mask = ((f < -half) | (f >= half)).to(device=device, dtype=torch.float32)
+            h = torch.hann_window(n, periodic=True, dtype=torch.float64)
+            h = h / torch.sqrt(n * h.square().mean())
+            self._masks[key] = (mask, h.to(device=device, dtype=torch.float32))
         return self._masks[key]
 
     def out_of_band(self, out: Tensor, target: Tensor) -> Tensor:
         """The out-of-band share of the MSE of ``out`` against ``target`` ``(B, L, 2)`` (module docstring)."""
         e = out - target
-        spec = torch.fft.fft(torch.complex(e[..., 0], e[..., 1]), dim=1, norm="ortho")
+        mask, hann = self.out_of_band_mask(e.shape[1], e.device)
+        spec = torch.fft.fft(torch.complex(e[..., 0] * hann, e[..., 1] * hann), dim=1)
         power = spec.real.square() + spec.imag.square()
-        return (power * self.out_of_band_mask(e.shape[1], e.device)).sum() / e.numel()
+        return (power * mask).sum() / e.numel()
 
     def forward(self, out: Tensor, target: Tensor) -> Tensor:
         if self.window is not None:
