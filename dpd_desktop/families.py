@@ -4,7 +4,7 @@ tests/unit/test_families.py checks that both name the same ones, in the same ord
 
 #: every backbone :func:`dpd_desktop.models.build_model` accepts, in the registry's order
 BACKBONES: tuple[str, ...] = ("gru", "dgru", "lstm", "tres_gru", "deltagru", "tres_deltagru", "gru_amp", "pn_gru",
-                              "pn_gru2", "gru_gain", "gru_gain3", "gru_gain5", "tcn", "rvtdcnn", "mp", "gmp")
+                              "pn_gru2", "gru_gain", "gru_gain3", "gru_gain3p", "gru_gain5", "tcn", "rvtdcnn", "mp", "gmp")
 #: the polynomial baselines (memory polynomial, generalized memory polynomial), fitted by least squares
 POLY_BACKBONES: tuple[str, ...] = ("mp", "gmp")
 #: the families with a fixed-point lowering (quant/lower.py LOWERINGS): quantisation-aware training and fixed export

@@ -24,7 +24,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
 from ..config import PolySpec
-from .pn_gru import GRUGain3Backbone, GRUGain5Backbone, GRUGainBackbone, PNGRU2Backbone, PNGRUBackbone
+from .pn_gru import (GRUGain3Backbone, GRUGain3PBackbone, GRUGain5Backbone, GRUGainBackbone, PNGRU2Backbone,
+                     PNGRUBackbone)
 from .rvtdcnn import CONV_CHANNELS, CONV_OUT
 from .tcn import DILATIONS as TCN_DILATIONS
 from .tcn import KERNEL as TCN_DW_KERNEL
@@ -79,6 +80,10 @@ def poly_cost(spec: PolySpec) -> Cost:
     return Cost(params=2 * p, weight_macs=4 * p, elementwise_macs=env + 2 * len(pairs), activations=acts)
 
 
+GAIN_BACKBONES = {"gru_gain": GRUGainBackbone, "gru_gain3": GRUGain3Backbone, "gru_gain3p": GRUGain3PBackbone,
+                  "gru_gain5": GRUGain5Backbone}
+
+
 def model_cost(backbone: str, hidden_size: int, num_layers: int = 1,
                poly: PolySpec | Mapping[str, Any] | None = None) -> Cost:
     """The cost of ``build_model(backbone, hidden_size, num_layers, poly)`` (same arguments).
@@ -112,11 +117,13 @@ def model_cost(backbone: str, hidden_size: int, num_layers: int = 1,
         p, w, e, a = _rnn("gru", 2 + 2 * taps, h, n)
         feat_e, feat_a = 2 + 2 + 4 * taps, 1 + 2  # I², Q², |x|³ (2); 4 per turned neighbour; sqrt, two divisions
         return Cost(p + 2 * h + 2, w + 2 * h, e + feat_e + 4, a + feat_a)  # + 4: the output turned back
-    if key in ("gru_gain", "gru_gain3", "gru_gain5"):  # polar features → GRU(6, H) → Linear(H, 2K + 2) → x + Σ x(t+k)·g_k + a
-        k = len({"gru_gain": GRUGainBackbone, "gru_gain3": GRUGain3Backbone, "gru_gain5": GRUGain5Backbone}[key].taps)
+    if key in GAIN_BACKBONES:  # polar features → GRU(6, H) → Linear(H, 2K + 2) → x + Σ x(t+k)·g_k (+ x·|x|^p·g_p) + a
+        cls = GAIN_BACKBONES[key]
+        k, pw = len(cls.taps), len(cls.amp_orders)
         p, w, e, a = _rnn("gru", 6, h, n)
-        out = 2 * k + 2
-        return Cost(p + out * h + out, w + out * h, e + 2 + 2 + 4 * k, a + 1 + 2)
+        out = 2 * (k + pw) + 2
+        # per amplitude term: |x|^p from |x|² (p = 2: none), x·|x|^p (2), its complex product (4)
+        return Cost(p + out * h + out, w + out * h, e + 2 + 2 + 4 * k + 6 * pw, a + 1 + 2)
     if key == "tcn":  # features → Conv1d(6, C, 1) → 4 × depthwise Conv1d(C, C, 5) → Conv1d(C, 2, 1), Hardswish × 5C
         c = h
         weight = 6 * c + len(TCN_DILATIONS) * TCN_DW_KERNEL * c + 2 * c

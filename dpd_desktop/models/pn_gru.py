@@ -17,9 +17,12 @@ new sample through the neighbours' relative phase. At |x(t)| = 0, u(t) = 0: the 
 * ``gru_gain3``, ``gru_gain5``: the network generates a complex gain for each of x(t−1), x(t), x(t+1) (or x(t−2) …
   x(t+2)) at every step, y = x + Σ_k x(t+k)·g_k + a: a linear filter whose taps follow the signal.
   3H² + 24H + (2K + 2)(H + 1) for K taps (K = 3, H = 13 → 931; K = 5, H = 12 → 876).
+* ``gru_gain3p``: ``gru_gain3`` plus a complex gain on x(t)·|x(t)|², so the head can scale its gain on x(t) by the
+  instantaneous power (a product the linear head cannot form): y = x + Σ_k x(t+k)·g_k + x·|x|²·g_p + a.
+  3H² + 24H + 10(H + 1) (H = 13 → 959).
 
 Neighbours beyond the frame's ends are zeros (no wrap). Look-ahead: 1 sample (``pn_gru``, ``gru_gain3``), 2
-(``pn_gru2``, ``gru_gain5``), 0 (``gru_gain``). Measured under Arena v6: benchmarks/results/2026-12-05-arena-gain-h200. forward(x ``(B, T, 2)`` float32, h0 ``(L, B, H)``) → ``(B, T, 2)``; biases, init as GRU-amp's.
+(``pn_gru2``, ``gru_gain5``), 0 (``gru_gain``), 1 (``gru_gain3p``). Measured under Arena v6: benchmarks/results/2026-12-05-arena-gain-h200. forward(x ``(B, T, 2)`` float32, h0 ``(L, B, H)``) → ``(B, T, 2)``; biases, init as GRU-amp's.
 """
 from __future__ import annotations
 
@@ -30,7 +33,8 @@ from ..kernels.dispatch import DEFAULT_KERNEL, run_recurrent
 from . import deltagru
 from .base import init_linear_xavier_, init_recurrent_gate_blocks_, safe_amplitude
 
-__all__ = ["PNGRUBackbone", "PNGRU2Backbone", "GRUGainBackbone", "GRUGain3Backbone", "GRUGain5Backbone", "pn_features",
+__all__ = ["PNGRUBackbone", "PNGRU2Backbone", "GRUGainBackbone", "GRUGain3Backbone", "GRUGain5Backbone", "GRUGain3PBackbone",
+           "pn_features",
            "pn_features2", "unit_phasor"]
 
 
@@ -105,9 +109,11 @@ class PNGRU2Backbone(PNGRUBackbone):
 class GRUGainBackbone(nn.Module):
     """``rnn`` = ``nn.GRU(6, H, num_layers, batch_first=True)`` on DeltaGRU's polar features, ``fc_out`` =
     ``nn.Linear(H, 2·len(taps) + 2)``; ``y(t) = x(t) + Σ_k x(t+k)·g_k(t) + a(t)`` over ``taps`` (module docstring):
-    a complex gain per tap, generated at every step, and an additive term."""
+    a complex gain per tap, generated at every step, and an additive term; then ``+ Σ_p x(t)·|x(t)|^p·g_p`` over
+    ``amp_orders``."""
 
     taps: tuple[int, ...] = (0,)
+    amp_orders: tuple[int, ...] = ()
 
     def __init__(self, hidden_size: int, num_layers: int = 1, output_size: int = 2) -> None:
         super().__init__()
@@ -115,7 +121,7 @@ class GRUGainBackbone(nn.Module):
         self.num_layers = num_layers
         self.kernel = DEFAULT_KERNEL
         self.rnn = nn.GRU(6, hidden_size, num_layers, bias=True, batch_first=True)
-        self.fc_out = nn.Linear(hidden_size, 2 * len(self.taps) + output_size, bias=True)
+        self.fc_out = nn.Linear(hidden_size, 2 * (len(self.taps) + len(self.amp_orders)) + output_size, bias=True)
 
     def reset_parameters(self) -> None:
         init_recurrent_gate_blocks_(self.rnn, self.hidden_size)
@@ -130,6 +136,14 @@ class GRUGainBackbone(nn.Module):
             gi, gq = o[..., 2 * j], o[..., 2 * j + 1]
             i = i + (ni * gi - nq * gq)
             q = q + (ni * gq + nq * gi)
+        if self.amp_orders:
+            amp = safe_amplitude(x[..., 0], x[..., 1])
+            for j, p in enumerate(self.amp_orders, start=len(self.taps)):
+                w = amp ** p
+                ni, nq = x[..., 0] * w, x[..., 1] * w
+                gi, gq = o[..., 2 * j], o[..., 2 * j + 1]
+                i = i + (ni * gi - nq * gq)
+                q = q + (ni * gq + nq * gi)
         return torch.stack([i, q], dim=-1)
 
 
@@ -143,3 +157,10 @@ class GRUGain5Backbone(GRUGainBackbone):
     """:class:`GRUGainBackbone` with gains on x(t−2) … x(t+2)."""
 
     taps = (-2, -1, 0, 1, 2)
+
+
+class GRUGain3PBackbone(GRUGainBackbone):
+    """:class:`GRUGain3Backbone` plus a gain on x(t)·|x(t)|²."""
+
+    taps = (-1, 0, 1)
+    amp_orders = (2,)

@@ -97,6 +97,9 @@ REGISTRY: dict[str, ModelFamily] = {f.name: f for f in (
     ModelFamily("gru_gain3", "GRU-gain-3", "GRU-gain generating complex gains on x(t−1), x(t), x(t+1): y = x + Σ "
                 "x(t+k)·g_k + a (models/pn_gru.py)", _POLAR, deltagru.features, pn_gru.GRUGain3Backbone,
                 lambda h, n: 3 * h * h + 24 * h + 8 * (h + 1) + (n - 1) * (6 * h * h + 6 * h)),
+    ModelFamily("gru_gain3p", "GRU-gain-3p", "GRU-gain-3 plus a complex gain on x(t)·|x(t)|²: y = x + Σ x(t+k)·g_k "
+                "+ x·|x|²·g_p + a (models/pn_gru.py)", _POLAR, deltagru.features, pn_gru.GRUGain3PBackbone,
+                lambda h, n: 3 * h * h + 24 * h + 10 * (h + 1) + (n - 1) * (6 * h * h + 6 * h)),
     ModelFamily("gru_gain5", "GRU-gain-5", "GRU-gain generating complex gains on x(t−2) … x(t+2) (models/pn_gru.py)",
                 _POLAR, deltagru.features, pn_gru.GRUGain5Backbone,
                 lambda h, n: 3 * h * h + 24 * h + 12 * (h + 1) + (n - 1) * (6 * h * h + 6 * h)),

@@ -71,7 +71,7 @@ def _same_history(a_rows, b_rows):
 
 @pytest.mark.parametrize("kernel", ["fast", "reference"])
 @pytest.mark.parametrize("dpd,extra", [("deltagru", {}), ("tres_deltagru", {}), ("tcn", {}), ("pn_gru", {}),
-                                       ("gru_gain", {}), ("gru_gain3", {}),
+                                       ("gru_gain", {}), ("gru_gain3", {}), ("gru_gain3p", {}),
                                        ("deltagru", {"lr_schedule": "cosine", "warmup_epochs": 1,
                                                      "power_weight": 1e-3, "gain_rule": "small-signal"})])
 def test_arena_settings_graph_equals_eager(tmp_path, ds, pa_run, dpd, extra, kernel):
@@ -94,7 +94,7 @@ def test_arena_settings_graph_equals_eager(tmp_path, ds, pa_run, dpd, extra, ker
 
 
 @pytest.mark.parametrize("backbone", ["deltagru", "tres_deltagru", "pn_gru", "pn_gru2", "gru_gain", "gru_gain3",
-                                      "gru_gain5"])
+                                      "gru_gain3p", "gru_gain5"])
 def test_fast_kernel_gradients_within_1e5_of_float64(backbone):
     torch.manual_seed(0)
     model = build_model(backbone, 16).cuda()

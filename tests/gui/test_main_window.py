@@ -59,7 +59,7 @@ def test_idle_state_controls(make_window):
     assert w.act_open.shortcut().toString() == "Ctrl+O"
     labels = [w.form.backbone.itemText(i) for i in range(w.form.backbone.count())]
     assert labels == ["GRU", "DGRU", "LSTM", "TRes-GRU", "RVTDCNN", "DeltaGRU", "TRes-DeltaGRU", "GRU-amp", "GRU-gain",
-                      "GRU-gain-3", "GRU-gain-5", "TCN",
+                      "GRU-gain-3", "GRU-gain-3p", "GRU-gain-5", "TCN",
                       "MP", "GMP"]  # MP/GMP: least squares (issue 28)
 
 

@@ -78,7 +78,7 @@ def test_backbones_and_registry():
     # + the MP/GMP baselines (tests/unit/test_poly.py), the frontier families (tests/unit/test_frontier_models.py) and
     # the phase-normalized and gain-head GRUs (tests/unit/test_pn_gru.py)
     assert set(BACKBONES) == set(ALL) | {"mp", "gmp"} | {"deltagru", "tres_deltagru", "gru_amp", "tcn"} \
-        | {"pn_gru", "pn_gru2", "gru_gain", "gru_gain3", "gru_gain5"}
+        | {"pn_gru", "pn_gru2", "gru_gain", "gru_gain3", "gru_gain3p", "gru_gain5"}
     assert [n for n in BACKBONES if REGISTRY[n].poly] == ["mp", "gmp"]
     labels = {n: REGISTRY[n].label for n in ALL}
     assert labels == {"gru": "GRU", "dgru": "DGRU", "lstm": "LSTM", "tres_gru": "TRes-GRU", "rvtdcnn": "RVTDCNN"}

@@ -1,4 +1,4 @@
-"""PN-GRU, PN-GRU-2 and the gain-head GRUs GRU-gain, GRU-gain-3, GRU-gain-5 (dpd_desktop/models/pn_gru.py).
+"""PN-GRU, PN-GRU-2 and the gain-head GRUs GRU-gain, GRU-gain-3, GRU-gain-3p, GRU-gain-5 (dpd_desktop/models/pn_gru.py).
 
 * Parameters: the registry's formula, the cost model and the built module agree, at the Arena budgets' sizes.
 * Forward equals an independent NumPy float64 computation written from the equations (complex arithmetic for the
@@ -19,13 +19,15 @@ from dpd_desktop.models.base import count_parameters
 from dpd_desktop.models.cost import model_cost
 from dpd_desktop.models.registry import REGISTRY
 
-FAMILIES = ("pn_gru", "pn_gru2", "gru_gain", "gru_gain3", "gru_gain5")
-TAPS = {"gru_gain": (0,), "gru_gain3": (-1, 0, 1), "gru_gain5": (-2, -1, 0, 1, 2)}
+FAMILIES = ("pn_gru", "pn_gru2", "gru_gain", "gru_gain3", "gru_gain3p", "gru_gain5")
+TAPS = {"gru_gain": (0,), "gru_gain3": (-1, 0, 1), "gru_gain3p": (-1, 0, 1), "gru_gain5": (-2, -1, 0, 1, 2)}
+AMP_ORDERS = {"gru_gain3p": (2,)}  # gains on x(t)·|x(t)|^p after the taps' 
 
 
 @pytest.mark.parametrize("backbone,h,params", [("pn_gru", 14, 954), ("pn_gru2", 12, 890), ("gru_gain", 14, 984),
                                                ("pn_gru", 5, 207), ("gru_gain", 9, 499),
-                                               ("gru_gain3", 13, 931), ("gru_gain5", 12, 876)])
+                                               ("gru_gain3", 13, 931), ("gru_gain5", 12, 876),
+                                               ("gru_gain3p", 13, 959)])
 def test_parameter_counts(backbone, h, params):
     assert count_parameters(build_model(backbone, h)) == params
     assert REGISTRY[backbone].param_count(h) == params
@@ -88,13 +90,15 @@ def _np_forward(backbone, model, x):
         y = xc + o[..., -2] + 1j * o[..., -1]
         for j, k in enumerate(TAPS[backbone]):
             y = y + _np_shift(xc, k) * (o[..., 2 * j] + 1j * o[..., 2 * j + 1])
+        for j, p in enumerate(AMP_ORDERS.get(backbone, ()), start=len(TAPS[backbone])):
+            y = y + xc * a ** p * (o[..., 2 * j] + 1j * o[..., 2 * j + 1])
     else:
         y = xc + u * (o[..., 0] + 1j * o[..., 1])
     return np.stack([y.real, y.imag], axis=-1)
 
 
 @pytest.mark.parametrize("backbone,h", [("pn_gru", 6), ("pn_gru2", 5), ("gru_gain", 6), ("gru_gain3", 5),
-                                       ("gru_gain5", 4)])
+                                       ("gru_gain5", 4), ("gru_gain3p", 5)])
 def test_forward_equals_numpy(backbone, h):
     torch.manual_seed(3)
     model = build_model(backbone, h).double()

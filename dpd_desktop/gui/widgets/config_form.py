@@ -27,6 +27,7 @@ BACKBONES: tuple[tuple[str, str, str], ...] = (
     ("gru_gain", "GRU-gain", "GRU on amplitude/phase features whose head is a complex gain on x plus an additive "
                              "term: y = x·(1 + g) + a"),
     ("gru_gain3", "GRU-gain-3", "GRU-gain with complex gains on x(t−1), x(t), x(t+1)"),
+    ("gru_gain3p", "GRU-gain-3p", "GRU-gain-3 with a gain on x(t)·|x(t)|² as well"),
     ("gru_gain5", "GRU-gain-5", "GRU-gain with complex gains on x(t−2) … x(t+2)"),
     ("tcn", "TCN", "Dilated depthwise temporal convolutions with an I/Q residual (OpenDPD 2.4.2; hidden size = "
                    "channels)"),
