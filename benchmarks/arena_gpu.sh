@@ -56,7 +56,7 @@ case "$STAGE" in
     ;;
   train2)  # DPA_160MHz in 2.2.1's convention beside GRU-gain3-13 with the Hann-windowed out-of-band term and GRU-gain3p-13 (~9 min)
     ARENA_WS=workspace/arena-dpa160 bash "$0" dpa160-2p2 > "$OUT/dpa160-2p2.log" 2>&1 &
-    arena benchmarks/arena-v6-train.toml train2 --models GRU-gain3p-13,GRU-gain3-13-oob10
+    arena benchmarks/arena-v6-train.toml train2 --models GRU-gain3p-13
     wait; cat "$OUT/dpa160-2p2.log"
     ;;
   long)  # GRU-gain3-13 at 480 epochs
