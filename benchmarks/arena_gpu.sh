@@ -4,7 +4,7 @@
 # benchmarks/arena_plan.py). Run from the repository root on the GPU machine with these carried (git-ignored):
 #   .ref/opendpd-2.4.2-arena/opendpd/arena_assets   (4.2 MB: the Arena capture, frozen PA, calibration, leaderboard)
 #   .ref/opendpd-2.4.2-arena/datasets/DPA_200MHz    (1.9 MB: the tiny protocol of the GPU tests)
-# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|pn|gain|train|train2|long|dpa160|dpa160-2p2|all
+# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|long|dpa160|dpa160-2p2|all
 # Results go to $OUT/<stage>/ (leaderboard.md/.html/.csv/.json, trials.csv); the workspace is workspace/arena-gpu
 # (git-ignored: kept between calls while the machine stays warm, so a stage cut by its time limit resumes when run
 # again: finished sweeps are reused).
@@ -59,6 +59,21 @@ case "$STAGE" in
     arena benchmarks/arena-v6-train.toml train2 --models GRU-gain3p-13
     wait; cat "$OUT/dpa160-2p2.log"
     ;;
+  aug)  # the phase augmentation: GRU-gain3-13 with it, with it and the Hann out-of-band term (w = 3), GRU-gain3p-13
+        # without it: three processes beside the augmentation's GPU tests (~8 min)
+    $PY -m pytest -q tests/gpu/test_arena_cuda.py tests/gpu/test_group_training_cuda.py -k "augment or phase" \
+      > "$OUT/gpu-tests-aug.log" 2>&1 &
+    ARENA_WS=workspace/arena-aug-oob bash "$0" aug-oob > "$OUT/aug-oob.log" 2>&1 &
+    ARENA_WS=workspace/arena-gain3p bash "$0" gain3p > "$OUT/gain3p.log" 2>&1 &
+    arena benchmarks/arena-v6-train.toml aug --models GRU-gain3-13-aug
+    wait; cat "$OUT/aug-oob.log" "$OUT/gain3p.log"; tail -n 5 "$OUT/gpu-tests-aug.log"
+    ;;
+  aug-oob)
+    arena benchmarks/arena-v6-train.toml aug-oob --models GRU-gain3-13-aug-oob3
+    ;;
+  gain3p)
+    arena benchmarks/arena-v6-train.toml gain3p --models GRU-gain3p-13
+    ;;
   long)  # GRU-gain3-13 at 480 epochs
     arena benchmarks/arena-v6-train.toml long --models GRU-gain3-13 --epochs 480
     ;;
@@ -71,5 +86,5 @@ case "$STAGE" in
   all)
     for s in test probe reproduce candidates; do bash "$0" "$s"; done
     ;;
-  *) echo "usage: $0 test|probe|reproduce|candidates|pn|gain|train|train2|long|dpa160|dpa160-2p2|all" >&2; exit 2 ;;
+  *) echo "usage: $0 test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|long|dpa160|dpa160-2p2|all" >&2; exit 2 ;;
 esac

@@ -42,6 +42,8 @@ SELECTIONS = ("reference", "power-gated")
 #: "overlap" (a DPD on frame_length windows at hop frame_length/2 keeping their middle half, the PA over the whole
 #: split: OpenDPD 2.4.2 Arena's offline overlap-save execution).
 EVALUATIONS = ("segments", "overlap")
+#: training-data augmentations (training/augment.py)
+AUGMENTS = ("none", "phase")
 #: Default hidden size of the trained model per step, for both faces (window and command line): the reference
 #: command line's (OpenDPD 2.2.1 arguments.py: PA 23, DPD 15; reference §3.9).
 DEFAULT_HIDDEN_SIZE = {"pa": 23, "dpd": 15}
@@ -250,6 +252,8 @@ class ExperimentConfig:
         oob_weight: w ≥ 0: the part of the squared error that lies outside the main channel (each loss window's DFT
             bins with f < −bw_main/2 or f ≥ bw_main/2) counts (1 + w) times (training/losses.py); 0: off. Needs the
             dataset's ``input_signal_fs`` and ``bw_main_ch``; an L2 loss only.
+        augment: ``"none"`` or ``"phase"``: every epoch turns the training series' input and target by a phase ramp
+            of a random start and one turn over the series (training/augment.py); :data:`AUGMENTS`.
         gain_value: a fixed DPD target gain g (> 0) instead of the gain rule's (recorded as rule ``fixed``).
         peak_limit: a DPD's output magnitude limit before the PA (|u| ≤ peak, the direction kept; None: none).
         loss_window: [start, stop): the loss counts only these samples of each training frame (None: all).
@@ -325,6 +329,7 @@ class ExperimentConfig:
     dpd_learning: str = "direct"
     power_weight: float = 0.0
     oob_weight: float = 0.0
+    augment: str = "none"
     gain_value: float | None = None
     peak_limit: float | None = None
     loss_window: list[int] | None = None
@@ -415,7 +420,7 @@ class ExperimentConfig:
         """The schedule, DPD learning, loss, gain, limiter, selection and evaluation options (class docstring)."""
         for name, choices in (("lr_schedule", LR_SCHEDULES), ("plateau_threshold_mode", PLATEAU_THRESHOLD_MODES),
                               ("dpd_learning", DPD_LEARNING), ("selection", SELECTIONS),
-                              ("evaluation", EVALUATIONS)):
+                              ("evaluation", EVALUATIONS), ("augment", AUGMENTS)):
             if getattr(self, name) not in choices:
                 raise ConfigError(name, f"expected one of {choices}, got {getattr(self, name)!r}")
         w = self.warmup_epochs

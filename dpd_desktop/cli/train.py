@@ -7,8 +7,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..config import (DPD_LEARNING, EVALUATIONS, GAIN_RULES, KERNELS, LOSSES, LR_SCHEDULES, METRIC_PROFILES,
-                      PLATEAU_THRESHOLD_MODES, SELECTIONS, ConfigError, ExperimentConfig, default_hidden_size)
+from ..config import (AUGMENTS, DPD_LEARNING, EVALUATIONS, GAIN_RULES, KERNELS, LOSSES, LR_SCHEDULES,
+                      METRIC_PROFILES, PLATEAU_THRESHOLD_MODES, SELECTIONS, ConfigError, ExperimentConfig,
+                      default_hidden_size)
 from ..data import DatasetError
 from ..kernels.record import read_kernel
 from ..process import CTRL_C, Exit
@@ -123,6 +124,9 @@ def _add_schedule_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--oob-weight", type=float, default=d.oob_weight,
                    help="the squared error outside the main channel counts 1 + W times (0: off; needs the "
                         "dataset's fs and bw_main; training/losses.py; default %(default)s)")
+    g.add_argument("--augment", choices=AUGMENTS, default=d.augment,
+                   help="phase: every epoch turns the training input and target by a phase ramp of a random start "
+                        "and one turn over the series (training/augment.py; default %(default)s)")
     g.add_argument("--loss-window", type=_start_stop, default=None, metavar="START,STOP",
                    help="the loss counts these samples of each frame only, [START, STOP) (default: all)")
     g.add_argument("--no-test-every-epoch", dest="test_every_epoch", action="store_false",
@@ -147,7 +151,7 @@ def _add_schedule_options(p: argparse.ArgumentParser) -> None:
 def _schedule_config_fields(a) -> dict:
     """ExperimentConfig fields from the parsed options of :func:`_add_schedule_options`."""
     out = {k: getattr(a, k) for k in ("thx", "thh", "lr_schedule", "warmup_epochs", "plateau_threshold",
-                                      "plateau_threshold_mode", "power_weight", "oob_weight", "loss_window",
+                                      "plateau_threshold_mode", "power_weight", "oob_weight", "augment", "loss_window",
                                       "test_every_epoch")}
     for k in ("dpd_learning", "gain_value", "peak_limit", "selection", "power_gate_db", "evaluation"):
         if hasattr(a, k):

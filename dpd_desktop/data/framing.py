@@ -96,6 +96,10 @@ class FrameLoader:
         self.n_batches = -(-self.n_frames // self.batch_size)
         self._offsets = torch.arange(self.frame_length, device=self.x.device)
 
+    def series(self):
+        """``(x, y)``: the training series the batches are gathered from (turned in place by training/augment.py)."""
+        return self.x, self.y
+
     def gather(self, frame_idx):
         """(B,) int64 frame indices on the series' device → (x, y) batches of shape (B, L, 2)."""
         win = frame_idx.unsqueeze(1) * self.stride + self._offsets
@@ -147,6 +151,11 @@ class PlainFrameLoader:
         self.n_batches = -(-ds.n // batch_size)
         self._loader = DataLoader(ds, batch_size=batch_size, shuffle=True, num_workers=0,
                                   pin_memory=torch.device(device).type == "cuda")
+
+    def series(self):
+        """``(x, y)``: the CPU series the frames are views of (turned in place by training/augment.py)."""
+        ds = self._loader.dataset
+        return ds.x, ds.y
 
     def epoch(self):
         return iter(self._loader)

@@ -33,6 +33,7 @@ from ..models import Cascade, build_model, count_parameters
 from ..runs.writer import RunWriter, discard_unstarted, is_disk_full
 from ..runs.workspace import Workspace
 from . import limits, resume_state, rng_state
+from .augment import make_augment
 from .dataset_checks import load_dataset_for, require_finite_gain, require_whole_segment
 from .device import deterministic_convolutions, device_name, reference_determinism, resolve_device, seed_everything
 from .errors import Cancelled, TrainingError
@@ -299,6 +300,8 @@ class Trainer:
         dev = self.device
         x_cpu = torch.from_numpy(np.ascontiguousarray(x_train))
         y_cpu = torch.from_numpy(np.ascontiguousarray(y_train))
+        if cfg.augment != "none":  # turned in place every epoch: copies, never the dataset's (or targets') arrays
+            x_cpu, y_cpu = x_cpu.clone(), y_cpu.clone()
         if not self.use_batched_loader:
             self.loader = PlainFrameLoader(x_cpu, y_cpu, cfg.frame_length, cfg.stride, cfg.batch_size, dev)
             self.loader_status = "off: disabled for this run (per-frame DataLoader)"
@@ -306,6 +309,7 @@ class Trainer:
         else:
             self.loader = FrameLoader(x_cpu.to(dev), y_cpu.to(dev), cfg.frame_length, cfg.stride, cfg.batch_size)
             self.loader_status = "on: whole batches gathered on the device"
+        self.augment = make_augment(cfg.augment, self.loader, cfg.seed)  # None: the series stay as read
         if self._fault is not None:
             self.loader = self._fault.wrap(self.loader)
         # the criterion is needed by the evaluator; building it draws no random numbers
@@ -486,6 +490,8 @@ class Trainer:
         fast = self.fast_step
         net.train()
         plan = self.loader.epoch()
+        if self.augment is not None:
+            self.augment.apply(epoch)
         n_batches = len(plan)
         # Batch losses go into one preallocated buffer on the training device (no sync per batch; a batch's loss
         # tensor kept alive would keep its reduction's allocation). With the fast path the buffer is the graph's

@@ -2,7 +2,8 @@
 
 * A DeltaGRU / TRes-DeltaGRU / TCN DPD through a frozen TRes-GRU PA with the Arena's settings (loss window, peak
   limiter, overlap evaluation, power-gated selection, absolute plateau threshold) and with the cosine schedule and
-  the power term trains with the CUDA graph on, bitwise equal to the same run trained eagerly (history, selected
+  the power term (and a gain-head GRU with the phase augmentation and the out-of-band term) trains with the CUDA
+  graph on, bitwise equal to the same run trained eagerly (history, selected
   checkpoint, parameters, gradients, optimizer state) — the fast kernel and the reference kernel each.
 * The zero-threshold recurrences on the fast kernel: gradients of every parameter and of the input within 1e-5
   (relative to the largest) of the float64 computation of the same equations (the delta recurrence on the CPU).
@@ -72,6 +73,8 @@ def _same_history(a_rows, b_rows):
 @pytest.mark.parametrize("kernel", ["fast", "reference"])
 @pytest.mark.parametrize("dpd,extra", [("deltagru", {}), ("tres_deltagru", {}), ("tcn", {}), ("pn_gru", {}),
                                        ("gru_gain", {}), ("gru_gain3", {}), ("gru_gain3p", {}),
+                                       pytest.param("gru_gain3", {"augment": "phase", "oob_weight": 3.0},
+                                                    id="gru_gain3-augment-oob"),
                                        ("deltagru", {"lr_schedule": "cosine", "warmup_epochs": 1,
                                                      "power_weight": 1e-3, "gain_rule": "small-signal"})])
 def test_arena_settings_graph_equals_eager(tmp_path, ds, pa_run, dpd, extra, kernel):

@@ -1,6 +1,7 @@
 """Trials that train together on CUDA (issue 15 point 2, training/group.py): one CUDA graph with a branch per member,
 replayed once per full batch for all; each member's history and checkpoints bitwise equal to the same configuration
-trained alone in the same kernel mode (reference: cuDNN; fast: ours), a DPD cascade included; a member cancelled
+trained alone in the same kernel mode (reference: cuDNN; fast: ours), a DPD cascade included (with the phase
+augmentation too: its series turned in place between epochs); a member cancelled
 mid-way makes the others' graph be captured again without its branch, their numbers unchanged (skipped without
 CUDA; run on the GPU machine)."""
 import json
@@ -57,10 +58,12 @@ def test_a_group_graph_gives_each_member_its_lone_numbers(tmp_path, ds, kernel):
         assert dev["kernel"]["used"] == {"model": kernel}
 
 
-def test_a_dpd_group_through_a_frozen_pa_in_fast_mode(tmp_path, ds):
+@pytest.mark.parametrize("augment", ["none", "phase"])
+def test_a_dpd_group_through_a_frozen_pa_in_fast_mode(tmp_path, ds, augment):
     ws = Workspace(tmp_path)
     pa = _alone(ws, ds, [ExperimentConfig(**BASE, kernel="fast")])[0]
-    cfgs = [ExperimentConfig(**{**BASE, "step": "dpd", "pa_run": pa.run_id, "hidden_size": 6, "kernel": "fast"}, **kw)
+    cfgs = [ExperimentConfig(**{**BASE, "step": "dpd", "pa_run": pa.run_id, "hidden_size": 6, "kernel": "fast",
+                                "augment": augment}, **kw)
             for kw in MEMBERS[:2]]
     alone = _alone(ws, ds, cfgs)
     group = TrainerGroup([Trainer(c, dataset=ds, workspace=ws) for c in cfgs])

@@ -19,6 +19,7 @@ from dpd_desktop.metrics.profiles import compute_profile_metrics
 from dpd_desktop.models import Cascade, build_model
 from dpd_desktop.runs.workspace import Workspace
 from dpd_desktop.training.evaluation import Evaluator
+from dpd_desktop.training.augment import PhaseRamp, make_augment
 from dpd_desktop.training.losses import FrameLoss, make_criterion
 from dpd_desktop.training.optim import AdamW, ReduceLROnPlateau
 from dpd_desktop.training.record_payload import INFEASIBLE_DB
@@ -153,12 +154,51 @@ def test_peak_limiter():
     assert Cascade(dpd, pa).limit(u) is u
 
 
+# ------------------------------------------------------------------------------------------------ phase augmentation
+def test_phase_ramp_turns_input_and_target_by_one_ramp():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1000, 2)).astype(np.float32)
+    y = (0.7 * x + 0.01 * rng.standard_normal((1000, 2))).astype(np.float32)
+    tx, ty = torch.from_numpy(x.copy()), torch.from_numpy(y.copy())
+    aug = PhaseRamp(tx, ty, seed=3)
+    state = torch.get_rng_state()
+    seen = set()
+    for epoch in range(6):
+        aug.apply(epoch)
+        theta, d = aug.phase(epoch)
+        assert 0 <= theta < 2 * np.pi and d in (1, -1)
+        seen.add(d)
+        phi = theta + d * 2 * np.pi * np.arange(1000) / 1000  # independent: NumPy's complex product
+        for got, src in ((tx, x), (ty, y)):
+            want = (src[:, 0].astype(np.float64) + 1j * src[:, 1]) * np.exp(1j * phi)
+            assert np.abs(got[:, 0].numpy() - want.real).max() < 1e-6
+            assert np.abs(got[:, 1].numpy() - want.imag).max() < 1e-6
+        # turned from the originals, not from the last epoch's series: magnitudes kept to float32 rounding
+        assert np.allclose(np.hypot(*tx.numpy().T), np.hypot(*x.T), rtol=1e-6, atol=0)
+    assert seen == {1, -1}
+    assert torch.equal(torch.get_rng_state(), state)  # the global RNG untouched
+    again = PhaseRamp(torch.from_numpy(x.copy()), torch.from_numpy(y.copy()), seed=3)
+    again.apply(4)
+    aug.apply(4)
+    assert torch.equal(again.x, tx) and torch.equal(again.y, ty)  # epoch e alone decides (resume turns the same)
+    assert PhaseRamp(tx, ty, seed=4).phase(4) != aug.phase(4)
+    assert tx.data_ptr() == aug.x.data_ptr()  # in place: a captured graph's pointers stay valid
+
+
+def test_phase_ramp_checks_shapes_and_kind():
+    with pytest.raises(ValueError, match="one shape"):
+        PhaseRamp(torch.zeros(10, 2), torch.zeros(9, 2), 0)
+    assert make_augment("none", None, 0) is None
+    with pytest.raises(ValueError, match="unknown augmentation"):
+        make_augment("flip", None, 0)
+
+
 # ------------------------------------------------------------------------------------------------ validation
 @pytest.mark.parametrize("bad", [dict(warmup_epochs=150), dict(lr_schedule="step"), dict(loss_window=[3, 3]),
                                  dict(power_weight=-1.0), dict(gain_value=0.0), dict(selection="power-gated"),
                                  dict(evaluation="overlap"), dict(peak_limit=1.0), dict(dpd_learning="ila"),
                                  dict(plateau_threshold_mode="percent"), dict(power_gate_db=0.0),
-                                 dict(oob_weight=-1.0), dict(oob_weight=1.0, loss="l1")])
+                                 dict(oob_weight=-1.0), dict(oob_weight=1.0, loss="l1"), dict(augment="flip")])
 def test_invalid_options_name_their_field(bad):
     with pytest.raises(ConfigError) as e:
         ExperimentConfig(**bad).validate()
@@ -253,6 +293,41 @@ def test_options_recorded_and_cosine_lr_in_history(pa_run):
     lrs = [row["LR"] for row in res.history]
     want = [5e-3] + [5e-5 + (5e-3 - 5e-5) * (1 + math.cos(math.pi * k / 2)) / 2 for k in range(3)]
     assert lrs == pytest.approx(want, abs=1e-15)
+
+
+def test_phase_augment_through_the_trainer(pa_run):
+    """Recorded; the loader's series turned each epoch from the dataset's own, which stay as read; the same run twice
+    gives the same numbers; a different run than without the augmentation."""
+    ws, ds, _ = pa_run
+    x0, val0 = ds.train.x.copy(), ds.val.x.copy()
+    res, doc = _dpd(pa_run, augment="phase", epochs=2)
+    assert doc["experiment"]["augment"] == "phase"
+    assert np.array_equal(ds.train.x, x0) and np.array_equal(ds.val.x, val0)
+    again, _ = _dpd(pa_run, augment="phase", epochs=2)
+    plain, _ = _dpd(pa_run, epochs=2)
+    cols = ("TRAIN_LOSS", "VAL_NMSE")
+    assert [[r[c] for c in cols] for r in again.history] == [[r[c] for c in cols] for r in res.history]
+    assert [r["TRAIN_LOSS"] for r in plain.history] != [r["TRAIN_LOSS"] for r in res.history]
+
+
+def test_phase_augment_turns_the_loaders_series(pa_run):
+    ws, ds, pa = pa_run
+    cfg = ExperimentConfig(step="dpd", dataset="demo", backbone="gru", hidden_size=5, epochs=1, frame_length=40,
+                           stride=4, device="cpu", threads=1, pa_run=pa, augment="phase")
+    t = Trainer(cfg, dataset=ds, workspace=ws)
+    t._setup_seed(cfg)
+    t._setup_data(cfg)
+    x, y = t.loader.series()
+    assert not np.shares_memory(x.numpy(), ds.train.x)
+    t.augment.apply(0)
+    theta, d = t.augment.phase(0)
+    n = ds.train.x.shape[0]
+    turn = np.exp(1j * (theta + d * 2 * np.pi * np.arange(n) / n))
+    want_x = (ds.train.x[:, 0] + 1j * ds.train.x[:, 1]) * turn
+    assert np.abs(x[:, 0].numpy() - want_x.real).max() < 1e-6
+    g = t.gain
+    want_y = g * (ds.train.x[:, 0].astype(np.float64) + 1j * ds.train.x[:, 1]) * turn
+    assert np.abs(y[:, 1].numpy() - want_y.imag).max() < 1e-5
 
 
 def test_power_gated_selection_and_test_at_the_end(pa_run):
