@@ -168,6 +168,30 @@ def shown_path(path: Path) -> str:
         return str(path)
 
 
+#: the keys of each table a protocol file may hold (anything else is a typo or a misplaced field: refused)
+_TABLE_KEYS = {
+    "": ("protocol", "training", "conditions", "models"),
+    "protocol": ("name", "title", "seeds", "epochs", "power_gate_db", "selection", "metric_profile", "reference_rows",
+                 "legacy_aclr", "extends"),
+    "conditions": ("id", "kind", "calibration", "dataset", "pa", "validation_nperseg", "max_train_samples"),
+    "models": ("name", "backbone", "hidden_size", "num_layers", "options", "arena_row"),
+}
+
+
+def _known_keys(raw: dict, table: str, source: str, where: str) -> None:
+    """Raises ProtocolError naming the first key of ``raw`` that ``table`` does not hold (a training field in a
+    [[models]] table is pointed to its ``options``)."""
+    for k in raw:
+        if k not in _TABLE_KEYS[table]:
+            hint = ""
+            if table == "models" and k in _CONFIG_FIELDS:
+                hint = f": a training field of one model goes in its options, e.g. options = {{ {k} = ... }}"
+            elif table in ("", "protocol") and k in _CONFIG_FIELDS:
+                hint = ": a training field of every trial goes in the [training] table"
+            raise ProtocolError(source, f"{where}{k}", f"not a key of {'the file' if not table else table}; expected "
+                                f"one of {', '.join(_TABLE_KEYS[table])}{hint}")
+
+
 def _fields(raw: dict, source: str, where: str) -> dict:
     out = {}
     for k, v in raw.items():
@@ -209,6 +233,11 @@ def load_protocol(name_or_path: str) -> Protocol:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ProtocolError(src, "file", str(exc)) from exc
+    _known_keys(raw, "", src, "")
+    _known_keys(raw.get("protocol") or {}, "protocol", src, "protocol.")
+    for table in ("conditions", "models"):
+        for i, item in enumerate(raw.get(table) or []):
+            _known_keys(item, table, src, f"{table}[{i}].")
     parent = (raw.get("protocol") or {}).get("extends")
     if parent:
         raw = _extend(parent, raw, src, path)

@@ -310,6 +310,9 @@ class Trainer:
             self.loader = FrameLoader(x_cpu.to(dev), y_cpu.to(dev), cfg.frame_length, cfg.stride, cfg.batch_size)
             self.loader_status = "on: whole batches gathered on the device"
         self.augment = make_augment(cfg.augment, self.loader, cfg.seed)  # None: the series stay as read
+        if self.augment is not None:
+            self._log(f"augmentation {cfg.augment}: the training input and target turned by a new phase ramp "
+                      f"every epoch")
         if self._fault is not None:
             self.loader = self._fault.wrap(self.loader)
         # the criterion is needed by the evaluator; building it draws no random numbers

@@ -66,6 +66,26 @@ def test_overrides_and_errors(tmp_path):
         load_protocol("arena-v99")
 
 
+@pytest.mark.parametrize("text,field,hint", [
+    ('[[models]]\nname = "X"\nbackbone = "gru_gain3"\nhidden_size = 13\naugment = "phase"\n', "models[0].augment",
+     "options = { augment = ... }"),
+    ('[[models]]\nname = "X"\nbackbone = "gru_gain3"\nhidden_size = 13\nhiden_size = 12\n', "models[0].hiden_size",
+     "expected one of name, backbone"),
+    ('[[conditions]]\nid = "c"\nkind = "arena"\ncalibration = "x.json"\nnperseg = 4096\n', "conditions[0].nperseg",
+     "expected one of id, kind"),
+    ('[training]\nlr = 0.002\n[[models]]\nname = "X"\nbackbone = "deltagru"\nhidden_size = 14\n'
+     '[extra]\nepochs = 3\n', "extra", "expected one of protocol, training"),
+])
+def test_unknown_keys_are_refused_with_the_file_and_key(tmp_path, text, field, hint):
+    """A key a table does not hold is never ignored silently (a model trained without the option its author wrote)."""
+    p = tmp_path / "p.toml"
+    p.write_text('[protocol]\nextends = "arena-v6"\nname = "p"\nseeds = [0]\n' + text)
+    with pytest.raises(ProtocolError) as e:
+        load_protocol(str(p))
+    msg = str(e.value)
+    assert str(p) in msg and field in msg and hint in msg, msg
+
+
 @NEED_ASSETS
 def test_protocol_models_have_their_rows_parameter_counts():
     rows = json.loads(ROWS.read_text())["rows"]

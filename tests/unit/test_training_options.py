@@ -302,6 +302,7 @@ def test_phase_augment_through_the_trainer(pa_run):
     x0, val0 = ds.train.x.copy(), ds.val.x.copy()
     res, doc = _dpd(pa_run, augment="phase", epochs=2)
     assert doc["experiment"]["augment"] == "phase"
+    assert "augmentation phase: the training input and target turned" in (Path(res.run_dir) / "log.txt").read_text()
     assert np.array_equal(ds.train.x, x0) and np.array_equal(ds.val.x, val0)
     again, _ = _dpd(pa_run, augment="phase", epochs=2)
     plain, _ = _dpd(pa_run, epochs=2)
