@@ -4,7 +4,7 @@
 # benchmarks/arena_plan.py). Run from the repository root on the GPU machine with these carried (git-ignored):
 #   .ref/opendpd-2.4.2-arena/opendpd/arena_assets   (4.2 MB: the Arena capture, frozen PA, calibration, leaderboard)
 #   .ref/opendpd-2.4.2-arena/datasets/DPA_200MHz    (1.9 MB: the tiny protocol of the GPU tests)
-# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|long|dpa160|dpa160-2p2|all
+# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|gain3p-aug|long3p|long|dpa160|dpa160-2p2|all
 # Results go to $OUT/<stage>/ (leaderboard.md/.html/.csv/.json, trials.csv); the workspace is workspace/arena-gpu
 # (git-ignored: kept between calls while the machine stays warm, so a stage cut by its time limit resumes when run
 # again: finished sweeps are reused).
@@ -74,6 +74,12 @@ case "$STAGE" in
   gain3p)
     arena benchmarks/arena-v6-train.toml gain3p --models GRU-gain3p-13
     ;;
+  long3p)  # GRU-gain3p-13 with the phase augmentation at 480 epochs (~7 min beside another stage; the EVM target met)
+    arena benchmarks/arena-v6-train.toml long3p --models GRU-gain3p-13-aug --epochs 480
+    ;;
+  gain3p-aug)  # GRU-gain3p-13 with the phase augmentation, 240 epochs (~2.5 min)
+    arena benchmarks/arena-v6-train.toml gain3p-aug --models GRU-gain3p-13-aug
+    ;;
   long)  # GRU-gain3-13 at 480 epochs
     arena benchmarks/arena-v6-train.toml long --models GRU-gain3-13 --epochs 480
     ;;
@@ -86,5 +92,5 @@ case "$STAGE" in
   all)
     for s in test probe reproduce candidates; do bash "$0" "$s"; done
     ;;
-  *) echo "usage: $0 test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|long|dpa160|dpa160-2p2|all" >&2; exit 2 ;;
+  *) echo "usage: $0 test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|gain3p-aug|long3p|long|dpa160|dpa160-2p2|all" >&2; exit 2 ;;
 esac
