@@ -11,7 +11,9 @@ A run folder the child left "running" gets its final status (:func:`~dpd_desktop
 the observers a RunFailed. A group's entries share one child (lab/group_child.py); a dead child ends every member
 still without an outcome.
 
-Children start from a ``forkserver`` with lab/child.py preloaded where the platform has one, else ``spawn``.
+Children start from a ``forkserver`` with lab/child.py preloaded where the platform has one, else ``spawn``; the
+forkserver ignores SIGTERM (lab/forkserver_signals.py), so a SIGTERM to the whole process group still tells each
+child's end (``interrupted``) instead of losing it.
 Observers are ``observer(entry, event)`` callables (``event`` one of :data:`~dpd_desktop.lab.event_codec.FORWARDED`,
 :class:`EntryStarted` or :class:`EntryEnded`), run on the supervisor's thread; their errors are logged and ignored.
 """
@@ -69,7 +71,8 @@ def process_context():
     """The multiprocessing context of the children: forkserver (PyTorch preloaded) where available, else spawn."""
     if "forkserver" in mp.get_all_start_methods():
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["dpd_desktop.lab.child", "dpd_desktop.lab.group_child", *_EXTRA_PRELOAD])
+        ctx.set_forkserver_preload(["dpd_desktop.lab.forkserver_signals", "dpd_desktop.lab.child",
+                                    "dpd_desktop.lab.group_child", *_EXTRA_PRELOAD])
         return ctx
     return mp.get_context("spawn")
 

@@ -326,6 +326,38 @@ def test_ctrl_c_on_queue_run_stops_the_running_entry_after_its_batch(tmp_path):
     assert first.message.startswith("cancelled after ") and "entry 1: cancelled" in out
 
 
+def test_sigterm_to_the_process_group_marks_the_running_entry_interrupted(tmp_path):
+    """``timeout``, a terminal's hang-up, a service manager's stop: a SIGTERM to the whole process group. The child
+    dies of it, and the forkserver (which ignores it, lab/forkserver_signals.py) still reports that: the entry and its
+    run end interrupted by SIGTERM, not failed with multiprocessing's status 255 for a lost child."""
+    import json
+    import os
+    import signal
+    import time
+    from pathlib import Path
+
+    with RunQueue(tmp_path) as q:
+        q.add(replace(PA, epochs=500))
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-m", "dpd_desktop", "--workspace", str(tmp_path), "queue", "run"],
+                            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    lines = []
+    end = time.monotonic() + 120
+    while not any(": epoch 0 of 0–499 " in ln for ln in lines):
+        line = proc.stdout.readline()
+        assert line and time.monotonic() < end, (lines, proc.poll())
+        lines.append(line)
+    os.killpg(proc.pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3, (out, err)  # the supervisor's own SIGTERM is a Ctrl+C (process.py)
+    with RunQueue(tmp_path) as q:
+        (entry,) = q.entries()
+    assert (entry.state, entry.message) == ("interrupted", "process ended by signal SIGTERM"), (out, err)
+    status = json.loads((Path(entry.run_dir) / "status.json").read_text())
+    assert (status["state"], status["message"]) == ("interrupted", "process ended by signal SIGTERM")
+
+
 def test_cli_add_records_the_dataset_and_pa_run_as_absolute_paths(tmp_path, monkeypatch, capsys):
     """A relative --dataset (or --pa-run folder) is resolved against the cwd of ``queue add``, not of the later
     ``queue run``: the entry stores the absolute path."""
