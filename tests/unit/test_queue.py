@@ -295,19 +295,14 @@ def test_cli_add_list_move_cancel(tmp_path, capsys):
     assert (cfg.step, cfg.hidden_size, cfg.frame_length, cfg.epochs, cfg.max_train_samples) == ("dpd", 3, 50, 1, 200)
 
 
-def test_ctrl_c_on_queue_run_stops_the_running_entry_after_its_batch(tmp_path):
-    """A terminal's Ctrl+C reaches the process group (the supervisor and its child): the child ignores it, the
-    supervisor asks it to stop after the batch; the entry ends cancelled, the next does not start, exit status 3."""
-    import os
-    import signal
+def _queue_run_in_its_own_group_until_epoch_0(ws):
+    """``queue run`` of workspace ``ws`` (its first entry of 500 epochs) as a new process group, once its log shows
+    epoch 0 (a terminal's or ``timeout``'s signals reach the whole group)."""
     import time
     from pathlib import Path
 
-    with RunQueue(tmp_path) as q:
-        q.add(replace(PA, epochs=500))
-        q.add(PA)
     root = Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen([sys.executable, "-m", "dpd_desktop", "--workspace", str(tmp_path), "queue", "run"],
+    proc = subprocess.Popen([sys.executable, "-m", "dpd_desktop", "--workspace", str(ws), "queue", "run"],
                             cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     lines = []
@@ -316,6 +311,19 @@ def test_ctrl_c_on_queue_run_stops_the_running_entry_after_its_batch(tmp_path):
         line = proc.stdout.readline()
         assert line and time.monotonic() < end, (lines, proc.poll())
         lines.append(line)
+    return proc
+
+
+def test_ctrl_c_on_queue_run_stops_the_running_entry_after_its_batch(tmp_path):
+    """A terminal's Ctrl+C reaches the process group (the supervisor and its child): the child ignores it, the
+    supervisor asks it to stop after the batch; the entry ends cancelled, the next does not start, exit status 3."""
+    import os
+    import signal
+
+    with RunQueue(tmp_path) as q:
+        q.add(replace(PA, epochs=500))
+        q.add(PA)
+    proc = _queue_run_in_its_own_group_until_epoch_0(tmp_path)
     os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, (out, err)
@@ -333,21 +341,11 @@ def test_sigterm_to_the_process_group_marks_the_running_entry_interrupted(tmp_pa
     import json
     import os
     import signal
-    import time
     from pathlib import Path
 
     with RunQueue(tmp_path) as q:
         q.add(replace(PA, epochs=500))
-    root = Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen([sys.executable, "-m", "dpd_desktop", "--workspace", str(tmp_path), "queue", "run"],
-                            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    lines = []
-    end = time.monotonic() + 120
-    while not any(": epoch 0 of 0–499 " in ln for ln in lines):
-        line = proc.stdout.readline()
-        assert line and time.monotonic() < end, (lines, proc.poll())
-        lines.append(line)
+    proc = _queue_run_in_its_own_group_until_epoch_0(tmp_path)
     os.killpg(proc.pid, signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, (out, err)  # the supervisor's own SIGTERM is a Ctrl+C (process.py)
