@@ -1,8 +1,9 @@
 """Training-data augmentation (``augment = "phase"``): each epoch turns the training series by a phase ramp.
 
-A baseband PA is equivariant to a common phase turn, PA(x·e^{jθ}) ≈ PA(x)·e^{jθ} (the carrier's phase is arbitrary),
-and an OFDM input turned by θ is another draw of the same signal: turned copies of the training input are new,
-in-distribution inputs for a DPD trained through a frozen PA model. In epoch e the input and the target series
+A baseband PA is equivariant to a common phase turn, PA(x·e^{jθ}) ≈ PA(x)·e^{jθ} (the carrier's phase is
+arbitrary), and an OFDM input turned by θ is another draw of the same signal: turned copies of the training input are
+new, in-distribution inputs for a DPD trained through a frozen PA model (a learned PA model is equivariant only
+approximately: Arena v6's frozen PA to about −46 dB, benchmarks/results/2026-12-05-arena-aug-h100). In epoch e the input and the target series
 ``(N, 2)`` are both multiplied by e^{jφ(n)}, φ(n) = θ_e + 2π·d_e·n/N (n = 0 … N−1, θ_e uniform in [0, 2π),
 d_e = ±1), drawn from a generator seeded by (seed, e) alone: the global RNG stream is untouched (with ``"none"`` a run
 is bitwise what it was) and a resumed run turns its epochs as the uninterrupted one does. One turn over the series
@@ -11,8 +12,8 @@ training samples at 983.04 MS/s), far inside any channel's edge. For a PA step t
 turning it too assumes the equivariance of the measured PA.
 
 The series are turned in place (their device addresses stay: a captured CUDA graph and the fused step gather from
-them) from float64 copies of the originals, the phasors computed on the CPU: the CPU and the GPU of one machine give the
-same float32 series. Validation and test data are never turned.
+them) from float64 copies of the originals, the phasors computed on the CPU: the CPU and the GPU of one machine give
+the same float32 series. Validation and test data are never turned.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from torch import Tensor
 
 __all__ = ["PhaseRamp", "make_augment"]
 
-_SEED_STRIDE = 1_000_003  # a prime: (seed, epoch) pairs of seeds below 2**32 map to distinct generator seeds
+_SEED_STRIDE = 1_000_003  # (seed, epoch) → seed·stride + epoch: distinct for epochs below the stride, no overflow
 
 
 class PhaseRamp:
