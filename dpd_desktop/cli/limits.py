@@ -26,14 +26,14 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
-def add_limit_options(p: argparse.ArgumentParser) -> None:
-    """``--cuda-memory-fraction F`` and ``--time-limit T`` (the defaults: the workspace's settings.json)."""
+def add_limit_options(p: argparse.ArgumentParser, default: str = "the workspace's setting, else none") -> None:
+    """``--cuda-memory-fraction F`` and ``--time-limit T``; ``default`` says in their help what applies when they are
+    not given (a new run: the workspace's settings.json; ``resume``: the run's recorded limits)."""
     p.add_argument("--cuda-memory-fraction", type=float, default=None, metavar="F",
-                   help="CUDA memory ceiling, a fraction 0 < F <= 1 of the card (default: the workspace's setting, "
-                        "else none)")
+                   help=f"CUDA memory ceiling, a fraction 0 < F <= 1 of the card (default: {default})")
     p.add_argument("--time-limit", type=parse_duration, default=None, metavar="T",
                    help="wall-clock limit: seconds or 30m, 2h...; the run then stops after the current batch and "
-                        "ends cancelled (default: the workspace's setting, else none)")
+                        f"ends cancelled (default: {default})")
 
 
 def with_limit_options(cfg: ExperimentConfig, args, settings: WorkspaceSettings) -> ExperimentConfig:

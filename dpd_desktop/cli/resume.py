@@ -18,7 +18,7 @@ def add_parser(add) -> None:
     """Register ``resume`` with the sub-command factory ``add(name, **kw)`` of cli/entry.py build_parser."""
     p = add("resume", help="continue an interrupted, cancelled or failed run after its last finished epoch")
     p.add_argument("run", help="run id (in the workspace) or run folder")
-    add_limit_options(p)
+    add_limit_options(p, default="the run's recorded value, else the workspace's setting")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the run's)")
     p.add_argument("--no-plots", action="store_true", help="do not write plots/*.png at the end")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

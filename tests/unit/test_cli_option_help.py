@@ -79,3 +79,13 @@ def test_the_shown_defaults_follow_the_config_table(monkeypatch):
     assert shown["patience"][0] == 7 and shown["patience"][1].endswith("(default 7)")
     assert shown["warmup_epochs"][0] == 3 and shown["warmup_epochs"][1].endswith("(default 3)")
     assert shown["cross_lag"][0] == 4 and shown["cross_lag"][1].endswith("(default 4)")
+
+
+def test_resume_says_its_limits_default_to_the_runs_own():
+    """A resume keeps the limits its run recorded (training/resume.py prepare_resume: None keeps them), and says so
+    in its help rather than a new run's "the workspace's setting"."""
+    resume = {a.dest: a.help for a in _options(_sub(build_parser(), "resume"))}
+    new = {a.dest: a.help for a in _options(_sub(build_parser(), "train-pa"))}
+    for dest in ("time_limit", "cuda_memory_fraction"):
+        assert "(default: the run's recorded value, else the workspace's setting)" in resume[dest], resume[dest]
+        assert "(default: the workspace's setting, else none)" in new[dest]
