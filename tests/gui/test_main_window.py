@@ -84,6 +84,41 @@ def test_form_config_round_trip(make_window):
     assert "TRes-GRU-40" in w.windowTitle()
 
 
+def test_training_options_fold_round_trip_and_name_their_errors(make_window):
+    """Issue 24's schedule, augmentation and loss terms are on the form, folded; folded, the button names the ones
+    set; a run's options come back from the form unchanged; an error in one unfolds it and marks the field."""
+    w = make_window(trainer_factory=fake_factory())
+    opts = w.form.options
+    assert not opts.body.isVisible() and opts.title == "Training options"
+    cfg = ExperimentConfig(epochs=40, lr_schedule="cosine", warmup_epochs=5, augment="phase", oob_weight=3.0,
+                           power_weight=1e-4)
+    w.set_form_from_config(cfg)
+    assert w.config_from_form() == cfg
+    assert opts.title == "Training options: cosine, warm-up 5, phase ramp, out-of-band 3, power 0.0001"
+    assert opts.title in opts.toggle.toolTip()
+    shown = opts.toggle.text()  # elided to the form's width, never widening it
+    assert shown == opts.title or (shown.endswith("…") and opts.title.startswith(shown[:-1])), shown
+    assert opts.oob_weight.text() == "3" and opts.power_weight.text() == "0.0001"
+    opts.oob_weight.setValue(0.0)
+    assert opts.oob_weight.text() == "off" and w.config_from_form().oob_weight == 0.0
+    assert "out-of-band" not in opts.title
+    opts.oob_weight.stepBy(1)
+    assert opts.oob_weight.value() == 1.0  # off → the first useful weight
+    opts.oob_weight.stepBy(-1)
+    assert opts.oob_weight.value() == 0.0
+    opts.set_open(False)
+    w.form.epochs.setValue(5)  # warm-up 5 of 5 epochs: Start refuses it, naming the field, which it unfolds
+    w.set_dataset(FakeDataset())
+    assert not w.start_run() and w.state is None
+    assert w.form.error_label.text().startswith("Warm-up: expected an integer from 0 to epochs - 1 (4)"), \
+        w.form.error_label.text()
+    assert opts.body.isVisibleTo(w.form) and "c62828" in opts.warmup_epochs.styleSheet()
+    w.form.set_read_only(True)
+    assert not opts.body.isEnabled() and opts.toggle.isEnabled()
+    w.form.set_read_only(False)
+    assert opts.body.isEnabled()
+
+
 def test_dpd_step_lists_pa_runs_and_round_trips(make_window, tmp_path):
     ws = FakeWorkspace(tmp_path / "ws2")
     ws.runs.append(FakeRunRecord("2026-01-01-pa-gru23", tmp_path / "ws2" / "runs" / "a"))

@@ -6,12 +6,12 @@ import dataclasses
 import math
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QValidator
-from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QLabel, QSpinBox, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLabel, QVBoxLayout, QWidget
 
 from ...config import MAX_HIDDEN_SIZE, MAX_NUM_LAYERS, ConfigError, ExperimentConfig
 from .poly_form import POLY_BACKBONES, POLY_LABELS, PolyForm
+from .inputs import LearningRateSpinBox, spin as _spin
+from .training_options import OPTION_LABELS, TrainingOptions
 
 #: The families offered in the form (value, label, tooltip) — labels from the model registry when present.
 BACKBONES: tuple[tuple[str, str, str], ...] = (
@@ -51,7 +51,7 @@ FIELD_LABELS = {
     "frame_length": "Frame length", "stride": "Stride", "seed": "Seed", "device": "Device",
     "preview_every": "Preview every N batches", "pa_run": "PA run", "step": "Step", "dataset": "Dataset",
     "max_train_samples": "Max training samples", "batch_size_eval": "Eval batch size", "kernel": "Kernel",
-    **POLY_LABELS,
+    **POLY_LABELS, **OPTION_LABELS,
 }
 
 
@@ -71,63 +71,10 @@ def registry_labels() -> dict[str, tuple[str, str]]:
     return out
 
 
-class LearningRateSpinBox(QDoubleSpinBox):
-    """A spin box for learning rates: shows ``5e-03`` style values, steps ×2 / ÷2, accepts scientific input."""
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.setDecimals(12)
-        self.setRange(1e-9, 10.0)
-        self.setKeyboardTracking(False)
-
-    def textFromValue(self, value: float) -> str:  # noqa: N802 (Qt name)
-        return f"{value:.6g}"
-
-    def valueFromText(self, text: str) -> float:  # noqa: N802
-        try:
-            return float(text.strip())
-        except ValueError:
-            return self.value()
-
-    def validate(self, text: str, pos: int):
-        t = text.strip()
-        try:
-            v = float(t)
-        except ValueError:
-            ok = all(c in "0123456789.eE+-" for c in t)
-            return (QValidator.State.Intermediate if ok else QValidator.State.Invalid), text, pos
-        state = QValidator.State.Acceptable if self.minimum() <= v <= self.maximum() else QValidator.State.Intermediate
-        return state, text, pos
-
-    def stepBy(self, steps: int) -> None:  # noqa: N802
-        self.setValue(self.value() * (2.0 ** steps))
-
-
-class UnitSpinBox(QSpinBox):
-    """A spin box whose unit agrees with its value: "1 sample", "200 samples" (``unit``, ``units``)."""
-
-    def __init__(self, unit: str, units: str | None = None, parent=None):
-        super().__init__(parent)
-        self.unit, self.units = unit, units or unit + "s"
-        self.valueChanged.connect(self._sync_suffix)
-        self._sync_suffix(self.value())
-
-    def _sync_suffix(self, v: int) -> None:
-        self.setSuffix(f" {self.unit if v == 1 else self.units}")
-
-
-def _spin(lo: int, hi: int, tip: str = "", unit: str = "", units: str | None = None) -> QSpinBox:
-    s = UnitSpinBox(unit, units) if unit else QSpinBox()
-    s.setRange(lo, hi)
-    s.setGroupSeparatorShown(True)
-    if tip:
-        s.setToolTip(tip)
-    return s
-
-
 class ConfigForm(QWidget):
     """Model form (backbone, hidden size, layers) and Training form (epochs, batch, lr, frame, stride, seed, device,
-    kernel, preview period). Fields not on the form (``lr_end``, ``patience``, ...) are kept from the last config set."""
+    kernel, preview period; folded under it, :class:`TrainingOptions`: schedule, augmentation, loss terms). Fields not
+    on the form (``lr_end``, ``patience``, ...) are kept from the last config set."""
 
     changed = Signal()
 
@@ -179,6 +126,8 @@ class ConfigForm(QWidget):
         tf.addRow("Device", self.device)
         tf.addRow("Kernel", self.kernel)
         tf.addRow("Preview every", self.preview_every)
+        self.options = TrainingOptions()
+        tf.addRow(self.options)
 
         self.error_label = QLabel()
         self.error_label.setWordWrap(True)
@@ -201,6 +150,7 @@ class ConfigForm(QWidget):
             sig = getattr(w, "currentIndexChanged", None) or w.valueChanged
             sig.connect(self._on_changed)
         self.poly.changed.connect(self._on_changed)
+        self.options.changed.connect(self._on_changed)
         self.backbone.currentIndexChanged.connect(lambda *_: self._sync_family())
         self.set_config(self._base)
 
@@ -243,6 +193,7 @@ class ConfigForm(QWidget):
         if cfg.preview_every:
             self.preview_every.setValue(int(cfg.preview_every))
         self.poly.set_config(cfg)
+        self.options.set_config(cfg)
         self._sync_family()
         self.clear_error()
 
@@ -278,6 +229,7 @@ class ConfigForm(QWidget):
             values.update(self.poly.values())
         else:  # a neural backbone trains by gradient; a grid is least squares' only
             values.update(fit="gradient", grid_k=None, grid_m=None)
+        values.update(self.options.values())
         values.update(overrides)
         return dataclasses.replace(self._base, extra=dict(self._base.extra), **values)
 
@@ -296,13 +248,15 @@ class ConfigForm(QWidget):
         text = f"{label}: {msg}"
         self.error_label.setText(text)
         self.error_label.setVisible(True)
-        for name, w in {**self._fields, **self.poly.fields}.items():
+        for name, w in {**self._fields, **self.poly.fields, **self.options.fields}.items():
             w.setStyleSheet("border: 1px solid #c62828;" if name == field else "")
+        if field in self.options.fields:
+            self.options.set_open(True)
         return text
 
     def clear_error(self) -> None:
         self.error_label.setVisible(False)
-        for w in (*self._fields.values(), *self.poly.fields.values()):
+        for w in (*self._fields.values(), *self.poly.fields.values(), *self.options.fields.values()):
             w.setStyleSheet("")
 
     def set_read_only(self, read_only: bool) -> None:
@@ -312,6 +266,7 @@ class ConfigForm(QWidget):
         for name, w in self._fields.items():
             if w.parent() is self.training_box and name != "preview_every":
                 w.setEnabled(not read_only)
+        self.options.body.setEnabled(not read_only)  # still unfolds, to read the options of a running run
 
     def set_preview_enabled(self, on: bool) -> None:
         self.preview_every.setEnabled(on)

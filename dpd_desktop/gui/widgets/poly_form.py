@@ -3,10 +3,11 @@ GMP's cross terms, and an optional (K, M) grid; the fields of :class:`~dpd_deskt
 same names (models/poly.py, training/ls_fit.py). Shown only while the backbone is MP or GMP."""
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QLineEdit, QSpinBox, QWidget
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QCheckBox, QFormLayout, QLineEdit, QWidget
 
 from ...config import MAX_MEMORY_DEPTH, MAX_POLY_ORDER, ExperimentConfig
+from .inputs import combo, spin
 
 POLY_BACKBONES = ("mp", "gmp")
 FITS = (("ls", "least squares", "One solve (numpy.linalg.lstsq); a DPD by indirect learning on the measured data"),
@@ -29,15 +30,6 @@ def parse_int_list(text: str) -> list[int] | str | None:
         return t
 
 
-def _spin(lo: int, hi: int, tip: str, special: str | None = None) -> QSpinBox:
-    s = QSpinBox()
-    s.setRange(lo, hi)
-    s.setToolTip(tip)
-    if special:
-        s.setSpecialValueText(special)
-    return s
-
-
 class PolyForm(QWidget):
     """The MP/GMP fields (see the module docstring); ``changed`` when one changes."""
 
@@ -45,18 +37,14 @@ class PolyForm(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.fit = QComboBox()
-        for value, label, tip in FITS:
-            self.fit.addItem(label, value)
-            self.fit.setItemData(self.fit.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
-        self.fit.setToolTip("How the coefficients are found")
-        self.order = _spin(1, MAX_POLY_ORDER, "K, the highest nonlinearity order: terms x(n−m)|x(n−m)|^(k−1), k ≤ K")
-        self.memory = _spin(1, MAX_MEMORY_DEPTH, "M, the memory depth: delays m = 0 … M−1")
+        self.fit = combo(FITS, "How the coefficients are found")
+        self.order = spin(1, MAX_POLY_ORDER, "K, the highest nonlinearity order: terms x(n−m)|x(n−m)|^(k−1), k ≤ K")
+        self.memory = spin(1, MAX_MEMORY_DEPTH, "M, the memory depth: delays m = 0 … M−1")
         self.odd_only = QCheckBox("odd orders only (1, 3, 5, …)")
-        self.cross_order = _spin(1, MAX_POLY_ORDER, "GMP: the highest order of the cross terms (= K when auto)",
-                                 special="auto (= K)")
-        self.cross_lag = _spin(0, MAX_MEMORY_DEPTH, "GMP: lagging-envelope terms |x(n−m−l)|, l = 1 … L")
-        self.cross_lead = _spin(0, MAX_MEMORY_DEPTH, "GMP: leading-envelope terms |x(n−m+l)|, l = 1 … L")
+        self.cross_order = spin(1, MAX_POLY_ORDER, "GMP: the highest order of the cross terms (= K when auto)",
+                                special="auto (= K)")
+        self.cross_lag = spin(0, MAX_MEMORY_DEPTH, "GMP: lagging-envelope terms |x(n−m−l)|, l = 1 … L")
+        self.cross_lead = spin(0, MAX_MEMORY_DEPTH, "GMP: leading-envelope terms |x(n−m+l)|, l = 1 … L")
         self.grid_k = QLineEdit()
         self.grid_k.setPlaceholderText("e.g. 3,5,7 (optional)")
         self.grid_k.setToolTip("Least squares: fit every K of this list (with every M of Grid M) and keep the lowest "

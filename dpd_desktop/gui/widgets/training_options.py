@@ -1,0 +1,139 @@
+"""The Training form's optional part, folded under a "Training options" button: the learning-rate schedule and its
+warm-up, the training-data augmentation, and the loss's out-of-band and output-power terms — the fields of
+:class:`~dpd_desktop.config.ExperimentConfig` of the same names (training/schedules.py, augment.py, losses.py). Folded,
+the button names the options that differ from their defaults, so a run's settings are never hidden."""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QComboBox, QFormLayout, QSizePolicy, QToolButton, QVBoxLayout, QWidget
+
+from ...config import ExperimentConfig
+from .inputs import WeightSpinBox, combo, spin
+
+#: (value, label, tooltip) of the choices, in config.py's order
+LR_SCHEDULE_CHOICES = (
+    ("plateau", "plateau (reference)", "Halve the learning rate when validation stops improving (OpenDPD's)"),
+    ("cosine", "cosine", "A half cosine from the learning rate to the final learning rate over the epochs after the "
+                         "warm-up"),
+)
+AUGMENT_CHOICES = (
+    ("none", "none", "The training series as measured"),
+    ("phase", "phase ramp", "Each epoch turns the training input and target by a new phase ramp: more, equally "
+                            "valid inputs for a DPD trained through the frozen PA (training/augment.py)"),
+)
+#: Labels of the fields in error messages (gui/widgets/config_form.py FIELD_LABELS).
+OPTION_LABELS = {"lr_schedule": "LR schedule", "warmup_epochs": "Warm-up", "augment": "Augmentation",
+                 "oob_weight": "Out-of-band weight", "power_weight": "Power weight"}
+
+
+class TrainingOptions(QWidget):
+    """The folded options (module docstring); ``changed`` when one changes."""
+
+    changed = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.toggle = QToolButton()
+        self.toggle.setCheckable(True)
+        self.toggle.setArrowType(Qt.ArrowType.RightArrow)
+        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toggle.setAutoRaise(True)
+        # the title never widens the form: it is elided to the width the form has (resizeEvent)
+        self.toggle.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.toggle.setMinimumWidth(0)
+        self.title = ""
+        self.lr_schedule = combo(LR_SCHEDULE_CHOICES, "How the learning rate changes over the epochs")
+        self.warmup_epochs = spin(0, 1_000_000, "Epochs of linear learning-rate warm-up (0: none)", "epoch")
+        self.augment = combo(AUGMENT_CHOICES, "Training-data augmentation")
+        self.oob_weight = WeightSpinBox(1.0, "The squared error outside the main channel counts 1 + W times (needs "
+                                             "the dataset's sample rate and main-channel bandwidth; 0: off)")
+        self.power_weight = WeightSpinBox(1e-4, "Weight of the output-power term: holds a DPD at its target's power "
+                                                "(1e-4 makes a 0.5 dB power error cost as much as a −46 dB error; "
+                                                "0: off)")
+        self.body = QWidget()
+        form = QFormLayout(self.body)
+        form.setContentsMargins(0, 0, 0, 0)
+        form.addRow("LR schedule", self.lr_schedule)
+        form.addRow("Warm-up", self.warmup_epochs)
+        form.addRow("Augmentation", self.augment)
+        form.addRow("Out-of-band weight", self.oob_weight)
+        form.addRow("Power weight", self.power_weight)
+        self.body.setVisible(False)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(2)
+        lay.addWidget(self.toggle)
+        lay.addWidget(self.body)
+        self.fields = {"lr_schedule": self.lr_schedule, "warmup_epochs": self.warmup_epochs, "augment": self.augment,
+                       "oob_weight": self.oob_weight, "power_weight": self.power_weight}
+        for w in self.fields.values():
+            (getattr(w, "currentIndexChanged", None) or w.valueChanged).connect(self._on_changed)
+        self.toggle.toggled.connect(self.set_open)
+        self._sync_title()
+
+    def set_open(self, on: bool) -> None:
+        """Unfold (``on``) or fold the options."""
+        self.toggle.setChecked(on)
+        self.toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
+        self.body.setVisible(on)
+
+    @staticmethod
+    def _select(combo: QComboBox, value) -> None:
+        i = combo.findData(str(value))
+        if i < 0:  # a value this version does not offer: shown as it is (validate() names it)
+            combo.addItem(str(value), str(value))
+            i = combo.count() - 1
+        combo.setCurrentIndex(i)
+
+    def set_config(self, cfg: ExperimentConfig) -> None:
+        self._select(self.lr_schedule, cfg.lr_schedule)
+        w = int(cfg.warmup_epochs)
+        if w > self.warmup_epochs.maximum():
+            self.warmup_epochs.setMaximum(w)
+        self.warmup_epochs.setValue(w)
+        self._select(self.augment, cfg.augment)
+        self.oob_weight.setValue(float(cfg.oob_weight))
+        self.power_weight.setValue(float(cfg.power_weight))
+        self._sync_title()
+
+    def values(self) -> dict:
+        return dict(lr_schedule=self.lr_schedule.currentData(), warmup_epochs=self.warmup_epochs.value(),
+                    augment=self.augment.currentData(), oob_weight=float(self.oob_weight.value()),
+                    power_weight=float(self.power_weight.value()))
+
+    def changed_from_defaults(self) -> list[str]:
+        """Short words for the options that differ from ExperimentConfig's defaults, in the form's order."""
+        d, v = ExperimentConfig(), self.values()
+        out = []
+        if v["lr_schedule"] != d.lr_schedule:
+            out.append(self.lr_schedule.currentText())
+        if v["warmup_epochs"] != d.warmup_epochs:
+            out.append(f"warm-up {v['warmup_epochs']}")
+        if v["augment"] != d.augment:
+            out.append(self.augment.currentText())
+        if v["oob_weight"] != d.oob_weight:
+            out.append(f"out-of-band {self.oob_weight.text()}")
+        if v["power_weight"] != d.power_weight:
+            out.append(f"power {self.power_weight.text()}")
+        return out
+
+    def _sync_title(self) -> None:
+        """The button's title names the options set (elided to its width; whole in its tooltip)."""
+        changed = self.changed_from_defaults()
+        self.title = "Training options" + (f": {', '.join(changed)}" if changed else "")
+        self.toggle.setToolTip(f"{self.title}\n(schedule, augmentation and loss terms; folded, the title names the "
+                               f"ones that differ from the defaults)")
+        self._elide()
+
+    def _elide(self) -> None:
+        room = self.toggle.width() - self.toggle.iconSize().width() - 16  # the arrow and the button's margins
+        self.toggle.setText(self.toggle.fontMetrics().elidedText(self.title, Qt.TextElideMode.ElideRight,
+                                                                 max(room, 40)))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().resizeEvent(event)
+        self._elide()
+
+    def _on_changed(self, *_):
+        self._sync_title()
+        self.changed.emit()
