@@ -8,9 +8,8 @@ approximately: Arena v6's frozen PA to about −46 dB, benchmarks/results/2026-1
 In epoch e the input and the target series ``(N, 2)`` are both multiplied by e^{jφ(n)}, φ(n) = θ_e + 2π·d_e·n/N
 (n = 0 … N−1, θ_e uniform in [0, 2π), d_e = ±1), drawn from a generator seeded by (seed, e) alone: the global RNG
 stream is untouched (with ``"none"`` a run is bitwise what it was) and a resumed run turns its epochs as the
-uninterrupted one does. One turn over the series
-gives the frames of one batch different phases; it shifts the spectrum by fs/N (39 kHz for APA_200MHz_b's 25,307
-training samples at 983.04 MS/s), far inside any channel's edge. For a PA step the target is the measured output:
+uninterrupted one does. One turn over the series gives the frames of one batch different phases; it shifts the
+spectrum by fs/N (39 kHz for APA_200MHz_b's 25,307 training samples at 983.04 MS/s), far inside any channel's edge. For a PA step the target is the measured output:
 turning it too assumes the equivariance of the measured PA.
 
 The series are turned in place (their device addresses stay: a captured CUDA graph and the fused step gather from

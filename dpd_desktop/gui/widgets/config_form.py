@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLabel, QVBoxLa
 
 from ...config import MAX_HIDDEN_SIZE, MAX_NUM_LAYERS, ConfigError, ExperimentConfig
 from .poly_form import POLY_BACKBONES, POLY_LABELS, PolyForm
-from .inputs import LearningRateSpinBox, spin as _spin
+from .inputs import LearningRateSpinBox, select, set_count, spin as _spin
 from .training_options import OPTION_LABELS, TrainingOptions
 
 #: The families offered in the form (value, label, tooltip) — labels from the model registry when present.
@@ -168,28 +168,12 @@ class ConfigForm(QWidget):
     def set_config(self, cfg: ExperimentConfig) -> None:
         """Fill the form from ``cfg`` (and remember it for the fields the form does not show)."""
         self._base = dataclasses.replace(cfg, extra=dict(cfg.extra))
-        i = self.backbone.findData(str(cfg.backbone).lower())
-        if i < 0:
-            self.backbone.addItem(str(cfg.backbone), str(cfg.backbone))
-            i = self.backbone.count() - 1
-        self.backbone.setCurrentIndex(i)
+        select(self.backbone, cfg.backbone, lookup=str(cfg.backbone).lower())
         for name in ("hidden_size", "num_layers", "epochs", "batch_size", "frame_length", "stride", "seed"):
-            w = self._fields[name]
-            v = int(getattr(cfg, name))
-            if v > w.maximum():
-                w.setMaximum(v)
-            w.setValue(v)
+            set_count(self._fields[name], int(getattr(cfg, name)))
         self.lr.setValue(float(cfg.lr))
-        d = self.device.findData(str(cfg.device))
-        if d < 0:
-            self.device.addItem(str(cfg.device), str(cfg.device))
-            d = self.device.count() - 1
-        self.device.setCurrentIndex(d)
-        k = self.kernel.findData(str(cfg.kernel))
-        if k < 0:  # a value this version does not offer: shown as it is (validate() names it)
-            self.kernel.addItem(str(cfg.kernel), str(cfg.kernel))
-            k = self.kernel.count() - 1
-        self.kernel.setCurrentIndex(k)
+        select(self.device, cfg.device)
+        select(self.kernel, cfg.kernel)
         if cfg.preview_every:
             self.preview_every.setValue(int(cfg.preview_every))
         self.poly.set_config(cfg)

@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QSpinBox
 
-__all__ = ["LearningRateSpinBox", "UnitSpinBox", "WeightSpinBox", "combo", "spin"]
+__all__ = ["LearningRateSpinBox", "UnitSpinBox", "WeightSpinBox", "combo", "select", "set_count", "spin"]
 
 
 def combo(choices, tip: str = "") -> QComboBox:
@@ -18,6 +18,23 @@ def combo(choices, tip: str = "") -> QComboBox:
     if tip:
         c.setToolTip(tip)
     return c
+
+
+def select(box: QComboBox, value, lookup=None) -> None:
+    """Make the item whose data is ``lookup`` (default ``str(value)``) current; a value the box does not offer (a run
+    of another version) is added as it is, so the form shows it and validate() names it."""
+    i = box.findData(str(value) if lookup is None else lookup)
+    if i < 0:
+        box.addItem(str(value), str(value))
+        i = box.count() - 1
+    box.setCurrentIndex(i)
+
+
+def set_count(box: QSpinBox, value: int) -> None:
+    """Show ``value`` in ``box``, raising its maximum when a run recorded more."""
+    if value > box.maximum():
+        box.setMaximum(value)
+    box.setValue(value)
 
 
 class LearningRateSpinBox(QDoubleSpinBox):

@@ -5,10 +5,10 @@ the button names the options that differ from their defaults, so a run's setting
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QComboBox, QFormLayout, QSizePolicy, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFormLayout, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from ...config import ExperimentConfig
-from .inputs import WeightSpinBox, combo, spin
+from .inputs import WeightSpinBox, combo, select, set_count, spin
 
 #: (value, label, tooltip) of the choices, in config.py's order
 LR_SCHEDULE_CHOICES = (
@@ -77,21 +77,10 @@ class TrainingOptions(QWidget):
         self.toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
         self.body.setVisible(on)
 
-    @staticmethod
-    def _select(combo: QComboBox, value) -> None:
-        i = combo.findData(str(value))
-        if i < 0:  # a value this version does not offer: shown as it is (validate() names it)
-            combo.addItem(str(value), str(value))
-            i = combo.count() - 1
-        combo.setCurrentIndex(i)
-
     def set_config(self, cfg: ExperimentConfig) -> None:
-        self._select(self.lr_schedule, cfg.lr_schedule)
-        w = int(cfg.warmup_epochs)
-        if w > self.warmup_epochs.maximum():
-            self.warmup_epochs.setMaximum(w)
-        self.warmup_epochs.setValue(w)
-        self._select(self.augment, cfg.augment)
+        select(self.lr_schedule, cfg.lr_schedule)
+        set_count(self.warmup_epochs, int(cfg.warmup_epochs))
+        select(self.augment, cfg.augment)
         self.oob_weight.setValue(float(cfg.oob_weight))
         self.power_weight.setValue(float(cfg.power_weight))
         self._sync_title()
