@@ -4,7 +4,7 @@
 # benchmarks/arena_plan.py). Run from the repository root on the GPU machine with these carried (git-ignored):
 #   .ref/opendpd-2.4.2-arena/opendpd/arena_assets   (4.2 MB: the Arena capture, frozen PA, calibration, leaderboard)
 #   .ref/opendpd-2.4.2-arena/datasets/DPA_200MHz    (1.9 MB: the tiny protocol of the GPU tests)
-# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|gain3p-aug|long3p|long|dpa160|dpa160-2p2|all
+# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|gain3p-aug|long3p|woob|woob2|long|dpa160|dpa160-2p2|all
 # Results go to $OUT/<stage>/ (leaderboard.md/.html/.csv/.json, trials.csv); the workspace is workspace/arena-gpu
 # (git-ignored: kept between calls while the machine stays warm, so a stage cut by its time limit resumes when run
 # again: finished sweeps are reused).
@@ -80,6 +80,16 @@ case "$STAGE" in
   gain3p-aug)  # GRU-gain3p-13 with the phase augmentation, 240 epochs (~2.5 min)
     arena benchmarks/arena-v6-train.toml gain3p-aug --models GRU-gain3p-13-aug
     ;;
+  woob)  # the worse-side out-of-band term (w = 1, 2) on GRU-gain3p-13 with the augmentation, 480 epochs, two processes
+          # beside its GPU test (~7.5 min)
+    $PY -m pytest -q tests/gpu/test_arena_cuda.py -k "oob" > "$OUT/gpu-tests-woob.log" 2>&1 &
+    ARENA_WS=workspace/arena-woob2 bash "$0" woob2 > "$OUT/woob2.log" 2>&1 &
+    arena benchmarks/arena-v6-train.toml woob1 --models GRU-gain3p-13-aug-woob1 --epochs 480
+    wait; cat "$OUT/woob2.log"; tail -n 5 "$OUT/gpu-tests-woob.log"
+    ;;
+  woob2)
+    arena benchmarks/arena-v6-train.toml woob2 --models GRU-gain3p-13-aug-woob2 --epochs 480
+    ;;
   long)  # GRU-gain3-13 at 480 epochs
     arena benchmarks/arena-v6-train.toml long --models GRU-gain3-13 --epochs 480
     ;;
@@ -92,5 +102,5 @@ case "$STAGE" in
   all)
     for s in test probe reproduce candidates; do bash "$0" "$s"; done
     ;;
-  *) echo "usage: $0 test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|gain3p-aug|long3p|long|dpa160|dpa160-2p2|all" >&2; exit 2 ;;
+  *) echo "usage: $0 test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|gain3p-aug|long3p|woob|woob2|long|dpa160|dpa160-2p2|all" >&2; exit 2 ;;
 esac

@@ -44,6 +44,8 @@ SELECTIONS = ("reference", "power-gated")
 EVALUATIONS = ("segments", "overlap")
 #: training-data augmentations (training/augment.py)
 AUGMENTS = ("none", "phase")
+#: which out-of-band error the out-of-band term counts (training/losses.py)
+OOB_SIDES = ("both", "worse")
 #: Default hidden size of the trained model per step, for both faces (window and command line): the reference
 #: command line's (OpenDPD 2.2.1 arguments.py: PA 23, DPD 15; reference §3.9).
 DEFAULT_HIDDEN_SIZE = {"pa": 23, "dpd": 15}
@@ -252,6 +254,8 @@ class ExperimentConfig:
         oob_weight: w ≥ 0: the part of the squared error that lies outside the main channel (each loss window's DFT
             bins with f < −bw_main/2 or f ≥ bw_main/2) counts (1 + w) times (training/losses.py); 0: off. Needs the
             dataset's ``input_signal_fs`` and ``bw_main_ch``; an L2 loss only.
+        oob_side: ``"both"`` (the error on both sides of the main channel) or ``"worse"`` (twice the larger side's,
+            per batch: the side that sets the worse-side ACLR); :data:`OOB_SIDES`.
         augment: ``"none"`` or ``"phase"``: every epoch turns the training series' input and target by a phase ramp
             of a random start and one turn over the series (training/augment.py); :data:`AUGMENTS`.
         gain_value: a fixed DPD target gain g (> 0) instead of the gain rule's (recorded as rule ``fixed``).
@@ -329,6 +333,7 @@ class ExperimentConfig:
     dpd_learning: str = "direct"
     power_weight: float = 0.0
     oob_weight: float = 0.0
+    oob_side: str = "both"
     augment: str = "none"
     gain_value: float | None = None
     peak_limit: float | None = None
@@ -420,7 +425,8 @@ class ExperimentConfig:
         """The schedule, DPD learning, loss, gain, limiter, selection and evaluation options (class docstring)."""
         for name, choices in (("lr_schedule", LR_SCHEDULES), ("plateau_threshold_mode", PLATEAU_THRESHOLD_MODES),
                               ("dpd_learning", DPD_LEARNING), ("selection", SELECTIONS),
-                              ("evaluation", EVALUATIONS), ("augment", AUGMENTS)):
+                              ("evaluation", EVALUATIONS), ("augment", AUGMENTS),
+                              ("oob_side", OOB_SIDES)):
             if getattr(self, name) not in choices:
                 raise ConfigError(name, f"expected one of {choices}, got {getattr(self, name)!r}")
         w = self.warmup_epochs

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..config import (AUGMENTS, DPD_LEARNING, EVALUATIONS, GAIN_RULES, KERNELS, LOSSES, LR_SCHEDULES,
+from ..config import (AUGMENTS, OOB_SIDES, DPD_LEARNING, EVALUATIONS, GAIN_RULES, KERNELS, LOSSES, LR_SCHEDULES,
                       METRIC_PROFILES, PLATEAU_THRESHOLD_MODES, SELECTIONS, ConfigError, ExperimentConfig,
                       default_hidden_size)
 from ..data import DatasetError
@@ -124,6 +124,9 @@ def _add_schedule_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--oob-weight", type=float, default=d.oob_weight,
                    help="the squared error outside the main channel counts 1 + W times (0: off; needs the "
                         "dataset's fs and bw_main; training/losses.py; default %(default)s)")
+    g.add_argument("--oob-side", choices=OOB_SIDES, default=d.oob_side,
+                   help="the out-of-band term counts both sides of the main channel, or twice the worse side of "
+                        "each batch (the side of the worse-side ACLR) (default %(default)s)")
     g.add_argument("--augment", choices=AUGMENTS, default=d.augment,
                    help="phase: every epoch turns the training input and target by a phase ramp of a random start "
                         "and one turn over the series (training/augment.py; default %(default)s)")
@@ -151,7 +154,7 @@ def _add_schedule_options(p: argparse.ArgumentParser) -> None:
 def _schedule_config_fields(a) -> dict:
     """ExperimentConfig fields from the parsed options of :func:`_add_schedule_options`."""
     out = {k: getattr(a, k) for k in ("thx", "thh", "lr_schedule", "warmup_epochs", "plateau_threshold",
-                                      "plateau_threshold_mode", "power_weight", "oob_weight", "augment", "loss_window",
+                                      "plateau_threshold_mode", "power_weight", "oob_weight", "oob_side", "augment", "loss_window",
                                       "test_every_epoch")}
     for k in ("dpd_learning", "gain_value", "peak_limit", "selection", "power_gate_db", "evaluation"):
         if hasattr(a, k):

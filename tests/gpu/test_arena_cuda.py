@@ -75,6 +75,9 @@ def _same_history(a_rows, b_rows):
                                        ("gru_gain", {}), ("gru_gain3", {}), ("gru_gain3p", {}),
                                        pytest.param("gru_gain3", {"augment": "phase", "oob_weight": 3.0},
                                                     id="gru_gain3-augment-oob"),
+                                       pytest.param("gru_gain3p", {"augment": "phase", "oob_weight": 1.0,
+                                                                   "oob_side": "worse"},
+                                                    id="gru_gain3p-augment-oob-worse"),
                                        ("deltagru", {"lr_schedule": "cosine", "warmup_epochs": 1,
                                                      "power_weight": 1e-3, "gain_rule": "small-signal"})])
 def test_arena_settings_graph_equals_eager(tmp_path, ds, pa_run, dpd, extra, kernel):

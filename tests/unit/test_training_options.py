@@ -97,16 +97,17 @@ def test_frame_loss_window_and_power_term():
 
 
 
-def _numpy_oob_share(out, tgt, band):
+def _numpy_oob_share(out, tgt, band, side="both"):
     """The out-of-band share of the MSE from NumPy: DFT of the Hann-windowed complex error over sqrt(L·mean(h²)),
-    bins with f outside [-b/2, b/2)."""
+    bins with f outside [-b/2, b/2); ``side="worse"``: twice the larger of the two sides' sums."""
     e = (out[..., 0] - tgt[..., 0]).double().numpy() + 1j * (out[..., 1] - tgt[..., 1]).double().numpy()
     n = e.shape[1]
     h = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n) / n)  # periodic Hann
     spec = np.fft.fft(e * h, axis=1) / np.sqrt(n * np.mean(h ** 2))
     f = np.fft.fftfreq(e.shape[1])
-    oob = (f < -band / 2) | (f >= band / 2)
-    return float((np.abs(spec[:, oob]) ** 2).sum() / (2 * e.size))
+    power = np.abs(spec) ** 2
+    lower, upper = power[:, f < -band / 2].sum(), power[:, f >= band / 2].sum()
+    return float((lower + upper if side == "both" else 2 * max(lower, upper)) / (2 * e.size))
 
 
 def test_out_of_band_term_against_numpy():
@@ -119,6 +120,35 @@ def test_out_of_band_term_against_numpy():
     assert float(crit(out, tgt)) == pytest.approx(want, rel=1e-5)
     # a main channel of the whole band leaves nothing out of it
     assert float(FrameLoss(torch.nn.MSELoss(), None, 0.0, 1.0, 1.0).out_of_band(o, t)) == 0.0
+
+
+def test_worse_side_out_of_band_term_against_numpy():
+    """Side "worse": twice the larger side's out-of-band sum of the batch, so an error whose sides differ costs more
+    than with "both" and only the worse side's bins get a gradient."""
+    torch.manual_seed(2)
+    n = 40
+    ph = 2 * np.pi * 0.3 * np.arange(n)  # an upper-side tone on top of white error: the upper side is the worse
+    tone = torch.tensor(np.stack([np.cos(ph), np.sin(ph)], axis=-1), dtype=torch.float32)
+    out = (0.05 * torch.randn(3, n, 2) + 0.5 * tone).requires_grad_()
+    tgt = torch.zeros(3, n, 2)
+    spec = SimpleNamespace(sample_rate_hz=800e6, bw_main_hz=200e6)
+    worse = make_criterion(ExperimentConfig(oob_weight=2.0, oob_side="worse"), spec)
+    both = make_criterion(ExperimentConfig(oob_weight=2.0), spec)
+    o = out.detach()
+    want = float((o.double() ** 2).mean()) + 2.0 * _numpy_oob_share(o, tgt, 0.25, "worse")
+    assert float(worse(out, tgt)) == pytest.approx(want, rel=1e-5)
+    assert float(both(out, tgt)) == pytest.approx(
+        float((o.double() ** 2).mean()) + 2.0 * _numpy_oob_share(o, tgt, 0.25), rel=1e-5)
+    assert _numpy_oob_share(o, tgt, 0.25, "worse") > 1.5 * _numpy_oob_share(o, tgt, 0.25)
+    # the gradient of the term alone: none reaches the lower side's bins (but the Hann window's one-bin spread of
+    # the upper side's, at either edge: -fs/2 neighbours fs/2)
+    worse.out_of_band(out, tgt).backward()
+    g = out.grad[..., 0].double().numpy() + 1j * out.grad[..., 1].double().numpy()
+    gspec = np.abs(np.fft.fft(g, axis=1)) ** 2
+    f = np.fft.fftfreq(n)
+    assert gspec[:, (f > -0.5 + 1 / n) & (f < -0.125 - 1 / n)].sum() < 1e-9 * gspec[:, f >= 0.125].sum()
+    with pytest.raises(ValueError, match="side"):
+        FrameLoss(torch.nn.MSELoss(), None, 0.0, 1.0, 0.25, "left")
 
 
 @pytest.mark.parametrize("freq, share", [(0.30, 1.0), (-0.30, 1.0), (0.05, 0.0), (0.10, 1 / 6), (-0.125, 1 / 6), (0.125, 5 / 6),
@@ -198,7 +228,8 @@ def test_phase_ramp_checks_shapes_and_kind():
                                  dict(power_weight=-1.0), dict(gain_value=0.0), dict(selection="power-gated"),
                                  dict(evaluation="overlap"), dict(peak_limit=1.0), dict(dpd_learning="ila"),
                                  dict(plateau_threshold_mode="percent"), dict(power_gate_db=0.0),
-                                 dict(oob_weight=-1.0), dict(oob_weight=1.0, loss="l1"), dict(augment="flip")])
+                                 dict(oob_weight=-1.0), dict(oob_weight=1.0, loss="l1"), dict(augment="flip"),
+                                 dict(oob_side="left")])
 def test_invalid_options_name_their_field(bad):
     with pytest.raises(ConfigError) as e:
         ExperimentConfig(**bad).validate()

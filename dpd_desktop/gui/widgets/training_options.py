@@ -21,9 +21,14 @@ AUGMENT_CHOICES = (
     ("phase", "phase ramp", "Each epoch turns the training input and target by a new phase ramp: more, equally "
                             "valid inputs for a DPD trained through the frozen PA (training/augment.py)"),
 )
+OOB_SIDE_CHOICES = (
+    ("both", "both sides", "The out-of-band error on both sides of the main channel"),
+    ("worse", "worse side", "Twice the out-of-band error of the batch's worse side: the side that sets the "
+                            "worse-side ACLR"),
+)
 #: Labels of the fields in error messages (gui/widgets/config_form.py FIELD_LABELS).
 OPTION_LABELS = {"lr_schedule": "LR schedule", "warmup_epochs": "Warm-up", "augment": "Augmentation",
-                 "oob_weight": "Out-of-band weight", "power_weight": "Power weight"}
+                 "oob_weight": "Out-of-band weight", "oob_side": "Out-of-band side", "power_weight": "Power weight"}
 
 
 class TrainingOptions(QWidget):
@@ -47,6 +52,7 @@ class TrainingOptions(QWidget):
         self.augment = combo(AUGMENT_CHOICES, "Training-data augmentation")
         self.oob_weight = WeightSpinBox(1.0, "The squared error outside the main channel counts 1 + W times (needs "
                                              "the dataset's sample rate and main-channel bandwidth; 0: off)")
+        self.oob_side = combo(OOB_SIDE_CHOICES, "Which side of the main channel the out-of-band term counts")
         self.power_weight = WeightSpinBox(1e-4, "Weight of the output-power term: holds a DPD at its target's power "
                                                 "(1e-4 makes a 0.5 dB power error cost as much as a −46 dB error; "
                                                 "0: off)")
@@ -57,6 +63,7 @@ class TrainingOptions(QWidget):
         form.addRow("Warm-up", self.warmup_epochs)
         form.addRow("Augmentation", self.augment)
         form.addRow("Out-of-band weight", self.oob_weight)
+        form.addRow("Out-of-band side", self.oob_side)
         form.addRow("Power weight", self.power_weight)
         self.body.setVisible(False)
         lay = QVBoxLayout(self)
@@ -65,7 +72,7 @@ class TrainingOptions(QWidget):
         lay.addWidget(self.toggle)
         lay.addWidget(self.body)
         self.fields = {"lr_schedule": self.lr_schedule, "warmup_epochs": self.warmup_epochs, "augment": self.augment,
-                       "oob_weight": self.oob_weight, "power_weight": self.power_weight}
+                       "oob_weight": self.oob_weight, "oob_side": self.oob_side, "power_weight": self.power_weight}
         for w in self.fields.values():
             (getattr(w, "currentIndexChanged", None) or w.valueChanged).connect(self._on_changed)
         self.toggle.toggled.connect(self.set_open)
@@ -82,13 +89,14 @@ class TrainingOptions(QWidget):
         set_count(self.warmup_epochs, int(cfg.warmup_epochs))
         select(self.augment, cfg.augment)
         self.oob_weight.setValue(float(cfg.oob_weight))
+        select(self.oob_side, cfg.oob_side)
         self.power_weight.setValue(float(cfg.power_weight))
         self._sync_title()
 
     def values(self) -> dict:
         return dict(lr_schedule=self.lr_schedule.currentData(), warmup_epochs=self.warmup_epochs.value(),
                     augment=self.augment.currentData(), oob_weight=float(self.oob_weight.value()),
-                    power_weight=float(self.power_weight.value()))
+                    oob_side=self.oob_side.currentData(), power_weight=float(self.power_weight.value()))
 
     def changed_from_defaults(self) -> list[str]:
         """Short words for the options that differ from ExperimentConfig's defaults, in the form's order."""
@@ -102,6 +110,8 @@ class TrainingOptions(QWidget):
             out.append(self.augment.currentText())
         if v["oob_weight"] != d.oob_weight:
             out.append(f"out-of-band {self.oob_weight.text()}")
+        if v["oob_side"] != d.oob_side:
+            out.append(self.oob_side.currentText())
         if v["power_weight"] != d.power_weight:
             out.append(f"power {self.power_weight.text()}")
         return out
