@@ -4,7 +4,7 @@
 # benchmarks/arena_plan.py). Run from the repository root on the GPU machine with these carried (git-ignored):
 #   .ref/opendpd-2.4.2-arena/opendpd/arena_assets   (4.2 MB: the Arena capture, frozen PA, calibration, leaderboard)
 #   .ref/opendpd-2.4.2-arena/datasets/DPA_200MHz    (1.9 MB: the tiny protocol of the GPU tests)
-# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|gain3p-aug|long3p|woob|woob2|long|dpa160|dpa160-2p2|all
+# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|gain3p-aug|long3p|woob|woob2|woob-lr|woob-cos|long|dpa160|dpa160-2p2|all
 # Results go to $OUT/<stage>/ (leaderboard.md/.html/.csv/.json, trials.csv); the workspace is workspace/arena-gpu
 # (git-ignored: kept between calls while the machine stays warm, so a stage cut by its time limit resumes when run
 # again: finished sweeps are reused).
@@ -90,6 +90,14 @@ case "$STAGE" in
   woob2)
     arena benchmarks/arena-v6-train.toml woob2 --models GRU-gain3p-13-aug-woob2 --epochs 480
     ;;
+  woob-lr)  # the worse-side term (w = 1) with lr_end 1e-5, plateau and cosine schedules, 480 epochs, two processes
+    ARENA_WS=workspace/arena-woob-cos bash "$0" woob-cos > "$OUT/woob-cos.log" 2>&1 &
+    arena benchmarks/arena-v6-train.toml woob-lr --models GRU-gain3p-13-aug-woob1-lr1e-5 --epochs 480
+    wait; cat "$OUT/woob-cos.log"
+    ;;
+  woob-cos)
+    arena benchmarks/arena-v6-train.toml woob-cos --models GRU-gain3p-13-aug-woob1-cos --epochs 480
+    ;;
   long)  # GRU-gain3-13 at 480 epochs
     arena benchmarks/arena-v6-train.toml long --models GRU-gain3-13 --epochs 480
     ;;
@@ -102,5 +110,5 @@ case "$STAGE" in
   all)
     for s in test probe reproduce candidates; do bash "$0" "$s"; done
     ;;
-  *) echo "usage: $0 test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|gain3p-aug|long3p|woob|woob2|long|dpa160|dpa160-2p2|all" >&2; exit 2 ;;
+  *) echo "usage: $0 test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|gain3p-aug|long3p|woob|woob2|woob-lr|woob-cos|long|dpa160|dpa160-2p2|all" >&2; exit 2 ;;
 esac
