@@ -242,7 +242,8 @@ def write_leaderboard(out_dir: Path, meta: dict[str, Any], rows: list[dict[str, 
     if legacy:
         notes.append(LEGACY_NOTE)
     if meta.get("overrides"):
-        notes.append(f"**Short run** (overrides {meta['overrides']}): not the protocol's full budget.")
+        notes.append(f"**Overridden** ({meta['overrides']}): not the protocol as written (a shorter run, or a "
+                     f"longer one, than its rows).")
     md = [f"# {title}", "", *[f"- {n}" for n in notes], "", _md_table(head, body)]
     base_lines = [f"- {c}: NMSE {b['nmse_db']:.2f} dB, ACLR {b['aclr_db']:.2f} dBc, "
                   + (f"ACLR 2.2.1 {b[LEGACY[0]]:.2f} dBc, " if LEGACY[0] in b else "")

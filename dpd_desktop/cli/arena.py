@@ -11,7 +11,7 @@ Each (condition, model) is one sweep of the workspace over the protocol's seeds 
 mode on a GPU the seeds train together as one group). The leaderboard (leaderboard.md/.html/.csv, trials.csv,
 leaderboard.json) goes to --out (default ``<workspace>/arena/<protocol>/leaderboard``); running the same command
 again reuses the finished sweeps. ``--assets``: OpenDPD 2.4.2's datasets and Arena assets (``make arena-data``;
-default ``.ref/opendpd-2.4.2-arena``). The overrides make a short run, recorded as such in the leaderboard.
+default ``.ref/opendpd-2.4.2-arena``). The overrides (a short run, or more epochs) are recorded in the leaderboard.
 Ctrl+C: the first stops (running trials end after their current batch; the leaderboard holds what finished).
 Exit status: 0 done, 2 bad arguments or unusable inputs (nothing trained), 3 stopped.
 """
@@ -66,7 +66,7 @@ def add_parser(add) -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
     p.add_argument("--kernel", default=None, choices=KERNELS, help="recurrence kernels of the trials")
     p.add_argument("--group-size", default="auto", help="trials per group (default auto: 8 fast / 4 reference on CUDA)")
-    p.add_argument("--epochs", type=int, default=None, help="override: epochs per trial (short run)")
+    p.add_argument("--epochs", type=int, default=None, help="override: epochs per trial (recorded in the leaderboard)")
     p.add_argument("--seeds", type=_ints, default=None, help="override: seeds, e.g. 0,1")
     p.add_argument("--models", type=_names, default=None, help="override: model names of the protocol")
     p.add_argument("--datasets", type=_names, default=None, help="override: condition ids or dataset names")
