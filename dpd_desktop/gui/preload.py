@@ -108,10 +108,13 @@ class CorePreloadJob(PoolJob):
             gc.freeze()
             if was_enabled:
                 gc.enable()
-        if self.error is not None:
-            self.signals.failed.emit(self.error)
-            return
-        self.signals.done.emit(time.perf_counter() - t0)
+        try:
+            if self.error is not None:
+                self.signals.failed.emit(self.error)
+            else:
+                self.signals.done.emit(time.perf_counter() - t0)
+        except RuntimeError:  # the window (and its QApplication) closed first: no one is left to tell
+            log.debug("preload ended after its signals were deleted")
 
 
 def start_preload(jobs=None, modules=CORE_MODULES) -> CorePreloadJob:
