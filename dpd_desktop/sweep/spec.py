@@ -312,7 +312,10 @@ def _param(key: str, value: Any, search: str, base: dict, source: str) -> Param:
     if isinstance(value, list):
         if not value:
             raise SweepSpecError(source, where, "expected a non-empty list of values")
-        for v in value:
+        for i, v in enumerate(value):
+            if any(v == u and isinstance(v, bool) == isinstance(u, bool) for u in value[:i]):  # 1 == 1.0, not True
+                raise SweepSpecError(source, where, f"{v!r} is listed twice: its trials would train the same "
+                                                    "configuration again")
             _check_value(base, name, v, source, where)
         return Param(name, values=tuple(value))
     if isinstance(value, dict):

@@ -114,7 +114,7 @@ def test_base_errors_and_bad_toml_name_the_file(tmp_path):
         load_spec(p)
 
 
-def test_command_line_grid_reads_each_field_type():
+def test_command_line_grid_reads_each_field_type(tmp_path):
     assert parse_grid_option("hidden-size=4,8") == ("hidden_size", [4, 8])
     assert parse_grid_option("lr=1e-3,5e-3") == ("lr", [1e-3, 5e-3])
     assert parse_grid_option("family=gru,lstm") == ("backbone", ["gru", "lstm"])
@@ -131,6 +131,14 @@ def test_command_line_grid_reads_each_field_type():
     assert len({t["seed"] for t in expand(spec)}) == 3  # each combination at most once
     with pytest.raises(SweepSpecError, match="only 2 distinct combinations"):
         spec_from_options(["seed=0,1", "hidden=4"], ExperimentConfig(epochs=2, frame_length=50), random_trials=3)
+    # a value given twice would train the same trial twice: refused, naming it
+    for opts, words in ((["seed=0,0"], r"space\.seed: 0 is listed twice"),
+                        (["lr=1e-3,0.001"], r"space\.lr: 0\.001 is listed twice")):
+        with pytest.raises(SweepSpecError, match=words):
+            spec_from_options(opts, ExperimentConfig(epochs=2, frame_length=50))
+    p = _write(tmp_path, "[space]\nbackbone = [\"gru\", \"lstm\", \"gru\"]\n")
+    with pytest.raises(SweepSpecError, match=r"space\.backbone: 'gru' is listed twice"):
+        load_spec(p)
 
 
 def test_devices_are_taken_in_turn_unless_searched(tmp_path):
