@@ -90,11 +90,11 @@ def test_training_options_fold_round_trip_and_name_their_errors(make_window):
     w = make_window(trainer_factory=fake_factory())
     opts = w.form.options
     assert not opts.body.isVisible() and opts.title == "Training options"
-    cfg = ExperimentConfig(epochs=40, lr_schedule="cosine", warmup_epochs=5, augment="phase", oob_weight=3.0,
+    cfg = ExperimentConfig(epochs=40, lr_schedule="cosine", lr_end=1e-5, warmup_epochs=5, augment="phase", oob_weight=3.0,
                            oob_side="worse", power_weight=1e-4)
     w.set_form_from_config(cfg)
     assert w.config_from_form() == cfg
-    assert opts.title == "Training options: cosine, warm-up 5, phase ramp, out-of-band 3, worse side, power 0.0001"
+    assert opts.title == "Training options: cosine, final LR 1e-05, warm-up 5, phase ramp, out-of-band 3, worse side, power 0.0001"
     assert opts.title in opts.toggle.toolTip()
     shown = opts.toggle.text()  # elided to the form's width, never widening it
     assert shown == opts.title or (shown.endswith("…") and opts.title.startswith(shown[:-1])), shown

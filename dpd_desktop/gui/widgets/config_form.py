@@ -73,8 +73,8 @@ def registry_labels() -> dict[str, tuple[str, str]]:
 
 class ConfigForm(QWidget):
     """Model form (backbone, hidden size, layers) and Training form (epochs, batch, lr, frame, stride, seed, device,
-    kernel, preview period; folded under it, :class:`TrainingOptions`: schedule, augmentation, loss terms). Fields not
-    on the form (``lr_end``, ``patience``, ...) are kept from the last config set."""
+    kernel, preview period; folded under it, :class:`TrainingOptions`: schedule, final LR, augmentation, loss terms).
+    Fields not on the form (``patience``, ``decay_factor``, ...) are kept from the last config set."""
 
     changed = Signal()
 

@@ -1,5 +1,5 @@
-"""The Training form's optional part, folded under a "Training options" button: the learning-rate schedule and its
-warm-up, the training-data augmentation, and the loss's out-of-band and output-power terms — the fields of
+"""The Training form's optional part, folded under a "Training options" button: the learning-rate schedule, its final
+learning rate and its warm-up, the training-data augmentation, and the loss's out-of-band and output-power terms — the fields of
 :class:`~dpd_desktop.config.ExperimentConfig` of the same names (training/schedules.py, augment.py, losses.py). Folded,
 the button names the options that differ from their defaults, so a run's settings are never hidden."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFormLayout, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from ...config import ExperimentConfig
-from .inputs import WeightSpinBox, combo, select, set_count, spin
+from .inputs import LearningRateSpinBox, WeightSpinBox, combo, select, set_count, spin
 
 #: (value, label, tooltip) of the choices, in config.py's order
 LR_SCHEDULE_CHOICES = (
@@ -27,7 +27,7 @@ OOB_SIDE_CHOICES = (
                             "worse-side ACLR"),
 )
 #: Labels of the fields in error messages (gui/widgets/config_form.py FIELD_LABELS).
-OPTION_LABELS = {"lr_schedule": "LR schedule", "warmup_epochs": "Warm-up", "augment": "Augmentation",
+OPTION_LABELS = {"lr_schedule": "LR schedule", "lr_end": "Final learning rate", "warmup_epochs": "Warm-up", "augment": "Augmentation",
                  "oob_weight": "Out-of-band weight", "oob_side": "Out-of-band side", "power_weight": "Power weight"}
 
 
@@ -48,6 +48,9 @@ class TrainingOptions(QWidget):
         self.toggle.setMinimumWidth(0)
         self.title = ""
         self.lr_schedule = combo(LR_SCHEDULE_CHOICES, "How the learning rate changes over the epochs")
+        self.lr_end = LearningRateSpinBox()
+        self.lr_end.setToolTip("The learning rate's floor: where the plateau schedule stops halving, where the cosine "
+                               "schedule ends")
         self.warmup_epochs = spin(0, 1_000_000, "Epochs of linear learning-rate warm-up (0: none)", "epoch")
         self.augment = combo(AUGMENT_CHOICES, "Training-data augmentation")
         self.oob_weight = WeightSpinBox(1.0, "The squared error outside the main channel counts 1 + W times (needs "
@@ -60,6 +63,7 @@ class TrainingOptions(QWidget):
         form = QFormLayout(self.body)
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("LR schedule", self.lr_schedule)
+        form.addRow("Final LR", self.lr_end)
         form.addRow("Warm-up", self.warmup_epochs)
         form.addRow("Augmentation", self.augment)
         form.addRow("Out-of-band weight", self.oob_weight)
@@ -71,7 +75,7 @@ class TrainingOptions(QWidget):
         lay.setSpacing(2)
         lay.addWidget(self.toggle)
         lay.addWidget(self.body)
-        self.fields = {"lr_schedule": self.lr_schedule, "warmup_epochs": self.warmup_epochs, "augment": self.augment,
+        self.fields = {"lr_schedule": self.lr_schedule, "lr_end": self.lr_end, "warmup_epochs": self.warmup_epochs, "augment": self.augment,
                        "oob_weight": self.oob_weight, "oob_side": self.oob_side, "power_weight": self.power_weight}
         for w in self.fields.values():
             (getattr(w, "currentIndexChanged", None) or w.valueChanged).connect(self._on_changed)
@@ -86,6 +90,7 @@ class TrainingOptions(QWidget):
 
     def set_config(self, cfg: ExperimentConfig) -> None:
         select(self.lr_schedule, cfg.lr_schedule)
+        self.lr_end.setValue(float(cfg.lr_end))
         set_count(self.warmup_epochs, int(cfg.warmup_epochs))
         select(self.augment, cfg.augment)
         self.oob_weight.setValue(float(cfg.oob_weight))
@@ -94,7 +99,7 @@ class TrainingOptions(QWidget):
         self._sync_title()
 
     def values(self) -> dict:
-        return dict(lr_schedule=self.lr_schedule.currentData(), warmup_epochs=self.warmup_epochs.value(),
+        return dict(lr_schedule=self.lr_schedule.currentData(), lr_end=float(self.lr_end.value()), warmup_epochs=self.warmup_epochs.value(),
                     augment=self.augment.currentData(), oob_weight=float(self.oob_weight.value()),
                     oob_side=self.oob_side.currentData(), power_weight=float(self.power_weight.value()))
 
@@ -104,6 +109,8 @@ class TrainingOptions(QWidget):
         out = []
         if v["lr_schedule"] != d.lr_schedule:
             out.append(self.lr_schedule.currentText())
+        if v["lr_end"] != d.lr_end:
+            out.append(f"final LR {self.lr_end.text()}")
         if v["warmup_epochs"] != d.warmup_epochs:
             out.append(f"warm-up {v['warmup_epochs']}")
         if v["augment"] != d.augment:
