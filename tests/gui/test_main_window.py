@@ -98,9 +98,10 @@ def test_training_options_fold_round_trip_and_name_their_errors(make_window):
     assert opts.title in opts.toggle.toolTip()
     shown = opts.toggle.text()  # elided to the form's width, never widening it
     assert shown == opts.title or (shown.endswith("…") and opts.title.startswith(shown[:-1])), shown
-    assert opts.oob_weight.text() == "3" and opts.power_weight.text() == "0.0001"
+    assert opts.oob_weight.text() == "3" and opts.power_weight.text() == "0.0001" and opts.oob_side.isEnabled()
     opts.oob_weight.setValue(0.0)
     assert opts.oob_weight.text() == "off" and w.config_from_form().oob_weight == 0.0
+    assert not opts.oob_side.isEnabled()  # the side of a term that is off
     assert "out-of-band" not in opts.title
     opts.oob_weight.stepBy(1)
     assert opts.oob_weight.value() == 1.0  # off → the first useful weight

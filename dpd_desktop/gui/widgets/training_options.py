@@ -79,6 +79,8 @@ class TrainingOptions(QWidget):
                        "oob_weight": self.oob_weight, "oob_side": self.oob_side, "power_weight": self.power_weight}
         for w in self.fields.values():
             (getattr(w, "currentIndexChanged", None) or w.valueChanged).connect(self._on_changed)
+        self.oob_weight.valueChanged.connect(self._sync_side)
+        self._sync_side()
         self.toggle.toggled.connect(self.set_open)
         self._sync_title()
 
@@ -139,6 +141,10 @@ class TrainingOptions(QWidget):
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
         super().resizeEvent(event)
         self._elide()
+
+    def _sync_side(self, *_):
+        """The side matters only with the out-of-band term on."""
+        self.oob_side.setEnabled(self.oob_weight.value() > 0)
 
     def _on_changed(self, *_):
         self._sync_title()
