@@ -7,6 +7,7 @@ written again. The defaults follow the OpenDPD 2.2.1 reference CLI (reference §
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import os
 from dataclasses import asdict, dataclass, field, fields
@@ -60,6 +61,14 @@ MAX_NUM_LAYERS = 16
 def default_hidden_size(step: str) -> int:
     """The default hidden size for ``step`` ("pa" or "dpd"), see :data:`DEFAULT_HIDDEN_SIZE`."""
     return DEFAULT_HIDDEN_SIZE[step]
+
+
+def unknown_field(key: str, choices, what: str = "a configuration field") -> str:
+    """The message for a key that is not ``what``: a close match if there is one, else the list."""
+    close = difflib.get_close_matches(key, list(choices), n=1)
+    if close:
+        return f"not {what} (did you mean {close[0]}?)"
+    return f"not {what} (expected one of {', '.join(sorted(choices))})"
 
 
 class ConfigError(ValueError):

@@ -233,7 +233,8 @@ def write_leaderboard(out_dir: Path, meta: dict[str, Any], rows: list[dict[str, 
     refs = [r for r in rows if r.get("reference")]
     title = meta["protocol"]["title"]
     notes = [f"Protocol `{meta['protocol']['name']}` ({meta['protocol']['source']}); command: `{meta['command']}`.",
-             f"Seeds {meta['protocol']['seeds']}, {meta['protocol']['epochs']} epochs, metric profile "
+             f"Seeds {meta['protocol']['seeds']}, {meta['protocol']['epochs']} "
+             f"epoch{'' if meta['protocol']['epochs'] == 1 else 's'}, metric profile "
              f"{meta['protocol']['metric_profile']}, selection {meta['protocol']['selection']}, output-power gate "
              f"±{gate} dB on the test split.",
              "mean ± sd over seeds; ACLR = worse side; q = 0.5·ΔEVM + 0.5·ΔACLR against the common linear baseline; "

@@ -55,6 +55,7 @@ def _write_dataset(path: Path, name: str, spec, splits: dict[str, tuple[np.ndarr
     ds = IQDataset(name=name, source=path, spec=spec,
                    **{k: Split(np.asarray(x, np.float32), np.asarray(y, np.float32)) for k, (x, y) in splits.items()})
     if not path.is_file() or load_dataset(path).fingerprint() != ds.fingerprint():
+        path.parent.mkdir(parents=True, exist_ok=True)  # only once the inputs were read: no empty folders
         save_hdf5(ds, path)
     return load_dataset(path)
 
@@ -79,7 +80,6 @@ def prepare_condition(workspace: Workspace, proto: Protocol, cond: ConditionSpec
     from ..data.spec import DatasetSpec
 
     folder = workspace.root / "arena" / proto.name / cond.id
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / "dataset.h5"
     if cond.kind == "arena":
         c = load_arena_condition(assets, cond.calibration, cond.id)

@@ -27,7 +27,7 @@ try:
 except ImportError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-from ..config import ConfigError, ExperimentConfig, SELECTIONS
+from ..config import ConfigError, ExperimentConfig, SELECTIONS, unknown_field
 
 __all__ = ["ConditionSpec", "ModelSpec", "Protocol", "ProtocolError", "load_protocol", "protocol_path",
            "protocol_names"]
@@ -196,7 +196,7 @@ def _fields(raw: dict, source: str, where: str) -> dict:
     out = {}
     for k, v in raw.items():
         if k not in _CONFIG_FIELDS:
-            raise ProtocolError(source, f"{where}.{k}", "not a configuration field")
+            raise ProtocolError(source, f"{where}.{k}", unknown_field(k, _CONFIG_FIELDS))
         if k in _RESERVED:
             raise ProtocolError(source, f"{where}.{k}", "set by the protocol's runner per trial")
         out[k] = v
@@ -286,11 +286,14 @@ def load_protocol(name_or_path: str) -> Protocol:
                      metric_profile=str(head.get("metric_profile", ExperimentConfig.metric_profile)), training=training,
                      conditions=tuple(conds), models=tuple(models), reference_rows=head.get("reference_rows"),
                      source=shown_path(path), legacy_aclr=legacy_aclr)
-    # every (condition, model) must make a valid trial
-    for m in proto.models:
+    # every (condition, model) must make a valid trial; the error names where the field was set
+    for i, m in enumerate(proto.models):
         try:
             proto.trial_config(proto.conditions[0], m, dataset="x", pa_run="x", gain_value=None, peak_limit=None,
                                device="cpu", kernel=None, seed=proto.seeds[0])
         except ConfigError as exc:
-            raise ProtocolError(src, f"models.{m.name}", str(exc)) from exc
+            f = exc.field
+            key = f"models[{i}].options.{f}" if f in m.options else f"training.{f}" if f in training \
+                else f"models[{i}]"
+            raise ProtocolError(src, key, f"{m.name}: {exc}") from exc
     return proto

@@ -89,8 +89,7 @@ def run_arena(workspace: Workspace, proto: Protocol, assets: Path, out: Path, *,
     """Run ``proto`` (module docstring); returns the leaderboard's paths. ``stop`` (a threading.Event): set, the
     running sweep stops after its trials' current batch and the leaderboard is written with what finished.
     Raises ArenaAssetError, ProtocolError, SweepError, ConfigError before any trial when the inputs are unusable."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(out)  # made at the first state written: inputs that fail leave no empty folder
     device = _resolve_device(device)
     state_path = out / "arena-state.json"
     try:
@@ -101,12 +100,16 @@ def run_arena(workspace: Workspace, proto: Protocol, assets: Path, out: Path, *,
         state = {"protocol": proto.to_dict(), "sweeps": {}}
     state["protocol"] = proto.to_dict()
 
+    def save_state() -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(state_path, state)
+
     def train_pa(cfg: ExperimentConfig, label: str) -> str:
         key = f"pa::{label}"
         info = _run_sweep(workspace, sweep_raw(cfg, [cfg.seed], label, device, 1), state["sweeps"].get(key), log,
                           stop)
         state["sweeps"][key] = info.id
-        atomic_write_json(state_path, state)
+        save_state()
         t = info.trials[0]
         if t["state"] != "succeeded":
             raise RuntimeError(f"the PA run of {label} did not succeed ({t['state']}: {t.get('message')})")
@@ -132,7 +135,7 @@ def run_arena(workspace: Workspace, proto: Protocol, assets: Path, out: Path, *,
             info = _run_sweep(workspace, sweep_raw(cfgs[0], proto.seeds, label, device, group_size),
                               state["sweeps"].get(key), log, stop)
             state["sweeps"][key] = info.id
-            atomic_write_json(state_path, state)
+            save_state()
             cost = model_cost(model.backbone, model.hidden_size, model.num_layers)
             scored = []
             for t in sorted(info.trials, key=lambda t: t["params"]["seed"]):

@@ -98,6 +98,8 @@ def handle(args, ws):
         print(Path(paths["md"]).read_text(encoding="utf-8"))
         return Outcome(Exit.OK)
     if args.list or not args.protocol:
+        if not args.list:
+            print("error: name a protocol (or a .toml file) to run; the named protocols:", file=sys.stderr)
         for name in protocol_names():
             proto = load_protocol(name)
             print(f"{name}: {proto.title} — conditions {', '.join(c.id for c in proto.conditions)}; models "

@@ -123,7 +123,7 @@ def _add_schedule_options(p: argparse.ArgumentParser) -> None:
                         "%(default)s)")
     g.add_argument("--oob-weight", type=float, default=d.oob_weight,
                    help="the squared error outside the main channel counts 1 + W times (0: off; needs the "
-                        "dataset's fs and bw_main; training/losses.py; default %(default)s)")
+                        "dataset's input_signal_fs and bw_main_ch; training/losses.py; default %(default)s)")
     g.add_argument("--oob-side", choices=OOB_SIDES, default=d.oob_side,
                    help="the out-of-band term counts both sides of the main channel, or twice the worse side of "
                         "each batch (the side of the worse-side ACLR) (default %(default)s)")

@@ -39,7 +39,6 @@ as many trials as combinations). A field is either in [base] or searched in [spa
 """
 from __future__ import annotations
 
-import difflib
 import itertools
 import math
 import random
@@ -52,7 +51,7 @@ try:
 except ImportError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-from ..config import ConfigError, ExperimentConfig
+from ..config import ConfigError, ExperimentConfig, unknown_field
 
 SEARCHES = ("grid", "random", "optuna")
 MAX_DRAWS = 1000  # random search: draws per trial before giving up on a new combination (int ranges can be small)
@@ -110,14 +109,6 @@ class SpecFileError(SweepSpecError):
 
 #: the keys of a spec's [sweep] table
 _SWEEP_KEYS = ("name", "search", "trials", "seed", "metric", "devices", "group_size")
-
-
-def unknown_field(key: str, choices, what: str = "a configuration field") -> str:
-    """The message for a key that is not ``what``: a close match if there is one, else the list."""
-    close = difflib.get_close_matches(key, list(choices), n=1)
-    if close:
-        return f"not {what} (did you mean {close[0]}?)"
-    return f"not {what} (expected one of {', '.join(sorted(choices))})"
 
 
 @dataclass(frozen=True)

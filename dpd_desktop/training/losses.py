@@ -3,7 +3,8 @@ an output-power term and an out-of-band term (``loss_window``, ``power_weight``,
 :func:`make_criterion` returns ``nn.MSELoss()`` / ``nn.L1Loss()`` themselves for the default settings (bitwise the
 reference), else a :class:`FrameLoss`:
 
-    loss = base(ŷ_w, t_w) + w_p · mean(t_w²) · ΔP² + w_o · O,   O = Σ_{k ∉ main} |E_k|² / numel(e)  (side "both"),
+    loss = base(ŷ_w, t_w) + w_p · mean(t_w²) · ΔP² + w_o · O,
+    O = Σ_{k ∉ main} |E_k|² / numel(e)  (side "both"),
     O = 2·max(Σ_{f_k < −B/2} |E_k|², Σ_{f_k ≥ B/2} |E_k|²) / numel(e)  (side "worse", over the batch),
     ΔP = 10·log10(Σ ŷ_w² / Σ t_w²) [dB],   E = DFT(h·(e_I + j·e_Q)) / sqrt(L·mean(h²)),   e = ŷ_w − t_w
 
@@ -88,6 +89,17 @@ class FrameLoss(nn.Module):
         if self.oob_weight:
             loss = loss + self.oob_weight * self.out_of_band(out, target)
         return loss
+
+    def describe(self) -> str:
+        """The loss in plain words, for the run log."""
+        parts = [f"{'MSE' if isinstance(self.base, nn.MSELoss) else 'L1'}"
+                 + (f" on frame samples [{self.window[0]}, {self.window[1]})" if self.window else "")]
+        if self.oob_weight:
+            side = "both sides" if self.side == "both" else "worse side"
+            parts.append(f"out-of-band term w = {self.oob_weight:g} ({side}, main channel {self.band:g}·fs)")
+        if self.power_weight:
+            parts.append(f"output-power term w = {self.power_weight:g}")
+        return ", ".join(parts)
 
     def extra_repr(self) -> str:
         return (f"window={self.window}, power_weight={self.power_weight}, oob_weight={self.oob_weight}, "

@@ -43,7 +43,7 @@ from ..runs.events import (BatchProgress, CheckpointReady, EpochEnded, PreviewRe
                            RunFailed, RunFinished, RunPrepared, RunStarted)
 from .fast_path import make_fast_step
 from .gain import equal_power_report, target_gain
-from .losses import base_criterion, make_criterion
+from .losses import FrameLoss, base_criterion, make_criterion
 from .objectives import ila_loss
 from .optim import make_optimizer
 from .overlap import EpochEndOverlap, lr_may_change, optimizer_state
@@ -317,6 +317,10 @@ class Trainer:
             self.loader = self._fault.wrap(self.loader)
         # the criterion is needed by the evaluator; building it draws no random numbers
         self.criterion = make_criterion(cfg, ds.spec)  # the reference's MSELoss/L1Loss unless a window/power term is set
+        if isinstance(self.criterion, FrameLoss):
+            self._log(f"loss: {self.criterion.describe()}")
+        if cfg.oob_side != "both" and not cfg.oob_weight:
+            self._log(f"oob_side {cfg.oob_side!r} has no effect: the out-of-band term is off (oob_weight 0)")
         self.evaluator = Evaluator(ds, targets, cfg.step, base_criterion(self.criterion), cfg.batch_size_eval, dev,
                                    metric_profile=cfg.metric_profile, mode=cfg.evaluation,
                                    frame_length=cfg.frame_length)

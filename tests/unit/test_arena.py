@@ -75,6 +75,13 @@ def test_overrides_and_errors(tmp_path):
      "expected one of id, kind"),
     ('[training]\nlr = 0.002\n[[models]]\nname = "X"\nbackbone = "deltagru"\nhidden_size = 14\n'
      '[extra]\nepochs = 3\n', "extra", "expected one of protocol, training"),
+    # an option that is not a field: its place and the closest field
+    ('[[models]]\nname = "X"\nbackbone = "gru"\nhidden_size = 4\noptions = { oob_sid = "worse" }\n',
+     "models[0].options.oob_sid", "did you mean oob_side?"),
+    # a bad value: named where it was set, a model's options or [training] (not the model that met it first)
+    ('[[models]]\nname = "X"\nbackbone = "gru"\nhidden_size = 4\noptions = { oob_side = "left" }\n',
+     "models[0].options.oob_side", "X: oob_side: expected one of"),
+    ('[training]\noob_side = "LEFT"\n', "training.oob_side", "DeltaGRU-14: oob_side: expected one of"),
 ])
 def test_unknown_keys_are_refused_with_the_file_and_key(tmp_path, text, field, hint):
     """A key a table does not hold is never ignored silently (a model trained without the option its author wrote)."""
@@ -342,3 +349,18 @@ def test_leaderboard_out_is_never_a_run_folder_a_dataset_or_someone_elses_folder
         if before is not None:
             assert {p: p.read_bytes() for p in Path(out).rglob("*") if p.is_file()} == before
     assert not (tmp_path / "ws" / "runs").exists() or not any((tmp_path / "ws" / "runs").iterdir())  # nothing trained
+
+
+def test_missing_assets_or_no_protocol_exit_2_saying_why_and_leaving_no_folders(tmp_path, capsys):
+    """Inputs that cannot be used are refused before anything is written: no empty condition or leaderboard folder."""
+    p = tmp_path / "p.toml"
+    p.write_text('[protocol]\nextends = "arena-v6"\nname = "p"\nseeds = [0]\n'
+                 '[[models]]\nname = "X"\nbackbone = "gru"\nhidden_size = 4\n')
+    ws = tmp_path / "ws"
+    assert main(["--workspace", str(ws), "arena", str(p), "--device", "cpu", "--assets", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert "calibration-v6-apa-b.json" in err and "make arena-data" in err and "Traceback" not in err, err
+    assert not (ws / "arena").exists()
+    assert main(["--workspace", str(ws), "arena"]) == 2
+    out = capsys.readouterr()
+    assert out.err.startswith("error: name a protocol") and "arena-v6:" in out.out

@@ -405,3 +405,10 @@ def test_long_sequences_run_in_chunks(monkeypatch, kernel):
         chunked = K.run_recurrent(rnn, x, h0, kernel)
     assert chunked.shape == whole.shape
     assert (chunked - whole).abs().max().item() < 1e-6
+
+
+def test_the_loss_in_plain_words():
+    crit = FrameLoss(torch.nn.MSELoss(), (50, 150), 1e-4, 1.0, 0.25, "worse")
+    assert crit.describe() == ("MSE on frame samples [50, 150), out-of-band term w = 1 (worse side, main channel "
+                               "0.25·fs), output-power term w = 0.0001")
+    assert FrameLoss(torch.nn.L1Loss(), (0, 10)).describe() == "L1 on frame samples [0, 10)"

@@ -1,7 +1,8 @@
 """The Training form's optional part, folded under a "Training options" button: the learning-rate schedule, its final
-learning rate and its warm-up, the training-data augmentation, and the loss's out-of-band and output-power terms — the fields of
-:class:`~dpd_desktop.config.ExperimentConfig` of the same names (training/schedules.py, augment.py, losses.py). Folded,
-the button names the options that differ from their defaults, so a run's settings are never hidden."""
+learning rate and its warm-up, the training-data augmentation, and the loss's out-of-band and output-power terms — the
+fields of :class:`~dpd_desktop.config.ExperimentConfig` of the same names (training/schedules.py, augment.py,
+losses.py). Folded, the button names the options that differ from their defaults, so a run's settings are never
+hidden."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
@@ -27,8 +28,9 @@ OOB_SIDE_CHOICES = (
                             "worse-side ACLR"),
 )
 #: Labels of the fields in error messages (gui/widgets/config_form.py FIELD_LABELS).
-OPTION_LABELS = {"lr_schedule": "LR schedule", "lr_end": "Final learning rate", "warmup_epochs": "Warm-up", "augment": "Augmentation",
-                 "oob_weight": "Out-of-band weight", "oob_side": "Out-of-band side", "power_weight": "Power weight"}
+OPTION_LABELS = {"lr_schedule": "LR schedule", "lr_end": "Final learning rate", "warmup_epochs": "Warm-up",
+                 "augment": "Augmentation", "oob_weight": "Out-of-band weight", "oob_side": "Out-of-band side",
+                 "power_weight": "Power weight"}
 
 
 class TrainingOptions(QWidget):
@@ -75,8 +77,9 @@ class TrainingOptions(QWidget):
         lay.setSpacing(2)
         lay.addWidget(self.toggle)
         lay.addWidget(self.body)
-        self.fields = {"lr_schedule": self.lr_schedule, "lr_end": self.lr_end, "warmup_epochs": self.warmup_epochs, "augment": self.augment,
-                       "oob_weight": self.oob_weight, "oob_side": self.oob_side, "power_weight": self.power_weight}
+        self.fields = {"lr_schedule": self.lr_schedule, "lr_end": self.lr_end, "warmup_epochs": self.warmup_epochs,
+                       "augment": self.augment, "oob_weight": self.oob_weight, "oob_side": self.oob_side,
+                       "power_weight": self.power_weight}
         for w in self.fields.values():
             (getattr(w, "currentIndexChanged", None) or w.valueChanged).connect(self._on_changed)
         self.oob_weight.valueChanged.connect(self._sync_side)
@@ -101,8 +104,9 @@ class TrainingOptions(QWidget):
         self._sync_title()
 
     def values(self) -> dict:
-        return dict(lr_schedule=self.lr_schedule.currentData(), lr_end=float(self.lr_end.value()), warmup_epochs=self.warmup_epochs.value(),
-                    augment=self.augment.currentData(), oob_weight=float(self.oob_weight.value()),
+        return dict(lr_schedule=self.lr_schedule.currentData(), lr_end=float(self.lr_end.value()),
+                    warmup_epochs=self.warmup_epochs.value(), augment=self.augment.currentData(),
+                    oob_weight=float(self.oob_weight.value()),
                     oob_side=self.oob_side.currentData(), power_weight=float(self.power_weight.value()))
 
     def changed_from_defaults(self) -> list[str]:
