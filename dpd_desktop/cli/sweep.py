@@ -103,13 +103,20 @@ def handle(args, ws) -> "object":
             return Outcome(_run(ws, store.open(args.sweep).id, args), skip_teardown=True)
         check_ray(args.ray, args.ray_allow_unauthenticated)  # before anything is created (exit 2: nothing created)
         spec = _spec(args, ws)
+        ray = (getattr(args, "ray", None) or "none").strip().lower()
+        if ray == "none":
+            # this machine's trials run in children of the forkserver: started now, its imports (PyTorch, the
+            # trainer: 4.5 s of an 8-trial sweep on the GPU machine) overlap the datasets' check below (2.3 s)
+            # instead of following it (benchmarks/results/2026-12-05-sweep-forkserver-early.md)
+            from ..lab.supervisor import start_forkserver  # 335 ms: not for the CLI's other commands
+
+            start_forkserver()
         spec = accept_datasets(spec, ws, args.accept_flags)
         if spec is None:
             return Outcome(Exit.USAGE)  # an error flag: nothing created
         ws.check(create=True)
         from ..sweep.runner import create_sweep
 
-        ray = (getattr(args, "ray", None) or "none").strip().lower()
         info = create_sweep(ws, spec, check=ray in ("none", "local"))  # a cluster's devices are the cluster's
         print(f"sweep {info.id}: {spec.search}, {_trials(len(info.trials) or spec.trials)} → {info.folder}",
               flush=True)

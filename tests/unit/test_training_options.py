@@ -136,8 +136,8 @@ def test_worse_side_out_of_band_term_against_numpy():
     both = make_criterion(ExperimentConfig(oob_weight=2.0), spec)
     o = out.detach()
     want = float((o.double() ** 2).mean()) + 2.0 * _numpy_oob_share(o, tgt, 0.25, "worse")
-    assert float(worse(out, tgt)) == pytest.approx(want, rel=1e-5)
-    assert float(both(out, tgt)) == pytest.approx(
+    assert float(worse(out, tgt).detach()) == pytest.approx(want, rel=1e-5)
+    assert float(both(out, tgt).detach()) == pytest.approx(
         float((o.double() ** 2).mean()) + 2.0 * _numpy_oob_share(o, tgt, 0.25), rel=1e-5)
     assert _numpy_oob_share(o, tgt, 0.25, "worse") > 1.5 * _numpy_oob_share(o, tgt, 0.25)
     # the gradient of the term alone: none reaches the lower side's bins (but the Hann window's one-bin spread of
