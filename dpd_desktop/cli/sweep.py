@@ -106,8 +106,9 @@ def handle(args, ws) -> "object":
         ray = (getattr(args, "ray", None) or "none").strip().lower()
         if ray == "none":
             # this machine's trials run in children of the forkserver: started now, its imports (PyTorch, the
-            # trainer: 4.5 s of an 8-trial sweep on the GPU machine) overlap the datasets' check below (2.3 s)
-            # instead of following it (benchmarks/results/2026-12-05-sweep-forkserver-early.md)
+            # trainer) overlap the datasets' check below instead of following it. Measured (bench_sweep_e2e.py,
+            # benchmarks/results/2026-12-05-sweep-forkserver-early.md): 2 CPU trials on 2 cores 17.01 → 15.79 s;
+            # 8 GPU trials on an H100 10.56 → 10.45 s (within its noise)
             from ..lab.supervisor import start_forkserver  # 335 ms: not for the CLI's other commands
 
             start_forkserver()
