@@ -7,8 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..config import (AUGMENTS, OOB_SIDES, DPD_LEARNING, EVALUATIONS, GAIN_RULES, KERNELS, LOSSES, LR_SCHEDULES,
-                      METRIC_PROFILES, PLATEAU_THRESHOLD_MODES, SELECTIONS, ConfigError, ExperimentConfig,
+from ..config import (AUGMENTS, DPD_LEARNING, EVALUATIONS, GAIN_RULES, KERNELS, LOSSES, LR_SCHEDULES,
+                      METRIC_PROFILES, OOB_SIDES, PLATEAU_THRESHOLD_MODES, SELECTIONS, ConfigError, ExperimentConfig,
                       default_hidden_size)
 from ..data import DatasetError
 from ..kernels.record import read_kernel
@@ -154,8 +154,8 @@ def _add_schedule_options(p: argparse.ArgumentParser) -> None:
 def _schedule_config_fields(a) -> dict:
     """ExperimentConfig fields from the parsed options of :func:`_add_schedule_options`."""
     out = {k: getattr(a, k) for k in ("thx", "thh", "lr_schedule", "warmup_epochs", "plateau_threshold",
-                                      "plateau_threshold_mode", "power_weight", "oob_weight", "oob_side", "augment", "loss_window",
-                                      "test_every_epoch")}
+                                      "plateau_threshold_mode", "power_weight", "oob_weight", "oob_side", "augment",
+                                      "loss_window", "test_every_epoch")}
     for k in ("dpd_learning", "gain_value", "peak_limit", "selection", "power_gate_db", "evaluation"):
         if hasattr(a, k):
             out[k] = getattr(a, k)

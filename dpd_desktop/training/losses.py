@@ -54,9 +54,10 @@ class FrameLoss(nn.Module):
         self.band, self.side = band, side
         self._masks: dict[tuple[int, str], tuple[Tensor, Tensor]] = {}
 
-    def out_of_band_mask(self, n: int, device) -> tuple[Tensor, Tensor, Tensor]:
-        """``(lower, upper, h)``, each ``(n,)`` float32: 1 for the DFT bins of an n-sample window below / above the
-        main channel (else 0), and the periodic Hann window scaled by 1/sqrt(n·mean(h²)) (module docstring)."""
+    def out_of_band_mask(self, n: int, device) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """``(lower, upper, outside, h)``, each ``(n,)`` float32: 1 for the DFT bins of an n-sample window below /
+        above / outside the main channel (else 0), and the periodic Hann window scaled by 1/sqrt(n·mean(h²)) (module
+        docstring)."""
         key = (n, str(device))
         if key not in self._masks:  # built at the first (eager) step, before any CUDA graph capture
             f = torch.fft.fftfreq(n, dtype=torch.float64)  # cycles/sample, in [-1/2, 1/2)
@@ -64,17 +65,17 @@ class FrameLoss(nn.Module):
             lower, upper = (f < -half), (f >= half)
             h = torch.hann_window(n, periodic=True, dtype=torch.float64)
             h = h / torch.sqrt(n * h.square().mean())
-            self._masks[key] = tuple(t.to(device=device, dtype=torch.float32) for t in (lower, upper, h))
+            self._masks[key] = tuple(t.to(device=device, dtype=torch.float32) for t in (lower, upper, lower | upper, h))
         return self._masks[key]
 
     def out_of_band(self, out: Tensor, target: Tensor) -> Tensor:
         """The out-of-band share of the MSE of ``out`` against ``target`` ``(B, L, 2)`` (module docstring)."""
         e = out - target
-        lower, upper, hann = self.out_of_band_mask(e.shape[1], e.device)
+        lower, upper, outside, hann = self.out_of_band_mask(e.shape[1], e.device)
         spec = torch.fft.fft(torch.complex(e[..., 0] * hann, e[..., 1] * hann), dim=1)
         power = spec.real.square() + spec.imag.square()
         if self.side == "both":
-            return (power * (lower + upper)).sum() / e.numel()
+            return (power * outside).sum() / e.numel()
         return 2.0 * torch.maximum((power * lower).sum(), (power * upper).sum()) / e.numel()
 
     def forward(self, out: Tensor, target: Tensor) -> Tensor:
