@@ -1,9 +1,10 @@
 """Probe: the group graph's step time on the GPU (training/group.py ``_capture``: the fused GRU step, or a branch per
-member), M members of PA GRU-23 on DPA_160MHz (batch 64, frame 200), against one member; CUDA-event timed replays;
-and, with ``--profile``, the kernels of one replay of M = 1 and of the largest group (count, summed duration, span:
-concurrency = summed / span).
+member), M members of PA GRU-23 (``--step dpd``: DPD GRU-23 through a frozen PA GRU-23, its weights random) on
+DPA_160MHz (batch 64, frame 200), against one member; CUDA-event timed replays; and, with ``--profile``, the kernels
+of one replay of M = 1 and of the largest group (count, summed duration, span: concurrency = summed / span).
 
     python3 benchmarks/probe_group_step.py --dataset .ref/datasets/DPA_160MHz --sizes 1,2,4,8 --profile
+    python3 benchmarks/probe_group_step.py --dataset .ref/datasets/DPA_160MHz --step dpd --sizes 1,8 --profile
 """
 from __future__ import annotations
 
@@ -20,21 +21,25 @@ sys.path.insert(0, str(ROOT))
 from dpd_desktop.data import load_dataset  # noqa: E402
 from dpd_desktop.data.framing import FrameLoader  # noqa: E402
 from dpd_desktop.kernels.dispatch import apply_kernel  # noqa: E402
-from dpd_desktop.models import build_model  # noqa: E402
+from dpd_desktop.models import Cascade, build_model  # noqa: E402
 from dpd_desktop.training.fast_path import CudaGraphStep  # noqa: E402
 from dpd_desktop.training.group import _capture  # noqa: E402
 from dpd_desktop.training.optim import make_adamw  # noqa: E402
 from cuda_timing import replay_us  # noqa: E402 - benchmarks/cuda_timing.py (this script's folder)
 
 
-def members(ds, m, kernel, dev, fused=True):
+def members(ds, m, kernel, dev, fused=True, step="pa"):
     out = []
     x = torch.from_numpy(ds.train.x).to(dev)
     y = torch.from_numpy(ds.train.y).to(dev)
     for i in range(m):
         loader = FrameLoader(x.clone(), y.clone(), 200, 1, 64)
         torch.manual_seed(i)
-        net = build_model("gru", 23).to(dev).train()
+        net = build_model("gru", 23)
+        if step == "dpd":
+            torch.manual_seed(100 + i)
+            net = Cascade(net, build_model("gru", 23)).freeze_pa()
+        net = net.to(dev).train()
         assert not apply_kernel(net, kernel, dev).notes
         trainable = [p for p in net.parameters() if p.requires_grad]
         s = CudaGraphStep(net, torch.nn.MSELoss(), trainable, 200.0, dev, loader, 64,
@@ -83,6 +88,7 @@ def main():
                     help="fast: the fused GRU step (training/fused_step.py); fast-autograd: the fast kernel's "
                          "autograd step (one branch per member); reference: cuDNN")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--step", choices=("pa", "dpd"), default="pa")
     ap.add_argument("--n", type=int, default=500)
     a = ap.parse_args()
     ds = load_dataset(a.dataset)
@@ -91,7 +97,7 @@ def main():
     for kernel in a.kernels.split(","):
         for m in [int(v) for v in a.sizes.split(",")]:
             steps = members(ds, m, "fast" if kernel.startswith("fast") else kernel, dev,
-                            fused=kernel != "fast-autograd")
+                            fused=kernel != "fast-autograd", step=a.step)
             gg = _capture(steps)
             g = gg.graphs[1]
             us = timed(g, steps, a.n)
@@ -102,15 +108,11 @@ def main():
                 us_k = timed(gg.graphs[k], steps, max(1, a.n // k)) / k
                 res[f"{kernel}-{m}"]["step_us_%d_per_launch" % k] = us_k
                 print(f"{kernel} M={m}: {us_k:.1f} µs per group step in {k}-step graphs", flush=True)
-            if a.profile and m == max(int(v) for v in a.sizes.split(",")):
-                res[f"{kernel}-{m}"]["profile"] = profile(g, steps)
-                print(json.dumps(res[f"{kernel}-{m}"]["profile"], indent=1), flush=True)
-            if a.profile and m == 1:
-                res[f"{kernel}-{m}"]["profile"] = profile(g, steps)
-                pr = res[f"{kernel}-{m}"]["profile"]
-                print(f"  M=1: {pr['kernels_per_replay']} kernels, span {pr['span_us_per_replay']:.1f} µs, "
+            if a.profile and m in (1, max(int(v) for v in a.sizes.split(","))):
+                res[f"{kernel}-{m}"]["profile"] = pr = profile(g, steps)
+                print(f"  M={m}: {pr['kernels_per_replay']} kernels, span {pr['span_us_per_replay']:.1f} µs, "
                       f"summed {pr['summed_us_per_replay']:.1f}; top: "
-                      + "; ".join(f"{n[:40]} {c:g}× {t} µs" for n, c, t in pr["top"][:8]), flush=True)
+                      + "; ".join(f"{n[:40]} {c:g}× {t} µs" for n, c, t in pr["top"][:10]), flush=True)
             del g, gg, steps
             torch.cuda.empty_cache()
     print(json.dumps({k: v["step_us"] for k, v in res.items()}))

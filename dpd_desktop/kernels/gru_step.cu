@@ -1,8 +1,9 @@
-// One fused training step of M GRU PA models at once (training/fused_step.py), float32, -DHID=<1..64> --ftz=true.
+// One fused training step of M GRU PA models, or of M GRU DPDs through their frozen GRU PAs, at once
+// (training/fused_step.py), float32, -DHID=<1..64> --ftz=true.
 //
-// The model (models/gru.py): y = W_fc h_t + b_fc over a 1-layer GRU (input I/Q, h0 = 0), loss = mean over the batch's
-// B*T*2 outputs of (y - target)^2 (MSE) or |y - target| (L1). A step is six launches, each over every model m
-// (blockIdx.y, or blockIdx.x for advance):
+// The PA model (models/gru.py): y = W_fc h_t + b_fc over a 1-layer GRU (input I/Q, h0 = 0), loss = mean over the
+// batch's B*T*2 outputs of (y - target)^2 (MSE) or |y - target| (L1). A PA step is six launches, each over every
+// model m (blockIdx.y, or blockIdx.x for advance):
 //   gru_fwd_m  (rnn.cu) the batch's frames gathered from the device-resident series (row `counter` of the model's
 //              epoch permutation), gi = W_ih x + b_ih on the fly, the recurrence;
 //   head       y, the loss partials, dL/dy, dL/dh = W_fc^T dL/dy, and the head's weight-gradient partials;
@@ -13,9 +14,13 @@
 //   update     the gradient norm, clipping (clip / (norm + 1e-6), at most 1), the AdamW update (the step's
 //              scalars from row `counter` of the model's table, optim.GraphAdamW);
 //   advance    the loss into its epoch slot, then `counter` += 1.
-// Every sum has an order fixed by B, T and H alone (no atomics, no dependence on M or on the launch), so a model's
-// results are bitwise the same trained alone (M = 1) or with others, eager or in a CUDA graph.
-// Model m's tensors are the entries of row m of the pointer table `ptrs` (NPTR per model, P_* below).
+// A DPD step (models/cascade.py: y = PA(DPD(x)), the PA frozen, both such GRU models) puts between the DPD's
+// gru_fwd_m and gru_bwd_m: `out` (the DPD's output u = W_fc h + b_fc), the PA's gru_fwd_m on u, the PA's `head`
+// (the loss against the target, dL/dh of the PA), the PA's gru_bwd_dgi_m (rnn.cu: dL/dgi of the PA) and
+// `head_bwd` (dL/du = dL/dgi W_ih of the PA, then the DPD head's partials and dL/dh of the DPD); then reduce,
+// update and advance of the DPD. Every sum has an order fixed by B, T and H alone (no atomics, no dependence on M or
+// on the launch), so a model's results are bitwise the same trained alone (M = 1) or with others, eager or in a
+// CUDA graph. Model m's tensors are the entries of row m of the pointer table `ptrs` (NPTR per model, P_* below).
 
 #ifndef HID
 #error "HID (hidden size) must be defined"
@@ -40,6 +45,7 @@
 #define P_LOSSES 28  // the epoch's loss slots, float
 #define P_TABLE 29   // AdamW scalars per batch of the epoch (n, 3) float: 1 - lr wd, sqrt(1 - b2^t), -lr / (1 - b1^t)
 #define P_CLIP 30    // (1,) float: the clipping norm, 0 = none
+#define P_W_IH_PA 31 // a DPD's table: its PA's W_ih (3 H_pa, 2), for dL/du (head_bwd)
 
 #define HEAD_ROWS 64  // rows per head block (one thread per row)
 #define HP (H + 1)    // padded row of a shared h tile
@@ -60,12 +66,26 @@ __device__ __forceinline__ long long sample_of(const unsigned long long* ptrs, s
     return frame * stride + t;
 }
 
-// Head of HEAD_ROWS rows per block: y = W_fc h + b_fc, dL/dy, dh (M, B*T, H) = W_fc^T dL/dy; per block the loss
-// partial (sum over its rows of r0^2 + r1^2, or |r0| + |r1|) and the head partials (HPART floats).
+// The block's rows of h (M, B*T, H) into the shared tile sh (HEAD_ROWS x HP; rows past n_rows zero), then a
+// barrier.
+__device__ __forceinline__ void load_tile(float* sh, const float* hb, int n_rows) {
+    for (int i = threadIdx.x; i < HEAD_ROWS * H; i += HEAD_ROWS) {
+        const int rr = i / H, j = i - rr * H;
+        sh[rr * HP + j] = rr < n_rows ? hb[i] : 0.0f;
+    }
+    __syncthreads();
+}
+
+// Head of HEAD_ROWS rows per block, dL/dy of each row from the loss (FROM_DGI false) or, a DPD's head, dL/du from
+// the PA's input gradient (FROM_DGI true: dL/du[c] = sum_i dgi[i] W_ih_pa[i][c] over the PA's 3 hp gate rows, in
+// order). Then dh (M, B*T, H) = W_fc^T dL/dy and per block the head partials (HPART floats); with the loss, y =
+// W_fc h + b_fc and per block the loss partial (sum over its rows of r0^2 + r1^2, or |r0| + |r1|).
 // l1: 0 MSE (dL/dy = scale * r), 1 L1 (dL/dy = scale * sign(r)); scale = 2 / N (MSE) or 1 / N (L1).
-extern "C" __global__ void __launch_bounds__(HEAD_ROWS)
-head(const unsigned long long* __restrict__ ptrs, const float* __restrict__ hseq, float* __restrict__ dh,
-     float* __restrict__ part_loss, float* __restrict__ part_head, int B, int T, int stride, int l1, float scale) {
+template <bool FROM_DGI>
+__device__ __forceinline__ void head_body(const unsigned long long* __restrict__ ptrs, const float* __restrict__ hseq,
+                                          float* __restrict__ dh, float* __restrict__ part_loss,
+                                          float* __restrict__ part_head, int B, int T, int stride, int l1, float scale,
+                                          const float* __restrict__ dgi, int hp) {
     __shared__ float sh[HEAD_ROWS * HP];
     __shared__ float sd[HEAD_ROWS * HP];
     __shared__ float sdo[HEAD_ROWS][2];
@@ -73,33 +93,53 @@ head(const unsigned long long* __restrict__ ptrs, const float* __restrict__ hseq
     const size_t m = blockIdx.y, rows = (size_t)B * T;
     const int r0 = blockIdx.x * HEAD_ROWS, tid = threadIdx.x;
     const int n_rows = min(HEAD_ROWS, (int)(rows - r0));
-    const float* hb = hseq + (m * rows + r0) * H;
-    for (int i = tid; i < HEAD_ROWS * H; i += HEAD_ROWS) {
-        const int rr = i / H, j = i - rr * H;
-        sh[rr * HP + j] = rr < n_rows ? hb[i] : 0.0f;
-    }
-    __syncthreads();
+    load_tile(sh, hseq + (m * rows + r0) * H, n_rows);
     const float* wfc = ptr<const float>(ptrs, m, P_W_FC);
     const float* bfc = ptr<const float>(ptrs, m, P_B_FC);
     float d0 = 0.0f, d1 = 0.0f, lc = 0.0f;
-    if (tid < n_rows) {
-        float o0 = bfc[0], o1 = bfc[1];
-#pragma unroll
-        for (int j = 0; j < H; ++j) {
-            o0 = fmaf(wfc[j], sh[tid * HP + j], o0);
-            o1 = fmaf(wfc[H + j], sh[tid * HP + j], o1);
+    if (FROM_DGI) {
+        // the block's rows of dgi staged through sd in column chunks of H (coalesced loads; one row's reads would
+        // be strided across the block), each row's sum over i = 0 .. 3 hp - 1 in order
+        const int n_g = 3 * hp;
+        const float* gb = dgi + (m * rows + r0) * (size_t)n_g;
+        const float* wi = ptr<const float>(ptrs, m, P_W_IH_PA);
+        for (int c0 = 0; c0 < n_g; c0 += H) {
+            const int cw = min(H, n_g - c0);
+            for (int i = tid; i < n_rows * cw; i += HEAD_ROWS) {
+                const int rr = i / cw, c = i - rr * cw;
+                sd[rr * HP + c] = gb[(size_t)rr * n_g + c0 + c];
+            }
+            __syncthreads();
+            if (tid < n_rows) {
+                for (int c = 0; c < cw; ++c) {
+                    const float g = sd[tid * HP + c];
+                    d0 = fmaf(g, wi[2 * (c0 + c)], d0);
+                    d1 = fmaf(g, wi[2 * (c0 + c) + 1], d1);
+                }
+            }
+            __syncthreads();  // the chunk read before the next one (or sd's use below) overwrites it
         }
-        const long long s = sample_of(ptrs, m, r0 + tid, B, T, stride);
-        const float* y = ptr<const float>(ptrs, m, P_Y) + 2 * s;
-        const float e0 = o0 - y[0], e1 = o1 - y[1];
-        if (l1) {
-            lc = fabsf(e0) + fabsf(e1);
-            d0 = scale * (float)((e0 > 0.0f) - (e0 < 0.0f));
-            d1 = scale * (float)((e1 > 0.0f) - (e1 < 0.0f));
-        } else {
-            lc = fmaf(e1, e1, e0 * e0);
-            d0 = scale * e0;
-            d1 = scale * e1;
+    }
+    if (tid < n_rows) {
+        if (!FROM_DGI) {
+            float o0 = bfc[0], o1 = bfc[1];
+#pragma unroll
+            for (int j = 0; j < H; ++j) {
+                o0 = fmaf(wfc[j], sh[tid * HP + j], o0);
+                o1 = fmaf(wfc[H + j], sh[tid * HP + j], o1);
+            }
+            const long long s = sample_of(ptrs, m, r0 + tid, B, T, stride);
+            const float* y = ptr<const float>(ptrs, m, P_Y) + 2 * s;
+            const float e0 = o0 - y[0], e1 = o1 - y[1];
+            if (l1) {
+                lc = fabsf(e0) + fabsf(e1);
+                d0 = scale * (float)((e0 > 0.0f) - (e0 < 0.0f));
+                d1 = scale * (float)((e1 > 0.0f) - (e1 < 0.0f));
+            } else {
+                lc = fmaf(e1, e1, e0 * e0);
+                d0 = scale * e0;
+                d1 = scale * e1;
+            }
         }
     }
     sdo[tid][0] = d0;
@@ -108,7 +148,7 @@ head(const unsigned long long* __restrict__ ptrs, const float* __restrict__ hseq
 #pragma unroll
     for (int j = 0; j < H; ++j) sd[tid * HP + j] = fmaf(d1, wfc[H + j], d0 * wfc[j]);
     __syncthreads();
-    if (tid == 0) {
+    if (!FROM_DGI && tid == 0) {
         float acc = 0.0f;
         for (int rr = 0; rr < HEAD_ROWS; ++rr) acc += sl[rr];
         part_loss[m * gridDim.x + blockIdx.x] = acc;
@@ -130,6 +170,42 @@ head(const unsigned long long* __restrict__ ptrs, const float* __restrict__ hseq
         const int rr = i / H, j = i - rr * H;
         db[i] = sd[rr * HP + j];
     }
+}
+
+extern "C" __global__ void __launch_bounds__(HEAD_ROWS)
+head(const unsigned long long* __restrict__ ptrs, const float* __restrict__ hseq, float* __restrict__ dh,
+     float* __restrict__ part_loss, float* __restrict__ part_head, int B, int T, int stride, int l1, float scale) {
+    head_body<false>(ptrs, hseq, dh, part_loss, part_head, B, T, stride, l1, scale, nullptr, 0);
+}
+
+// A DPD's head backward: dgi (M, B*T, 3 hp) the PA's input-gate gradients (rnn.cu gru_bwd_dgi_m), hp the PA's
+// hidden size; the PA's W_ih from the table's P_W_IH_PA.
+extern "C" __global__ void __launch_bounds__(HEAD_ROWS)
+head_bwd(const unsigned long long* __restrict__ ptrs, const float* __restrict__ hseq, float* __restrict__ dh,
+         float* __restrict__ part_head, const float* __restrict__ dgi, int hp, int B, int T) {
+    head_body<true>(ptrs, hseq, dh, nullptr, part_head, B, T, 0, 0, 0.0f, dgi, hp);
+}
+
+// A DPD's output: u (M, B*T, 2) = W_fc h + b_fc of every row (the PA's input; the sums in the order of head's y).
+extern "C" __global__ void __launch_bounds__(HEAD_ROWS)
+out(const unsigned long long* __restrict__ ptrs, const float* __restrict__ hseq, float* __restrict__ u, int B, int T) {
+    __shared__ float sh[HEAD_ROWS * HP];
+    const size_t m = blockIdx.y, rows = (size_t)B * T;
+    const int r0 = blockIdx.x * HEAD_ROWS, tid = threadIdx.x;
+    const int n_rows = min(HEAD_ROWS, (int)(rows - r0));
+    load_tile(sh, hseq + (m * rows + r0) * H, n_rows);
+    if (tid >= n_rows) return;
+    const float* wfc = ptr<const float>(ptrs, m, P_W_FC);
+    const float* bfc = ptr<const float>(ptrs, m, P_B_FC);
+    float o0 = bfc[0], o1 = bfc[1];
+#pragma unroll
+    for (int j = 0; j < H; ++j) {
+        o0 = fmaf(wfc[j], sh[tid * HP + j], o0);
+        o1 = fmaf(wfc[H + j], sh[tid * HP + j], o1);
+    }
+    float* ur = u + (m * rows + r0 + tid) * 2;
+    ur[0] = o0;
+    ur[1] = o1;
 }
 
 #define RED_THREADS 256

@@ -246,7 +246,8 @@ __device__ __forceinline__ void gru_fwd_row(const int b, const float* __restrict
 #undef GRU_FWD_LOAD
 }
 
-// dy (B,T,H); w_hh (3H,H); save from gru_fwd -> dgi (B,T,3H) = dL/d(gi), dgh (B,T,3H) = dL/d(gh), dh0 (B,H).
+// dy (B,T,H); w_hh (3H,H); save from gru_fwd -> dgi (B,T,3H) = dL/d(gi), dgh (B,T,3H) = dL/d(gh) (null: not
+// stored), dh0 (B,H).
 // One block's batch row b (dh0 null: not stored). ACC (the fused step): instead of storing dgi and dgh, the row's
 // weight gradients are summed over its steps (reverse time order) and stored to part (3H, H + 4): per gate row g
 // [dW_hh[g][0..H-1], db_hh[g], dW_ih[g][0], dW_ih[g][1], db_ih[g]], from xg (T, 2), the row's inputs.
@@ -277,7 +278,7 @@ __device__ __forceinline__ void gru_bwd_row(const int b, const float* __restrict
     const float* dyb = dy + (size_t)b * T * H;
     const float* sb = save + (size_t)b * T * 5 * H;
     float* dgib = ACC ? nullptr : dgi + (size_t)b * T * G * H;
-    float* dghb = ACC ? nullptr : dgh + (size_t)b * T * G * H;
+    float* dghb = (ACC || dgh == nullptr) ? nullptr : dgh + (size_t)b * T * G * H;  // null: dgi only
     // per step: dy, r, z, n, W_hn h + b_hn, h_{t-1} (and with ACC the step's input x)
     float q[PF][ACC ? 8 : 6];
 #define GRU_BWD_LOAD(slot, t)                                                                                       \
@@ -312,13 +313,15 @@ __device__ __forceinline__ void gru_bwd_row(const int b, const float* __restrict
             if (th.writer) {
                 if (!ACC) {
                     float* gi_t = dgib + (size_t)t * G * H;
-                    float* gh_t = dghb + (size_t)t * G * H;
                     gi_t[j] = dar;
                     gi_t[H + j] = daz;
                     gi_t[2 * H + j] = dan;
-                    gh_t[j] = dar;
-                    gh_t[H + j] = daz;
-                    gh_t[2 * H + j] = dhn;
+                    if (dghb != nullptr) {
+                        float* gh_t = dghb + (size_t)t * G * H;
+                        gh_t[j] = dar;
+                        gh_t[H + j] = daz;
+                        gh_t[2 * H + j] = dhn;
+                    }
                 } else {
                     hpbuf[d & 1][th.pos] = hp;
                 }
@@ -423,6 +426,18 @@ gru_bwd_m(const unsigned long long* __restrict__ ptrs, const float* __restrict__
     const float* w_hh = reinterpret_cast<const float*>(ptrs[m * NPTR + PW_HH]);
     gru_bwd_row<true>(blockIdx.x, dy + m * rows * H, w_hh, save + m * rows * 5 * H, nullptr, nullptr, nullptr, T,
                       xg + (m * rows + b * T) * 2, part_w + (m * B + b) * (size_t)(3 * H) * (H + 4));
+}
+
+// A DPD's frozen PA (training/fused_step.py): the reverse-time recurrence of model m's batch row b giving only
+// dgi (M, B, T, 3H) = dL/d(gi), from which the DPD's dL/du = dgi W_ih (gru_step.cu head_bwd); no weight gradients.
+extern "C" __global__ void __launch_bounds__(NT)
+gru_bwd_dgi_m(const unsigned long long* __restrict__ ptrs, const float* __restrict__ dy,
+              const float* __restrict__ save, float* __restrict__ dgi, int B, int T) {
+    if ((int)blockIdx.x >= B) return;
+    const size_t m = blockIdx.y, rows = (size_t)B * T;
+    const float* w_hh = reinterpret_cast<const float*>(ptrs[m * NPTR + PW_HH]);
+    gru_bwd_row<false>(blockIdx.x, dy + m * rows * H, w_hh, save + m * rows * 5 * H, dgi + m * rows * 3 * H, nullptr,
+                       nullptr, T, nullptr, nullptr);
 }
 
 // ------------------------------------------------------------------------------------------------ LSTM

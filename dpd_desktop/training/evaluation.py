@@ -12,8 +12,10 @@ the in-band error in the corrected profile), the power-gated selection's inputs.
 """
 from __future__ import annotations
 
+import contextlib
 import math
-from typing import Any
+import threading
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -35,6 +37,63 @@ def scaled_target(split, gain: float) -> np.ndarray:
 
 
 
+class EvalConstants:
+    """What an evaluator computes once and never again, because its inputs never change during a run: a DPD's
+    baseline PA(x) per split (the PA is frozen, §5.3) and its ACLR, the targets' ACLR, and the plots' PSDs of the
+    input, the target and the baseline (``psd_cache``). One per evaluator by default; the runs of one training group
+    (training/group.py), whose configurations agree on everything these depend on (dataset, PA run, gain rule,
+    metric profile, evaluation mode: group_plan.group_key), share one, so the group computes each once instead of
+    once per member. Thread-safe: the members' epoch ends run on their own threads; a value being computed by one is
+    waited for by the others."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: dict[tuple, Any] = {}
+        self._locks: dict[tuple, threading.Lock] = {}
+        self._psd: dict[str, dict] = {}
+        self._psd_filled: set[str] = set()
+
+    def get(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """The value of ``key``, from ``compute()`` the first time (one caller computes, any others wait)."""
+        if key in self._values:
+            return self._values[key]
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self._values:
+                self._values[key] = compute()
+        return self._values[key]
+
+    def psd_cache(self, split: str) -> tuple[dict, Any]:
+        """``(cache, guard)``: the split's PSD cache for runs/plotdata.build_plot_data and a context to hold while
+        using it: the split's lock until its first use has filled it (the constant PSDs), then none."""
+        with self._lock:
+            cache = self._psd.setdefault(split, {})
+            if split in self._psd_filled:
+                return cache, contextlib.nullcontext()
+            lock = self._locks.setdefault(("psd", split), threading.Lock())
+        return cache, _Filling(self, split, lock)
+
+
+class _Filling:
+    """The context of a split's first plot data: its lock held, the split marked filled when it ends well."""
+
+    def __init__(self, constants: EvalConstants, split: str, lock: threading.Lock) -> None:
+        self.constants, self.split, self.lock = constants, split, lock
+
+    def __enter__(self):
+        self.lock.acquire()
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if exc_type is None:
+                with self.constants._lock:
+                    self.constants._psd_filled.add(self.split)
+        finally:
+            self.lock.release()
+        return False
+
+
 class Evaluator:
     """The val and test splits on the device, and what is computed from predictions on them.
 
@@ -42,11 +101,12 @@ class Evaluator:
         dataset: the run's :class:`~dpd_desktop.data.IQDataset` (its spec: nperseg and the metric bands).
         targets: split name → (N, 2) float32 target (y for a PA, g·x for a DPD).
         criterion: the plain loss module; batch_size_eval: segments per forward call.
+        constants: the :class:`EvalConstants` to use (shared by a training group), else its own.
     """
 
     def __init__(self, dataset, targets: dict[str, np.ndarray], step: str, criterion, batch_size_eval: int,
                  device, metric_profile: str = ExperimentConfig.metric_profile, mode: str = "segments",
-                 frame_length: int | None = None) -> None:
+                 frame_length: int | None = None, constants: EvalConstants | None = None) -> None:
         self.spec = dataset.spec
         self.profile = metric_profile
         self.step = step
@@ -73,9 +133,7 @@ class Evaluator:
                                "n": split.x.shape[0]}
         # DPD baselines (PA without DPD) and the targets' ACLR are computed once, on first use (off the start-up
         # path): the PA is frozen (§5.3) and the targets never change.
-        self._baselines: dict[str, np.ndarray] = {}
-        self._target_aclr: dict[str, tuple[float, float]] = {}
-        self._psd_cache: dict[str, dict] = {}  # split → the plots' PSDs of its input, target and baseline
+        self.constants = constants if constants is not None else EvalConstants()
 
     def forward_segments(self, module, x_seg) -> np.ndarray:
         """Run ``module`` in eval mode under inference mode on (S, N, 2) segments in eval batches; returns numpy."""
@@ -168,15 +226,17 @@ class Evaluator:
     def baseline(self, split: str, net) -> np.ndarray:
         """PA(x) without DPD on the (S, N, 2) segments of ``split`` (computed once; the PA is frozen). ``net`` is the
         cascade to take the PA from (the epoch-end worker passes its snapshot, never the live network)."""
-        if split not in self._baselines:
-            self._baselines[split] = self.forward_segments(net.pa, self.sets[split]["x"])
-        return self._baselines[split]
+        return self.constants.get(("baseline", split), lambda: self.forward_segments(net.pa, self.sets[split]["x"]))
+
+    def baseline_aclr(self, split: str, net) -> tuple[float, float]:
+        """(ACLR_L, ACLR_R) dBc of :meth:`baseline` (computed once)."""
+        return self.constants.get(("baseline_aclr", split), lambda: profile_aclr(
+            self.profile, self.baseline(split, net), self.spec, self.sets[split]["n"]))
 
     def target_aclr(self, split: str) -> tuple[float, float]:
-        if split not in self._target_aclr:
-            es = self.sets[split]
-            self._target_aclr[split] = profile_aclr(self.profile, es["t_seg"], self.spec, es["n"])
-        return self._target_aclr[split]
+        es = self.sets[split]
+        return self.constants.get(("target_aclr", split),
+                                  lambda: profile_aclr(self.profile, es["t_seg"], self.spec, es["n"]))
 
     def signal_names(self) -> tuple[str, str]:
         """(reference, model output) names in the plot data: measured y / ŷ for PA, g·x / PA(DPD(x)) for DPD."""
@@ -196,12 +256,14 @@ class Evaluator:
             signals = {tname: es["t_np"], pname: pred, "PA(x) no DPD": unsegment(self.baseline(split, net), n)}
             if "u" in ev:
                 signals["DPD output u"] = unsegment(ev["u"], n)
-            aclr["PA(x) no DPD"] = profile_aclr(self.profile, self.baseline(split, net), self.spec, n)
+            aclr["PA(x) no DPD"] = self.baseline_aclr(split, net)
         aclr[pname] = (m["ACLR_L"], m["ACLR_R"])
         aclr[tname] = self.target_aclr(split)
-        return build_plot_data(source, es["x_np"], signals, self.spec, target_name=tname, pred_name=pname,
-                               aclr=aclr, error_of=(pname, tname), psd_cache=self._psd_cache.setdefault(split, {}),
-                               constant=(tname, "PA(x) no DPD"), input_side=("DPD output u",))
+        cache, guard = self.constants.psd_cache(split)
+        with guard:
+            return build_plot_data(source, es["x_np"], signals, self.spec, target_name=tname, pred_name=pname,
+                                   aclr=aclr, error_of=(pname, tname), psd_cache=cache,
+                                   constant=(tname, "PA(x) no DPD"), input_side=("DPD output u",))
 
     def output_power_report(self, test: dict[str, Any], net) -> dict[str, Any]:
         """RMS output of the cascade with and without DPD on the test split and their difference in dB (a DPD must

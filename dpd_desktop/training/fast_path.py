@@ -4,8 +4,8 @@ Captured (after PyTorch's CUDA Graphs notes and the reference's §7.1): in-place
 from the device-resident series (batch ``counter`` of the epoch's permutation; the graph advances ``counter``); the
 forward of the whole network; the loss (into the epoch's loss slot); the backward; clipping; and the AdamW update
 (optim.GraphAdamW). Bitwise equal to the eager path (tests/gpu/test_fast_path_equivalence.py), except a 1-layer GRU
-PA on the ``fast`` kernel, which captures the fused step (training/fused_step.py; equal to float32 rounding). Per
-full batch the host only launches the graph.
+PA, or a 1-layer GRU DPD through a 1-layer GRU PA, on the ``fast`` kernel, which captures the fused step
+(training/fused_step.py; equal to float32 rounding). Per full batch the host only launches the graph.
 
 Fallbacks, each a status "off: <reason>" recorded in config.json: not CUDA, ``fast_path=False``, deterministic
 algorithms, an unsupported model or loss, dropout, hooks, non-float32 parameters, autocast, a failed capture (the
@@ -216,7 +216,8 @@ class CudaGraphStep:
         """Train through ``fused`` (a FusedGRUStep holding this step, or None: the autograd step)."""
         self.fused = fused
         if fused is not None:
-            log.info("training step: fused GRU step (training/fused_step.py)")
+            log.info("training step: fused %s step (training/fused_step.py)",
+                     "GRU DPD" if isinstance(fused, fused_step.FusedDPDStep) else "GRU")
 
     def _capture(self) -> None:
         with torch.cuda.device(self.device), torch.random.fork_rng(devices=[self.device]):

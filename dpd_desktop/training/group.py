@@ -2,8 +2,8 @@
 
 A :class:`TrainerGroup` runs several ordinary :class:`~dpd_desktop.training.trainer.Trainer` s (own run folder,
 writer, RNG stream, checkpoints) whose configurations differ only in :data:`MAY_DIFFER`. On CUDA with the fast path
-one graph per full batch trains every member: the members' fused GRU step (training/fused_step.py) where all can use
-it, else one branch per member (training/fast_path.py). A member's history and checkpoints are bitwise those of the
+one graph per full batch trains every member: the members' fused GRU or GRU DPD step (training/fused_step.py) where
+all can use it, else one branch per member (training/fast_path.py). A member's history and checkpoints are bitwise those of the
 same configuration trained alone (tests/gpu/test_group_training_cuda.py), unless the group's fused step cannot be
 built where a lone run's can (out of memory; the log warns).
 
@@ -29,6 +29,7 @@ from .. import timing
 from . import eager_warmup, fused_step
 from .fast_path import WARMUP_ITERS, CudaGraphStep
 from .errors import TrainingError
+from .evaluation import EvalConstants
 from .group_plan import DEFAULT_SIZE, MAY_DIFFER, default_group_size, group_key, plan_groups  # noqa: F401
 from .report import describe_error
 from .trainer import RunResult
@@ -209,8 +210,10 @@ class TrainerGroup:
         self.trainers = list(trainers)
         self.chunk = chunk
         self.members = [_Member(self, i, t) for i, t in enumerate(self.trainers)]
+        constants = EvalConstants()  # the members agree on everything it depends on (group_key)
         for m in self.members:
             m.trainer.group_member = m
+            m.trainer.eval_constants = constants
         self._baton = _Baton()
         self._cond = threading.Condition()
         self._waiting: dict[_Member, int] = {}

@@ -85,8 +85,8 @@ class Trainer:
         dataset: an already loaded :class:`~dpd_desktop.data.IQDataset` (None: loaded from ``config.dataset``).
         workspace: where the run folder is created (default: the platform workspace).
         observers: callables receiving every event, on the training thread (or the epoch-end worker thread).
-        fast_path, fused_step, batched_loader: False turns off the CUDA graph, the fused GRU step in it, the
-            device-resident loader (diagnostic switches for equivalence tests and benchmarks).
+        fast_path, fused_step, batched_loader: False turns off the CUDA graph, the fused GRU (or GRU DPD) step in
+            it, the device-resident loader (diagnostic switches for equivalence tests and benchmarks).
         resume: a checked last.pt (resume_state.py ``ResumeState``): the run continues in its own folder (with a
             resuming RunWriter).
         writer: the observer that writes the run folder (default: a new :class:`RunWriter`); it sees every event
@@ -156,6 +156,7 @@ class Trainer:
         self._overlap = EpochEndOverlap()  # CUDA: epoch ends on a worker thread (see overlap.py)
         self.preview = LivePreview(config.preview_every)
         self.group_member = None  # set by training/group.py TrainerGroup: this run trains together with others
+        self.eval_constants = None  # the group's shared evaluation constants (evaluation.EvalConstants), or its own
 
     # ------------------------------------------------------------------ public API
     @property
@@ -323,7 +324,7 @@ class Trainer:
             self._log(f"oob_side {cfg.oob_side!r} has no effect: the out-of-band term is off (oob_weight 0)")
         self.evaluator = Evaluator(ds, targets, cfg.step, base_criterion(self.criterion), cfg.batch_size_eval, dev,
                                    metric_profile=cfg.metric_profile, mode=cfg.evaluation,
-                                   frame_length=cfg.frame_length)
+                                   frame_length=cfg.frame_length, constants=self.eval_constants)
         timing.mark("tensors_on_device")
 
     def _setup_model(self, cfg: ExperimentConfig) -> None:

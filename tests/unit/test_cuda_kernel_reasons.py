@@ -33,3 +33,35 @@ def test_kernel_sources_are_package_data():
         for name in names:
             assert re.search(rf'extern "C" __global__ void(?: __launch_bounds__\([^)]*\))?\s+{name}\(', src), \
                 (source, name)
+
+
+def test_which_models_the_fused_step_takes():
+    """training/fused_step.model_eligibility: a fast GRU PA, or a fast GRU DPD through a fast GRU PA without a peak
+    limit, with a plain MSE/L1 loss (checked without a GPU: the decision reads the models' types and settings)."""
+    import torch
+
+    from dpd_desktop.models import Cascade, build_model
+    from dpd_desktop.training import fused_step
+
+    def fast(net):
+        for m in net.modules():
+            if hasattr(m, "kernel"):
+                m.kernel = "fast"
+        return net
+
+    mse = torch.nn.MSELoss()
+    elig = fused_step.model_eligibility
+    assert elig(fast(build_model("gru", 8)), mse) is None
+    assert elig(build_model("gru", 8), mse) == "the reference kernel"
+    assert elig(fast(build_model("lstm", 8)), mse) == "not a GRU PA model"
+    assert elig(fast(Cascade(build_model("gru", 6), build_model("gru", 8))), mse) is None
+    assert elig(fast(Cascade(build_model("gru", 6), build_model("gru", 8))), torch.nn.L1Loss()) is None
+    assert elig(fast(Cascade(build_model("gru", 6), build_model("gru", 8))), torch.nn.HuberLoss()).startswith(
+        "loss HuberLoss")
+    assert elig(fast(Cascade(build_model("lstm", 6), build_model("gru", 8))), mse) == "not a GRU DPD through a GRU PA"
+    assert elig(fast(Cascade(build_model("gru", 6), build_model("tres_gru", 8))), mse) == \
+        "not a GRU DPD through a GRU PA"
+    assert elig(fast(Cascade(build_model("gru", 6), build_model("gru", 8), peak_limit=1.0)), mse) == \
+        "a peak limit on the DPD output"
+    half = Cascade(fast(build_model("gru", 6)), build_model("gru", 8))  # the PA on the reference kernel
+    assert elig(half, mse) == "the reference kernel"

@@ -161,3 +161,71 @@ def test_no_full_batch_means_no_wait():
     group = _fake_group(9)  # 9 frames < batch 10: the members never meet
     fn = lambda: None  # noqa: E731
     assert group.members[0].after_next_meeting(fn) is fn
+
+
+def test_a_dpd_groups_members_share_their_evaluation_constants(tmp_path, ds, monkeypatch):
+    """training/evaluation.EvalConstants: the PA baseline of each split is computed once for the whole group (not
+    once per member), and each member's results equal its lone run's, plots' PSDs and baseline ACLR included."""
+    from dpd_desktop.training import evaluation
+
+    ws = Workspace(tmp_path)
+    pa = Trainer(ExperimentConfig(**BASE, seed=0), dataset=ds, workspace=ws).run()
+    assert pa.state == "succeeded"
+    dpd = dict(BASE, step="dpd", pa_run=pa.run_id, epochs=2)
+    calls = []
+    real = evaluation.Evaluator.forward_segments
+
+    def counted(self, module, x_seg):
+        if any(x_seg is es["x"] for es in self.sets.values()):  # a baseline (gain.py's calls scale x)
+            calls.append(id(self))
+        return real(self, module, x_seg)
+
+    monkeypatch.setattr(evaluation.Evaluator, "forward_segments", counted)
+    lone = [Trainer(ExperimentConfig(**dpd, seed=s), dataset=ds, workspace=ws) for s in (0, 1)]
+    lone_res = [t.run() for t in lone]
+    assert len(calls) == 4  # each lone run: the val and the test baseline
+    calls.clear()
+    trainers = [Trainer(ExperimentConfig(**dpd, seed=s), dataset=ds, workspace=ws) for s in (0, 1)]
+    got = TrainerGroup(trainers).run()
+    assert [r.state for r in got] == ["succeeded"] * 2
+    assert len(calls) == 2  # the group: val and test once
+    assert trainers[0].evaluator.constants is trainers[1].evaluator.constants
+    assert lone[0].evaluator.constants is not lone[1].evaluator.constants
+    for a, b in zip(lone_res, got):
+        same_run.assert_same_run(a.run_dir, b.run_dir, dpd["epochs"])
+        assert a.extra["rms_out_without_dpd"] == b.extra["rms_out_without_dpd"]
+
+
+def test_eval_constants_compute_once_under_concurrent_callers():
+    import threading
+    import time
+
+    from dpd_desktop.training.evaluation import EvalConstants
+
+    c = EvalConstants()
+    n = []
+
+    def slow():
+        n.append(1)
+        time.sleep(0.05)
+        return len(n)
+
+    out = []
+    threads = [threading.Thread(target=lambda: out.append(c.get(("k", "val"), slow))) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out == [1] * 6 and len(n) == 1
+    assert c.get(("k", "test"), slow) == 2  # another key: its own value
+    cache, guard = c.psd_cache("val")
+    with guard:
+        cache["x"] = 1
+    again, guard2 = c.psd_cache("val")
+    assert again is cache and again == {"x": 1} and type(guard2).__name__ == "nullcontext"
+    try:  # a first use that fails leaves the split unfilled: the next caller fills it under the lock
+        with c.psd_cache("test")[1]:
+            raise RuntimeError("plot failed")
+    except RuntimeError:
+        pass
+    assert type(c.psd_cache("test")[1]).__name__ == "_Filling"
