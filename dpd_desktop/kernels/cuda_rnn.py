@@ -25,7 +25,7 @@ SOURCE = "rnn.cu"
 # values under 1.2e-38 do not move a float32 result at the 1e-5 relative level the tests hold the kernels to
 OPTIONS = ("--ftz=true",)
 _FUNCS = ("gru_fwd", "gru_bwd", "lstm_fwd", "lstm_bwd", "gru_fwd_m", "gru_bwd_m",
-          "gru_bwd_dgi_m")  # *_m: training/fused_step.py
+          "gru_bwd_du_m")  # *_m: training/fused_step.py
 
 
 def slices(hidden: int, gates: int) -> int:

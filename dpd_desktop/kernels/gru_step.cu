@@ -16,8 +16,8 @@
 //   advance    the loss into its epoch slot, then `counter` += 1.
 // A DPD step (models/cascade.py: y = PA(DPD(x)), the PA frozen, both such GRU models) puts between the DPD's
 // gru_fwd_m and gru_bwd_m: `out` (the DPD's output u = W_fc h + b_fc), the PA's gru_fwd_m on u, the PA's `head`
-// (the loss against the target, dL/dh of the PA), the PA's gru_bwd_dgi_m (rnn.cu: dL/dgi of the PA) and
-// `head_bwd` (dL/du = dL/dgi W_ih of the PA, then the DPD head's partials and dL/dh of the DPD); then reduce,
+// (the loss against the target, dL/dh of the PA), the PA's gru_bwd_du_m (rnn.cu: the partials of dL/du = dL/dgi
+// W_ih of the PA) and `head_bwd` (dL/du, then the DPD head's partials and dL/dh of the DPD); then reduce,
 // update and advance of the DPD. Every sum has an order fixed by B, T and H alone (no atomics, no dependence on M or
 // on the launch), so a model's results are bitwise the same trained alone (M = 1) or with others, eager or in a
 // CUDA graph. Model m's tensors are the entries of row m of the pointer table `ptrs` (NPTR per model, P_* below).
@@ -45,7 +45,6 @@
 #define P_LOSSES 28  // the epoch's loss slots, float
 #define P_TABLE 29   // AdamW scalars per batch of the epoch (n, 3) float: 1 - lr wd, sqrt(1 - b2^t), -lr / (1 - b1^t)
 #define P_CLIP 30    // (1,) float: the clipping norm, 0 = none
-#define P_W_IH_PA 31 // a DPD's table: its PA's W_ih (3 H_pa, 2), for dL/du (head_bwd)
 
 #define HEAD_ROWS 64  // rows per head block (one thread per row)
 #define HP (H + 1)    // padded row of a shared h tile
@@ -76,16 +75,16 @@ __device__ __forceinline__ void load_tile(float* sh, const float* hb, int n_rows
     __syncthreads();
 }
 
-// Head of HEAD_ROWS rows per block, dL/dy of each row from the loss (FROM_DGI false) or, a DPD's head, dL/du from
-// the PA's input gradient (FROM_DGI true: dL/du[c] = sum_i dgi[i] W_ih_pa[i][c] over the PA's 3 hp gate rows, in
-// order). Then dh (M, B*T, H) = W_fc^T dL/dy and per block the head partials (HPART floats); with the loss, y =
-// W_fc h + b_fc and per block the loss partial (sum over its rows of r0^2 + r1^2, or |r0| + |r1|).
+// Head of HEAD_ROWS rows per block, dL/dy of each row from the loss (FROM_DU false) or, a DPD's head, dL/du from
+// the PA's input-gradient partials (FROM_DU true: dL/du = the sum of the row's nw partials dup[w], in order). Then
+// dh (M, B*T, H) = W_fc^T dL/dy and per block the head partials (HPART floats); with the loss, y = W_fc h + b_fc and
+// per block the loss partial (sum over its rows of r0^2 + r1^2, or |r0| + |r1|).
 // l1: 0 MSE (dL/dy = scale * r), 1 L1 (dL/dy = scale * sign(r)); scale = 2 / N (MSE) or 1 / N (L1).
-template <bool FROM_DGI>
+template <bool FROM_DU>
 __device__ __forceinline__ void head_body(const unsigned long long* __restrict__ ptrs, const float* __restrict__ hseq,
                                           float* __restrict__ dh, float* __restrict__ part_loss,
                                           float* __restrict__ part_head, int B, int T, int stride, int l1, float scale,
-                                          const float* __restrict__ dgi, int hp) {
+                                          const float* __restrict__ dup, int nw) {
     __shared__ float sh[HEAD_ROWS * HP];
     __shared__ float sd[HEAD_ROWS * HP];
     __shared__ float sdo[HEAD_ROWS][2];
@@ -97,31 +96,15 @@ __device__ __forceinline__ void head_body(const unsigned long long* __restrict__
     const float* wfc = ptr<const float>(ptrs, m, P_W_FC);
     const float* bfc = ptr<const float>(ptrs, m, P_B_FC);
     float d0 = 0.0f, d1 = 0.0f, lc = 0.0f;
-    if (FROM_DGI) {
-        // the block's rows of dgi staged through sd in column chunks of H (coalesced loads; one row's reads would
-        // be strided across the block), each row's sum over i = 0 .. 3 hp - 1 in order
-        const int n_g = 3 * hp;
-        const float* gb = dgi + (m * rows + r0) * (size_t)n_g;
-        const float* wi = ptr<const float>(ptrs, m, P_W_IH_PA);
-        for (int c0 = 0; c0 < n_g; c0 += H) {
-            const int cw = min(H, n_g - c0);
-            for (int i = tid; i < n_rows * cw; i += HEAD_ROWS) {
-                const int rr = i / cw, c = i - rr * cw;
-                sd[rr * HP + c] = gb[(size_t)rr * n_g + c0 + c];
-            }
-            __syncthreads();
-            if (tid < n_rows) {
-                for (int c = 0; c < cw; ++c) {
-                    const float g = sd[tid * HP + c];
-                    d0 = fmaf(g, wi[2 * (c0 + c)], d0);
-                    d1 = fmaf(g, wi[2 * (c0 + c) + 1], d1);
-                }
-            }
-            __syncthreads();  // the chunk read before the next one (or sd's use below) overwrites it
+    if (FROM_DU && tid < n_rows) {  // dL/du: the row's nw partials (rnn.cu gru_bwd_du_m), in order
+        const float2* p = reinterpret_cast<const float2*>(dup) + (m * rows + r0 + tid) * (size_t)nw;
+        for (int w = 0; w < nw; ++w) {
+            d0 += p[w].x;
+            d1 += p[w].y;
         }
     }
     if (tid < n_rows) {
-        if (!FROM_DGI) {
+        if (!FROM_DU) {
             float o0 = bfc[0], o1 = bfc[1];
 #pragma unroll
             for (int j = 0; j < H; ++j) {
@@ -148,7 +131,7 @@ __device__ __forceinline__ void head_body(const unsigned long long* __restrict__
 #pragma unroll
     for (int j = 0; j < H; ++j) sd[tid * HP + j] = fmaf(d1, wfc[H + j], d0 * wfc[j]);
     __syncthreads();
-    if (!FROM_DGI && tid == 0) {
+    if (!FROM_DU && tid == 0) {
         float acc = 0.0f;
         for (int rr = 0; rr < HEAD_ROWS; ++rr) acc += sl[rr];
         part_loss[m * gridDim.x + blockIdx.x] = acc;
@@ -178,12 +161,12 @@ head(const unsigned long long* __restrict__ ptrs, const float* __restrict__ hseq
     head_body<false>(ptrs, hseq, dh, part_loss, part_head, B, T, stride, l1, scale, nullptr, 0);
 }
 
-// A DPD's head backward: dgi (M, B*T, 3 hp) the PA's input-gate gradients (rnn.cu gru_bwd_dgi_m), hp the PA's
-// hidden size; the PA's W_ih from the table's P_W_IH_PA.
+// A DPD's head backward: dup (M, B*T, nw) float2, the PA's input-gradient partials (rnn.cu gru_bwd_du_m; nw: the
+// PA kernel's warps per block).
 extern "C" __global__ void __launch_bounds__(HEAD_ROWS)
 head_bwd(const unsigned long long* __restrict__ ptrs, const float* __restrict__ hseq, float* __restrict__ dh,
-         float* __restrict__ part_head, const float* __restrict__ dgi, int hp, int B, int T) {
-    head_body<true>(ptrs, hseq, dh, nullptr, part_head, B, T, 0, 0, 0.0f, dgi, hp);
+         float* __restrict__ part_head, const float* __restrict__ dup, int nw, int B, int T) {
+    head_body<true>(ptrs, hseq, dh, nullptr, part_head, B, T, 0, 0, 0.0f, dup, nw);
 }
 
 // A DPD's output: u (M, B*T, 2) = W_fc h + b_fc of every row (the PA's input; the sums in the order of head's y).

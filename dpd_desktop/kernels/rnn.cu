@@ -246,16 +246,19 @@ __device__ __forceinline__ void gru_fwd_row(const int b, const float* __restrict
 #undef GRU_FWD_LOAD
 }
 
-// dy (B,T,H); w_hh (3H,H); save from gru_fwd -> dgi (B,T,3H) = dL/d(gi), dgh (B,T,3H) = dL/d(gh) (null: not
-// stored), dh0 (B,H).
+// dy (B,T,H); w_hh (3H,H); save from gru_fwd -> dgi (B,T,3H) = dL/d(gi), dgh (B,T,3H) = dL/d(gh), dh0 (B,H).
 // One block's batch row b (dh0 null: not stored). ACC (the fused step): instead of storing dgi and dgh, the row's
 // weight gradients are summed over its steps (reverse time order) and stored to part (3H, H + 4): per gate row g
-// [dW_hh[g][0..H-1], db_hh[g], dW_ih[g][0], dW_ih[g][1], db_ih[g]], from xg (T, 2), the row's inputs.
-template <bool ACC>
+// [dW_hh[g][0..H-1], db_hh[g], dW_ih[g][0], dW_ih[g][1], db_ih[g]], from xg (T, 2), the row's inputs. DU (a DPD's
+// frozen PA in the fused step): instead of dgi and dgh, the input gradient's partials dL/dx = dgi W_ih (w_ih (3H, 2))
+// summed over each warp's units (an xor tree): dup (B, T, NW) float2, warp w's sum over its units.
+template <bool ACC, bool DU = false>
 __device__ __forceinline__ void gru_bwd_row(const int b, const float* __restrict__ dy, const float* __restrict__ w_hh,
                                             const float* __restrict__ save, float* __restrict__ dgi,
                                             float* __restrict__ dgh, float* __restrict__ dh0, const int T,
-                                            const float* __restrict__ xg, float* __restrict__ part) {
+                                            const float* __restrict__ xg, float* __restrict__ part,
+                                            const float* __restrict__ w_ih = nullptr,
+                                            float* __restrict__ dup = nullptr) {
     constexpr int G = 3;
     const Thread th = thread_of();
     const int j = th.j;
@@ -275,10 +278,16 @@ __device__ __forceinline__ void gru_bwd_row(const int b, const float* __restrict
             for (int kk = 0; kk < KW; ++kk) acc[g][kk] = 0.0f;
         }
     }
+    float wu[G][2];  // DU: this unit's rows of W_ih
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        wu[g][0] = (DU && th.valid) ? w_ih[(g * H + j) * 2] : 0.0f;
+        wu[g][1] = (DU && th.valid) ? w_ih[(g * H + j) * 2 + 1] : 0.0f;
+    }
     const float* dyb = dy + (size_t)b * T * H;
     const float* sb = save + (size_t)b * T * 5 * H;
-    float* dgib = ACC ? nullptr : dgi + (size_t)b * T * G * H;
-    float* dghb = (ACC || dgh == nullptr) ? nullptr : dgh + (size_t)b * T * G * H;  // null: dgi only
+    float* dgib = (ACC || DU) ? nullptr : dgi + (size_t)b * T * G * H;
+    float* dghb = (ACC || DU) ? nullptr : dgh + (size_t)b * T * G * H;
     // per step: dy, r, z, n, W_hn h + b_hn, h_{t-1} (and with ACC the step's input x)
     float q[PF][ACC ? 8 : 6];
 #define GRU_BWD_LOAD(slot, t)                                                                                       \
@@ -311,18 +320,16 @@ __device__ __forceinline__ void gru_bwd_row(const int b, const float* __restrict
             const float dar = dan * hn * r * (1.0f - r);
             const float daz = dz * z * (1.0f - z);
             if (th.writer) {
-                if (!ACC) {
+                if (!ACC && !DU) {
                     float* gi_t = dgib + (size_t)t * G * H;
+                    float* gh_t = dghb + (size_t)t * G * H;
                     gi_t[j] = dar;
                     gi_t[H + j] = daz;
                     gi_t[2 * H + j] = dan;
-                    if (dghb != nullptr) {
-                        float* gh_t = dghb + (size_t)t * G * H;
-                        gh_t[j] = dar;
-                        gh_t[H + j] = daz;
-                        gh_t[2 * H + j] = dhn;
-                    }
-                } else {
+                    gh_t[j] = dar;
+                    gh_t[H + j] = daz;
+                    gh_t[2 * H + j] = dhn;
+                } else if (ACC) {
                     hpbuf[d & 1][th.pos] = hp;
                 }
                 db[th.pos] = dar;
@@ -331,6 +338,17 @@ __device__ __forceinline__ void gru_bwd_row(const int b, const float* __restrict
             }
             step_barrier();
             const float acc_h = matvec_bwd<G>(w, db + th.s * KSTR, th.s == 0 ? dh * z : 0.0f);
+            if (DU) {  // off the recurrence's critical path: every slice holds its unit's gate gradients
+                float u0 = fmaf(dan, wu[2][0], fmaf(daz, wu[1][0], dar * wu[0][0]));
+                float u1 = fmaf(dan, wu[2][1], fmaf(daz, wu[1][1], dar * wu[0][1]));
+#pragma unroll
+                for (int off = 1; off < UPW; off *= 2) {
+                    u0 += __shfl_xor_sync(0xffffffffu, u0, off);
+                    u1 += __shfl_xor_sync(0xffffffffu, u1, off);
+                }
+                if ((threadIdx.x & 31) == 0)
+                    reinterpret_cast<float2*>(dup)[((size_t)b * T + t) * NW + (threadIdx.x >> 5)] = make_float2(u0, u1);
+            }
             if (ACC) {  // this step's weight-gradient terms, off the recurrence's critical path
                 const float dg[G] = {dar, daz, dhn};
                 const float* hs = &hpbuf[d & 1][0] + th.s * KSTR;
@@ -428,16 +446,18 @@ gru_bwd_m(const unsigned long long* __restrict__ ptrs, const float* __restrict__
                       xg + (m * rows + b * T) * 2, part_w + (m * B + b) * (size_t)(3 * H) * (H + 4));
 }
 
-// A DPD's frozen PA (training/fused_step.py): the reverse-time recurrence of model m's batch row b giving only
-// dgi (M, B, T, 3H) = dL/d(gi), from which the DPD's dL/du = dgi W_ih (gru_step.cu head_bwd); no weight gradients.
+// A DPD's frozen PA (training/fused_step.py): the reverse-time recurrence of model m's batch row b giving only the
+// partials of its input gradient, dup (M, B, T, NW) float2 (gru_bwd_row's DU; gru_step.cu head_bwd sums a row's NW
+// in order: the DPD's dL/du); no weight gradients.
 extern "C" __global__ void __launch_bounds__(NT)
-gru_bwd_dgi_m(const unsigned long long* __restrict__ ptrs, const float* __restrict__ dy,
-              const float* __restrict__ save, float* __restrict__ dgi, int B, int T) {
+gru_bwd_du_m(const unsigned long long* __restrict__ ptrs, const float* __restrict__ dy,
+             const float* __restrict__ save, float* __restrict__ dup, int B, int T) {
     if ((int)blockIdx.x >= B) return;
     const size_t m = blockIdx.y, rows = (size_t)B * T;
     const float* w_hh = reinterpret_cast<const float*>(ptrs[m * NPTR + PW_HH]);
-    gru_bwd_row<false>(blockIdx.x, dy + m * rows * H, w_hh, save + m * rows * 5 * H, dgi + m * rows * 3 * H, nullptr,
-                       nullptr, T, nullptr, nullptr);
+    const float* w_ih = reinterpret_cast<const float*>(ptrs[m * NPTR + PW_IH]);
+    gru_bwd_row<false, true>(blockIdx.x, dy + m * rows * H, w_hh, save + m * rows * 5 * H, nullptr, nullptr, nullptr,
+                             T, nullptr, nullptr, w_ih, dup + m * rows * NW * 2);
 }
 
 // ------------------------------------------------------------------------------------------------ LSTM

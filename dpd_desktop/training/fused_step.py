@@ -26,7 +26,6 @@ NPTR = 32  # pointers per model in the table (gru_step.cu P_*)
 HEAD_ROWS = 64  # rows per head block (gru_step.cu HEAD_ROWS)
 RED_THREADS = 256  # gru_step.cu RED_THREADS
 _FUNCS = ("head", "head_bwd", "out", "reduce", "update", "advance")
-P_W_IH_PA = 31  # gru_step.cu: a DPD's table holds its PA's W_ih here
 
 
 def _is_fast_gru(net) -> bool:
@@ -231,14 +230,12 @@ class FusedDPDStep(FusedGRUStep):
         self.u, self.pa_xg = buf(M, rows, 2), buf(M, rows, 2)
         self.pa_hseq, self.pa_dh, self.pa_saved = buf(M, rows, Hp), buf(M, rows, Hp), buf(M, rows, 5 * Hp)
         self.pa_part_head = buf(M, self.n_head, 2 * Hp + 2)  # the frozen PA's head gradients: not used
-        self.pa_dgi = buf(M, rows, 3 * Hp)
+        self.pa_warps = self.pa_rnn_threads // 32  # rnn.cu NW: the partials of dL/du per row (gru_bwd_du_m)
+        self.pa_du = buf(M, rows, self.pa_warps, 2)
         self.frames = torch.arange(self.B, dtype=torch.int64, device=dev)
         self.zero = torch.zeros(1, dtype=torch.int64, device=dev)
         self.pa_ptrs = self._table([self._pa_row(i, s, recurrence=True) for i, s in enumerate(self.members)])
         self.loss_ptrs = self._table([self._pa_row(i, s, recurrence=False) for i, s in enumerate(self.members)])
-
-    def _row(self, i: int, s) -> list[int]:
-        return super()._row(i, s) + [s.net.pa.backbone.rnn.weight_ih_l0.data_ptr()]  # P_W_IH_PA
 
     def _pa_row(self, i: int, s, recurrence: bool) -> list[int]:
         """Member i's PA: its parameters (P_W_IH … P_B_FC), input u (P_X), target (P_Y), frames and counter."""
@@ -260,9 +257,9 @@ class FusedDPDStep(FusedGRUStep):
                                (self.pa_ptrs, self.pa_xg, self.pa_hseq, self.pa_saved, B, T, T),
                                (P,) * 4 + (INT,) * 3)
         self._loss(self.pa_mod, self.loss_ptrs, self.pa_hseq, self.pa_dh, self.pa_part_head)
-        self.pa_rnn_mod.launch("gru_bwd_dgi_m", (B, M), self.pa_rnn_threads, 0,
-                               (self.pa_ptrs, self.pa_dh, self.pa_saved, self.pa_dgi, B, T), (P,) * 4 + (INT,) * 2)
+        self.pa_rnn_mod.launch("gru_bwd_du_m", (B, M), self.pa_rnn_threads, 0,
+                               (self.pa_ptrs, self.pa_dh, self.pa_saved, self.pa_du, B, T), (P,) * 4 + (INT,) * 2)
         self.mod.launch("head_bwd", (self.n_head, M), HEAD_ROWS, 0,
-                        (self.ptrs, self.hseq, self.dh, self.part_head, self.pa_dgi, self.Hp, B, T),
+                        (self.ptrs, self.hseq, self.dh, self.part_head, self.pa_du, self.pa_warps, B, T),
                         (P,) * 5 + (INT,) * 3)
         self._backward_update()

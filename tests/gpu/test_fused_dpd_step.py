@@ -1,5 +1,5 @@
 """The fused DPD training step (training/fused_step.py FusedDPDStep; kernels/gru_step.cu out, head_bwd; rnn.cu
-gru_bwd_dgi_m): a GRU DPD through its frozen GRU PA. A member's numbers are bitwise the same stepped alone or with
+gru_bwd_du_m): a GRU DPD through its frozen GRU PA. A member's numbers are bitwise the same stepped alone or with
 others and eagerly or from a CUDA graph; they match the autograd step through the same cascade to float32 rounding;
 a lone fast DPD run and a DPD group use it, and only the DPD's parameters move (skipped without CUDA; run on the
 GPU machine)."""
