@@ -94,12 +94,13 @@ def start_child_process() -> None:
 
 
 def child_main(entry_id: int, config: dict, workspace_root: str, events_conn, control_conn,
-               faults=(), options: dict | None = None, observers=()):
+               faults=(), options: dict | None = None, observers=(), plot_data: bool = True):
     """The child's whole life (the target of the supervisor's process): one run, then return.
 
     ``options`` (the window's own run; None for a queue entry): ``dataset``, the :class:`DatasetRef` block of the
     window's dataset (reloaded here, fingerprint checked); ``resume``, a run folder to continue instead of a new run.
-    ``observers``: more observers in this process. ``faults``: lab/faults.py ``Fault`` s (tests). Returns the
+    ``observers``: more observers in this process. ``faults``: lab/faults.py ``Fault`` s (tests). ``plot_data``
+    False: the run computes no plot data (its supervisor's observers draw none: a sweep's). Returns the
     trainer's RunResult, or None when the run could not start.
     """
     start_child_process()
@@ -124,7 +125,8 @@ def child_main(entry_id: int, config: dict, workspace_root: str, events_conn, co
         else:
             dataset.spec.require_metrics(str(dataset.source))
             writer = FaultWriter(RunWriter(), faults) if faults else None
-            trainer = make_trainer(cfg, dataset=dataset, workspace=ws, observers=[send, *observers], writer=writer)
+            trainer = make_trainer(cfg, dataset=dataset, workspace=ws, observers=[send, *observers], writer=writer,
+                                   plot_data=plot_data)
     except Exception as exc:  # noqa: BLE001 - reported to the supervisor as the run's failure
         send(E.RunFailed(run_id=None, run_dir=None, message=f"the run could not start: {describe_error(exc)}",
                          detail=traceback.format_exc()))

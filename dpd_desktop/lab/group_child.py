@@ -86,9 +86,10 @@ def _listen(control, members: _Members) -> None:
 
 
 def group_child_main(entry_ids: list[int], configs: list[dict], workspace_root: str, events_conn, control_conn,
-                     faults=()) -> list | None:
+                     faults=(), plot_data: bool = True) -> list | None:
     """The whole life of a group's child (the target of the supervisor's process): the members' runs, then return
-    their RunResults in order (None when the dataset could not be loaded: every member failed)."""
+    their RunResults in order (None when the dataset could not be loaded: every member failed). ``plot_data``: as
+    lab/child.py's."""
     start_child_process()
     lock, gone = threading.Lock(), []
     sends = {eid: _Forwarder(events_conn, lock, f"{int(eid)}\n".encode("ascii"), gone) for eid in entry_ids}
@@ -115,7 +116,8 @@ def group_child_main(entry_ids: list[int], configs: list[dict], workspace_root: 
         try:
             mine = faults_of(faults, eid)
             writer = FaultWriter(RunWriter(), mine) if mine else None
-            trainers.append(make_trainer(cfg, dataset=dataset, workspace=ws, observers=[sends[eid]], writer=writer))
+            trainers.append(make_trainer(cfg, dataset=dataset, workspace=ws, observers=[sends[eid]], writer=writer,
+                                         plot_data=plot_data))
             built.append(eid)
         except Exception as exc:  # noqa: BLE001 - this member fails alone
             fail(eid, exc)

@@ -146,12 +146,15 @@ class Supervisor:
         queue: a :class:`RunQueue` (default: the workspace's); the supervisor closes only one it opened.
         entries: run only these entry ids (a sweep's trials, sweep/local.py); None: every entry.
         faults: lab/faults.py ``Fault`` s handed to every child (tests).
+        plot_data: False: the children's runs compute no plot data (the events' ``plots`` None), for observers that
+            draw none (a sweep's).
     """
 
     def __init__(self, workspace: Workspace, lanes: Iterable[str] | None = None,
                  observers: Iterable[Callable] = (), queue: RunQueue | None = None, context=None,
-                 entries: Iterable[int] | None = None, faults: Iterable = ()):
+                 entries: Iterable[int] | None = None, faults: Iterable = (), plot_data: bool = True):
         self.workspace = workspace
+        self.plot_data = plot_data
         self.lanes = None if lanes is None else [device_lane(x) for x in lanes]
         self.only = None if entries is None else frozenset(int(x) for x in entries)
         self.observers = list(observers)
@@ -268,11 +271,11 @@ class Supervisor:
         if grouped:  # one child for the group's entries (lab/group_child.py)
             proc = ctx.Process(target=_group_child_entry, name=f"dpd-queue-group-{entry.id}",
                                args=([e.id for e in entries], [e.config.to_dict() for e in entries],
-                                     str(self.workspace.root), ev_w, ct_r, self.faults))
+                                     str(self.workspace.root), ev_w, ct_r, self.faults, self.plot_data))
         else:
             proc = ctx.Process(target=_child_entry, name=f"dpd-queue-entry-{entry.id}",
                                args=(entry.id, entry.config.to_dict(), str(self.workspace.root), ev_w, ct_r,
-                                     self.faults, options))
+                                     self.faults, options, (), self.plot_data))
         members = {e.id: _Member(e, queued=queued) for e in entries}
         try:
             proc.start()

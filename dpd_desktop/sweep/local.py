@@ -77,8 +77,9 @@ class LocalExecutor:
                     msg = pruned[entry.id] if ev.state == "cancelled" and entry.id in pruned else ev.message
                     on_done(TrialEnd(t, ev.state, ev.run_dir or runs.get(entry.id), msg))
 
+            # its observer reads the epoch rows only: the trials compute no plot data
             sup = Supervisor(self.workspace, lanes=self.lanes, observers=[observe], queue=q, context=self.context,
-                             entries=list(by_entry))
+                             entries=list(by_entry), plot_data=False)
             finished = threading.Event()
 
             def watch_stop() -> None:

@@ -226,12 +226,27 @@ class Evaluator:
     def baseline(self, split: str, net) -> np.ndarray:
         """PA(x) without DPD on the (S, N, 2) segments of ``split`` (computed once; the PA is frozen). ``net`` is the
         cascade to take the PA from (the epoch-end worker passes its snapshot, never the live network)."""
-        return self.constants.get(("baseline", split), lambda: self.forward_segments(net.pa, self.sets[split]["x"]))
+        return self._baseline(split, net.pa)
 
     def baseline_aclr(self, split: str, net) -> tuple[float, float]:
         """(ACLR_L, ACLR_R) dBc of :meth:`baseline` (computed once)."""
+        return self._baseline_aclr(split, net.pa)
+
+    def _baseline(self, split: str, pa) -> np.ndarray:
+        return self.constants.get(("baseline", split), lambda: self.forward_segments(pa, self.sets[split]["x"]))
+
+    def _baseline_aclr(self, split: str, pa) -> tuple[float, float]:
         return self.constants.get(("baseline_aclr", split), lambda: profile_aclr(
-            self.profile, self.baseline(split, net), self.spec, self.sets[split]["n"]))
+            self.profile, self._baseline(split, pa), self.spec, self.sets[split]["n"]))
+
+    def warm(self, pa=None) -> None:
+        """Compute the constants now (a training group's first chunk: group.py), not at the first epoch end: each
+        split's target ACLR and, for a DPD, its baseline and the baseline's ACLR. ``pa``: the DPD's PA, a copy that
+        no other thread uses (the run's own is the live network's)."""
+        for split in ("val", "test"):
+            self.target_aclr(split)
+            if self.step == "dpd":
+                self._baseline_aclr(split, pa)
 
     def target_aclr(self, split: str) -> tuple[float, float]:
         es = self.sets[split]

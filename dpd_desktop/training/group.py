@@ -28,6 +28,7 @@ import torch
 from .. import timing
 from . import eager_warmup, fused_step
 from .fast_path import WARMUP_ITERS, CudaGraphStep
+from .overlap import frozen_copy
 from .errors import TrainingError
 from .evaluation import EvalConstants
 from .group_plan import DEFAULT_SIZE, MAY_DIFFER, default_group_size, group_key, plan_groups  # noqa: F401
@@ -225,6 +226,7 @@ class TrainerGroup:
         self.meetings = 0
         self.captures = 0
         self._chunk_events: list = []  # timing only: (first batch, steps, (start, end) CUDA events) per chunk
+        self._warm: threading.Thread | None = None  # the evaluation constants computed ahead (_start_warm)
 
     def request_cancel(self, index: int, reason: str = "") -> None:
         self.trainers[index].request_cancel(reason)
@@ -240,6 +242,8 @@ class TrainerGroup:
             t.start()
         for t in threads:
             t.join()
+        if self._warm is not None:
+            self._warm.join()
         if timing.recording() and self._chunk_events:  # the chunks' GPU spans, from their CUDA events
             torch.cuda.synchronize()
             first = self._chunk_events[0][2][0]
@@ -330,6 +334,8 @@ class TrainerGroup:
             if stale:
                 if self._graph is not None:  # its queued replays finish before it goes (a member left)
                     torch.cuda.synchronize(inners[0].device)
+                if self._warm is not None:  # no other thread's work during a capture
+                    self._warm.join()
                 self._graph = None
                 self._graph = _capture(inners)
                 self._graph_members = tuple(id(s) for s in inners)
@@ -374,6 +380,29 @@ class TrainerGroup:
             return
         for s in steps:
             s.queued_to, s.meet_at = end, meet_at
+        if self._warm is None:
+            self._warm = _start_warm(active[0].trainer)
+
+
+def _start_warm(trainer) -> threading.Thread:
+    """The group's evaluation constants (evaluation.EvalConstants: the targets' ACLR, a DPD's baselines and their
+    ACLR) computed on a thread with its own high-priority CUDA stream while the first chunks train, on a copy of the
+    PA: the first epoch end then finds them, where it would otherwise compute them while the group's next epoch
+    boundary waits for it."""
+    ev, device = trainer.evaluator, trainer.device
+    pa = frozen_copy(trainer.net.pa) if trainer.config.step == "dpd" else None
+
+    def work() -> None:
+        try:
+            with torch.cuda.device(device), torch.cuda.stream(torch.cuda.Stream(device, priority=-1)):
+                ev.warm(pa)
+                torch.cuda.current_stream().synchronize()
+        except Exception as exc:  # noqa: BLE001 - the first epoch end computes what is missing
+            log.warning("group: evaluation constants not computed ahead (%s: %s)", type(exc).__name__, exc)
+
+    t = threading.Thread(target=work, name="dpd-group-warm", daemon=True)
+    t.start()
+    return t
 
 
 def _capture(inners: list[CudaGraphStep]):

@@ -44,7 +44,9 @@ class EpochEndOverlap:
         ``net`` (the shadow), ``event`` (recorded after the copies), ``opt_state``, ``opt_groups``."""
         if self._shadow is None:
             self._shadow = frozen_copy(net)
-            self.eval_stream = torch.cuda.Stream(device)
+            # high priority: its kernels are scheduled ahead of the training graph's waiting ones (a group's eight
+            # epoch ends would otherwise wait behind the queued chunks)
+            self.eval_stream = torch.cuda.Stream(device, priority=-1)
         with torch.no_grad():
             for ps, pl in zip(self._shadow.parameters(), net.parameters()):
                 ps.copy_(pl)

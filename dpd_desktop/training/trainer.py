@@ -87,6 +87,8 @@ class Trainer:
         observers: callables receiving every event, on the training thread (or the epoch-end worker thread).
         fast_path, fused_step, batched_loader: False turns off the CUDA graph, the fused GRU (or GRU DPD) step in
             it, the device-resident loader (diagnostic switches for equivalence tests and benchmarks).
+        plot_data: False: the epoch ends and the run's end carry no plot data (``plots`` None), for runs whose
+            events nobody draws (a sweep's trials, a headless run without plots); the run folder is the same.
         resume: a checked last.pt (resume_state.py ``ResumeState``): the run continues in its own folder (with a
             resuming RunWriter).
         writer: the observer that writes the run folder (default: a new :class:`RunWriter`); it sees every event
@@ -100,8 +102,9 @@ class Trainer:
     def __init__(self, config: ExperimentConfig, dataset=None, workspace: Workspace | None = None,
                  observers: Iterable[Callable] = (), fast_path: bool = True, writer: RunWriter | None = None,
                  resume: resume_state.ResumeState | None = None, fault: limits.FaultHook | None = None,
-                 fused_step: bool = True, batched_loader: bool = True):
+                 fused_step: bool = True, batched_loader: bool = True, plot_data: bool = True):
         self.config = config
+        self.plot_data = plot_data
         self.resume = resume
         self.use_fast_path, self.use_fused_step, self.use_batched_loader = fast_path, fused_step, batched_loader
         self.dataset = dataset
@@ -676,6 +679,8 @@ class Trainer:
         self.output.log(text, level, to_run_log=self.run_dir is not None)
 
     def _plots(self, source: str, ev: dict[str, Any], split: str, net):
+        if not self.plot_data:
+            return None
         try:
             return self.evaluator.plots(source, ev, split, net)
         except Exception as exc:  # noqa: BLE001 - plots must never break training

@@ -277,3 +277,21 @@ def test_a_killed_queue_run_leaves_its_entry_and_run_folder_agreeing(tmp_path):
         assert (entry.state, entry.message) == ("cancelled", "the queue's supervising process ended")
         q.recover()
         assert q.get(eid).state == "cancelled"
+
+
+def test_a_supervisor_without_plot_data_gets_events_without_plots_and_the_same_run_folder(tmp_path):
+    """Supervisor(plot_data=False) (a sweep's, sweep/local.py): the children's runs compute no plot data, so their
+    EpochEnded and RunFinished carry none; the run folder's history is that of a run with plot data."""
+    got = {True: [], False: []}
+    for flag in (True, False):
+        ws = Workspace(tmp_path / str(flag))
+        with RunQueue(ws.root) as q:
+            q.add(replace(TINY, seed=3))
+            Supervisor(ws, queue=q, plot_data=flag, observers=[lambda e, ev, f=flag: got[f].append(ev)]).run()
+    for flag in (True, False):
+        ends = [ev for ev in got[flag] if isinstance(ev, (E.EpochEnded, E.RunFinished))]
+        assert [type(ev).__name__ for ev in ends] == ["EpochEnded", "EpochEnded", "RunFinished"]
+        assert all((ev.plots is not None) == flag for ev in ends)
+    rows = {f: [{k: v for k, v in ev.row.items() if k not in ("EPOCH_SECONDS", "TIME:")} for ev in got[f]
+                if isinstance(ev, E.EpochEnded)] for f in got}
+    assert rows[True] == rows[False]
