@@ -45,14 +45,16 @@ def check_dataset(ds, ws, accept: bool) -> list[dict] | None:
     return [{"dataset": where, **f.to_dict()} for f in errors]
 
 
-def check_reference(ref: str, ws, accept: bool) -> list[dict] | None:
+def check_reference(ref: str, ws, accept: bool, loaded: list | None = None) -> list[dict] | None:
     """:func:`check_dataset` of the dataset ``ref`` names (a path or ``"demo"``), loaded here; a dataset that cannot
-    be loaded refuses too (its error printed)."""
+    be loaded refuses too (its error printed). ``loaded``: the dataset object is appended to it."""
     try:
         ds = make_demo_dataset() if ref == "demo" else load_dataset(ref)
     except (DatasetError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
+    if loaded is not None:
+        loaded.append(ds)
     return check_dataset(ds, ws, accept)
 
 

@@ -19,9 +19,10 @@ dpd-desktop[cluster]), their run folders brought back into the workspace. sweep.
 resume`` uses it again unless ``--ray ADDRESS`` (or ``--ray none``: this machine) is given; the override
 --ray-allow-unauthenticated is never recorded.
 Ctrl+C: the first stops the sweep (running trials end cancelled after their current batch; ``sweep resume`` runs
-them again), the second aborts. Exit status: 0 the sweep ran to its end (whatever its trials' outcomes, which
-``sweep show`` lists), 1 some trial did not finish (its process was killed: ``sweep resume`` runs it again), 2 bad
-arguments or spec (nothing created), 3 stopped (Ctrl+C or ``sweep cancel``).
+them again), the second aborts. Exit status: 0 the sweep succeeded (at least one trial succeeded; the others'
+outcomes are in ``sweep show``), 1 the sweep failed (no trial succeeded, the sweep itself stopped on an error, or some
+trial did not finish because its process was killed: ``sweep resume`` runs it again), 2 bad arguments or spec
+(nothing created), 3 stopped (Ctrl+C or ``sweep cancel``).
 """
 from __future__ import annotations
 
@@ -112,13 +113,15 @@ def handle(args, ws) -> "object":
             from ..lab.supervisor import start_forkserver  # 335 ms: not for the CLI's other commands
 
             start_forkserver()
-        spec = accept_datasets(spec, ws, args.accept_flags)
+        fingerprints = {}
+        spec = accept_datasets(spec, ws, args.accept_flags, fingerprints)
         if spec is None:
             return Outcome(Exit.USAGE)  # an error flag: nothing created
         ws.check(create=True)
         from ..sweep.runner import create_sweep
 
-        info = create_sweep(ws, spec, check=ray in ("none", "local"))  # a cluster's devices are the cluster's
+        # a cluster's devices are the cluster's; a DPD trial's PA run is checked against its dataset's fingerprint
+        info = create_sweep(ws, spec, check=ray in ("none", "local"), fingerprints=fingerprints)
         print(f"sweep {info.id}: {spec.search}, {_trials(len(info.trials) or spec.trials)} → {info.folder}",
               flush=True)
         return Outcome(_run(ws, info.id, args), skip_teardown=True)
@@ -158,13 +161,14 @@ def _spec(args, ws):
         raise SweepSpecError("command line", "sweep", "give SPEC.toml, or --grid KEY=V1,V2 ... --base OPTIONS")
     if args.random is not None and args.optuna is not None:
         raise SweepSpecError("command line", "--random", "give --random N or --optuna N, not both")
-    base = _base_config(args, ws)
+    base, defaults = _base_config(args, ws)
     return spec_from_options(args.grid, base, random_trials=args.random, optuna_trials=args.optuna, seed=args.seed,
-                             name=args.name, group_size="auto" if size is None else size)
+                             name=args.name, group_size="auto" if size is None else size, defaults=defaults)
 
 
 def _base_config(args, ws):
-    """The trials' base from ``--base``: parsed as train-pa / train-dpd parse their options."""
+    """``(base, defaults)``: the trials' base from ``--base``, parsed as train-pa / train-dpd parse their options,
+    and the configuration of those options left at their defaults (a field where the two agree was not given)."""
     from ..runs.settings import WorkspaceSettings
     from ..sweep.spec import SweepSpecError
 
@@ -184,13 +188,20 @@ def _base_config(args, ws):
             from exc
     args.accept_flags = args.accept_flags or a.accept_flags  # given before or after --base
     settings = WorkspaceSettings.load(ws.root) if ws.root.is_dir() else WorkspaceSettings()
-    return with_limit_options(config_from_args(a, args.step), a, settings)
+    # the same options left at their defaults (the required ones and the PA run as given)
+    d = argparse.Namespace(**{x.dest: x.default for x in p._actions if x.dest != "help"})
+    for x in p._actions:
+        if x.required or x.dest in ("dataset", "pa_run"):
+            setattr(d, x.dest, getattr(a, x.dest))
+    return (with_limit_options(config_from_args(a, args.step), a, settings),
+            with_limit_options(config_from_args(d, args.step), d, settings))
 
 
-def accept_datasets(spec, ws, accept: bool):
+def accept_datasets(spec, ws, accept: bool, fingerprints: dict | None = None):
     """``spec`` after the inspector's check of its trials' datasets (the base's and a searched ``dataset``'s that
     exist here; cli/flags.py): None when an error flag refuses the sweep, else ``spec`` with the accepted flags in
-    its base's ``extra`` (every trial's config.json; each record names its dataset)."""
+    its base's ``extra`` (every trial's config.json; each record names its dataset). ``fingerprints``: for a DPD
+    sweep, filled with each checked dataset's fingerprint (its PA runs are checked against them)."""
     from dataclasses import replace
 
     datasets = [spec.base_config().dataset]
@@ -201,10 +212,13 @@ def accept_datasets(spec, ws, accept: bool):
     for ref in dict.fromkeys(datasets):
         if not flags.exists(ref):
             continue  # a trial on it fails with the loader's message (or it is a cluster's path)
-        found = flags.check_reference(str(ref), ws, accept)
+        loaded = []
+        found = flags.check_reference(str(ref), ws, accept, loaded)
         if found is None:
             return None
         accepted += found
+        if fingerprints is not None and spec.base_config().step == "dpd":
+            fingerprints[ref] = loaded[0].fingerprint()
     if not accepted:
         return spec
     return replace(spec, base={**spec.base, "extra": flags.with_accepted(spec.base.get("extra") or {}, accepted)})

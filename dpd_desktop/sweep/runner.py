@@ -22,6 +22,7 @@ from ..lab.queue import RunQueue
 from ..runs.record import RecordError, RunRecord
 from ..runs.workspace import Workspace
 from ..training.errors import TrainingError
+from ..training.pa_check import check_pa_record
 from .executor import Trial, TrialEnd, TrialExecutor
 from .groups import plan_trial_groups
 from .spec import SweepSpec, expand, trial_config
@@ -33,15 +34,16 @@ CANCEL_POLL_S = 0.5
 TIME_LIMIT_REASON = "time limit"
 
 
-def create_sweep(workspace: Workspace, spec: SweepSpec, check: bool = True) -> SweepInfo:
+def create_sweep(workspace: Workspace, spec: SweepSpec, check: bool = True,
+                 fingerprints: dict | None = None) -> SweepInfo:
     """A new sweep folder with its trials (grid / random) or none yet (Optuna). ``check``: refuse, before anything
-    is created, a trial device this machine does not have (:func:`check_devices`; off for a Ray cluster's sweep).
-    Raises SweepError."""
+    is created, a trial device this machine does not have (:func:`check_devices`; off for a Ray cluster's sweep)
+    and a PA run that the trials would refuse (:func:`check_pa_runs`, with ``fingerprints``). Raises SweepError."""
     trials = expand(spec) if spec.search != "optuna" else []
     if check:
         configs = _trial_configs(spec)  # once for both checks (a grid of 10,000: 10,000 validations each)
         check_devices(spec, workspace.root / "sweeps", configs)
-        check_pa_runs(spec, workspace, configs)
+        check_pa_runs(spec, workspace, configs, fingerprints)
     return SweepStore(workspace.root).create(spec, trials)
 
 
@@ -52,15 +54,28 @@ def _trial_configs(spec: SweepSpec) -> list:
     return [trial_config(spec, {}, "check", i) for i in range(max(1, len(spec.devices)))]
 
 
-def check_pa_runs(spec: SweepSpec, workspace: Workspace, configs: list | None = None) -> None:
-    """Raise SweepError (naming ``pa_run``) when a DPD trial's PA run is not in ``workspace``: refused before the
-    sweep exists, not as a failure of every trial. ``configs``: the trials' configurations when already made."""
+def check_pa_runs(spec: SweepSpec, workspace: Workspace, configs: list | None = None,
+                  fingerprints: dict | None = None) -> None:
+    """Raise SweepError (naming ``pa_run``) when a DPD trial's PA run would refuse it: not in ``workspace``, not a
+    PA run, unfinished or failed, without its ``best.pt``, or (``fingerprints``: dataset reference → fingerprint of
+    the datasets checked here) trained on another dataset than the trial's. Refused before the sweep exists, not as
+    a failure of every trial; the checks are training/pa_check.py's, as ``train-dpd`` makes them. ``configs``: the
+    trials' configurations when already made."""
+    seen = set()
     for cfg in configs if configs is not None else _trial_configs(spec):
-        if cfg.step == "dpd" and cfg.pa_run:
-            try:
-                workspace.resolve(cfg.pa_run)
-            except FileNotFoundError as exc:
-                raise SweepError(workspace.root / "sweeps", f"{exc} — the sweep was not started", "pa_run") from exc
+        if cfg.step != "dpd" or not cfg.pa_run:
+            continue
+        fp = (fingerprints or {}).get(cfg.dataset)
+        key = (cfg.pa_run, fp, cfg.allow_dataset_mismatch)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            check_pa_record(workspace, cfg.pa_run, fp, Path(str(cfg.dataset)).name, str(cfg.dataset),
+                            cfg.allow_dataset_mismatch)
+        except TrainingError as exc:  # "pa_run: …" (the option --pa-run, or [base] pa_run of a spec)
+            text = str(exc).removeprefix("pa_run: ")
+            raise SweepError("pa_run", f"{text} (option --pa-run); the sweep was not started") from exc
 
 
 def trial_devices(spec: SweepSpec, configs: list | None = None) -> list[str]:

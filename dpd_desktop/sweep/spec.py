@@ -465,14 +465,28 @@ def base_table(base: ExperimentConfig) -> dict:
 
 def spec_from_options(grid: list[str], base: ExperimentConfig, *, random_trials: int | None = None,
                       optuna_trials: int | None = None, seed: int = 0, name: str = "sweep",
-                      optuna: dict | None = None, group_size=AUTO) -> SweepSpec:
-    """The spec of ``dpd-desktop sweep --grid KEY=V1,V2 ... [--random N | --optuna N]`` over ``base``."""
+                      optuna: dict | None = None, group_size=AUTO,
+                      defaults: ExperimentConfig | None = None) -> SweepSpec:
+    """The spec of ``dpd-desktop sweep --grid KEY=V1,V2 ... [--random N | --optuna N]`` over ``base``.
+    ``defaults``: ``base`` with no option given (train-dpd's own defaults differ from the configuration's): a
+    searched field whose base value is its default was not given in ``--base``, so it is no conflict.
+
+    Raises:
+        SweepSpecError: a ``--grid`` key given twice, or any error of :func:`parse_spec`.
+    """
     space = {}
     for text in grid:
         k, vals = parse_grid_option(text)
+        if k in space:
+            raise SweepSpecError("command line", f"--grid {k}", "given twice: give all its values in one --grid "
+                                                                 f"({k}=V1,V2,...)")
         space[k] = vals
     search = "optuna" if optuna_trials is not None else "random" if random_trials is not None else "grid"
     raw_base = base_table(base)
+    if defaults is not None:
+        for k in space:
+            if k in raw_base and getattr(base, k, None) == getattr(defaults, k, None):
+                del raw_base[k]
     raw = {"sweep": {"name": name, "search": search, "seed": seed, "group_size": group_size}, "base": raw_base,
            "space": space}
     if search != "grid":

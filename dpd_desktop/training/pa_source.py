@@ -5,10 +5,9 @@ import torch
 
 from ..models import build_from_arch
 from ..runs import artifacts
-from ..runs.record import RecordError, RunRecord
-from ..runs.states import UNREADABLE
 from ..runs.workspace import Workspace
 from .errors import TrainingError
+from .pa_check import check_pa_record
 
 
 def check_pa_run(workspace: Workspace, pa_run: str, dataset=None, fingerprint: str | None = None,
@@ -34,36 +33,9 @@ def load_pa_for_dpd(workspace: Workspace, pa_run: str, dataset=None, fingerprint
             running, failed or unreadable; it was trained on another dataset; its checkpoint's architecture differs
             from the recorded one.
     """
-    try:
-        run_dir = workspace.resolve(pa_run)
-    except FileNotFoundError as exc:
-        raise TrainingError(f"pa_run: {exc}") from exc
-    try:
-        record = RunRecord.open(run_dir)
-    except RecordError as exc:
-        raise TrainingError(str(exc)) from exc
-    if record.step != "pa":
-        raise TrainingError(f"{record.config_path}: field 'experiment.step' is {record.step!r}; a DPD needs a PA run")
-    state = record.state
-    status_path = run_dir / "status.json"
-    if state in ("queued", "running"):
-        raise TrainingError(f"pa_run: the PA run {run_dir.name} is still {state} ({status_path}); its "
-                            "selected checkpoint may still change: wait until it has finished")
-    if state in ("failed", UNREADABLE):  # a "damaged" run is refused below by the load of its best.pt, named
-        raise TrainingError(f"pa_run: the PA run {run_dir.name} is {state} ({status_path}"
-                            + (f": {record.message}" if record.message else "")
-                            + "); train the DPD through a PA run that succeeded")
-    ref = record.dataset
-    pa_fp = ref.fingerprint
-    mismatch = bool(fingerprint and pa_fp and pa_fp != fingerprint)
-    if mismatch and not allow_dataset_mismatch:
-        name = getattr(dataset, "name", "?")
-        source = getattr(dataset, "source", "?")
-        raise TrainingError(
-            f"pa_run: the PA run {run_dir.name} was trained on dataset {ref.name or '?'} "
-            f"({ref.shown}, fingerprint {pa_fp[:12]}…) but this DPD uses {name} ({source}, "
-            f"fingerprint {fingerprint[:12]}…); train the DPD on the PA's dataset, or allow the mismatch "
-            "(command line: --allow-dataset-mismatch; experiment setting: allow_dataset_mismatch)")
+    record, mismatch = check_pa_record(workspace, pa_run, fingerprint, getattr(dataset, "name", "?"),
+                                       getattr(dataset, "source", "?"), allow_dataset_mismatch)
+    run_dir, state, pa_fp = record.run_dir, record.state, record.dataset.fingerprint
     arch = record.arch
     ckpt = record.best_checkpoint
     pa = build_from_arch(arch)
