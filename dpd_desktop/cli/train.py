@@ -322,8 +322,9 @@ def run_training(config: ExperimentConfig, workspace: Workspace, dataset=None, q
     The dataset (``config.dataset`` unless an ``IQDataset`` is given) is loaded before the trainer exists: one that
     cannot be loaded is exit status 2 with no run folder. Ctrl+C (:data:`~dpd_desktop.process.CTRL_C`, installed for
     the run when it is not): the first cancels, the second aborts (130). ``observers`` see the events after the
-    console; without ``plots`` the run computes no plot data (its events carry none). ``accept_flags`` not None: the inspector's flags are checked first (cli/flags.py): an error flag is exit
-    status 2 unless ``accept_flags``, which records them in ``config.extra``.
+    console; without ``plots`` the run computes no plot data (its events carry none). ``accept_flags`` not None:
+    the inspector's flags are checked first (cli/flags.py): an error flag is exit status 2 unless ``accept_flags``,
+    which records them in ``config.extra``.
     """
     from ..training.ls_fit import make_trainer  # PyTorch: see the note under the imports
     from ..training.trainer import load_dataset_for

@@ -3,9 +3,10 @@
 A :class:`TrainerGroup` runs several ordinary :class:`~dpd_desktop.training.trainer.Trainer` s (own run folder,
 writer, RNG stream, checkpoints) whose configurations differ only in :data:`MAY_DIFFER`. On CUDA with the fast path
 one graph per full batch trains every member: the members' fused GRU or GRU DPD step (training/fused_step.py) where
-all can use it, else one branch per member (training/fast_path.py). A member's history and checkpoints are bitwise those of the
-same configuration trained alone (tests/gpu/test_group_training_cuda.py), unless the group's fused step cannot be
-built where a lone run's can (out of memory; the log warns).
+all can use it, else one branch per member (training/fast_path.py). A member's history and checkpoints are bitwise
+those of the same configuration trained alone (tests/gpu/test_group_training_cuda.py), unless the group's fused step
+cannot be built where a lone run's can (out of memory; the log warns). The members share their evaluation constants
+(evaluation.EvalConstants), computed on a thread while the first chunks train.
 
 Isolation: the members run on threads one at a time (a baton carrying the global RNG states), so each draws the
 numbers it would alone (reference §4.1–§4.2); a member that ends leaves and the graph is captured again. Members meet
@@ -27,11 +28,11 @@ import torch
 
 from .. import timing
 from . import eager_warmup, fused_step
-from .fast_path import WARMUP_ITERS, CudaGraphStep
-from .overlap import frozen_copy
 from .errors import TrainingError
 from .evaluation import EvalConstants
+from .fast_path import WARMUP_ITERS, CudaGraphStep
 from .group_plan import DEFAULT_SIZE, MAY_DIFFER, default_group_size, group_key, plan_groups  # noqa: F401
+from .overlap import frozen_copy
 from .report import describe_error
 from .trainer import RunResult
 
