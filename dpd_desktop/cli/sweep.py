@@ -204,7 +204,8 @@ def accept_datasets(spec, ws, accept: bool, fingerprints: dict | None = None):
     sweep, filled with each checked dataset's fingerprint (its PA runs are checked against them)."""
     from dataclasses import replace
 
-    datasets = [spec.base_config().dataset]
+    base = spec.base_config()
+    datasets = [base.dataset]
     for param in spec.space:
         if param.key == "dataset" and param.values is not None:
             datasets += list(param.values)
@@ -217,7 +218,7 @@ def accept_datasets(spec, ws, accept: bool, fingerprints: dict | None = None):
         if found is None:
             return None
         accepted += found
-        if fingerprints is not None and spec.base_config().step == "dpd":
+        if fingerprints is not None and base.step == "dpd":
             fingerprints[ref] = loaded[0].fingerprint()
     if not accepted:
         return spec

@@ -28,19 +28,24 @@ RED_THREADS = 256  # gru_step.cu RED_THREADS
 _FUNCS = ("head", "head_bwd", "out", "reduce", "update", "advance")
 
 
-def _is_fast_gru(net) -> bool:
+def _is_gru_model(net) -> bool:
     return type(net) is CoreModel and type(net.backbone) is GRUBackbone
+
+
+def _trained_backbone(net):
+    """The backbone a fused step trains: a PA model's, or a cascade's DPD's."""
+    return (net.dpd if type(net) is Cascade else net).backbone
 
 
 def model_eligibility(net, crit) -> str | None:
     """The model and loss part of :func:`eligibility` (known at set-up, before the optimizer's placement)."""
     if type(net) is Cascade:
-        if not (_is_fast_gru(net.dpd) and _is_fast_gru(net.pa)):
+        if not (_is_gru_model(net.dpd) and _is_gru_model(net.pa)):
             return "not a GRU DPD through a GRU PA"
         if net.peak_limit is not None:
             return "a peak limit on the DPD output"
         kernels = (net.dpd.backbone.kernel, net.pa.backbone.kernel)
-    elif _is_fast_gru(net):
+    elif _is_gru_model(net):
         kernels = (net.backbone.kernel,)
     else:
         return "not a GRU PA model"
@@ -79,7 +84,7 @@ def eligibility(step) -> str | None:
         return reason
     net = step.net
     dpd = type(net) is Cascade
-    bb = net.dpd.backbone if dpd else net.backbone
+    bb = _trained_backbone(net)
     reason = _gru_reason(bb, "DPD" if dpd else "model") or (_gru_reason(net.pa.backbone, "PA") if dpd else None)
     if reason is not None:
         return reason
@@ -102,9 +107,8 @@ def eligibility(step) -> str | None:
 def shape_of(step) -> tuple:
     """What the members of one fused step must share (a DPD's: its PA's hidden size too)."""
     net = step.net
-    dpd = type(net) is Cascade
-    rnn = (net.dpd if dpd else net).backbone.rnn
-    pa_hidden = net.pa.backbone.rnn.hidden_size if dpd else 0
+    rnn = _trained_backbone(net).rnn
+    pa_hidden = net.pa.backbone.rnn.hidden_size if type(net) is Cascade else 0
     return (rnn.hidden_size, pa_hidden, step.batch_size, step.loader.frame_length, step.loader.stride,
             type(step.criterion).__name__, step.device, step.graph_opt.beta1, step.graph_opt.beta2,
             step.graph_opt.eps)
@@ -129,7 +133,7 @@ class FusedGRUStep:
             raise ValueError("the members of a fused step must share hidden size, batch, frame, stride and loss")
         self.members = list(members)
         s0 = self.members[0]
-        self.H, self.B, self.T, self.stride = self._trained(s0).rnn.hidden_size, s0.batch_size, \
+        self.H, self.B, self.T, self.stride = _trained_backbone(s0.net).rnn.hidden_size, s0.batch_size, \
             s0.loader.frame_length, s0.loader.stride
         self.l1 = isinstance(s0.criterion, torch.nn.L1Loss)
         self.beta1, self.beta2, self.eps = s0.graph_opt.beta1, s0.graph_opt.beta2, s0.graph_opt.eps
@@ -140,24 +144,18 @@ class FusedGRUStep:
         self.n_w = self.B  # the recurrence's weight-gradient partials: one per batch row (rnn.cu gru_bwd_m)
         self.rnn_mod, self.rnn_threads = cuda_rnn._module(H, 3, self.device)
         self.mod = nvrtc.module(SOURCE, {"HID": H}, self.device, {name: 0 for name in _FUNCS}, cuda_rnn.OPTIONS)
-
-        def buf(*shape):
-            return torch.zeros(*shape, dtype=torch.float32, device=self.device)
-
         self.n_param = 6 * H + 3 * H * H + 3 * H + 3 * H + 2 * H + 2
         self.n_red = -(-self.n_param // RED_THREADS)
-        self.xg, self.hseq, self.dh = buf(M, rows, 2), buf(M, rows, H), buf(M, rows, H)
-        self.saved = buf(M, rows, 5 * H)
-        self.part_loss, self.part_head = buf(M, self.n_head), buf(M, self.n_head, 2 * H + 2)
-        self.part_w = buf(M, self.n_w, 3 * H, H + 4)
-        self.part_norm = buf(M, self.n_red)
+        self.xg, self.hseq, self.dh = self._buf(M, rows, 2), self._buf(M, rows, H), self._buf(M, rows, H)
+        self.saved = self._buf(M, rows, 5 * H)
+        self.part_loss, self.part_head = self._buf(M, self.n_head), self._buf(M, self.n_head, 2 * H + 2)
+        self.part_w = self._buf(M, self.n_w, 3 * H, H + 4)
+        self.part_norm = self._buf(M, self.n_red)
         self.clips = torch.tensor([float(s.clip) for s in self.members], dtype=torch.float32, device=self.device)
         self.ptrs = self._table([self._row(i, s) for i, s in enumerate(self.members)])
 
-    @staticmethod
-    def _trained(s):
-        """The backbone that ``s`` trains."""
-        return (s.net.dpd if type(s.net) is Cascade else s.net).backbone
+    def _buf(self, *shape) -> torch.Tensor:
+        return torch.zeros(*shape, dtype=torch.float32, device=self.device)
 
     def _table(self, rows: list[list[int]]) -> torch.Tensor:
         return torch.tensor([r + [0] * (NPTR - len(r)) for r in rows], dtype=torch.int64, device=self.device)
@@ -223,15 +221,12 @@ class FusedDPDStep(FusedGRUStep):
         self.Hp = Hp = self.members[0].net.pa.backbone.rnn.hidden_size
         self.pa_rnn_mod, self.pa_rnn_threads = cuda_rnn._module(Hp, 3, dev)
         self.pa_mod = nvrtc.module(SOURCE, {"HID": Hp}, dev, {name: 0 for name in _FUNCS}, cuda_rnn.OPTIONS)
-
-        def buf(*shape):
-            return torch.zeros(*shape, dtype=torch.float32, device=dev)
-
-        self.u, self.pa_xg = buf(M, rows, 2), buf(M, rows, 2)
-        self.pa_hseq, self.pa_dh, self.pa_saved = buf(M, rows, Hp), buf(M, rows, Hp), buf(M, rows, 5 * Hp)
-        self.pa_part_head = buf(M, self.n_head, 2 * Hp + 2)  # the frozen PA's head gradients: not used
+        self.u, self.pa_xg = self._buf(M, rows, 2), self._buf(M, rows, 2)  # pa_xg: gru_fwd_m's copy of u, unused
+        self.pa_hseq, self.pa_dh = self._buf(M, rows, Hp), self._buf(M, rows, Hp)
+        self.pa_saved = self._buf(M, rows, 5 * Hp)
+        self.pa_part_head = self._buf(M, self.n_head, 2 * Hp + 2)  # the frozen PA's head gradients: not used
         self.pa_warps = self.pa_rnn_threads // 32  # rnn.cu NW: the partials of dL/du per row (gru_bwd_du_m)
-        self.pa_du = buf(M, rows, self.pa_warps, 2)
+        self.pa_du = self._buf(M, rows, self.pa_warps, 2)
         self.frames = torch.arange(self.B, dtype=torch.int64, device=dev)
         self.zero = torch.zeros(1, dtype=torch.int64, device=dev)
         self.pa_ptrs = self._table([self._pa_row(i, s, recurrence=True) for i, s in enumerate(self.members)])
