@@ -52,7 +52,7 @@ class FrameLoss(nn.Module):
         if side not in OOB_SIDES:
             raise ValueError(f"the out-of-band side must be one of {OOB_SIDES}, got {side!r}")
         self.band, self.side = band, side
-        self._masks: dict[tuple[int, str], tuple[Tensor, Tensor]] = {}
+        self._masks: dict[tuple[int, str], tuple[Tensor, Tensor, Tensor, Tensor]] = {}
 
     def out_of_band_mask(self, n: int, device) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """``(lower, upper, outside, h)``, each ``(n,)`` float32: 1 for the DFT bins of an n-sample window below /
