@@ -4,7 +4,7 @@
 # benchmarks/arena_plan.py). Run from the repository root on the GPU machine with these carried (git-ignored):
 #   .ref/opendpd-2.4.2-arena/opendpd/arena_assets   (4.2 MB: the Arena capture, frozen PA, calibration, leaderboard)
 #   .ref/opendpd-2.4.2-arena/datasets/DPA_200MHz    (1.9 MB: the tiny protocol of the GPU tests)
-# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|gain3p-aug|long3p|woob|woob2|woob-lr|woob-cos|long|dpa160|dpa160-2p2|all
+# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|gain3p-aug|long3p|woob|woob2|woob-lr|woob-cos|long|dpa160|dpa160-2p2|dpa160-rms|all
 # Results go to $OUT/<stage>/ (leaderboard.md/.html/.csv/.json, trials.csv); the workspace is workspace/arena-gpu
 # (git-ignored: kept between calls while the machine stays warm, so a stage cut by its time limit resumes when run
 # again: finished sweeps are reused).
@@ -104,11 +104,28 @@ case "$STAGE" in
   dpa160-2p2)  # DPA_160MHz, peak gain, ACLR also in OpenDPD 2.2.1's convention (~5 min; carry DPA_160MHz as for dpa160)
     arena benchmarks/arena-dpa160-2p2.toml dpa160-2p2
     ;;
+  dpa160-rms)  # DPA_160MHz at the PA's own output power (~7 min; carry DPA_160MHz as for dpa160): the first model's
+               # process trains the PA; once its prepared.json is written the other two models start beside it in
+               # the same workspace (each arena its own --out), reusing that PA
+    W=workspace/arena-dpa160-rms
+    start() { timeout 560 $PY -m dpd_desktop --workspace $W arena benchmarks/arena-dpa160-rms.toml --device cuda \
+                --kernel fast --models "$1" --out "$OUT/dpa160-rms-$1" > "$OUT/dpa160-rms-$1.log" 2>&1 & }
+    t0=$SECONDS
+    start GRU-gain3-13-cfr0
+    until test -f $W/arena/arena-dpa160-rms/dpa-160mhz/prepared.json || (( SECONDS - t0 > 400 )); do sleep 2; done
+    echo "PA ready after $((SECONDS - t0)) s"
+    start GRU-gain3-13-cfr1
+    start GRU-gain3-13
+    wait
+    echo "dpa160-rms: $((SECONDS - t0)) s wall"
+    tail -n 12 "$OUT"/dpa160-rms-*.log
+    $PY -m dpd_desktop arena --merge "$OUT"/dpa160-rms-GRU-gain3-13* --out "$OUT/dpa160-rms" | tail -n 30 || true
+    ;;
   dpa160)  # DPA_160MHz: its PA, then GRU-gain-14 and TRes-DeltaGRU-15 (~5 min; carry .ref/opendpd-2.4.2-arena/datasets/DPA_160MHz)
     arena benchmarks/arena-dpa160.toml dpa160
     ;;
   all)
     for s in test probe reproduce candidates; do bash "$0" "$s"; done
     ;;
-  *) echo "usage: $0 test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|gain3p-aug|long3p|woob|woob2|woob-lr|woob-cos|long|dpa160|dpa160-2p2|all" >&2; exit 2 ;;
+  *) echo "usage: $0 test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|gain3p-aug|long3p|woob|woob2|woob-lr|woob-cos|long|dpa160|dpa160-2p2|dpa160-rms|all" >&2; exit 2 ;;
 esac

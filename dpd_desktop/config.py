@@ -269,6 +269,11 @@ class ExperimentConfig:
             of a random start and one turn over the series (training/augment.py); :data:`AUGMENTS`.
         gain_value: a fixed DPD target gain g (> 0) instead of the gain rule's (recorded as rule ``fixed``).
         peak_limit: a DPD's output magnitude limit before the PA (|u| ≤ peak, the direction kept; None: none).
+        target_cfr_db: a DPD's target g·x with its peaks reduced to max|y_train|·10^(c/20) by repeated clipping and
+            filtering to the main channel (training/cfr.py; −20 ≤ c ≤ 6 dB; None: the plain g·x); direct learning
+            only; needs the dataset's ``input_signal_fs`` and ``bw_main_ch``. target_cfr_iterations: its rounds
+            (1 to 100). target_cfr_band_hz: the band [−b/2, b/2) its filter keeps [Hz] (None: bw_main_ch; narrower
+            keeps the reduction's error off a main channel's outer guard, e.g. 158e6 for DPA_160MHz).
         loss_window: [start, stop): the loss counts only these samples of each training frame (None: all).
         selection: ``"reference"`` or ``"power-gated"`` (a DPD; :data:`SELECTIONS`); power_gate_db: its gate [dB].
         evaluation: ``"segments"`` or ``"overlap"`` (a DPD; :data:`EVALUATIONS`).
@@ -346,6 +351,9 @@ class ExperimentConfig:
     augment: str = "none"
     gain_value: float | None = None
     peak_limit: float | None = None
+    target_cfr_db: float | None = None
+    target_cfr_iterations: int = 4
+    target_cfr_band_hz: float | None = None
     loss_window: list[int] | None = None
     selection: str = "reference"
     power_gate_db: float = 0.5
@@ -472,6 +480,21 @@ class ExperimentConfig:
                                       f"{default!r}")
             if self.peak_limit is not None:
                 raise ConfigError("peak_limit", "limits a DPD's output; a PA run has none")
+            if self.target_cfr_db is not None:
+                raise ConfigError("target_cfr_db", "shapes a DPD's target; a PA run's target is the measured output")
+        c = self.target_cfr_db
+        if c is not None and (isinstance(c, bool) or not isinstance(c, (int, float)) or not -20 <= c <= 6):
+            raise ConfigError("target_cfr_db", f"expected a peak limit from -20 to 6 dB re max|y_train|, or none, "
+                              f"got {c!r}")
+        n = self.target_cfr_iterations
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 100:
+            raise ConfigError("target_cfr_iterations", f"expected an integer from 1 to 100, got {n!r}")
+        b = self.target_cfr_band_hz
+        if b is not None and (isinstance(b, bool) or not isinstance(b, (int, float)) or not 0 < b < math.inf):
+            raise ConfigError("target_cfr_band_hz", f"expected a finite band > 0 Hz, or none, got {b!r}")
+        if c is not None and (self.dpd_learning == "ila" or self.fit != "gradient"):
+            raise ConfigError("target_cfr_db", "the shaped target is for direct learning (through the PA model); ILA "
+                              "fits the PA's inverse and has no target to shape")
         if self.dpd_learning == "ila" and self.fit != "gradient":
             raise ConfigError("dpd_learning", "ILA here trains by gradient (fit = 'gradient'); the least-squares fit "
                               "of MP/GMP is indirect learning already")

@@ -242,6 +242,11 @@ def write_leaderboard(out_dir: Path, meta: dict[str, Any], rows: list[dict[str, 
              "Parameters and MACs/sample of the DPD alone (dpd_desktop/models/cost.py convention)."]
     if legacy:
         notes.append(LEGACY_NOTE)
+    aligned = [c["id"] for c in meta["protocol"].get("conditions", []) if c.get("aclr_segments") == "aligned"]
+    if aligned:
+        notes.append(f"ACLR worse of {', '.join(aligned)}: the corrected ACLR on adjacent Welch windows of the test "
+                     f"split's nperseg-sample block grid inside the metric window (arena/metrics.py aligned_window), "
+                     f"not 50 %-overlapping ones: windows straddling the generator's block joins measure the joins.")
     if meta.get("overrides"):
         notes.append(f"**Overridden** ({meta['overrides']}): not the protocol as written (a shorter run, or a "
                      f"longer one, than its rows).")

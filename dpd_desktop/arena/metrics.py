@@ -17,6 +17,10 @@ facts and formulas carried over, cited):
   a DPD whose cascade output equals g·x measures. NMSE, IBE and EVM of such an output are DB_FLOOR and say nothing;
   its ACLR is the target's own out-of-channel content as these metric settings see it (e.g. the block joins of a
   generator's test signal in a 50 %-overlap Welch), so a model measures below it only by departing from its target.
+* Aligned ACLR (a condition's ``aclr_segments = "aligned"``, ours): the corrected ACLR with adjacent (not 50 %
+  overlapping) Welch windows on the split's nperseg-sample block grid, the windows wholly inside the metric window.
+  For a test signal generated in nperseg-sample blocks (DPA_160MHz: 16,384 samples) whose joins jump: a window
+  straddling a join measures the join (DPA_160MHz's test input: −38.7 dBc with overlap, −178 dBc aligned).
 * ACLR in OpenDPD 2.2.1's convention (``legacy_aclr``; scored beside the above when the protocol sets
   ``legacy_aclr = true``): the ``legacy-2.2.1`` profile's metrics/aclr.py ``aclr_db`` on the whole split from its
   first sample, cut into nperseg-sample segments with the last one zero-padded (data/segments.py ``segment``, as
@@ -37,7 +41,7 @@ from ..metrics.aclr import aclr_db
 from ..metrics.profiles import corrected_aclr, inband_error_db, pooled_nmse_db
 from ..metrics.transfer import as_complex
 
-__all__ = ["DB_FLOOR", "arena_metrics", "evm_carriers_db", "floor_aclr", "legacy_aclr", "legacy_scores", "quality_db",
+__all__ = ["DB_FLOOR", "aligned_window", "arena_metrics", "evm_carriers_db", "floor_aclr", "legacy_aclr", "legacy_scores", "quality_db",
            "window_aclr"]
 
 DB_FLOOR = -300.0
@@ -86,12 +90,29 @@ def evm_carriers_db(pred: np.ndarray, ref: np.ndarray, fs: float, grid: dict[str
     return _db(float(np.vdot(e, e).real) / sig)
 
 
+def aligned_window(window: tuple[int, int], nperseg: int) -> tuple[int, int]:
+    """The part of ``window`` (first, stop) made of whole nperseg-sample blocks on the grid k·nperseg of the split.
+
+    Raises:
+        ValueError: no whole block lies inside the window.
+    """
+    a, b = int(window[0]), int(window[1])
+    first = -(-a // nperseg) * nperseg
+    stop = first + (b - first) // nperseg * nperseg
+    if stop <= first:
+        raise ValueError(f"aligned ACLR: no whole {nperseg}-sample block lies inside the metric window [{a}, {b})")
+    return first, stop
+
+
 def window_aclr(iq: np.ndarray, signal: dict[str, Any], window: tuple[int, int]) -> tuple[float, float]:
     """(ACLR_L, ACLR_R) [dBc] of ``iq`` ((N, 2), a whole split) on its metric ``window`` (first, stop): the
-    ``corrected`` profile with ``signal``'s fs, bw, n_sub_ch and nperseg. The ACLR of every trial and of the floor."""
-    a, b = window
+    ``corrected`` profile with ``signal``'s fs, bw, n_sub_ch and nperseg. The ACLR of every trial and of the floor.
+    With ``signal["segments"] == "aligned"`` (a condition's ``aclr_segments``): adjacent Welch windows on the
+    split's nperseg-sample block grid, those wholly inside the window (:func:`aligned_window`)."""
+    aligned = signal.get("segments", "welch") == "aligned"
+    a, b = aligned_window(window, int(signal["nperseg"])) if aligned else window
     left, right, _ = corrected_aclr(np.asarray(iq)[a:b], signal["fs"], signal["bw"], signal["n_sub_ch"],
-                                    signal["nperseg"])
+                                    signal["nperseg"], overlap=not aligned)
     return left, right
 
 

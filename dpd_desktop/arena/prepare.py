@@ -146,6 +146,7 @@ def prepare_condition(workspace: Workspace, proto: Protocol, cond: ConditionSpec
         prepared = Prepared(cond, folder, str(path), ds, pa_run, None, peak, judge,
                             {"dataset": str(src), "peak_limit": peak})
     prepared.judge["legacy_aclr"] = bool(proto.legacy_aclr)
+    prepared.judge["signal"] = {**prepared.judge["signal"], "segments": cond.aclr_segments}
     atomic_write_json(folder / "prepared.json", {"fingerprint": prepared.dataset.fingerprint(),
                                                  "pa_run": prepared.pa_run, "dataset": prepared.dataset_path,
                                                  "info": prepared.info})

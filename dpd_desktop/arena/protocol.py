@@ -6,7 +6,8 @@
     [training]   ExperimentConfig fields shared by every DPD trial (frame, batch, optimizer, schedule, loss window…)
     [[conditions]]  id, kind = "arena" (calibration = the wheel's calibration file, validation_nperseg) or
                     kind = "dataset" (dataset = a folder name under the assets' datasets/ or a path; pa = {backbone,
-                    hidden_size, epochs, …} the PA trained first; validation_nperseg; max_train_samples)
+                    hidden_size, epochs, …} the PA trained first; validation_nperseg; max_train_samples);
+                    aclr_segments (optional, either kind: "welch" (default) or "aligned", arena/metrics.py)
     [[models]]   name, backbone, hidden_size, num_layers (optional), options = {ExperimentConfig fields of this model only},
                  arena_row = [backbone key, budget] (the wheel's leaderboard row this configuration reproduces)
 
@@ -34,6 +35,9 @@ __all__ = ["ConditionSpec", "ModelSpec", "Protocol", "ProtocolError", "load_prot
 
 PROTOCOLS = Path(__file__).with_name("protocols")
 KINDS = ("arena", "dataset")
+#: a condition's test ACLR windows: "welch" (50 % overlap, the corrected profile's) or "aligned" (adjacent windows on
+#: the split's nperseg-sample block grid, arena/metrics.py ``aligned_window``)
+ACLR_SEGMENTS = ("welch", "aligned")
 _CONFIG_FIELDS = {f.name for f in fields(ExperimentConfig)}
 #: fields a protocol's [training] or a model's options may not set (the runner sets them per trial)
 _RESERVED = ("step", "dataset", "pa_run", "backbone", "hidden_size", "num_layers", "seed", "epochs", "name", "extra")
@@ -54,6 +58,7 @@ class ConditionSpec:
     pa: dict = field(default_factory=dict)
     validation_nperseg: int | None = None
     max_train_samples: int | None = None
+    aclr_segments: str = "welch"
 
 
 @dataclass(frozen=True)
@@ -131,11 +136,14 @@ class Protocol:
         return replace(out, overrides=ov)
 
     def to_dict(self) -> dict[str, Any]:
-        """The protocol as JSON; ``legacy_aclr`` only when true (a protocol without it keeps its old dict)."""
+        """The protocol as JSON; ``legacy_aclr`` only when true and a condition's ``aclr_segments`` only when
+        "aligned" (a protocol without them keeps its old dict)."""
         out = {"name": self.name, "title": self.title, "seeds": list(self.seeds), "epochs": self.epochs,
                "power_gate_db": self.power_gate_db, "selection": self.selection,
                "metric_profile": self.metric_profile, "training": dict(self.training),
-               "conditions": [vars(c) for c in self.conditions],
+               # aclr_segments only where not the default: a protocol without it keeps its old dict
+               "conditions": [{k: v for k, v in vars(c).items() if (k, v) != ("aclr_segments", "welch")}
+                              for c in self.conditions],
                "models": [{**vars(m), "arena_row": list(m.arena_row) if m.arena_row else None} for m in self.models],
                "reference_rows": self.reference_rows, "source": self.source, "overrides": dict(self.overrides)}
         if self.legacy_aclr:
@@ -173,7 +181,8 @@ _TABLE_KEYS = {
     "": ("protocol", "training", "conditions", "models"),
     "protocol": ("name", "title", "seeds", "epochs", "power_gate_db", "selection", "metric_profile", "reference_rows",
                  "legacy_aclr", "extends"),
-    "conditions": ("id", "kind", "calibration", "dataset", "pa", "validation_nperseg", "max_train_samples"),
+    "conditions": ("id", "kind", "calibration", "dataset", "pa", "validation_nperseg", "max_train_samples",
+                   "aclr_segments"),
     "models": ("name", "backbone", "hidden_size", "num_layers", "options", "arena_row"),
 }
 
@@ -261,10 +270,13 @@ def load_protocol(name_or_path: str) -> Protocol:
             raise ProtocolError(src, f"{where}.calibration", "an arena condition names its calibration file")
         if c["kind"] == "dataset" and (not c.get("dataset") or not c.get("pa")):
             raise ProtocolError(src, f"{where}", "a dataset condition names its dataset and its PA ({backbone, ...})")
+        segments = c.get("aclr_segments", "welch")
+        if segments not in ACLR_SEGMENTS:
+            raise ProtocolError(src, f"{where}.aclr_segments", f"expected one of {ACLR_SEGMENTS}, got {segments!r}")
         conds.append(ConditionSpec(id=str(c.get("id") or c.get("dataset")), kind=c["kind"],
                                    calibration=c.get("calibration"), dataset=c.get("dataset"),
                                    pa=dict(c.get("pa") or {}), validation_nperseg=c.get("validation_nperseg"),
-                                   max_train_samples=c.get("max_train_samples")))
+                                   max_train_samples=c.get("max_train_samples"), aclr_segments=segments))
     if not conds:
         raise ProtocolError(src, "conditions", "a protocol has at least one condition")
     models = []

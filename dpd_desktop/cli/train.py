@@ -141,6 +141,13 @@ def _add_schedule_options(p: argparse.ArgumentParser) -> None:
                        help="fixed target gain g, linear, instead of --gain-rule (default: the rule's)")
         g.add_argument("--peak-limit", type=float, default=None,
                        help="limit |u| of the DPD output to this magnitude, linear (default: none)")
+        g.add_argument("--target-cfr-db", type=float, default=None, metavar="DB",
+                       help="reduce the target g·x's peaks to max|y_train| + DB by repeated clipping and filtering "
+                            "to the main channel (training/cfr.py; -20 to 6; default: none)")
+        g.add_argument("--target-cfr-iterations", type=int, default=d.target_cfr_iterations,
+                       help="clip-and-filter rounds of --target-cfr-db (default %(default)s)")
+        g.add_argument("--target-cfr-band", dest="target_cfr_band_hz", type=float, default=None, metavar="HZ",
+                       help="the band --target-cfr-db's filter keeps, [-HZ/2, HZ/2) (default: the main channel)")
         g.add_argument("--selection", choices=SELECTIONS, default=d.selection,
                        help="checkpoint selection (power-gated: output power within --power-gate-db first; default "
                             "%(default)s)")
@@ -156,7 +163,8 @@ def _schedule_config_fields(a) -> dict:
     out = {k: getattr(a, k) for k in ("thx", "thh", "lr_schedule", "warmup_epochs", "plateau_threshold",
                                       "plateau_threshold_mode", "power_weight", "oob_weight", "oob_side", "augment",
                                       "loss_window", "test_every_epoch")}
-    for k in ("dpd_learning", "gain_value", "peak_limit", "selection", "power_gate_db", "evaluation"):
+    for k in ("dpd_learning", "gain_value", "peak_limit", "target_cfr_db", "target_cfr_iterations",
+              "target_cfr_band_hz", "selection", "power_gate_db", "evaluation"):
         if hasattr(a, k):
             out[k] = getattr(a, k)
     return out

@@ -128,18 +128,19 @@ def _check_bands(fs: float, bw: float, nsc: int, nperseg: int) -> tuple[float, f
 
 
 def corrected_aclr(pred, fs: float, bw_main: float, n_sub_ch: int, nperseg: int,
-                   n_valid: int | None = None) -> tuple[float, float, float]:
+                   n_valid: int | None = None, overlap: bool = True) -> tuple[float, float, float]:
     """ACLR of the ``corrected`` profile (module docstring): ``(left, right, avg)`` dBc, float64.
 
     Args:
         pred: (S, N, 2) segments or (N, 2) I/Q; n_valid: its real samples (None: all).
-        fs [Hz], bw_main [Hz] (B), n_sub_ch (carriers), nperseg (Welch window, samples).
+        fs [Hz], bw_main [Hz] (B), n_sub_ch (carriers), nperseg (Welch window, samples); overlap: the Welch
+        windows' 50 % overlap (False: adjacent windows, welch_psd).
 
     Raises:
         ValueError: fewer valid samples than nperseg; an adjacent channel beyond ±fs/2; a band with no bin.
     """
     fs, bw, nsc, nps, w = _check_bands(fs, bw_main, n_sub_ch, nperseg)
-    f, pxx = welch_psd(_flat_valid(pred, "pred", n_valid), fs, nps, strict=True)
+    f, pxx = welch_psd(_flat_valid(pred, "pred", n_valid), fs, nps, strict=True, overlap=overlap)
     return _aclr_from(f, pxx, fs / nps, bw, nsc, w)
 
 

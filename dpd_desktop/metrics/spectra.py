@@ -135,13 +135,14 @@ def _to_db(lin: np.ndarray) -> np.ndarray:
 
 
 def welch_psd(sig, fs: float, nperseg: int, n_valid: int | None = None,
-              strict: bool = False) -> tuple[np.ndarray, np.ndarray]:
+              strict: bool = False, overlap: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """The one Welch PSD: two-sided power spectral density (linear), frequencies ascending from -fs/2 [Hz].
 
     ``scipy.signal.welch`` of the complex128 signal, periodic Hann window of ``nperseg`` samples (shortened to the
     signal, unless ``strict``: then ValueError), 50 % overlap, **no** detrend, ``scaling='density'``, two-sided,
     fftshifted. ``sig``: (N, 2) / (S, N, 2) real I/Q or (N,) / (S, N) complex; segments are joined in order (§2.2)
-    and only the first ``n_valid`` samples kept (None: all). Returns ``(freq_hz, pxx)`` float64 [Hz, unit²/Hz].
+    and only the first ``n_valid`` samples kept (None: all). ``overlap=False``: adjacent, not overlapping, windows
+    (hop = nperseg), for a signal built of nperseg-sample blocks whose joins a straddling window would measure. Returns ``(freq_hz, pxx)`` float64 [Hz, unit²/Hz].
 
     Raises ValueError: bad shape, fewer than 2 samples, fs not a positive number, nperseg < 2, n_valid < 2 or more
     than the samples given, or (``strict``) fewer samples than ``nperseg``.
@@ -169,7 +170,7 @@ def welch_psd(sig, fs: float, nperseg: int, n_valid: int | None = None,
         fs=fs_f,
         window="hann",
         nperseg=nps,
-        noverlap=nps // 2,
+        noverlap=nps // 2 if overlap else 0,
         detrend=False,
         return_onesided=False,
         scaling="density",

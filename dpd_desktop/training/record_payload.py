@@ -34,6 +34,8 @@ def setup_blocks(tr) -> dict[str, Any]:
         "training": {"n_frames": tr.loader.n_frames, "batches_per_epoch": tr.loader.n_batches,
                      "torch_threads": torch.get_num_threads(), "optimizer": tr.optimizer_impl},
         **({"fit": tr.fit_info} if getattr(tr, "fit_info", None) is not None else {}),
+        # the target's crest-factor reduction: limit, peak, band, its cost per split (training/cfr.py)
+        **({"target_cfr": tr.cfr.block()} if getattr(tr, "cfr", None) is not None else {}),
         **(dict([tr.finetune_block]) if getattr(tr, "finetune_block", None) is not None else {}),
     }
 

@@ -42,6 +42,7 @@ from .emitting import RunOutput
 from ..runs.events import (BatchProgress, CheckpointReady, EpochEnded, PreviewReady, ResultsReady, RunCancelled,
                            RunFailed, RunFinished, RunPrepared, RunStarted)
 from .fast_path import make_fast_step
+from .cfr import cfr_targets
 from .gain import equal_power_report, target_gain
 from .losses import FrameLoss, base_criterion, make_criterion
 from .objectives import ila_loss
@@ -123,6 +124,7 @@ class Trainer:
         self.fingerprint: str | None = None
         self.gain: float | None = None
         self.gain_info = None  # TargetGain (gain.py): the rule, the value, every rule's candidate
+        self.cfr = None  # CFRResult (cfr.py) when the DPD's target is crest-factor reduced
         self.loader = None
         self.loader_status: str | None = None
         self.evaluator: Evaluator | None = None
@@ -294,7 +296,16 @@ class Trainer:
         ds = self.dataset
         self.gain_info = target_gain(ds, cfg.gain_rule, cfg.gain_value)  # "peak": float(ds.gain) (gain.py)
         self.gain = self.gain_info.value
-        if cfg.step == "dpd":
+        if cfg.step == "dpd" and cfg.target_cfr_db is not None:  # g·x with its peaks reduced in-band (cfr.py)
+            self.cfr = cfr_targets(ds, self.gain, cfg.target_cfr_db, cfg.target_cfr_iterations,
+                                   cfg.target_cfr_band_hz)
+            targets = self.cfr.targets
+            tr = self.cfr.splits["train"]
+            self._log(f"target: g·x with crest-factor reduction to {cfg.target_cfr_db:+.2f} dB re max|y_train| "
+                      f"({cfg.target_cfr_iterations} rounds): training target peak {tr['peak_before_db']:+.2f} -> "
+                      f"{tr['peak_after_db']:+.2f} dB re the limit, power {tr['power_change_db']:+.3f} dB, error "
+                      f"{tr['error_db']:.1f} dB against g·x")
+        elif cfg.step == "dpd":
             targets = {s: scaled_target(getattr(ds, s), self.gain) for s in ("train", "val", "test")}
         else:
             targets = {"train": ds.train.y, "val": ds.val.y, "test": ds.test.y}
