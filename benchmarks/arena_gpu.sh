@@ -105,7 +105,7 @@ case "$STAGE" in
     arena benchmarks/arena-dpa160-2p2.toml dpa160-2p2
     ;;
   dpa160-rms)  # DPA_160MHz at the PA's own output power (~7 min; carry DPA_160MHz as for dpa160): the first model's
-               # process trains the PA; once its prepared.json is written the other two models start beside it in
+               # process trains the PA; once its prepared.json is written the other three models start beside it in
                # the same workspace (each arena its own --out), reusing that PA
     W=workspace/arena-dpa160-rms
     start() { timeout 560 $PY -m dpd_desktop --workspace $W arena benchmarks/arena-dpa160-rms.toml --device cuda \
@@ -115,6 +115,7 @@ case "$STAGE" in
     until test -f $W/arena/arena-dpa160-rms/dpa-160mhz/prepared.json || (( SECONDS - t0 > 400 )); do sleep 2; done
     echo "PA ready after $((SECONDS - t0)) s"
     start GRU-gain3-13-cfr1
+    start GRU-gain3-13-cfr0-woob3
     start GRU-gain3-13
     wait
     echo "dpa160-rms: $((SECONDS - t0)) s wall"
