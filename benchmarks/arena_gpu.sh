@@ -4,7 +4,7 @@
 # benchmarks/arena_plan.py). Run from the repository root on the GPU machine with these carried (git-ignored):
 #   .ref/opendpd-2.4.2-arena/opendpd/arena_assets   (4.2 MB: the Arena capture, frozen PA, calibration, leaderboard)
 #   .ref/opendpd-2.4.2-arena/datasets/DPA_200MHz    (1.9 MB: the tiny protocol of the GPU tests)
-# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|gain3p-aug|long3p|woob|woob2|woob-lr|woob-cos|long|dpa160|dpa160-2p2|dpa160-rms|all
+# Usage: bash benchmarks/arena_gpu.sh test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|gain3p-aug|long3p|woob|woob2|woob-lr|woob-cos|long|dpa160|dpa160-2p2|dpa160-rms|dpa160-aligned|all
 # Results go to $OUT/<stage>/ (leaderboard.md/.html/.csv/.json, trials.csv); the workspace is workspace/arena-gpu
 # (git-ignored: kept between calls while the machine stays warm, so a stage cut by its time limit resumes when run
 # again: finished sweeps are reused).
@@ -120,7 +120,11 @@ case "$STAGE" in
     wait
     echo "dpa160-rms: $((SECONDS - t0)) s wall"
     tail -n 12 "$OUT"/dpa160-rms-*.log
-    $PY -m dpd_desktop arena --merge "$OUT"/dpa160-rms-GRU-gain3-13* --out "$OUT/dpa160-rms" | tail -n 30 || true
+    $PY -m dpd_desktop --workspace $W arena --merge "$OUT"/dpa160-rms-GRU-gain3-13* --out "$OUT/dpa160-rms" \
+      | tail -n 30 || true
+    ;;
+  dpa160-aligned)  # DPA_160MHz, peak gain, corrected ACLR on aligned windows and in 2.2.1's convention (~4 min)
+    arena benchmarks/arena-dpa160-aligned.toml dpa160-aligned
     ;;
   dpa160)  # DPA_160MHz: its PA, then GRU-gain-14 and TRes-DeltaGRU-15 (~5 min; carry .ref/opendpd-2.4.2-arena/datasets/DPA_160MHz)
     arena benchmarks/arena-dpa160.toml dpa160
@@ -128,5 +132,5 @@ case "$STAGE" in
   all)
     for s in test probe reproduce candidates; do bash "$0" "$s"; done
     ;;
-  *) echo "usage: $0 test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|gain3p-aug|long3p|woob|woob2|woob-lr|woob-cos|long|dpa160|dpa160-2p2|dpa160-rms|all" >&2; exit 2 ;;
+  *) echo "usage: $0 test|probe|reproduce|candidates|pn|gain|train|train2|aug|aug-oob|gain3p|gain3p-aug|long3p|woob|woob2|woob-lr|woob-cos|long|dpa160|dpa160-2p2|dpa160-rms|dpa160-aligned|all" >&2; exit 2 ;;
 esac

@@ -492,9 +492,12 @@ class ExperimentConfig:
         b = self.target_cfr_band_hz
         if b is not None and (isinstance(b, bool) or not isinstance(b, (int, float)) or not 0 < b < math.inf):
             raise ConfigError("target_cfr_band_hz", f"expected a finite band > 0 Hz, or none, got {b!r}")
-        if c is not None and (self.dpd_learning == "ila" or self.fit != "gradient"):
+        if c is not None and self.dpd_learning == "ila":
             raise ConfigError("target_cfr_db", "the shaped target is for direct learning (through the PA model); ILA "
                               "fits the PA's inverse and has no target to shape")
+        if c is not None and self.fit != "gradient":
+            raise ConfigError("target_cfr_db", f"the shaped target is trained towards by gradient (fit 'gradient'); "
+                              f"the least-squares fit ({self.fit!r}) is indirect learning and has no target to shape")
         if self.dpd_learning == "ila" and self.fit != "gradient":
             raise ConfigError("dpd_learning", "ILA here trains by gradient (fit = 'gradient'); the least-squares fit "
                               "of MP/GMP is indirect learning already")

@@ -78,14 +78,25 @@ def calibrate_baseline(pa, x_train: np.ndarray, gain: float, peak: float | None,
     return complex((lo + hi) / 2 * phase)
 
 
-def baseline_scores(workspace: Workspace, prep: Prepared, device="cpu") -> dict[str, Any]:
-    """The condition's baseline scores (cached in ``<condition folder>/baseline.json`` per PA run and gain)."""
+def baseline_key(prep: Prepared) -> dict[str, Any]:
+    """What a cached baseline was scored with: PA run, gain, peak, window, nperseg, and the ACLR's conventions where
+    not the defaults (so a cache written before they existed stays valid for protocols without them)."""
     j = prep.judge
-    legacy = bool(j.get("legacy_aclr"))
     key = {"pa_run": prep.pa_run, "gain": j["gain"], "peak": j["peak"], "window": list(j["window"]),
            "nperseg": j["signal"]["nperseg"]}
-    if legacy:  # only then: a cache written without the flag stays valid for protocols without it
+    if j.get("legacy_aclr"):
         key["legacy_aclr"] = True
+    segments = j["signal"].get("segments", "welch")
+    if segments != "welch":
+        key["aclr_segments"] = segments
+    return key
+
+
+def baseline_scores(workspace: Workspace, prep: Prepared, device="cpu") -> dict[str, Any]:
+    """The condition's baseline scores (cached in ``<condition folder>/baseline.json`` under :func:`baseline_key`)."""
+    j = prep.judge
+    legacy = bool(j.get("legacy_aclr"))
+    key = baseline_key(prep)
     cache = prep.folder / "baseline.json"
     try:
         doc = json.loads(cache.read_text())

@@ -23,11 +23,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..config import ExperimentConfig
+from ..config import ConfigError, ExperimentConfig
 from ..data import IQDataset, Split, load_dataset, save_hdf5
 from ..atomic import atomic_write_json
 from ..runs.workspace import Workspace
 from .assets import ArenaAssetError, load_arena_condition
+from .metrics import aligned_window
 from .protocol import ConditionSpec, Protocol
 
 __all__ = ["Prepared", "prepare_condition"]
@@ -58,6 +59,17 @@ def _write_dataset(path: Path, name: str, spec, splits: dict[str, tuple[np.ndarr
         path.parent.mkdir(parents=True, exist_ok=True)  # only once the inputs were read: no empty folders
         save_hdf5(ds, path)
     return load_dataset(path)
+
+
+def _check_segments(cond: ConditionSpec, window: tuple[int, int], nperseg: int) -> None:
+    """Raises ConfigError("aclr_segments") when ``cond`` scores aligned ACLR windows and no whole nperseg-sample block
+    of the test split lies inside its metric ``window``."""
+    if cond.aclr_segments != "aligned":
+        return
+    try:
+        aligned_window(window, nperseg)
+    except ValueError as exc:
+        raise ConfigError("aclr_segments", f"condition {cond.id}: {exc}; use \"welch\" for this split") from None
 
 
 def _reusable_pa(workspace: Workspace, folder: Path, fingerprint: str) -> str | None:
@@ -91,6 +103,7 @@ def prepare_condition(workspace: Workspace, proto: Protocol, cond: ConditionSpec
                                                  f"({c.record['split']['method']} split)"})
         ds = _write_dataset(path, f"{c.dataset}-{c.id}", spec,
                             {s: (c.data[f"x_{s}"], c.data[f"y_{s}"]) for s in ("train", "val", "test")})
+        _check_segments(cond, c.windows["test"], int(sig["nperseg"]))
         fp = ds.fingerprint()
         pa_run = _reusable_pa(workspace, folder, fp)
         if pa_run is None:
@@ -119,6 +132,8 @@ def prepare_condition(workspace: Workspace, proto: Protocol, cond: ConditionSpec
         nps = int(cond.validation_nperseg or orig.spec.nperseg)
         ds = _write_dataset(path, orig.name, replace(orig.spec, nperseg=nps, dataset_format="hdf5"),
                             {s: (getattr(orig, s).x, getattr(orig, s).y) for s in ("train", "val", "test")})
+        frame = int(proto.training.get("frame_length", ExperimentConfig.frame_length))
+        _check_segments(cond, (frame, ds.test.x.shape[0] - frame), int(orig.spec.nperseg))  # before its PA trains
         fp = ds.fingerprint()
         pa_run = _reusable_pa(workspace, folder, fp)
         if pa_run is None:
@@ -133,7 +148,6 @@ def prepare_condition(workspace: Workspace, proto: Protocol, cond: ConditionSpec
             log(f"arena: {cond.id}: PA {cfg.backbone} H={cfg.hidden_size} trained as run {pa_run}")
         x = ds.train.x.astype(np.float64)
         peak = float(np.float32(np.sqrt(np.max(x[:, 0] ** 2 + x[:, 1] ** 2))))
-        frame = int(proto.training.get("frame_length", ExperimentConfig.frame_length))
         n_test = ds.test.x.shape[0]
         sig = {"fs": orig.spec.sample_rate_hz, "bw": orig.spec.bw_main_hz, "n_sub_ch": orig.spec.n_sub_ch,
                "nperseg": int(orig.spec.nperseg), "bw_sub": orig.spec.bw_sub_hz}

@@ -174,7 +174,7 @@ def merge_leaderboards(folders: list[Path], out: Path, assets: Path | None, comm
     """One leaderboard of several arena runs' ``leaderboard.json`` (e.g. one per GPU call): their (condition,
     model) results side by side, the first one's protocol and gate; later duplicates of a (condition, model)
     replace earlier ones; a leaderboard written before floors existed adds no floor line. Raises ValueError for a
-    folder without leaderboard.json or with another power gate."""
+    folder without leaderboard.json, with another power gate, or scoring a condition's ACLR on other windows."""
     docs = []
     for f in folders:
         p = Path(f) / "leaderboard.json"
@@ -184,6 +184,14 @@ def merge_leaderboards(folders: list[Path], out: Path, assets: Path | None, comm
     gate = docs[0]["protocol"]["power_gate_db"]
     if any(d["protocol"]["power_gate_db"] != gate for d in docs):
         raise ValueError("the leaderboards use different power gates; they cannot be ranked together")
+    conditions: dict[str, dict] = {}  # id → the condition as its first leaderboard states it
+    for d, f in zip(docs, folders):
+        for c in d["protocol"].get("conditions", []):
+            seen = conditions.setdefault(c["id"], c)
+            if seen.get("aclr_segments", "welch") != c.get("aclr_segments", "welch"):
+                raise ValueError(f"{f}: condition {c['id']} scores ACLR on {c.get('aclr_segments', 'welch')} "
+                                 f"windows, an earlier leaderboard on {seen.get('aclr_segments', 'welch')} ones; "
+                                 f"they cannot be ranked together")
     results, trials, baselines, floors, sources = {}, {}, {}, {}, []
     for d, f in zip(docs, folders):
         for r in d["results"]:
@@ -205,7 +213,8 @@ def merge_leaderboards(folders: list[Path], out: Path, assets: Path | None, comm
     meta = {**docs[0], "command": command, "merged_from": sources, "baselines": baselines, "floors": floors,
             "results": list(results.values()), "reference_source": ref_source if ref else None,
             "written": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    meta["protocol"] = {**docs[0]["protocol"], "title": docs[0]["protocol"]["title"] + " (merged)"}
+    meta["protocol"] = {**docs[0]["protocol"], "title": docs[0]["protocol"]["title"] + " (merged)",
+                        "conditions": list(conditions.values())}
     for k in ("rows", "trials"):
         meta.pop(k, None)
     return write_leaderboard(out, meta, rows, [t for ts in trials.values() for t in ts])

@@ -91,7 +91,7 @@ def add_training_options(p: argparse.ArgumentParser, step: str) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar (default: shown)")
     add_accept_option(p)
     add_poly_options(p)
-    _add_schedule_options(p)
+    _add_schedule_options(p, step)
 
 
 def _start_stop(text: str) -> list[int]:
@@ -102,7 +102,7 @@ def _start_stop(text: str) -> list[int]:
     return [a, b]
 
 
-def _add_schedule_options(p: argparse.ArgumentParser) -> None:
+def _add_schedule_options(p: argparse.ArgumentParser, step: str) -> None:
     d = ExperimentConfig()
     g = p.add_argument_group("delta thresholds, schedule, learning and protocol options")
     g.add_argument("--thx", type=float, default=d.thx,
@@ -134,7 +134,7 @@ def _add_schedule_options(p: argparse.ArgumentParser) -> None:
                    help="the loss counts these samples of each frame only, [START, STOP) (default: all)")
     g.add_argument("--no-test-every-epoch", dest="test_every_epoch", action="store_false",
                    help="evaluate the test split for the selected checkpoint only (default: every epoch)")
-    if p.prog.endswith("train-dpd"):
+    if step == "dpd":  # by step, not by program name: queue add and sweep --base build these parsers too
         g.add_argument("--dpd-learning", choices=DPD_LEARNING, default=d.dpd_learning,
                        help="direct (through the frozen PA) or ila (indirect learning) (default %(default)s)")
         g.add_argument("--gain-value", type=float, default=None,
@@ -143,11 +143,13 @@ def _add_schedule_options(p: argparse.ArgumentParser) -> None:
                        help="limit |u| of the DPD output to this magnitude, linear (default: none)")
         g.add_argument("--target-cfr-db", type=float, default=None, metavar="DB",
                        help="reduce the target g·x's peaks to max|y_train| + DB by repeated clipping and filtering "
-                            "to the main channel (training/cfr.py; -20 to 6; default: none)")
-        g.add_argument("--target-cfr-iterations", type=int, default=d.target_cfr_iterations,
-                       help="clip-and-filter rounds of --target-cfr-db (default %(default)s)")
-        g.add_argument("--target-cfr-band", dest="target_cfr_band_hz", type=float, default=None, metavar="HZ",
-                       help="the band --target-cfr-db's filter keeps, [-HZ/2, HZ/2) (default: the main channel)")
+                            "to the main channel (training/cfr.py; -20 to 6; direct learning, gradient fit; the "
+                            "run's metrics are then against that target; default: none)")
+        g.add_argument("--target-cfr-iterations", type=int, default=d.target_cfr_iterations, metavar="N",
+                       help="clip-and-filter rounds of --target-cfr-db, 1 to 100 (default %(default)s)")
+        g.add_argument("--target-cfr-band-hz", type=float, default=None, metavar="HZ",
+                       help="the band --target-cfr-db's filter keeps, [-HZ/2, HZ/2), at most the sample rate "
+                            "(default: the main channel)")
         g.add_argument("--selection", choices=SELECTIONS, default=d.selection,
                        help="checkpoint selection (power-gated: output power within --power-gate-db first; default "
                             "%(default)s)")
@@ -193,6 +195,14 @@ class ConsoleObserver:
             gain_text = (f" · DPD target gain {gain['value']:.5f} ({gain.get('rule')})"
                          if ev.step == "dpd" and gain.get("value") is not None else "")
             print(f"metric profile: {self.profile}{gain_text}")
+            cfr = (ev.setup or {}).get("target_cfr")
+            if ev.step == "dpd" and cfr:
+                tr = cfr["splits"]["train"]
+                print(f"target: g·x with crest-factor reduction to {cfr['limit_db']:+.2f} dB re max|y_train| "
+                      f"({cfr['iterations']} rounds, band {cfr['band_hz'] / 1e6:g} MHz): power "
+                      f"{tr['power_change_db']:+.3f} dB, error {tr['error_db']:.1f} dB against g·x, peak "
+                      f"{tr['peak_before_db']:+.2f} -> {tr['peak_after_db']:+.2f} dB re the limit; the metrics "
+                      f"below are against this target")
             kernel = read_kernel({"experiment": ev.config or {}, "device": (ev.setup or {}).get("device") or {}})
             print(f"device {ev.device} ({ev.device_name}) · CUDA graph: {ev.fast_path} · kernel {kernel.label} · "
                   f"{param_text(ev)} · {work_text(ev)}", flush=True)
@@ -210,6 +220,9 @@ class ConsoleObserver:
                   f"{m['NMSE']:.4f} dB, ACLR L/R/avg "
                   f"{m['ACLR_L']:.4f}/{m['ACLR_R']:.4f}/{m['ACLR_AVG']:.4f} dBc, EVM {m['EVM']:.4f} dB "
                   f"({ev.wall_s:.1f} s)")
+            if ev.extra.get("target_cfr_db") is not None:
+                print(f"  (NMSE and EVM against the crest-factor-reduced target, itself "
+                      f"{ev.extra['target_cfr_error_db']:.1f} dB from g·x on the test split)")
             if ev.extra.get("rms_out_diff_db") is not None:
                 d = ev.extra["rms_out_diff_db"]
                 print(f"cascade RMS output with vs without DPD: {d:+.3f} dB" +

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..config import ConfigError
+from ..metrics.spectra import DB_FLOOR
 
 __all__ = ["CFRResult", "clip_and_filter", "cfr_targets"]
 
@@ -79,7 +80,7 @@ class CFRResult:
 
 
 def _db(num: float, den: float) -> float:
-    return 10.0 * math.log10(num / den) if num > 0 and den > 0 else -300.0
+    return max(10.0 * math.log10(num / den), DB_FLOOR) if num > 0 and den > 0 else DB_FLOOR
 
 
 def cfr_targets(ds, gain: float, limit_db: float, iterations: int, band_hz: float | None = None) -> CFRResult:
@@ -99,6 +100,11 @@ def cfr_targets(ds, gain: float, limit_db: float, iterations: int, band_hz: floa
         raise ConfigError("target_cfr_band_hz", f"{band_hz:g} Hz is wider than the dataset's sample rate "
                           f"({fs:g} Hz)")
     bw = float(band_hz) if band_hz is not None else float(bw)
+    shortest = min(getattr(ds, s).x.shape[0] for s in ("train", "val", "test"))
+    if bw < 2 * fs / shortest:
+        raise ConfigError("target_cfr_band_hz", f"{bw:g} Hz keeps fewer than 2 DFT bins of the shortest split "
+                          f"({shortest} samples at {fs:g} Hz, {fs / shortest:g} Hz a bin): the filter would remove "
+                          f"the reduction altogether")
     y_train = ds.train.y64 if getattr(ds.train, "y64", None) is not None else ds.train.y.astype(np.float64)
     ref_peak = float(np.sqrt(np.max(y_train[:, 0] ** 2 + y_train[:, 1] ** 2)))
     if not ref_peak > 0:

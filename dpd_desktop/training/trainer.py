@@ -334,6 +334,11 @@ class Trainer:
         self.criterion = make_criterion(cfg, ds.spec)  # the reference's MSELoss/L1Loss unless a window/power term is set
         if isinstance(self.criterion, FrameLoss):
             self._log(f"loss: {self.criterion.describe()}")
+        if cfg.step == "dpd" and cfg.target_cfr_db is None and (
+                cfg.target_cfr_band_hz is not None
+                or cfg.target_cfr_iterations != ExperimentConfig.target_cfr_iterations):
+            self._log("target_cfr_iterations / target_cfr_band_hz have no effect: the target's crest-factor "
+                      "reduction is off (target_cfr_db none)")
         if cfg.oob_side != "both" and not cfg.oob_weight:
             self._log(f"oob_side {cfg.oob_side!r} has no effect: the out-of-band term is off (oob_weight 0)")
         self.evaluator = Evaluator(ds, targets, cfg.step, base_criterion(self.criterion), cfg.batch_size_eval, dev,
@@ -615,6 +620,9 @@ class Trainer:
         extra: dict[str, Any] = {"metric_profile": self.config.metric_profile}
         if self.config.step == "dpd":
             extra.update(self.evaluator.output_power_report(test, self.net), gain_rule=self.config.gain_rule)
+            if self.cfr is not None:  # the metrics are against the reduced target (cfr.py): say so beside them
+                extra.update(target_cfr_db=self.cfr.limit_db,
+                             target_cfr_error_db=self.cfr.splits["test"]["error_db"])
             extra.update(equal_power_report(self.evaluator, test, self.net, self.config.metric_profile))
             if extra["power_warning"]:
                 self._log(f"WARNING: cascade RMS output with DPD differs from without DPD by "

@@ -147,7 +147,8 @@ def test_succeeded_status_counts_its_epochs(fresh):
 #: experiment fields of issue 24 (delta thresholds, training options, Arena options), at their defaults
 ISSUE24_FIELDS = ("thx", "thh", "lr_schedule", "warmup_epochs", "plateau_threshold", "plateau_threshold_mode",
                   "dpd_learning", "power_weight", "oob_weight", "oob_side", "augment", "gain_value", "peak_limit", "loss_window", "selection",
-                  "power_gate_db", "evaluation", "test_every_epoch")
+                  "power_gate_db", "evaluation", "test_every_epoch", "target_cfr_db", "target_cfr_iterations",
+                  "target_cfr_band_hz")
 ISSUE24_DEFAULTS = {k: v for k, v in ExperimentConfig().to_dict().items() if k in ISSUE24_FIELDS}
 
 

@@ -135,7 +135,7 @@ def test_the_configuration_refuses_what_cannot_be_trained(fields, name):
 
 def test_command_line_options_reach_the_configuration():
     a = build_parser().parse_args(["train-dpd", "--dataset", "demo", "--pa-run", "r", "--target-cfr-db", "-0.5",
-                                   "--target-cfr-iterations", "8", "--target-cfr-band", "158e6"])
+                                   "--target-cfr-iterations", "8", "--target-cfr-band-hz", "158e6"])
     cfg = config_from_args(a, "dpd")
     assert (cfg.target_cfr_db, cfg.target_cfr_iterations, cfg.target_cfr_band_hz) == (-0.5, 8, 158e6)
     assert config_from_args(build_parser().parse_args(["train-dpd", "--dataset", "demo", "--pa-run", "r"]),
@@ -225,3 +225,53 @@ def test_protocol_aclr_segments(tmp_path):
     p.write_text(body.format(extra='aclr_segments = "blocks"\n'))
     with pytest.raises(ProtocolError, match="conditions\\[0\\].aclr_segments"):
         load_protocol(str(p))
+
+
+def test_a_sweep_base_takes_the_dpd_options(tmp_path):
+    """--base is parsed as train-dpd's options: the DPD-only ones too (they were refused by a program-name test)."""
+    import argparse
+
+    from dpd_desktop.cli.sweep import _base_config
+
+    args = argparse.Namespace(step="dpd", accept_flags=False,
+                              base=["--dataset", "demo", "--pa-run", "r", "--target-cfr-db", "-0.5",
+                                    "--selection", "power-gated", "--peak-limit", "1.5"])
+    base, defaults = _base_config(args, Workspace(tmp_path))
+    assert (base.target_cfr_db, base.selection, base.peak_limit) == (-0.5, "power-gated", 1.5)
+    assert (defaults.target_cfr_db, defaults.selection) == (None, "reference")
+
+
+def test_a_short_test_split_is_refused_before_the_pa_trains(tmp_path):
+    from dpd_desktop.arena.prepare import prepare_condition
+    from dpd_desktop.data import save_hdf5
+
+    ds = make_demo_dataset(seed=0, n_train=3000, n_val=3000, n_test=3000, nperseg=2560)
+    save_hdf5(ds, tmp_path / "short.h5")
+    p = tmp_path / "p.toml"
+    p.write_text(f'[protocol]\nextends = "arena-v6"\nname = "t"\n[training]\nframe_length = 40\nloss_window = [10, 30]\n'
+                 f'[[conditions]]\nid = "c"\nkind = "dataset"\ndataset = "{tmp_path / "short.h5"}"\n'
+                 f'pa = {{ backbone = "gru", hidden_size = 4 }}\naclr_segments = "aligned"\n')
+    proto = load_protocol(str(p))
+    with pytest.raises(ConfigError, match="no whole 2560-sample block lies inside the metric window \\[40, 2960\\)"):
+        prepare_condition(Workspace(tmp_path / "ws"), proto, proto.conditions[0], tmp_path, train_pa=None)
+
+
+def test_the_baseline_cache_and_a_merge_tell_the_aclr_windows_apart(tmp_path):
+    import json
+
+    from dpd_desktop.arena.judge import baseline_key
+    from dpd_desktop.arena.runner import merge_leaderboards
+
+    judge = {"gain": 2.0, "peak": 1.0, "window": (200, 1000), "signal": {"nperseg": 256}}
+    prep = SimpleNamespace(pa_run="pa", judge=judge)
+    welch_key = baseline_key(prep)
+    assert "aclr_segments" not in welch_key and "legacy_aclr" not in welch_key  # an old cache stays valid
+    prep.judge = {**judge, "signal": {"nperseg": 256, "segments": "aligned"}, "legacy_aclr": True}
+    assert baseline_key(prep) == {**welch_key, "aclr_segments": "aligned", "legacy_aclr": True}
+    for name, cond in (("a", {"id": "c", "aclr_segments": "aligned"}), ("w", {"id": "c"})):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "leaderboard.json").write_text(json.dumps(
+            {"protocol": {"power_gate_db": 0.5, "conditions": [cond]}, "results": [], "trials": []}))
+    with pytest.raises(ValueError, match="condition c scores ACLR on welch windows, an earlier leaderboard on "
+                                         "aligned ones"):
+        merge_leaderboards([tmp_path / "a", tmp_path / "w"], tmp_path / "m", None)
