@@ -242,6 +242,11 @@ def write_leaderboard(out_dir: Path, meta: dict[str, Any], rows: list[dict[str, 
              "Parameters and MACs/sample of the DPD alone (dpd_desktop/models/cost.py convention)."]
     if legacy:
         notes.append(LEGACY_NOTE)
+    shown = {r.get("model") for r in rows}
+    options = [f"{m['name']}: " + ", ".join(f"{k} = {v}" for k, v in m["options"].items())
+               for m in meta["protocol"].get("models", []) if m.get("options") and m["name"] in shown]
+    if options:
+        notes.append("Training options of a model beyond the protocol's [training]: " + "; ".join(options) + ".")
     aligned = [c["id"] for c in meta["protocol"].get("conditions", []) if c.get("aclr_segments") == "aligned"]
     if aligned:
         notes.append(f"ACLR worse of {', '.join(aligned)}: the corrected ACLR on adjacent Welch windows of the test "

@@ -185,7 +185,9 @@ def merge_leaderboards(folders: list[Path], out: Path, assets: Path | None, comm
     if any(d["protocol"]["power_gate_db"] != gate for d in docs):
         raise ValueError("the leaderboards use different power gates; they cannot be ranked together")
     conditions: dict[str, dict] = {}  # id → the condition as its first leaderboard states it
+    models: dict[str, dict] = {}  # name → the model as its last leaderboard states it (its results win too)
     for d, f in zip(docs, folders):
+        models.update({m["name"]: m for m in d["protocol"].get("models", [])})
         for c in d["protocol"].get("conditions", []):
             seen = conditions.setdefault(c["id"], c)
             if seen.get("aclr_segments", "welch") != c.get("aclr_segments", "welch"):
@@ -214,7 +216,7 @@ def merge_leaderboards(folders: list[Path], out: Path, assets: Path | None, comm
             "results": list(results.values()), "reference_source": ref_source if ref else None,
             "written": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     meta["protocol"] = {**docs[0]["protocol"], "title": docs[0]["protocol"]["title"] + " (merged)",
-                        "conditions": list(conditions.values())}
+                        "conditions": list(conditions.values()), "models": list(models.values())}
     for k in ("rows", "trials"):
         meta.pop(k, None)
     return write_leaderboard(out, meta, rows, [t for ts in trials.values() for t in ts])

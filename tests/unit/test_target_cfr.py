@@ -275,3 +275,31 @@ def test_the_baseline_cache_and_a_merge_tell_the_aclr_windows_apart(tmp_path):
     with pytest.raises(ValueError, match="condition c scores ACLR on welch windows, an earlier leaderboard on "
                                          "aligned ones"):
         merge_leaderboards([tmp_path / "a", tmp_path / "w"], tmp_path / "m", None)
+
+
+def test_the_leaderboard_names_each_model_s_own_options(tmp_path):
+    """A model's options (e.g. its target's crest-factor reduction) are stated beside the board, merged boards too."""
+    import json
+
+    from dpd_desktop.arena.runner import merge_leaderboards
+
+    def board(name, model, options):
+        out = tmp_path / name
+        out.mkdir()
+        result = {"condition": "c", "model": {"name": model, "backbone": "gru", "hidden_size": 4, "options": options},
+                  "params": 10, "macs": 10, "trials": [], "evm_kind": "in-band error"}
+        doc = {"protocol": {"name": "p", "title": "t", "source": "p.toml", "seeds": [0], "epochs": 1,
+                            "metric_profile": "corrected", "selection": "power-gated", "power_gate_db": 0.5,
+                            "conditions": [{"id": "c"}],
+                            "models": [{"name": model, "backbone": "gru", "hidden_size": 4, "options": options}]},
+               "command": "x", "results": [result], "trials": []}
+        (out / "leaderboard.json").write_text(json.dumps(doc))
+        return out
+
+    a = board("a", "M-cfr", {"target_cfr_db": -1.0, "target_cfr_band_hz": 158e6})
+    b = board("b", "M", {})
+    paths = merge_leaderboards([a, b], tmp_path / "m", None)
+    md = paths["md"].read_text()
+    assert "Training options of a model beyond the protocol's [training]: M-cfr: target_cfr_db = -1.0, " \
+           "target_cfr_band_hz = 158000000.0." in md
+    assert "M: " not in md.replace("M-cfr: ", "")
