@@ -41,7 +41,8 @@ from ..metrics.aclr import aclr_db
 from ..metrics.profiles import corrected_aclr, inband_error_db, pooled_nmse_db
 from ..metrics.transfer import as_complex
 
-__all__ = ["DB_FLOOR", "aligned_window", "arena_metrics", "evm_carriers_db", "floor_aclr", "legacy_aclr", "legacy_scores", "quality_db",
+__all__ = ["DB_FLOOR", "aligned_window", "arena_metrics", "evm_carriers_db", "floor_aclr", "legacy_aclr",
+           "legacy_scores", "quality_db",
            "window_aclr"]
 
 DB_FLOOR = -300.0

@@ -142,7 +142,8 @@ def welch_psd(sig, fs: float, nperseg: int, n_valid: int | None = None,
     signal, unless ``strict``: then ValueError), 50 % overlap, **no** detrend, ``scaling='density'``, two-sided,
     fftshifted. ``sig``: (N, 2) / (S, N, 2) real I/Q or (N,) / (S, N) complex; segments are joined in order (§2.2)
     and only the first ``n_valid`` samples kept (None: all). ``overlap=False``: adjacent, not overlapping, windows
-    (hop = nperseg), for a signal built of nperseg-sample blocks whose joins a straddling window would measure. Returns ``(freq_hz, pxx)`` float64 [Hz, unit²/Hz].
+    (hop = nperseg), for a signal built of nperseg-sample blocks whose joins a straddling window would measure.
+    Returns ``(freq_hz, pxx)`` float64 [Hz, unit²/Hz].
 
     Raises ValueError: bad shape, fewer than 2 samples, fs not a positive number, nperseg < 2, n_valid < 2 or more
     than the samples given, or (``strict``) fewer samples than ``nperseg``.

@@ -1,13 +1,14 @@
-"""Crest-factor reduction of a DPD's target (``ExperimentConfig.target_cfr_db``): the target g·x with its peaks
-brought down to what the PA can deliver, the reduction kept inside the main channel.
+"""Crest-factor reduction of a DPD's target (``ExperimentConfig.target_cfr_db``): the target g·x with its peaks brought
+down to what the PA can deliver, the reduction kept inside the main channel.
 
 Why: a gain rule that keeps the PA's output power (``rms``, ``small-signal``) asks for peaks g·max|x| above the
 largest output the PA was measured to give (DPA_160MHz, rule ``rms``: 2.05 dB above max|y_train|); no DPD meets
 them, and a PA model driven there answers from outside its training data. A hard clip at that level costs the
-target's own ACLR (DPA_160MHz: −43 dBc). Repeated clipping and frequency-domain filtering (Armstrong, "Peak-to-average
-power reduction for OFDM by repeated clipping and frequency domain filtering", Electronics Letters 38(5), 2002)
-lowers the peaks with an error that lies inside the channel, so the out-of-channel content of the target is g·x's. A band a little narrower than the main channel keeps the error off its outer guard, where
-a Hann-windowed spectrum would spread it into the adjacent channels (DPA_160MHz, limit 0 dB, 16 rounds: the target's
+target's own ACLR (DPA_160MHz: −43 dBc). Repeated clipping and frequency-domain filtering (Armstrong,
+"Peak-to-average power reduction for OFDM by repeated clipping and frequency domain filtering", Electronics Letters
+38(5), 2002) lowers the peaks with an error that lies inside the channel, so the out-of-channel content of the
+target is g·x's. A band a little narrower than the main channel keeps the error off its outer guard, where a
+Hann-windowed spectrum would spread it into the adjacent channels (DPA_160MHz, limit 0 dB, 16 rounds: the target's
 aligned ACLR −68.7 dBc with B = 160 MHz, −150.0 dBc with 158 MHz, its carriers occupying ±79.2 MHz).
 
 Each iteration, on the whole split (a circular FFT of its N samples):
@@ -15,9 +16,9 @@ Each iteration, on the whole split (a circular FFT of its N samples):
     d = clip(t, A) − t,   clip(v, A) = v·min(1, A/|v|),   t ← t + IFFT(FFT(d)·M),   t₀ = g·x
 
 with M = 1 on the bins whose centre f lies in the band [−B/2, B/2) (B = ``target_cfr_band_hz``, by default the main
-channel ``bw_main_ch``; f from ``input_signal_fs``; the half-open band of metrics/profiles.py) and 0 elsewhere, and A = max|y_train|·10^(c/20),
-c = ``target_cfr_db``. The peaks regrow somewhat after each filtering; more iterations lower them further.
-Float64 throughout.
+channel ``bw_main_ch``; f from ``input_signal_fs``; the half-open band of metrics/profiles.py) and 0 elsewhere, and
+A = max|y_train|·10^(c/20), c = ``target_cfr_db``. The peaks regrow somewhat after each filtering; more iterations
+lower them further. Float64 throughout.
 """
 from __future__ import annotations
 

@@ -248,7 +248,8 @@ def test_a_short_test_split_is_refused_before_the_pa_trains(tmp_path):
     ds = make_demo_dataset(seed=0, n_train=3000, n_val=3000, n_test=3000, nperseg=2560)
     save_hdf5(ds, tmp_path / "short.h5")
     p = tmp_path / "p.toml"
-    p.write_text(f'[protocol]\nextends = "arena-v6"\nname = "t"\n[training]\nframe_length = 40\nloss_window = [10, 30]\n'
+    p.write_text(f'[protocol]\nextends = "arena-v6"\nname = "t"\n[training]\nframe_length = 40\n'
+                 f'loss_window = [10, 30]\n'
                  f'[[conditions]]\nid = "c"\nkind = "dataset"\ndataset = "{tmp_path / "short.h5"}"\n'
                  f'pa = {{ backbone = "gru", hidden_size = 4 }}\naclr_segments = "aligned"\n')
     proto = load_protocol(str(p))
