@@ -16,6 +16,7 @@ from dpd_desktop.training import fused_step
 from dpd_desktop.training.fast_path import CudaGraphStep
 from dpd_desktop.training.optim import AdamW
 from dpd_desktop.training.trainer import Trainer
+from fused_checks import three_ways  # tests/fused_checks.py
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the GPU machine)")]
@@ -55,47 +56,19 @@ def _member(series, seed, Hd=10, Hp=8, B=16, T=30, stride=3, lr=5e-3, wd=0.01, c
 KINDS = [dict(seed=0), dict(seed=1, lr=2e-3, clip=0.05, pa_seed=101), dict(seed=2, wd=0.0, clip=10.0, pa_seed=102)]
 
 
-def _tensors(s):
-    st = s.optimizer.state
-    out = []
-    for p in s.trainable:
-        out += [p, p.grad, st[p]["exp_avg"], st[p]["exp_avg_sq"]]
-    return out + [s.epoch_losses[:STEPS], s.counter]
-
-
-def _assert_bitwise(a, b):
-    for x, y in zip(_tensors(a), _tensors(b), strict=True):
-        assert torch.equal(x, y)
-
-
 @pytest.mark.parametrize("loss", ["mse", "l1"])
 def test_a_dpd_steps_the_same_alone_or_with_others_eager_or_replayed(loss):
     series = _series()
-    together = [_member(series, loss=loss, **k) for k in KINDS]
-    pa_before = [p.detach().clone() for p in together[0].net.pa.parameters()]
-    f = fused_step.build(together)[0]
-    assert isinstance(f, fused_step.FusedDPDStep)
-    for _ in range(STEPS):
-        f.launch()
-    alone = [_member(series, loss=loss, **k) for k in KINDS]
-    for s in alone:
-        one = fused_step.FusedDPDStep([s])
-        for _ in range(STEPS):
-            one.launch()
-    replayed = [_member(series, loss=loss, **k) for k in KINDS]
-    fr = fused_step.FusedDPDStep(replayed)
-    graph = torch.cuda.CUDAGraph()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.graph(graph, stream=side):
-        fr.launch()
-    for _ in range(STEPS):
-        graph.replay()
-    torch.cuda.synchronize()
-    for a, b, c in zip(together, alone, replayed):
-        assert int(a.counter) == STEPS
-        _assert_bitwise(a, b)
-        _assert_bitwise(a, c)
+    pa_before = []
+
+    def built(members):  # the group's step as the trainer builds it, the PA's parameters kept before it steps
+        pa_before.extend(p.detach().clone() for p in members[0].net.pa.parameters())
+        f = fused_step.build(members)[0]
+        assert isinstance(f, fused_step.FusedDPDStep)
+        return f
+
+    together, _, _ = three_ways(lambda: [_member(series, loss=loss, **k) for k in KINDS], fused_step.FusedDPDStep,
+                                STEPS, group=built)
     assert not torch.equal(together[0].trainable[1], together[1].trainable[1])
     # the PA stays frozen: its parameters are bitwise untouched
     for p, q in zip(together[0].net.pa.parameters(), pa_before, strict=True):

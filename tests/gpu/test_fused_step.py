@@ -15,6 +15,7 @@ from dpd_desktop.training import fused_step
 from dpd_desktop.training.fast_path import CudaGraphStep
 from dpd_desktop.training.optim import AdamW
 from dpd_desktop.training.trainer import Trainer
+from fused_checks import three_ways  # tests/fused_checks.py
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the GPU machine)")]
@@ -51,45 +52,11 @@ def _member(series, seed, H=12, B=16, T=30, stride=3, lr=5e-3, wd=0.01, clip=0.0
 KINDS = [dict(seed=0), dict(seed=1, lr=2e-3, clip=0.05), dict(seed=2, wd=0.0, clip=10.0)]
 
 
-def _tensors(s):
-    st = s.optimizer.state
-    out = []
-    for p in s.trainable:
-        out += [p, p.grad, st[p]["exp_avg"], st[p]["exp_avg_sq"]]
-    return out + [s.epoch_losses[:STEPS], s.counter]
-
-
-def _assert_bitwise(a, b):
-    for x, y in zip(_tensors(a), _tensors(b), strict=True):
-        assert torch.equal(x, y)
-
-
 @pytest.mark.parametrize("loss", ["mse", "l1"])
 def test_a_model_steps_the_same_alone_or_with_others_eager_or_replayed(loss):
     series = _series()
-    together = [_member(series, loss=loss, **k) for k in KINDS]
-    f = fused_step.FusedGRUStep(together)
-    for _ in range(STEPS):
-        f.launch()
-    alone = [_member(series, loss=loss, **k) for k in KINDS]
-    for s in alone:
-        one = fused_step.FusedGRUStep([s])
-        for _ in range(STEPS):
-            one.launch()
-    replayed = [_member(series, loss=loss, **k) for k in KINDS]
-    fr = fused_step.FusedGRUStep(replayed)
-    graph = torch.cuda.CUDAGraph()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.graph(graph, stream=side):
-        fr.launch()
-    for _ in range(STEPS):
-        graph.replay()
-    torch.cuda.synchronize()
-    for a, b, c in zip(together, alone, replayed):
-        assert int(a.counter) == STEPS
-        _assert_bitwise(a, b)
-        _assert_bitwise(a, c)
+    together, _, _ = three_ways(lambda: [_member(series, loss=loss, **k) for k in KINDS], fused_step.FusedGRUStep,
+                                STEPS)
     # the members differ (their seeds and settings are not mixed up)
     assert not torch.equal(together[0].trainable[1], together[1].trainable[1])
 
